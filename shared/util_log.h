@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "util_macros.h"
+
+/* Syslog/journal priorities: lines go to stderr prefixed with "<N>" so the
+ * journal assigns the right priority when stderr is a journal stream. */
+enum util_log_level {
+   UTIL_LOG_ERR = 3,
+   UTIL_LOG_WARNING = 4,
+   UTIL_LOG_NOTICE = 5,
+   UTIL_LOG_INFO = 6,
+   UTIL_LOG_DEBUG = 7,
+};
+
+/* Messages above this level are dropped; default UTIL_LOG_INFO. */
+void util_log_set_max_level(enum util_log_level level);
+void util_log(enum util_log_level level, const char *fmt, ...) UTIL_PRINTF(2, 3);
+
+#define util_err(...) util_log(UTIL_LOG_ERR, __VA_ARGS__)
+#define util_warn(...) util_log(UTIL_LOG_WARNING, __VA_ARGS__)
+#define util_notice(...) util_log(UTIL_LOG_NOTICE, __VA_ARGS__)
+#define util_info(...) util_log(UTIL_LOG_INFO, __VA_ARGS__)
+#define util_debug(...) util_log(UTIL_LOG_DEBUG, __VA_ARGS__)

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdint.h>
+
+/* Creates a memfd of the given size (MFD_CLOEXEC | MFD_ALLOW_SEALING),
+ * sealed with F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL so neither side can
+ * make a mapping of it fault. */
+int util_memfd_create(const char *name, uint64_t size, int *ret_fd);
+
+/* Checks that fd is a memfd sealed against shrinking and at least size bytes
+ * long: what a process must know before it maps an fd it was sent. */
+int util_memfd_check(int fd, uint64_t size);
