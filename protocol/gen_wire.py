@@ -1,0 +1,1428 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Generates gpud's Vulkan command stream from vk.xml.
+
+Outputs (all into the build directory):
+  wire_gen.h        op numbers, argument structs, prototypes, table hash
+  wire_gen.c        struct and command encoders/decoders for both sides
+  icd_gen.c         the ICD's default entrypoints and its name lookup table
+  gpud_gen.c        the daemon's host dispatch table, default executors,
+                    the op dispatcher and per-type destroy functions
+
+Special cases are all listed in the tables below, each with its reason."""
+
+import argparse
+import hashlib
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vkxml  # noqa: E402
+
+# --------------------------------------------------------------------------
+# The tables: everything hand-decided lives here.
+
+# Core versions carried on the wire.
+CORE_VERSIONS = ['VK_VERSION_1_0', 'VK_VERSION_1_1', 'VK_VERSION_1_2', 'VK_VERSION_1_3']
+
+# The one list of extensions gpud supports (beyond core).  Device extensions
+# here are advertised to applications when the host driver has them.
+SUPPORTED_EXTENSIONS = [
+]
+
+# Commands the ICD answers alone: nothing goes on the wire.
+CLIENT_ONLY = {
+    'vkGetInstanceProcAddr': 'loader interface',
+    'vkGetDeviceProcAddr': 'loader interface',
+    'vkEnumerateInstanceExtensionProperties': 'the ICD decides its instance extensions',
+    'vkEnumerateInstanceLayerProperties': 'ICDs expose no layers',
+    'vkEnumerateInstanceVersion': 'the ICD decides its instance version',
+    'vkEnumerateDeviceLayerProperties': 'ICDs expose no layers',
+    'vkEnumeratePhysicalDeviceGroups': 'each daemon is one physical device in a group of its own',
+    'vkMapMemory': 'host-visible memory is a memfd the client maps itself',
+    'vkUnmapMemory': 'host-visible memory is a memfd the client maps itself',
+    'vkCreateDescriptorUpdateTemplate': 'templates are applied in the ICD',
+    'vkDestroyDescriptorUpdateTemplate': 'templates are applied in the ICD',
+    'vkUpdateDescriptorSetWithTemplate':
+        'the ICD turns template updates into vkUpdateDescriptorSets',
+}
+
+# Handle types the ICD represents as pointers to its own objects (they hold
+# client-side state).  Every other non-dispatchable handle's value is its id.
+ICD_POINTER_HANDLES = {
+    'VkInstance', 'VkPhysicalDevice', 'VkDevice', 'VkQueue', 'VkCommandBuffer',
+    'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate',
+}
+
+# Calls that must reach the daemon before returning even though they return
+# nothing the application reads.
+FORCE_SYNC = {
+    'vkEndCommandBuffer',  # the recorded stream is shipped and replayed here
+}
+
+# Struct members the API says are ignored under a condition; the ICD sends
+# them as absent then (an application may leave them uninitialised), and the
+# daemon accepts them absent.  Value: C condition over `s` for sending them.
+CONDITIONAL_MEMBERS = {
+    ('VkWriteDescriptorSet', 'pImageInfo'):
+        'wire_enc_set_descriptor_type(e, s->descriptorType) && '
+        'wire_descriptor_type_uses_image(s->descriptorType)',
+    ('VkWriteDescriptorSet', 'pBufferInfo'): 'wire_descriptor_type_uses_buffer(s->descriptorType)',
+    ('VkWriteDescriptorSet', 'pTexelBufferView'):
+        'wire_descriptor_type_uses_texel_buffer(s->descriptorType)',
+    ('VkDescriptorSetLayoutBinding', 'pImmutableSamplers'):
+        'wire_descriptor_type_uses_sampler(s->descriptorType)',
+    ('VkBufferCreateInfo', 'pQueueFamilyIndices'): 's->sharingMode == VK_SHARING_MODE_CONCURRENT',
+    ('VkImageCreateInfo', 'pQueueFamilyIndices'): 's->sharingMode == VK_SHARING_MODE_CONCURRENT',
+    ('VkGraphicsPipelineCreateInfo', 'pTessellationState'): 'wire_pipeline_has_tessellation(s)',
+    ('VkGraphicsPipelineCreateInfo', 'basePipelineHandle'):
+        '(s->flags & VK_PIPELINE_CREATE_DERIVATIVE_BIT)',
+    ('VkComputePipelineCreateInfo', 'basePipelineHandle'):
+        '(s->flags & VK_PIPELINE_CREATE_DERIVATIVE_BIT)',
+    ('VkFramebufferCreateInfo', 'pAttachments'):
+        '!(s->flags & VK_FRAMEBUFFER_CREATE_IMAGELESS_BIT)',
+    ('VkRenderingAttachmentInfo', 'resolveImageView'): 's->resolveMode != VK_RESOLVE_MODE_NONE',
+    # An image info's sampler and view are used or not by the descriptor
+    # type of the write being encoded (remembered in the encoder).
+    ('VkDescriptorImageInfo', 'sampler'): 'wire_descriptor_type_uses_sampler(e->descriptor_type)',
+    ('VkDescriptorImageInfo', 'imageView'):
+        'e->descriptor_type != VK_DESCRIPTOR_TYPE_SAMPLER',
+}
+
+# Structs the daemon never accepts from a client: they would make the host
+# driver touch memory or fds the client chose.
+DENIED_STRUCTS = {
+    'VkImportMemoryHostPointerInfoEXT', 'VkImportMemoryFdInfoKHR',
+    'VkExportMemoryAllocateInfo', 'VkImportSemaphoreFdInfoKHR',
+    'VkImportFenceFdInfoKHR', 'VkExportSemaphoreCreateInfo', 'VkExportFenceCreateInfo',
+    'VkExternalMemoryBufferCreateInfo', 'VkExternalMemoryImageCreateInfo',
+}
+
+# Daemon executors written by hand (daemon/); the generated default is weak.
+# Listed here only for documentation: any gpud_exec_* may be overridden.
+
+# Limits the daemon applies to output storage a client asks for.
+MAX_OUTPUT_ELEMENTS = 1 << 20
+
+# --------------------------------------------------------------------------
+
+
+class Gen:
+    def __init__(self, reg):
+        self.reg = reg
+        self.types = set()
+        self.commands = []
+        for name, number, cmds, types in reg.features:
+            if name in CORE_VERSIONS:
+                self.types.update(types)
+                self.commands += [c for c in cmds if c not in self.commands]
+        self.extensions = []
+        for ext in SUPPORTED_EXTENSIONS:
+            e, cmds, types = reg.extensions[ext]
+            self.types.update(types)
+            self.commands += [c for c in cmds if c not in self.commands]
+            self.extensions.append((ext, e.get('type')))
+        self.types = {reg.resolve_type(t) for t in self.types}
+        self.commands = [c for c in self.commands if c in reg.commands]
+        self.wire_commands = [c for c in self.commands if c not in CLIENT_ONLY]
+        self.unsupported = {}
+        self.structs_in = set()
+        self.structs_out = set()
+        for name in self.wire_commands:
+            self.walk_command(reg.commands[name])
+        # stable order
+        self.structs_all = sorted(self.structs_in | self.structs_out)
+
+    # ---- classification -------------------------------------------------
+
+    def is_pointer_handle(self, t):
+        return self.reg.resolve_type(t) in ICD_POINTER_HANDLES
+
+    def chain_members(self, sname, output):
+        """Structs allowed in the pNext chain of sname."""
+        s = self.reg.structs[sname]
+        names = {sname} | set(s.aliases)
+        out = []
+        for x in sorted(self.types):
+            xs = self.reg.structs.get(x)
+            if not xs or not xs.stype or x in DENIED_STRUCTS:
+                continue
+            if not names & set(xs.structextends):
+                continue
+            if output and not self.output_ok(x):
+                continue
+            if not output and xs.returnedonly:
+                continue
+            out.append(x)
+        return out
+
+    def output_ok(self, sname, seen=None):
+        s = self.reg.structs[sname]
+        for m in s.members:
+            if m.name in ('sType', 'pNext'):
+                continue
+            k = self.reg.kind(m.type)
+            if m.ptr or k in ('handle', 'funcpointer', 'other', 'void'):
+                return False
+            if k == 'union' and not self.flat(m.type):
+                return False
+            if k == 'struct':
+                ms = self.reg.structs[self.reg.resolve_type(m.type)]
+                if ms.stype or not self.output_ok(ms.name):
+                    return False
+        return True
+
+    def flat(self, tname):
+        """A struct or union of scalars only (no pointers or handles)."""
+        s = self.reg.structs[self.reg.resolve_type(tname)]
+        for m in s.members:
+            k = self.reg.kind(m.type)
+            if m.ptr or m.name == 'pNext':
+                return False
+            if k in ('struct', 'union'):
+                if not self.flat(m.type):
+                    return False
+            elif self.reg.scalar_info(m.type) is None:
+                return False
+        return True
+
+    def walk_struct(self, sname, output, stack=()):
+        sname = self.reg.resolve_type(sname)
+        target = self.structs_out if output else self.structs_in
+        if sname in target:
+            return True
+        s = self.reg.structs[sname]
+        if s.union and not self.flat(sname):
+            self.unsupported[sname] = 'union with pointers'
+            return False
+        target.add(sname)
+        for m in s.members:
+            if m.name in ('sType',):
+                continue
+            if m.name == 'pNext':
+                for x in self.chain_members(sname, output):
+                    self.walk_struct(x, output)
+                continue
+            k = self.reg.kind(m.type)
+            if k in ('struct', 'union'):
+                if not self.walk_struct(m.type, output):
+                    target.discard(sname)
+                    self.unsupported[sname] = f'member {m.name}'
+                    return False
+            elif k in ('funcpointer', 'other') or (k == 'void' and not m.len):
+                target.discard(sname)
+                self.unsupported[sname] = f'member {m.name} ({m.text})'
+                return False
+        return True
+
+    def param_role(self, cmd, p):
+        """input, out_count, out_array, out_struct, out_scalar, out_handle."""
+        if p.ptr == 0 or p.const:
+            return 'input'
+        k = self.reg.kind(p.type)
+        lens = {q.len[0] for q in cmd.params if q.len}
+        if p.name in lens and k == 'scalar':
+            return 'out_count'
+        if k == 'handle':
+            return 'out_handle'
+        if p.len or k == 'void':
+            return 'out_array'
+        if k == 'struct':
+            return 'out_struct'
+        return 'out_scalar'
+
+    def walk_command(self, cmd):
+        for p in cmd.params:
+            k = self.reg.kind(p.type)
+            if p.type == 'VkAllocationCallbacks':
+                continue
+            role = self.param_role(cmd, p)
+            if k in ('struct', 'union'):
+                self.walk_struct(p.type, role != 'input')
+
+    # ---- naming ---------------------------------------------------------
+
+    def wire_scalar(self, tname):
+        info = self.reg.scalar_info(tname)
+        if info is None:
+            raise Exception(f'not a scalar: {tname}')
+        return info[0]
+
+    def min_wire_size(self, m):
+        """Smallest encoding of one element of member m's array."""
+        k = self.reg.kind(m.type)
+        if k == 'void' or m.type in ('char', 'uint8_t', 'int8_t') and m.ptr == 1 and not m.dims:
+            return 1
+        if k == 'handle':
+            return 8
+        if k in ('struct', 'union'):
+            return 4 if not self.flat(m.type) else 1
+        if m.ptr == 2:
+            return 4
+        info = self.reg.scalar_info(m.type)
+        return 4 if info[1] <= 4 else 8
+
+    @staticmethod
+    def cname(tname):
+        return tname
+
+
+def c_len_expr(expr, names, prefix):
+    """Turns a vk.xml len/altlen expression into C over prefix+member."""
+    def repl(mo):
+        w = mo.group(0)
+        return prefix + w if w in names else w
+    return re.sub(r'[A-Za-z_][A-Za-z0-9_]*', repl, expr)
+
+
+class Writer:
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, s=''):
+        self.lines.append(s)
+
+    def text(self):
+        return '\n'.join(self.lines) + '\n'
+
+
+# ==========================================================================
+# Struct code
+
+
+def member_len(gen, owner_members, m, prefix):
+    """C expression for the element count of array member m, or None."""
+    if not m.len:
+        return None
+    first = m.len[0]
+    names = {x.name for x in owner_members}
+    if first == 'null-terminated':
+        return None
+    if first.startswith('latexmath'):
+        return '(' + c_len_expr(m.altlen, names, prefix) + ')'
+    if '->' in first:
+        base, field = first.split('->')
+        return f'{prefix}{base}->{field}' if base in names else first
+    if first in names:
+        return prefix + first
+    return first
+
+
+def emit_enc_value(gen, w, ind, tname, expr, dims=()):
+    """Encodes a non-pointer value (scalar, handle, struct, union)."""
+    reg = gen.reg
+    k = reg.kind(tname)
+    if dims:
+        if k in ('struct',) or k == 'handle':
+            n = ' * '.join(f'({d})' for d in dims)
+            w(f'{ind}for (uint32_t i{len(dims)} = 0; i{len(dims)} < {n}; i{len(dims)}++)')
+            flat_expr = f'(&({expr})[0])[i{len(dims)}]' if len(dims) == 1 else None
+            assert flat_expr
+            emit_enc_value(gen, w, ind + '   ', tname, flat_expr)
+        else:
+            n = ' * '.join(f'({d})' for d in dims)
+            w(f'{ind}wire_enc_bytes(e, {expr}, sizeof(({expr})[0]) * {n});')
+        return
+    if k == 'handle':
+        if gen.is_pointer_handle(tname):
+            w(f'{ind}wire_enc_u64(e, wire_object_id({expr}));')
+        else:
+            w(f'{ind}wire_enc_u64(e, (uint64_t)(uintptr_t)({expr}));')
+    elif k == 'union':
+        w(f'{ind}wire_enc_bytes(e, &({expr}), sizeof({expr}));')
+    elif k == 'struct':
+        w(f'{ind}wire_enc_{reg.resolve_type(tname)}(e, &({expr}));')
+    else:
+        wt = gen.wire_scalar(tname)
+        fn = {'uint32_t': 'u32', 'int32_t': 'i32', 'uint64_t': 'u64', 'int64_t': 'i64',
+              'float': 'float', 'double': 'double'}[wt]
+        w(f'{ind}wire_enc_{fn}(e, ({wt})({expr}));')
+
+
+def emit_dec_value(gen, w, ind, tname, lvalue, dims=(), nullable=False):
+    reg = gen.reg
+    k = reg.kind(tname)
+    rt = reg.resolve_type(tname)
+    if dims:
+        if k in ('struct', 'handle'):
+            n = ' * '.join(f'({d})' for d in dims)
+            assert len(dims) == 1
+            w(f'{ind}for (uint32_t i1 = 0; i1 < {n}; i1++)')
+            emit_dec_value(gen, w, ind + '   ', tname, f'({lvalue})[i1]', nullable=nullable)
+        else:
+            w(f'{ind}wire_dec_bytes(d, {lvalue}, sizeof({lvalue}));')
+        return
+    if k == 'handle':
+        objtype = reg.handles[rt][1]
+        w(f'{ind}{lvalue} = ({rt})(uintptr_t)wire_dec_handle(d, {objtype}, {"true" if nullable else "false"});')
+    elif k == 'union':
+        w(f'{ind}wire_dec_bytes(d, &({lvalue}), sizeof({lvalue}));')
+    elif k == 'struct':
+        w(f'{ind}wire_dec_{rt}(d, &({lvalue}));')
+    else:
+        wt = gen.wire_scalar(tname)
+        fn = {'uint32_t': 'u32', 'int32_t': 'i32', 'uint64_t': 'u64', 'int64_t': 'i64',
+              'float': 'float', 'double': 'double'}[wt]
+        w(f'{ind}{lvalue} = ({tname})wire_dec_{fn}(d);')
+
+
+def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
+    """Encodes member or parameter m (an input)."""
+    reg = gen.reg
+    v = prefix + m.name
+    k = reg.kind(m.type)
+    if cond:
+        w(f'{ind}if ({cond}) {{')
+        emit_member_enc(gen, w, sname, members, m, prefix, ind + '   ')
+        w(f'{ind}}} else {{')
+        if m.ptr:
+            w(f'{ind}   wire_enc_u32(e, 0);')
+        else:
+            w(f'{ind}   wire_enc_u64(e, 0);')
+        w(f'{ind}}}')
+        return
+    if m.ptr == 0:
+        emit_enc_value(gen, w, ind, m.type, v, m.dims)
+        return
+    if m.ptr == 2:
+        # array of strings
+        n = member_len(gen, members, m, prefix)
+        w(f'{ind}wire_enc_u32(e, {v} != NULL);')
+        w(f'{ind}if ({v}) {{')
+        w(f'{ind}   wire_enc_u32(e, (uint32_t)({n}));')
+        w(f'{ind}   for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
+        w(f'{ind}      wire_enc_string(e, {v}[i]);')
+        w(f'{ind}}}')
+        return
+    if m.type == 'char' and m.len and m.len[0] == 'null-terminated':
+        w(f'{ind}wire_enc_string(e, {v});')
+        return
+    n = member_len(gen, members, m, prefix)
+    w(f'{ind}wire_enc_u32(e, {v} != NULL);')
+    if n is None:
+        w(f'{ind}if ({v})')
+        emit_enc_value(gen, w, ind + '   ', m.type, f'*{v}')
+        return
+    w(f'{ind}if ({v}) {{')
+    w(f'{ind}   const uint32_t n = (uint32_t)({n});')
+    w(f'{ind}   wire_enc_u32(e, n);')
+    if k == 'void':
+        w(f'{ind}   wire_enc_bytes(e, {v}, n);')
+    elif k in ('struct', 'handle', 'union'):
+        w(f'{ind}   for (uint32_t i = 0; i < n; i++)')
+        emit_enc_value(gen, w, ind + '      ', m.type, f'{v}[i]')
+    else:
+        w(f'{ind}   wire_enc_bytes(e, {v}, (size_t)n * sizeof(*{v}));')
+    w(f'{ind}}}')
+
+
+def member_nullable(gen, sname, m):
+    return (m.is_optional or m.noautovalidity or (sname, m.name) in CONDITIONAL_MEMBERS)
+
+
+def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
+    """Decodes input member/parameter m into prefix+name.  Appends to checks
+    the C conditions that must hold once everything is decoded."""
+    reg = gen.reg
+    v = prefix + m.name
+    k = reg.kind(m.type)
+    nullable = member_nullable(gen, sname, m)
+    ctype = reg.resolve_type(m.type) if k not in ('void',) else 'uint8_t'
+    if k == 'scalar':
+        ctype = m.type
+    if m.ptr == 0:
+        emit_dec_value(gen, w, ind, m.type, v, m.dims, nullable)
+        return
+    if m.ptr == 2:
+        n_name = 'n_' + m.name
+        w(f'{ind}uint32_t {n_name} = 0;')
+        w(f'{ind}if (wire_dec_u32(d)) {{')
+        w(f'{ind}   {n_name} = wire_dec_count(d, 4);')
+        w(f'{ind}   const char **arr = wire_dec_alloc(d, sizeof(*arr) * ({n_name} ? {n_name} : 1));')
+        w(f'{ind}   for (uint32_t i = 0; arr && i < {n_name}; i++) {{')
+        w(f'{ind}      arr[i] = wire_dec_string(d);')
+        w(f'{ind}      if (!arr[i]) wire_dec_fail(d, "null string in array");')
+        w(f'{ind}   }}')
+        w(f'{ind}   {v} = arr;')
+        w(f'{ind}}}')
+        n = member_len(gen, members, m, prefix)
+        checks.append((f'({v} || ({n}) == 0)' if True else '', 'missing string array'))
+        checks.append((f'(!{v} || {n_name} == ({n}))', 'string array length mismatch'))
+        return
+    if m.type == 'char' and m.len and m.len[0] == 'null-terminated':
+        w(f'{ind}{v} = wire_dec_string(d);')
+        if not nullable:
+            checks.append((f'{v} != NULL', f'missing {m.name}'))
+        return
+    n = member_len(gen, members, m, prefix)
+    if n is None:
+        # single element
+        w(f'{ind}if (wire_dec_u32(d)) {{')
+        w(f'{ind}   {ctype} *p = wire_dec_alloc(d, sizeof(*p));')
+        w(f'{ind}   if (p) {{')
+        emit_dec_value(gen, w, ind + '      ', m.type, '*p', nullable=False)
+        w(f'{ind}   }}')
+        w(f'{ind}   {v} = p;')
+        w(f'{ind}}}')
+        if not nullable:
+            checks.append((f'{v} != NULL', f'missing {m.name}'))
+        return
+    n_name = 'n_' + m.name
+    minsz = gen.min_wire_size(m)
+    w(f'{ind}uint32_t {n_name} = 0;')
+    w(f'{ind}if (wire_dec_u32(d)) {{')
+    w(f'{ind}   {n_name} = wire_dec_count(d, {minsz});')
+    w(f'{ind}   {ctype} *arr = wire_dec_alloc(d, sizeof(*arr) * ({n_name} ? {n_name} : 1));')
+    if k == 'void':
+        w(f'{ind}   if (arr) wire_dec_bytes(d, arr, {n_name});')
+    elif k in ('struct', 'handle', 'union'):
+        w(f'{ind}   for (uint32_t i = 0; arr && i < {n_name}; i++) {{')
+        emit_dec_value(gen, w, ind + '      ', m.type, 'arr[i]', nullable=nullable)
+        w(f'{ind}   }}')
+    else:
+        w(f'{ind}   if (arr) wire_dec_bytes(d, arr, (size_t){n_name} * sizeof(*arr));')
+    w(f'{ind}   {v} = arr;')
+    w(f'{ind}}}')
+    if m.len[0].startswith('latexmath'):
+        checks.append((f'(!{v} || (uint64_t){n_name} >= (uint64_t)({n}))', f'{m.name} too short'))
+    else:
+        checks.append((f'(!{v} || (uint64_t){n_name} == (uint64_t)({n}))', f'{m.name} length mismatch'))
+    if not nullable:
+        checks.append((f'({v} || ({n}) == 0)', f'missing {m.name}'))
+
+
+def emit_structs(gen, w):
+    reg = gen.reg
+    structs = gen.structs_all
+    # prototypes
+    for sname in structs:
+        s = reg.structs[sname]
+        w(f'static void wire_enc_{sname}(struct wire_enc *e, const {sname} *s) __attribute__((unused));')
+        w(f'static void wire_dec_{sname}(struct wire_dec *d, {sname} *s) __attribute__((unused));')
+        if sname in gen.structs_out:
+            w(f'static void wire_decout_{sname}(struct wire_dec *d, {sname} *s) __attribute__((unused));')
+            if s.stype:
+                w(f'static void wire_encshape_{sname}(struct wire_enc *e, const {sname} *s) __attribute__((unused));')
+                w(f'static void wire_decshape_{sname}(struct wire_dec *d, {sname} *s) __attribute__((unused));')
+    w()
+    # body encode/decode, chain encode/decode
+    for sname in structs:
+        s = reg.structs[sname]
+        if s.union:
+            w(f'static void\nwire_enc_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
+            w('   wire_enc_bytes(e, s, sizeof(*s));\n}\n')
+            w(f'static void\nwire_dec_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+            w('   wire_dec_bytes(d, s, sizeof(*s));\n}\n')
+            if sname in gen.structs_out:
+                w(f'static void\nwire_decout_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+                w('   wire_dec_bytes(d, s, sizeof(*s));\n}\n')
+            continue
+        output = sname in gen.structs_out and sname not in gen.structs_in
+        chain = gen.chain_members(sname, output) if s.stype else []
+        # encode
+        w(f'static void\nwire_enc_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
+        for m in s.members:
+            if m.name == 'sType':
+                continue
+            if m.name == 'pNext':
+                continue
+            cond = CONDITIONAL_MEMBERS.get((sname, m.name))
+            emit_member_enc(gen, w, sname, s.members, m, 's->', cond=cond)
+        if s.stype:
+            w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
+            w('      switch ((int)c->sType) {')
+            for x in chain:
+                xs = reg.structs[x]
+                w(f'      case {xs.stype}:')
+                w(f'         wire_enc_u32(e, (uint32_t)c->sType);')
+                w(f'         wire_enc_{x}(e, (const {x} *)c);')
+                w('         break;')
+            w('      default:')
+            w('         break; /* unknown or unsupported: skipped, as the spec allows */')
+            w('      }')
+            w('   }')
+            w('   wire_enc_u32(e, 0);')
+        w('}\n')
+        # decode
+        w(f'static void\nwire_dec_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+        checks = []
+        if s.stype:
+            w(f'   s->sType = {s.stype};')
+        for m in s.members:
+            if m.name in ('sType', 'pNext'):
+                continue
+            emit_member_dec(gen, w, sname, s.members, m, 's->', checks)
+        if s.stype:
+            w('   VkBaseOutStructure **tail = (VkBaseOutStructure **)&s->pNext;')
+            w('   for (unsigned depth = 0;; depth++) {')
+            w('      uint32_t stype = wire_dec_u32(d);')
+            w('      if (!stype || d->fatal)')
+            w('         break;')
+            w('      if (depth >= WIRE_MAX_CHAIN_LENGTH) {')
+            w('         wire_dec_fail(d, "pNext chain too long");')
+            w('         break;')
+            w('      }')
+            w('      VkBaseOutStructure *c = NULL;')
+            w('      switch (stype) {')
+            for x in chain:
+                xs = reg.structs[x]
+                w(f'      case {xs.stype}: {{')
+                w(f'         {x} *x = wire_dec_alloc(d, sizeof(*x));')
+                w(f'         if (x) wire_dec_{x}(d, x);')
+                w('         c = (VkBaseOutStructure *)x;')
+                w('         break;')
+                w('      }')
+            w('      default:')
+            w(f'         wire_dec_fail(d, "sType not allowed in the pNext chain of {sname}");')
+            w('         break;')
+            w('      }')
+            w('      if (!c)')
+            w('         break;')
+            w('      c->pNext = NULL;')
+            w('      *tail = c;')
+            w('      tail = &c->pNext;')
+            w('   }')
+        for cond, why in checks:
+            w(f'   if (!d->fatal && !({cond}))')
+            w(f'      wire_dec_fail(d, "{sname}: {why}");')
+        w('}\n')
+        if sname not in gen.structs_out:
+            continue
+        # output decode into application memory (ICD side)
+        ochain = gen.chain_members(sname, True) if s.stype else []
+        w(f'static void\nwire_decout_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+        for m in s.members:
+            if m.name in ('sType', 'pNext'):
+                continue
+            k = reg.kind(m.type)
+            if k == 'struct':
+                if m.dims:
+                    w(f'   for (uint32_t i = 0; i < {m.dims[0]}; i++)')
+                    w(f'      wire_decout_{reg.resolve_type(m.type)}(d, &s->{m.name}[i]);')
+                else:
+                    w(f'   wire_decout_{reg.resolve_type(m.type)}(d, &s->{m.name});')
+            else:
+                emit_dec_value(gen, w, '   ', m.type, f's->{m.name}', m.dims)
+        if s.stype:
+            w('   VkBaseOutStructure *app = (VkBaseOutStructure *)s->pNext;')
+            w('   for (;;) {')
+            w('      uint32_t stype = wire_dec_u32(d);')
+            w('      if (!stype || d->fatal)')
+            w('         break;')
+            w('      while (app && (uint32_t)app->sType != stype)')
+            w('         app = app->pNext;')
+            w('      if (!app) {')
+            w('         wire_dec_fail(d, "reply chain does not match the request");')
+            w('         break;')
+            w('      }')
+            w('      switch (stype) {')
+            for x in ochain:
+                w(f'      case {reg.structs[x].stype}:')
+                w(f'         wire_decout_{x}(d, ({x} *)app);')
+                w('         break;')
+            w('      default:')
+            w('         wire_dec_fail(d, "unexpected sType in reply");')
+            w('         break;')
+            w('      }')
+            w('      app = app->pNext;')
+            w('   }')
+        w('}\n')
+        if not s.stype:
+            continue
+        # shapes
+        w(f'static void\nwire_encshape_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
+        w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
+        w('      switch ((int)c->sType) {')
+        for x in ochain:
+            w(f'      case {reg.structs[x].stype}:')
+        if ochain:
+            w('         wire_enc_u32(e, (uint32_t)c->sType);')
+            w('         break;')
+        w('      default:')
+        w('         break;')
+        w('      }')
+        w('   }')
+        w('   wire_enc_u32(e, 0);')
+        w('}\n')
+        w(f'static void\nwire_decshape_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+        w(f'   s->sType = {s.stype};')
+        w('   VkBaseOutStructure **tail = (VkBaseOutStructure **)&s->pNext;')
+        w('   for (unsigned depth = 0;; depth++) {')
+        w('      uint32_t stype = wire_dec_u32(d);')
+        w('      if (!stype || d->fatal)')
+        w('         break;')
+        w('      size_t size = 0;')
+        w('      switch (stype) {')
+        for x in ochain:
+            w(f'      case {reg.structs[x].stype}: size = sizeof({x}); break;')
+        w('      default: break;')
+        w('      }')
+        w('      if (!size || depth >= WIRE_MAX_CHAIN_LENGTH) {')
+        w(f'         wire_dec_fail(d, "bad output chain for {sname}");')
+        w('         break;')
+        w('      }')
+        w('      VkBaseOutStructure *c = wire_dec_alloc(d, size);')
+        w('      if (!c)')
+        w('         break;')
+        w('      c->sType = (VkStructureType)stype;')
+        w('      *tail = c;')
+        w('      tail = &c->pNext;')
+        w('   }')
+        w('}\n')
+
+
+# ==========================================================================
+# Commands
+
+
+class P:
+    """A command parameter with its role."""
+
+    def __init__(self, gen, cmd, m):
+        self.m = m
+        self.name = m.name
+        self.role = gen.param_role(cmd, m)
+        self.kind = gen.reg.kind(m.type)
+        self.type = gen.reg.resolve_type(m.type) if self.kind != 'scalar' else m.type
+        self.skip = m.type == 'VkAllocationCallbacks'
+
+
+def cmd_params(gen, cmd):
+    return [P(gen, cmd, m) for m in cmd.params]
+
+
+def decl_type(m):
+    """The C declaration of a parameter, from vk.xml's text."""
+    t = m.text
+    t = re.sub(r'\s+', ' ', t)
+    return t
+
+
+def cmd_signature(cmd):
+    return ', '.join(decl_type(p) for p in cmd.params)
+
+
+def is_sync(gen, cmd):
+    if cmd.name in FORCE_SYNC:
+        return True
+    if cmd.ret != 'void':
+        return True
+    return any(P(gen, cmd, p).role != 'input' for p in cmd.params)
+
+
+def records_in_cmdbuf(cmd):
+    return cmd.params[0].type == 'VkCommandBuffer'
+
+
+def out_len_expr(gen, cmd, p, prefix):
+    """Element count of output parameter p."""
+    m = p.m
+    if not m.len:
+        return None
+    first = m.len[0]
+    names = {x.name for x in cmd.params}
+    if first in names:
+        q = next(x for x in cmd.params if x.name == first)
+        if q.ptr and not q.const:
+            return None  # in/out count: handled by role out_count
+        return prefix + first
+    if '->' in first:
+        base, field = first.split('->')
+        return f'{prefix}{base}->{field}'
+    raise Exception(f'{cmd.name}: len {first}')
+
+
+def count_param_of(cmd, p):
+    """The in/out count parameter named by p's len, or None."""
+    if not p.m.len:
+        return None
+    for q in cmd.params:
+        if q.name == p.m.len[0] and q.ptr and not q.const:
+            return q
+    return None
+
+
+def ret_wire(gen, cmd):
+    if cmd.ret == 'void':
+        return None
+    return gen.wire_scalar(cmd.ret) if cmd.ret != 'VkResult' else 'int32_t'
+
+
+def emit_cmd_encoders(gen, w, hw):
+    """ICD side: request encoders and reply decoders."""
+    reg = gen.reg
+    for name in gen.wire_commands:
+        cmd = reg.commands[name]
+        params = cmd_params(gen, cmd)
+        sig = cmd_signature(cmd)
+        hw(f'void wire_enc_{name}(struct wire_enc *e, {sig});')
+        w(f'void\nwire_enc_{name}(struct wire_enc *e, {sig})\n{{')
+        for p in params:
+            if p.skip:
+                continue
+            m = p.m
+            if p.role == 'input':
+                cond = None
+                emit_member_enc(gen, w, name, cmd.params, m, '', cond=cond)
+            elif p.role == 'out_count':
+                w(f'   wire_enc_u32(e, {p.name} != NULL);')
+                wt = gen.wire_scalar(m.type)
+                w(f'   if ({p.name}) wire_enc_{"u64" if wt == "uint64_t" else "u32"}(e, ({wt})*{p.name});')
+            elif p.role == 'out_handle':
+                n = out_len_expr(gen, cmd, p, '') or '1'
+                w(f'   for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
+                emit_enc_value(gen, w, '      ', m.type, f'{p.name}[i]')
+            elif p.role == 'out_array':
+                w(f'   wire_enc_u32(e, {p.name} != NULL);')
+                if p.kind == 'struct' and reg.structs[p.type].stype:
+                    cp = count_param_of(cmd, p)
+                    n = f'*{cp.name}' if cp else out_len_expr(gen, cmd, p, '')
+                    w(f'   if ({p.name})')
+                    w(f'      for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
+                    w(f'         wire_encshape_{p.type}(e, &{p.name}[i]);')
+            elif p.role == 'out_struct':
+                w(f'   wire_enc_u32(e, {p.name} != NULL);')
+                if reg.structs[p.type].stype:
+                    w(f'   if ({p.name}) wire_encshape_{p.type}(e, {p.name});')
+            elif p.role == 'out_scalar':
+                w(f'   wire_enc_u32(e, {p.name} != NULL);')
+        w('}\n')
+
+        # reply decoder (ICD)
+        if not is_sync(gen, cmd):
+            continue
+        rt = 'VkResult' if cmd.ret == 'VkResult' else cmd.ret
+        ret_param = f'{rt} *ret, ' if cmd.ret != 'void' else ''
+        hw(f'void wire_decreply_{name}(struct wire_dec *d, {ret_param}{sig});')
+        w(f'void\nwire_decreply_{name}(struct wire_dec *d, {ret_param}{sig})\n{{')
+        for p in params:
+            if p.role == 'out_count':
+                w(f'   const uint64_t cap_{p.name} = {p.name} ? *{p.name} : 0;')
+                w(f'   (void)cap_{p.name};')
+        if cmd.ret != 'void':
+            emit_dec_value(gen, w, '   ', cmd.ret, '*ret')
+        for p in params:
+            m = p.m
+            if p.role == 'out_count':
+                wt = gen.wire_scalar(m.type)
+                w(f'   if ({p.name}) {{')
+                w(f'      uint64_t v = wire_dec_{"u64" if wt == "uint64_t" else "u32"}(d);')
+                w(f'      if (v > cap_{p.name} && {" || ".join([f"{q.name}" for q in params if count_param_of(cmd, q) is m]) or "false"})')
+                w('         wire_dec_fail(d, "reply count exceeds capacity");')
+                w(f'      else *{p.name} = ({m.type})v;')
+                w('   }')
+            elif p.role == 'out_handle':
+                n = out_len_expr(gen, cmd, p, '') or '1'
+                w(f'   for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
+                w(f'      if (!wire_dec_u32(d)) {p.name}[i] = VK_NULL_HANDLE;')
+            elif p.role in ('out_array', 'out_struct', 'out_scalar'):
+                w(f'   if (wire_dec_u32(d)) {{')
+                w(f'      if (!{p.name}) {{')
+                w('         wire_dec_fail(d, "unexpected output");')
+                w('         return;')
+                w('      }')
+                if p.role == 'out_scalar':
+                    emit_dec_value(gen, w, '      ', m.type, f'*{p.name}')
+                elif p.role == 'out_struct':
+                    w(f'      wire_decout_{p.type}(d, {p.name});')
+                else:
+                    cp = count_param_of(cmd, p)
+                    cap = f'cap_{cp.name}' if cp else out_len_expr(gen, cmd, p, '')
+                    w('      uint32_t n = wire_dec_u32(d);')
+                    w(f'      if ((uint64_t)n > (uint64_t)({cap})) {{')
+                    w('         wire_dec_fail(d, "reply array exceeds capacity");')
+                    w('         return;')
+                    w('      }')
+                    if p.kind == 'void':
+                        w(f'      wire_dec_bytes(d, {p.name}, n);')
+                    elif p.kind == 'struct':
+                        w('      for (uint32_t i = 0; i < n; i++)')
+                        w(f'         wire_decout_{p.type}(d, &{p.name}[i]);')
+                    else:
+                        w(f'      wire_dec_bytes(d, {p.name}, (size_t)n * sizeof(*{p.name}));')
+                w('   }')
+        w('}\n')
+
+
+def args_struct_name(name):
+    return f'wire_args_{name}'
+
+
+def emit_cmd_decoders(gen, w, hw):
+    """Daemon side: request decoders into argument structs and reply encoders."""
+    reg = gen.reg
+    for name in gen.wire_commands:
+        cmd = reg.commands[name]
+        params = cmd_params(gen, cmd)
+        hw(f'struct {args_struct_name(name)} {{')
+        for p in params:
+            if p.skip:
+                continue
+            m = p.m
+            if p.role == 'input':
+                t = decl_type(m)
+                if m.dims:
+                    t = t.replace('const ', '')
+                hw(f'   {t};')
+            elif p.role == 'out_handle':
+                hw(f'   {p.type} *{p.name};')
+                hw(f'   uint64_t *{p.name}_ids;')
+                hw(f'   uint32_t {p.name}_count;')
+            elif p.role == 'out_count':
+                hw(f'   {m.type} *{p.name};')
+            elif p.role == 'out_array':
+                t = 'uint8_t' if p.kind == 'void' else p.type
+                hw(f'   {t} *{p.name};')
+                hw(f'   uint32_t {p.name}_cap;')
+            elif p.role in ('out_struct', 'out_scalar'):
+                hw(f'   {p.type} *{p.name};')
+        if cmd.ret != 'void':
+            hw(f'   {cmd.ret} ret;')
+        hw('};')
+        hw(f'bool wire_decargs_{name}(struct wire_dec *d, struct {args_struct_name(name)} *a);')
+        w(f'bool\nwire_decargs_{name}(struct wire_dec *d, struct {args_struct_name(name)} *a)\n{{')
+        checks = []
+        for p in params:
+            if p.skip:
+                continue
+            m = p.m
+            if p.role == 'input':
+                emit_member_dec(gen, w, name, cmd.params, m, 'a->', checks)
+            elif p.role == 'out_count':
+                wt = gen.wire_scalar(m.type)
+                w('   if (wire_dec_u32(d)) {')
+                w(f'      a->{p.name} = wire_dec_alloc(d, sizeof(*a->{p.name}));')
+                w(f'      uint64_t v = wire_dec_{"u64" if wt == "uint64_t" else "u32"}(d);')
+                w(f'      if (a->{p.name}) *a->{p.name} = ({m.type})v;')
+                w('   }')
+                w(f'   if (!a->{p.name}) wire_dec_fail(d, "{name}: missing {p.name}");')
+            elif p.role == 'out_handle':
+                n = out_len_expr(gen, cmd, p, 'a->') or '1'
+                w('   {')
+                if '->' in n:
+                    base = n.split('->')[0]
+                    w(f'      if (!{base}) {{')
+                    w(f'         wire_dec_fail(d, "{name}: missing {base[3:]}");')
+                    w('         return false;')
+                    w('      }')
+                w(f'      uint64_t n = (uint64_t)({n});')
+                w(f'      if (n > wire_dec_remaining(d) / 8) {{')
+                w(f'         wire_dec_fail(d, "{name}: bad handle count");')
+                w('         return false;')
+                w('      }')
+                w(f'      a->{p.name}_count = (uint32_t)n;')
+                w(f'      a->{p.name}_ids = wire_dec_alloc(d, sizeof(uint64_t) * (n ? n : 1));')
+                w(f'      a->{p.name} = wire_dec_alloc(d, sizeof(*a->{p.name}) * (n ? n : 1));')
+                w(f'      for (uint32_t i = 0; a->{p.name}_ids && i < n; i++)')
+                w(f'         a->{p.name}_ids[i] = wire_dec_new_id(d, wire_dec_u64(d));')
+                w('   }')
+            elif p.role == 'out_array':
+                cp = count_param_of(cmd, p)
+                n = f'*a->{cp.name}' if cp else out_len_expr(gen, cmd, p, 'a->')
+                w('   if (wire_dec_u32(d)) {')
+                w(f'      uint64_t n = (uint64_t)({n});')
+                limit = 'WIRE_MAX_OUTPUT_BYTES' if p.kind == 'void' else 'WIRE_MAX_OUTPUT_ELEMENTS'
+                w(f'      if (n > {limit}) {{')
+                w(f'         wire_dec_fail(d, "{name}: output too large");')
+                w('         return false;')
+                w('      }')
+                w(f'      a->{p.name}_cap = (uint32_t)n;')
+                w(f'      a->{p.name} = wire_dec_alloc(d, sizeof(*a->{p.name}) * (n ? n : 1));')
+                if p.kind == 'struct' and reg.structs[p.type].stype:
+                    w(f'      for (uint32_t i = 0; a->{p.name} && i < n; i++)')
+                    w(f'         wire_decshape_{p.type}(d, &a->{p.name}[i]);')
+                w('   }')
+            elif p.role in ('out_struct', 'out_scalar'):
+                w('   if (wire_dec_u32(d)) {')
+                w(f'      a->{p.name} = wire_dec_alloc(d, sizeof(*a->{p.name}));')
+                if p.role == 'out_struct' and reg.structs[p.type].stype:
+                    w(f'      if (a->{p.name}) wire_decshape_{p.type}(d, a->{p.name});')
+                w('   }')
+                w(f'   if (!a->{p.name}) wire_dec_fail(d, "{name}: missing {p.name}");')
+        for cond, why in checks:
+            w(f'   if (!d->fatal && !({cond}))')
+            w(f'      wire_dec_fail(d, "{name}: {why}");')
+        w('   return !d->fatal;')
+        w('}\n')
+
+        if not is_sync(gen, cmd):
+            continue
+        hw(f'void wire_encreply_{name}(struct wire_enc *e, const struct {args_struct_name(name)} *a);')
+        w(f'void\nwire_encreply_{name}(struct wire_enc *e, const struct {args_struct_name(name)} *a)\n{{')
+        if cmd.ret != 'void':
+            emit_enc_value(gen, w, '   ', cmd.ret, 'a->ret')
+        for p in params:
+            m = p.m
+            if p.role == 'out_count':
+                wt = gen.wire_scalar(m.type)
+                w(f'   wire_enc_{"u64" if wt == "uint64_t" else "u32"}(e, ({wt})*a->{p.name});')
+            elif p.role == 'out_handle':
+                w(f'   for (uint32_t i = 0; i < a->{p.name}_count; i++)')
+                w(f'      wire_enc_u32(e, a->{p.name}[i] != VK_NULL_HANDLE);')
+            elif p.role in ('out_scalar', 'out_struct'):
+                w(f'   wire_enc_u32(e, a->{p.name} != NULL);')
+                w(f'   if (a->{p.name}) {{')
+                if p.role == 'out_scalar':
+                    emit_enc_value(gen, w, '      ', m.type, f'*a->{p.name}')
+                else:
+                    w(f'      wire_enc_{p.type}(e, a->{p.name});')
+                w('   }')
+            elif p.role == 'out_array':
+                cp = count_param_of(cmd, p)
+                w(f'   wire_enc_u32(e, a->{p.name} != NULL);')
+                w(f'   if (a->{p.name}) {{')
+                if cp:
+                    w(f'      uint32_t n = (uint32_t)*a->{cp.name} < a->{p.name}_cap ? (uint32_t)*a->{cp.name} : a->{p.name}_cap;')
+                else:
+                    w(f'      uint32_t n = a->{p.name}_cap;')
+                w('      wire_enc_u32(e, n);')
+                if p.kind == 'void':
+                    w(f'      wire_enc_bytes(e, a->{p.name}, n);')
+                elif p.kind == 'struct':
+                    w('      for (uint32_t i = 0; i < n; i++)')
+                    w(f'         wire_enc_{p.type}(e, &a->{p.name}[i]);')
+                else:
+                    w(f'      wire_enc_bytes(e, a->{p.name}, (size_t)n * sizeof(*a->{p.name}));')
+                w('   }')
+        w('}\n')
+
+
+# ==========================================================================
+# ICD entrypoints
+
+
+def dispatchable_first(gen, cmd):
+    p = cmd.params[0]
+    t = gen.reg.resolve_type(p.type)
+    if t in gen.reg.handles and gen.reg.handles[t][0]:
+        return p
+    return None
+
+
+def destroyed_param(gen, cmd):
+    if not (cmd.name.startswith('vkDestroy') or cmd.name.startswith('vkFree')):
+        return None
+    handles = [p for p in cmd.params[1:] if gen.reg.kind(p.type) == 'handle']
+    return handles[-1] if handles else None
+
+
+def emit_icd(gen, w):
+    reg = gen.reg
+    w('#include "icd_gen.h"')
+    w()
+    for name in gen.commands:
+        cmd = reg.commands[name]
+        sig = cmd_signature(cmd)
+        ret = cmd.ret
+        w(f'VKAPI_ATTR {ret} VKAPI_CALL icd_{name}({sig}) __attribute__((weak));')
+    w()
+    for name in gen.wire_commands:
+        cmd = reg.commands[name]
+        params = cmd_params(gen, cmd)
+        sig = cmd_signature(cmd)
+        ret = cmd.ret
+        first = dispatchable_first(gen, cmd)
+        args = ', '.join(p.name for p in cmd.params)
+        sync = is_sync(gen, cmd)
+        lost = {'VkResult': 'VK_ERROR_DEVICE_LOST', 'void': ''}.get(ret, '0')
+        w(f'VKAPI_ATTR {ret} VKAPI_CALL\nicd_{name}({sig})\n{{')
+        if first is None:
+            w(f'   return{" " + lost if lost else ""};')
+            w('}\n')
+            continue
+        w(f'   struct icd_connection *conn = icd_connection_of({first.name});')
+        outs = [p for p in params if p.role == 'out_handle']
+        if records_in_cmdbuf(cmd) and name not in FORCE_SYNC:
+            w(f'   struct wire_enc *e = icd_cmd_stream({first.name}, WIRE_OP_{name});')
+            w('   if (!e)')
+            w(f'      return{" VK_SUCCESS" if ret == "VkResult" else (" " + lost if lost else "")};')
+            w(f'   wire_enc_{name}(e, {args});')
+            w(f'   icd_cmd_stream_end({first.name});')
+            if ret == 'VkResult':
+                w('   return VK_SUCCESS;')
+            w('}\n')
+            continue
+        if records_in_cmdbuf(cmd):
+            # vkEndCommandBuffer: ship the recording, then a synchronous call
+            w(f'   VkResult ship = icd_cmd_ship({first.name});')
+            w('   if (ship != VK_SUCCESS)')
+            w('      return ship;')
+        # output handles: create the client objects first
+        for p in outs:
+            n = out_len_expr(gen, cmd, p, '') or '1'
+            w(f'   const uint32_t n_{p.name} = (uint32_t)({n});')
+            w(f'   {p.type} *tmp_{p.name} = icd_tmp_handles(2 * (size_t)n_{p.name}, sizeof({p.type}));')
+            w(f'   if (!tmp_{p.name})')
+            w('      return VK_ERROR_OUT_OF_HOST_MEMORY;')
+            w(f'   for (uint32_t i = 0; i < n_{p.name}; i++) {{')
+            w(f'      tmp_{p.name}[i] = ({p.type})icd_handle_create(conn, {reg.handles[p.type][1]}, {first.name});')
+            w(f'      tmp_{p.name}[n_{p.name} + i] = tmp_{p.name}[i];')
+            w(f'      if (!tmp_{p.name}[i]) {{')
+            w(f'         for (uint32_t j = 0; j < i; j++)')
+            w(f'            icd_handle_destroy({reg.handles[p.type][1]}, (uint64_t)(uintptr_t)tmp_{p.name}[j]);')
+            w(f'         icd_tmp_handles_free(tmp_{p.name});')
+            w('         return VK_ERROR_OUT_OF_HOST_MEMORY;')
+            w('      }')
+            w('   }')
+        call_args = ', '.join((f'tmp_{p.name}' if p.role == 'out_handle' else p.name) for p in params)
+        if not sync:
+            w('   struct icd_call call;')
+            w(f'   struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_{name}, false, false);')
+            w(f'   wire_enc_{name}(e, {call_args});')
+            w('   icd_call_end(&call);')
+            d = destroyed_param(gen, cmd)
+            if d is not None:
+                dp = P(gen, cmd, d)
+                objtype = reg.handles[dp.type][1]
+                n = member_len(gen, cmd.params, d, '') if d.len else None
+                if n:
+                    w(f'   if ({d.name})')
+                    w(f'      for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
+                    w(f'         icd_handle_destroy({objtype}, (uint64_t)(uintptr_t){d.name}[i]);')
+                else:
+                    w(f'   icd_handle_destroy({objtype}, (uint64_t)(uintptr_t){d.name});')
+            if ret == 'VkResult':
+                w('   return VK_SUCCESS;')
+            w('}\n')
+            continue
+        cacheable = name.startswith('vkGetPhysicalDevice') or name == 'vkEnumerateDeviceExtensionProperties'
+        w('   struct icd_call call;')
+        w(f'   struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_{name}, true, {"true" if cacheable else "false"});')
+        w(f'   wire_enc_{name}(e, {call_args});')
+        w('   VkResult transport = icd_call_end(&call);')
+        if ret != 'void':
+            w(f'   {ret} ret = {lost if ret == "VkResult" else "0"};')
+        w('   if (transport == VK_SUCCESS) {')
+        rarg = '&ret, ' if ret != 'void' else ''
+        w(f'      wire_decreply_{name}(&call.reply, {rarg}{call_args});')
+        w('      transport = icd_call_reply_done(&call);')
+        w('   }')
+        if ret == 'VkResult':
+            w('   if (transport != VK_SUCCESS)')
+            w('      ret = transport;')
+        for p in outs:
+            objtype = reg.handles[p.type][1]
+            w(f'   for (uint32_t i = 0; i < n_{p.name}; i++) {{')
+            if ret == 'VkResult':
+                w(f'      if (ret < 0 || !tmp_{p.name}[i]) {{')
+            else:
+                w(f'      if (transport != VK_SUCCESS || !tmp_{p.name}[i]) {{')
+            w(f'         icd_handle_destroy({objtype}, (uint64_t)(uintptr_t)tmp_{p.name}[n_{p.name} + i]);')
+            w(f'         {p.name}[i] = VK_NULL_HANDLE;')
+            w('      } else {')
+            w(f'         {p.name}[i] = tmp_{p.name}[i];')
+            w('      }')
+            w('   }')
+            w(f'   icd_tmp_handles_free(tmp_{p.name});')
+        if ret != 'void':
+            w('   return ret;')
+        w('}\n')
+
+    # lookup table
+    w('static const struct icd_entrypoint icd_entrypoints[] = {')
+    names = {n: n for n in gen.commands}
+    for alias, target in reg.command_alias.items():
+        if target in gen.commands:
+            names[alias] = target
+    for entry in sorted(names):
+        name = names[entry]
+        cmd = reg.commands[name]
+        first = cmd.params[0].type
+        level = 'ICD_LEVEL_GLOBAL'
+        t = reg.resolve_type(first)
+        if t in ('VkInstance', 'VkPhysicalDevice'):
+            level = 'ICD_LEVEL_INSTANCE' if t == 'VkInstance' else 'ICD_LEVEL_PHYSICAL_DEVICE'
+        elif t in ('VkDevice', 'VkQueue', 'VkCommandBuffer'):
+            level = 'ICD_LEVEL_DEVICE'
+        w(f'   {{"{entry}", (PFN_vkVoidFunction)icd_{name}, {level}}},')
+    w('};')
+    w()
+    w('const struct icd_entrypoint *\nicd_entrypoint_lookup(const char *name)\n{')
+    w('   size_t lo = 0, hi = sizeof(icd_entrypoints) / sizeof(icd_entrypoints[0]);')
+    w('   while (lo < hi) {')
+    w('      size_t mid = (lo + hi) / 2;')
+    w('      int c = strcmp(name, icd_entrypoints[mid].name);')
+    w('      if (c == 0)')
+    w('         return &icd_entrypoints[mid];')
+    w('      if (c < 0)')
+    w('         hi = mid;')
+    w('      else')
+    w('         lo = mid + 1;')
+    w('   }')
+    w('   return NULL;')
+    w('}')
+
+
+def emit_icd_header(gen, w):
+    reg = gen.reg
+    w('#pragma once')
+    w('#include "wire_gen.h"')
+    w('#include "icd_call.h"')
+    w()
+    w('enum icd_level { ICD_LEVEL_GLOBAL, ICD_LEVEL_INSTANCE, ICD_LEVEL_PHYSICAL_DEVICE, ICD_LEVEL_DEVICE };')
+    w('struct icd_entrypoint { const char *name; PFN_vkVoidFunction func; enum icd_level level; };')
+    w('const struct icd_entrypoint *icd_entrypoint_lookup(const char *name);')
+    w()
+    for name in gen.commands:
+        cmd = reg.commands[name]
+        w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_{name}({cmd_signature(cmd)});')
+
+
+# ==========================================================================
+# Daemon
+
+
+def emit_gpud(gen, w, hw):
+    reg = gen.reg
+    hw('#pragma once')
+    hw('#include "wire_gen.h"')
+    hw()
+    hw('struct gpud_call;')
+    hw()
+    hw('/* Host driver entrypoints, loaded per host instance or device. */')
+    hw('struct gpud_host_dispatch {')
+    hw('   PFN_vkGetInstanceProcAddr GetInstanceProcAddr;')
+    hw('   PFN_vkGetDeviceProcAddr GetDeviceProcAddr;')
+    for name in gen.commands:
+        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr'):
+            continue
+        hw(f'   PFN_{name} {name[2:]};')
+    hw('};')
+    hw()
+    hw('void gpud_host_dispatch_load_instance(struct gpud_host_dispatch *d, VkInstance instance);')
+    hw('void gpud_host_dispatch_load_device(struct gpud_host_dispatch *d, VkDevice device);')
+    hw('/* Runs one decoded command; returns false when the stream is malformed. */')
+    hw('bool gpud_gen_dispatch(struct gpud_call *call, uint32_t op);')
+    hw('/* Destroys a host object of the given type with the right vkDestroy/vkFree. */')
+    hw('void gpud_gen_destroy_object(const struct gpud_host_dispatch *d, uint64_t parent,')
+    hw('                             uint64_t pool, VkObjectType type, uint64_t handle);')
+    hw()
+    for name in gen.wire_commands:
+        hw(f'void gpud_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
+
+    w('#include "gpud_gen.h"')
+    w('#include "gpud_call.h"')
+    w()
+    # dispatch loading
+    w('void\ngpud_host_dispatch_load_instance(struct gpud_host_dispatch *d, VkInstance instance)\n{')
+    for name in gen.commands:
+        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr'):
+            continue
+        w(f'   d->{name[2:]} = (PFN_{name})d->GetInstanceProcAddr(instance, "{name}");')
+    w('   d->GetDeviceProcAddr = (PFN_vkGetDeviceProcAddr)d->GetInstanceProcAddr(instance, "vkGetDeviceProcAddr");')
+    w('}\n')
+    w('void\ngpud_host_dispatch_load_device(struct gpud_host_dispatch *d, VkDevice device)\n{')
+    for name in gen.commands:
+        cmd = reg.commands[name]
+        t = reg.resolve_type(cmd.params[0].type)
+        if t in ('VkDevice', 'VkQueue', 'VkCommandBuffer') and name != 'vkGetDeviceProcAddr':
+            w(f'   d->{name[2:]} = (PFN_{name})d->GetDeviceProcAddr(device, "{name}");')
+    w('}\n')
+    # default executors
+    for name in gen.wire_commands:
+        cmd = reg.commands[name]
+        params = cmd_params(gen, cmd)
+        w(f'__attribute__((weak)) void\ngpud_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a)\n{{')
+        args = ', '.join('NULL' if p.skip else f'a->{p.name}' for p in params)
+        fn = f'gpud_call_dispatch(call)->{name[2:]}'
+        w(f'   if (!{fn}) {{')
+        w(f'      gpud_call_fail(call, "host driver lacks {name}");')
+        w('      return;')
+        w('   }')
+        if cmd.ret != 'void':
+            w(f'   a->ret = {fn}({args});')
+        else:
+            w(f'   {fn}({args});')
+        w('}\n')
+    # handlers
+    for name in gen.wire_commands:
+        cmd = reg.commands[name]
+        params = cmd_params(gen, cmd)
+        w(f'static void\nhandle_{name}(struct gpud_call *call)\n{{')
+        w(f'   struct {args_struct_name(name)} a;')
+        w('   memset(&a, 0, sizeof(a));')
+        w(f'   if (!wire_decargs_{name}(&call->dec, &a))')
+        w('      return;')
+        w(f'   gpud_exec_{name}(call, &a);')
+        w('   if (call->deferred || call->dec.fatal)')
+        w('      return;')
+        for p in params:
+            if p.role != 'out_handle':
+                continue
+            objtype = reg.handles[p.type][1]
+            ok = 'a.ret >= 0' if cmd.ret == 'VkResult' else 'true'
+            w(f'   for (uint32_t i = 0; i < a.{p.name}_count; i++) {{')
+            w(f'      if (!({ok}))')
+            w(f'         a.{p.name}[i] = VK_NULL_HANDLE;')
+            w(f'      else if (a.{p.name}[i] != VK_NULL_HANDLE)')
+            w(f'         gpud_call_add_object(call, {objtype}, a.{p.name}_ids[i], (uint64_t)(uintptr_t)a.{p.name}[i]);')
+            w('   }')
+        d = destroyed_param(gen, cmd)
+        if d is not None and name not in ('vkDestroyInstance', 'vkDestroyDevice'):
+            dp = P(gen, cmd, d)
+            objtype = reg.handles[dp.type][1]
+            w(f'   gpud_call_forget_objects(call, {objtype});')
+        if is_sync(gen, cmd):
+            w('   if (call->reply)')
+            w(f'      wire_encreply_{name}(call->reply, &a);')
+        elif cmd.ret == 'VkResult':
+            w('   if (a.ret < 0)')
+            w('      gpud_call_async_error(call, a.ret);')
+        w('}\n')
+    w('bool\ngpud_gen_dispatch(struct gpud_call *call, uint32_t op)\n{')
+    w('   switch (op) {')
+    for name in gen.wire_commands:
+        w(f'   case WIRE_OP_{name}:')
+        w(f'      handle_{name}(call);')
+        w('      break;')
+    w('   default:')
+    w('      wire_dec_fail(&call->dec, "unknown op");')
+    w('      break;')
+    w('   }')
+    w('   return !call->dec.fatal;')
+    w('}\n')
+    # destroy table
+    w('void\ngpud_gen_destroy_object(const struct gpud_host_dispatch *d, uint64_t parent,')
+    w('                        uint64_t pool, VkObjectType type, uint64_t handle)\n{')
+    w('   (void)pool;')
+    w('   switch (type) {')
+    for name in gen.commands:
+        cmd = reg.commands[name]
+        dp = destroyed_param(gen, cmd)
+        if dp is None or name in ('vkDestroyInstance', 'vkDestroyDevice') or dp.len:
+            continue
+        t = reg.resolve_type(dp.type)
+        objtype = reg.handles[t][1]
+        ptype = reg.resolve_type(cmd.params[0].type)
+        args = []
+        for p in cmd.params:
+            if p is dp:
+                args.append(f'({t})(uintptr_t)handle')
+            elif p.type == 'VkAllocationCallbacks':
+                args.append('NULL')
+            elif p is cmd.params[0]:
+                args.append(f'({ptype})(uintptr_t)parent')
+            else:
+                args.append(f'({reg.resolve_type(p.type)})(uintptr_t)pool')
+        w(f'   case {objtype}:')
+        w(f'      if (d->{name[2:]}) d->{name[2:]}({", ".join(args)});')
+        w('      break;')
+    w('   default:')
+    w('      break;')
+    w('   }')
+    w('}')
+
+
+# ==========================================================================
+
+
+def table_hash(gen):
+    h = hashlib.sha256()
+    for name in gen.wire_commands:
+        h.update(name.encode() + b'(' + cmd_signature(gen.reg.commands[name]).encode() + b')')
+    for s in gen.structs_all:
+        h.update(s.encode() + b'{' + ';'.join(m.text for m in gen.reg.structs[s].members).encode())
+    h.update(repr(sorted(CONDITIONAL_MEMBERS.items())).encode())
+    return h.hexdigest()[:16]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--xml', required=True)
+    ap.add_argument('--out-dir', required=True)
+    args = ap.parse_args()
+    reg = vkxml.Registry(args.xml)
+    gen = Gen(reg)
+    stamp = f'/* Generated by gen_wire.py from vk.xml {reg.header_version}; do not edit. */'
+
+    hw = Writer()
+    hw(stamp)
+    hw('#pragma once')
+    hw('#include "wire.h"')
+    hw('#include "wire_special.h"')
+    hw()
+    hw(f'#define WIRE_VK_HEADER_VERSION {reg.header_version}')
+    hw(f'#define WIRE_COMMAND_TABLE_HASH 0x{table_hash(gen)}ull')
+    hw('#define WIRE_MAX_CHAIN_LENGTH 64')
+    hw(f'#define WIRE_MAX_OUTPUT_ELEMENTS {MAX_OUTPUT_ELEMENTS}u')
+    hw('#define WIRE_MAX_OUTPUT_BYTES (256ull << 20)')
+    hw()
+    hw('enum wire_op {')
+    for i, name in enumerate(gen.wire_commands):
+        hw(f'   WIRE_OP_{name} = {i + 1},')
+    hw(f'   WIRE_OP_COUNT = {len(gen.wire_commands) + 1},')
+    hw('};')
+    hw()
+    hw('const char *wire_op_name(uint32_t op);')
+    hw('/* Whether the op expects a reply (a synchronous call). */')
+    hw('bool wire_op_is_sync(uint32_t op);')
+    hw()
+    hw('/* Extensions gpud carries, beyond core: name, is-device-extension. */')
+    hw('struct wire_extension { const char *name; bool device; };')
+    hw(f'extern const struct wire_extension wire_extensions[{max(1, len(gen.extensions))}];')
+    hw(f'#define WIRE_EXTENSION_COUNT {len(gen.extensions)}')
+    hw()
+
+    cw = Writer()
+    cw(stamp)
+    cw('#include "wire_gen.h"')
+    cw()
+    cw('const struct wire_extension wire_extensions[] = {')
+    for ext, typ in gen.extensions:
+        cw(f'   {{"{ext}", {"true" if typ == "device" else "false"}}},')
+    if not gen.extensions:
+        cw('   {NULL, false},')
+    cw('};\n')
+    cw('const char *\nwire_op_name(uint32_t op)\n{\n   switch (op) {')
+    for name in gen.wire_commands:
+        cw(f'   case WIRE_OP_{name}: return "{name}";')
+    cw('   case WIRE_OP_REPLY: return "reply";')
+    cw('   default: return "unknown";\n   }\n}\n')
+    cw('bool\nwire_op_is_sync(uint32_t op)\n{\n   switch (op) {')
+    for name in gen.wire_commands:
+        if is_sync(gen, reg.commands[name]):
+            cw(f'   case WIRE_OP_{name}:')
+    cw('      return true;\n   default:\n      return false;\n   }\n}\n')
+    emit_structs(gen, cw)
+    emit_cmd_encoders(gen, cw, hw)
+    emit_cmd_decoders(gen, cw, hw)
+
+    iw = Writer()
+    iw(stamp)
+    emit_icd(gen, iw)
+    ihw = Writer()
+    ihw(stamp)
+    emit_icd_header(gen, ihw)
+
+    gw = Writer()
+    gw(stamp)
+    ghw = Writer()
+    ghw(stamp)
+    emit_gpud(gen, gw, ghw)
+
+    outputs = {
+        'wire_gen.h': hw, 'wire_gen.c': cw, 'icd_gen.c': iw, 'icd_gen.h': ihw,
+        'gpud_gen.c': gw, 'gpud_gen.h': ghw,
+    }
+    for fname, writer in outputs.items():
+        path = os.path.join(args.out_dir, fname)
+        text = writer.text()
+        try:
+            with open(path) as f:
+                if f.read() == text:
+                    continue
+        except OSError:
+            pass
+        with open(path, 'w') as f:
+            f.write(text)
+    if gen.unsupported:
+        needed = [s for s in gen.unsupported if s in gen.structs_all]
+        if needed:
+            print('unsupported structs reached:', needed, file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

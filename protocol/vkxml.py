@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: MIT
+"""Reads vk.xml into the small model the wire generator needs.
+
+Only what the protocol needs is modelled: handles, scalar types, structs and
+unions with their members, commands with their parameters, and which
+commands and types each core version and extension requires."""
+
+import re
+import xml.etree.ElementTree as ET
+
+# Wire sizes of the C scalar types vk.xml uses.  Everything travels in
+# 4-byte units; 64-bit values take 8 bytes.  size_t travels as 64 bits.
+C_SCALARS = {
+    'uint8_t': ('uint32_t', 1), 'int8_t': ('int32_t', 1),
+    'uint16_t': ('uint32_t', 2), 'int16_t': ('int32_t', 2),
+    'uint32_t': ('uint32_t', 4), 'int32_t': ('int32_t', 4), 'int': ('int32_t', 4),
+    'float': ('float', 4),
+    'uint64_t': ('uint64_t', 8), 'int64_t': ('int64_t', 8), 'double': ('double', 8),
+    'size_t': ('uint64_t', 8),
+    'char': ('uint32_t', 1),
+}
+
+
+class Member:
+    """A struct member or a command parameter."""
+
+    def __init__(self, elem):
+        self.name = elem.findtext('name')
+        self.type = elem.findtext('type')
+        text = elem.text or ''
+        for child in elem:
+            if child.tag == 'comment':
+                text += child.tail or ''
+                continue
+            text += (child.text or '') + (child.tail or '')
+        self.text = text.strip()
+        before_name = text.split(self.name)[0]
+        self.const = 'const' in before_name.split(self.type)[0] if self.type in before_name else False
+        self.ptr = before_name.count('*')
+        # For "const char* const*", the outer pointer is const too.
+        self.const_ptr = self.ptr == 2 and before_name.count('const') >= 2
+        after_name = text.split(self.name, 1)[1]
+        self.dims = re.findall(r'\[([^\]]+)\]', after_name)
+        self.bitfield = ':' in after_name
+        length = elem.get('len')
+        self.len = length.split(',') if length else []
+        self.altlen = elem.get('altlen')
+        opt = elem.get('optional')
+        self.optional = [o == 'true' for o in opt.split(',')] if opt else []
+        self.noautovalidity = elem.get('noautovalidity') == 'true'
+        self.values = elem.get('values')
+        self.selector = elem.get('selector')
+
+    @property
+    def is_optional(self):
+        return bool(self.optional) and self.optional[0]
+
+    def __repr__(self):
+        return f'<{self.text}>'
+
+
+class Struct:
+    def __init__(self, elem):
+        self.name = elem.get('name')
+        self.union = elem.get('category') == 'union'
+        self.returnedonly = elem.get('returnedonly') == 'true'
+        ext = elem.get('structextends')
+        self.structextends = ext.split(',') if ext else []
+        self.members = [Member(m) for m in elem.findall('member')
+                        if 'vulkan' in (m.get('api') or 'vulkan').split(',')]
+        self.stype = None
+        if self.members and self.members[0].name == 'sType':
+            self.stype = self.members[0].values
+        self.aliases = []
+
+
+class Command:
+    def __init__(self, elem):
+        proto = elem.find('proto')
+        self.name = proto.findtext('name')
+        self.ret = proto.findtext('type')
+        self.params = [Member(p) for p in elem.findall('param')
+                       if 'vulkan' in (p.get('api') or 'vulkan').split(',')]
+        self.successcodes = (elem.get('successcodes') or '').split(',')
+
+
+class Registry:
+    def __init__(self, path):
+        root = ET.parse(path).getroot()
+        self.root = root
+        self.header_version = None
+        self.handles = {}        # name -> (dispatchable, objtypeenum, parent)
+        self.handle_alias = {}
+        self.enums = set()
+        self.bitmasks = {}       # name -> underlying (VkFlags or VkFlags64)
+        self.basetypes = {}      # name -> underlying C type
+        self.structs = {}
+        self.type_alias = {}
+        self.funcpointers = set()
+        self.enum_values = {}    # constant name -> value string
+        self.commands = {}
+        self.command_alias = {}
+
+        for t in root.findall('types/type'):
+            if 'vulkan' not in (t.get('api') or 'vulkan').split(','):
+                continue
+            cat = t.get('category')
+            name = t.get('name') or t.findtext('name')
+            if t.get('alias'):
+                self.type_alias[name] = t.get('alias')
+                continue
+            if cat == 'handle':
+                disp = t.findtext('type') == 'VK_DEFINE_HANDLE'
+                self.handles[name] = (disp, t.get('objtypeenum'), t.get('parent'))
+            elif cat == 'enum':
+                self.enums.add(name)
+            elif cat == 'bitmask':
+                self.bitmasks[name] = t.findtext('type')
+            elif cat == 'basetype':
+                self.basetypes[name] = t.findtext('type')
+            elif cat in ('struct', 'union'):
+                self.structs[name] = Struct(t)
+            elif cat == 'funcpointer':
+                self.funcpointers.add(name)
+            elif cat == 'define' and name == 'VK_HEADER_VERSION':
+                self.header_version = re.search(
+                    r'VK_HEADER_VERSION\s+(\d+)', ''.join(t.itertext())).group(1)
+
+        for alias, target in self.type_alias.items():
+            if target in self.structs:
+                self.structs[target].aliases.append(alias)
+
+        for e in root.findall('enums/enum'):
+            if e.get('value'):
+                self.enum_values[e.get('name')] = e.get('value')
+
+        for c in root.findall('commands/command'):
+            if 'vulkan' not in (c.get('api') or 'vulkan').split(','):
+                continue
+            if c.get('alias'):
+                self.command_alias[c.get('name')] = c.get('alias')
+                continue
+            cmd = Command(c)
+            self.commands[cmd.name] = cmd
+
+        # What each feature level and extension requires.
+        self.features = []   # (name, number, [commands], [types])
+        for f in root.findall('feature'):
+            if 'vulkan' not in f.get('api').split(','):
+                continue
+            cmds, types = self._requires(f)
+            self.features.append((f.get('name'), f.get('number'), cmds, types))
+        self.extensions = {}
+        for e in root.findall('extensions/extension'):
+            if 'vulkan' not in (e.get('supported') or '').split(','):
+                continue
+            cmds, types = self._requires(e)
+            self.extensions[e.get('name')] = (e, cmds, types)
+
+    @staticmethod
+    def _requires(elem):
+        cmds, types = [], []
+        for req in elem.findall('require'):
+            if 'vulkan' not in (req.get('api') or 'vulkan').split(','):
+                continue
+            cmds += [c.get('name') for c in req.findall('command')]
+            types += [t.get('name') for t in req.findall('type')]
+        return cmds, types
+
+    def resolve_type(self, name):
+        while name in self.type_alias:
+            name = self.type_alias[name]
+        return name
+
+    def kind(self, name):
+        """Classifies a type name: handle, enum, bitmask, basetype, struct,
+        union, scalar, funcpointer, void, or other."""
+        name = self.resolve_type(name)
+        if name in self.handles:
+            return 'handle'
+        if name in self.enums:
+            return 'enum'
+        if name in self.bitmasks:
+            return 'bitmask'
+        if name in self.structs:
+            return 'union' if self.structs[name].union else 'struct'
+        if name in self.funcpointers:
+            return 'funcpointer'
+        if name == 'void':
+            return 'void'
+        if name in C_SCALARS:
+            return 'scalar'
+        if name in self.basetypes:
+            return 'basetype'
+        return 'other'
+
+    def scalar_info(self, name):
+        """(wire C type, native size) of a scalar-like type, or None."""
+        name = self.resolve_type(name)
+        k = self.kind(name)
+        if k == 'scalar':
+            return C_SCALARS[name]
+        if k == 'enum':
+            if name == 'VkFlagBits64' or name.endswith('FlagBits2') or \
+               name.endswith('FlagBits2KHR'):
+                return ('uint64_t', 8)
+            # 64-bit flag bit enums are marked bitwidth="64"
+            return ('uint64_t', 8) if name in self.enum64 else ('int32_t', 4)
+        if k == 'bitmask':
+            under = self.bitmasks[name]
+            return ('uint64_t', 8) if under == 'VkFlags64' else ('uint32_t', 4)
+        if k == 'basetype':
+            under = self.basetypes[name]
+            if under in C_SCALARS:
+                return C_SCALARS[under]
+            return None
+        return None
+
+    @property
+    def enum64(self):
+        if not hasattr(self, '_enum64'):
+            self._enum64 = {e.get('name') for e in self.root.findall('enums')
+                            if e.get('bitwidth') == '64'}
+        return self._enum64

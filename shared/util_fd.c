@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <unistd.h>
+
+#include "util_macros.h"
+
+void
+util_fd_close(int *fd)
+{
+   if (!fd || *fd < 0)
+      return;
+
+   /* Like systemd's safe_close(): keep errno for the caller, and never retry
+    * on EINTR, since on Linux the fd is gone whatever close() returned. */
+   int saved_errno = errno;
+   close(*fd);
+   *fd = -1;
+   errno = saved_errno;
+}

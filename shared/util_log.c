@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util_log.h"
+
+static atomic_int max_level = UTIL_LOG_INFO;
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static const struct {
+   const char *name;
+   enum util_log_level level;
+} level_names[] = {
+    {"err", UTIL_LOG_ERR},   {"warning", UTIL_LOG_WARNING}, {"notice", UTIL_LOG_NOTICE},
+    {"info", UTIL_LOG_INFO}, {"debug", UTIL_LOG_DEBUG},
+};
+
+static void
+parse_env(void)
+{
+   const char *v = getenv("GPUD_LOG_LEVEL");
+   if (!v || !*v)
+      return;
+
+   for (size_t i = 0; i < UTIL_ARRAY_SIZE(level_names); i++) {
+      if (strcmp(v, level_names[i].name) == 0) {
+         atomic_store(&max_level, level_names[i].level);
+         return;
+      }
+   }
+   if (v[0] >= '3' && v[0] <= '7' && v[1] == '\0') {
+      atomic_store(&max_level, v[0] - '0');
+      return;
+   }
+
+   /* Not util_warn(): that would recurse into pthread_once(). */
+   static const char msg[] = "<4>GPUD_LOG_LEVEL not recognised; expected one of "
+                             "err, warning, notice, info, debug\n";
+   ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+   (void)n;
+}
+
+static void
+init_once(void)
+{
+   pthread_once(&env_once, parse_env);
+}
+
+void
+util_log_set_max_level(enum util_log_level level)
+{
+   /* Read the environment first so that an explicit call always wins. */
+   init_once();
+   atomic_store(&max_level, level);
+}
+
+static void
+write_all(const char *buf, size_t len)
+{
+   while (len > 0) {
+      ssize_t n = write(STDERR_FILENO, buf, len);
+      if (n < 0) {
+         if (errno == EINTR)
+            continue;
+         return;
+      }
+      buf += n;
+      len -= (size_t)n;
+   }
+}
+
+static void log_line(enum util_log_level level, int saved_errno, const char *fmt,
+                     va_list ap) UTIL_PRINTF(3, 0);
+
+static void
+log_line(enum util_log_level level, int saved_errno, const char *fmt, va_list ap)
+{
+   /* The prefix and the message go out in a single write() so that lines
+    * from different threads do not interleave. */
+   char stack_buf[1024];
+   char *buf = stack_buf;
+   int prefix = snprintf(stack_buf, sizeof(stack_buf), "<%d>", (int)level);
+
+   va_list ap2;
+   va_copy(ap2, ap);
+   errno = saved_errno; /* for %m */
+   int len = vsnprintf(stack_buf + prefix, sizeof(stack_buf) - (size_t)prefix, fmt, ap);
+   if (len < 0) {
+      va_end(ap2);
+      return;
+   }
+
+   size_t total = (size_t)prefix + (size_t)len;
+   if (total + 2 > sizeof(stack_buf)) {
+      char *heap = malloc(total + 2);
+      if (heap) {
+         memcpy(heap, stack_buf, (size_t)prefix);
+         errno = saved_errno;
+         vsnprintf(heap + prefix, (size_t)len + 1, fmt, ap2);
+         buf = heap;
+      } else {
+         /* Out of memory: send the truncated line. */
+         total = sizeof(stack_buf) - 2;
+      }
+   }
+   va_end(ap2);
+
+   if (total == (size_t)prefix || buf[total - 1] != '\n')
+      buf[total++] = '\n';
+   write_all(buf, total);
+
+   if (buf != stack_buf)
+      free(buf);
+}
+
+void
+util_log(enum util_log_level level, const char *fmt, ...)
+{
+   int saved_errno = errno;
+
+   init_once();
+   if ((int)level <= atomic_load(&max_level)) {
+      va_list ap;
+      va_start(ap, fmt);
+      log_line(level, saved_errno, fmt, ap);
+      va_end(ap);
+   }
+
+   errno = saved_errno;
+}

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vk_compute: runs tests/shaders/compute.comp over 1<<20 uints in
+ * host-visible storage buffers (descriptor set + push constants) and checks
+ * every element against the same integer math on the CPU.
+ *
+ *   vk_compute [--device NAME] [--iterations N] [--print-ready]
+ *              [--elements N]
+ *
+ * --print-ready prints "READY" once the device exists (the multi-client test
+ * kills the process after that); each iteration uses a new seed and new
+ * input, so a stale or partial result never passes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vkt_common.h"
+#include "compute_comp_spv.h"
+
+#define LOCAL_SIZE 64
+#define ROUNDS 16
+
+struct params {
+   uint32_t count;
+   uint32_t rounds;
+   uint32_t seed;
+};
+
+static uint32_t
+input_value(uint32_t i, uint32_t iteration)
+{
+   uint32_t x = i * 0x9e3779b9u + iteration * 0x85ebca6bu + 1u;
+
+   x ^= x >> 16;
+   x *= 0x7feb352du;
+   x ^= x >> 15;
+   return x;
+}
+
+/* Must match compute.comp exactly. */
+static uint32_t
+expected(uint32_t i, uint32_t x, const struct params *p)
+{
+   uint32_t v = (x * x) ^ (i * 2654435761u);
+
+   for (uint32_t r = 0; r < p->rounds; r++) {
+      v = v * 1664525u + 1013904223u + r;
+      v ^= v >> 13;
+      v += p->seed;
+   }
+   return v;
+}
+
+static void
+usage(void)
+{
+   fprintf(stderr, "usage: vk_compute [--device NAME] [--iterations N] "
+                   "[--print-ready] [--elements N]\n");
+   exit(1);
+}
+
+int
+main(int argc, char **argv)
+{
+   const char *device_name = NULL;
+   uint64_t iterations = 1;
+   uint64_t count = 1u << 20;
+   bool print_ready = false;
+   struct vkt_context ctx;
+
+   vkt_set_prog("vk_compute");
+   for (int i = 1; i < argc; i++) {
+      if (!strcmp(argv[i], "--device") && i + 1 < argc)
+         device_name = argv[++i];
+      else if (!strcmp(argv[i], "--iterations"))
+         iterations = vkt_parse_u64(argv[i], argv[i + 1]), i++;
+      else if (!strcmp(argv[i], "--elements"))
+         count = vkt_parse_u64(argv[i], argv[i + 1]), i++;
+      else if (!strcmp(argv[i], "--print-ready"))
+         print_ready = true;
+      else
+         usage();
+   }
+   if (count == 0 || count > UINT32_MAX / 4)
+      vkt_fail("--elements must be between 1 and %u", UINT32_MAX / 4);
+
+   vkt_context_init(&ctx, "vk_compute", device_name, 0);
+   if (print_ready) {
+      printf("READY\n");
+      fflush(stdout);
+   }
+
+   const VkDeviceSize size = count * sizeof(uint32_t);
+   struct vkt_buffer in, out;
+   vkt_buffer_create(&ctx, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &in);
+   vkt_buffer_create(&ctx, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true,
+                     &out);
+
+   /* Descriptor set layout, pool and set for the two storage buffers. */
+   const VkDescriptorSetLayoutBinding bindings[] = {
+      { 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+        NULL },
+      { 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+        NULL },
+   };
+   const VkDescriptorSetLayoutCreateInfo set_layout_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = VKT_ARRAY_SIZE(bindings),
+      .pBindings = bindings,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL,
+                                         &set_layout));
+
+   const VkDescriptorPoolSize pool_size = {
+      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2
+   };
+   const VkDescriptorPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = 1,
+      .poolSizeCount = 1,
+      .pPoolSizes = &pool_size,
+   };
+   VkDescriptorPool pool;
+   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &pool_info, NULL, &pool));
+
+   const VkDescriptorSetAllocateInfo set_alloc = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+      .descriptorPool = pool,
+      .descriptorSetCount = 1,
+      .pSetLayouts = &set_layout,
+   };
+   VkDescriptorSet set;
+   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &set_alloc, &set));
+
+   const VkDescriptorBufferInfo buffer_infos[] = {
+      { in.buffer, 0, VK_WHOLE_SIZE },
+      { out.buffer, 0, size },
+   };
+   const VkWriteDescriptorSet writes[] = {
+      {
+         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+         .dstSet = set,
+         .dstBinding = 0,
+         .descriptorCount = 1,
+         .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+         .pBufferInfo = &buffer_infos[0],
+      },
+      {
+         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+         .dstSet = set,
+         .dstBinding = 1,
+         .descriptorCount = 1,
+         .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+         .pBufferInfo = &buffer_infos[1],
+      },
+   };
+   vkUpdateDescriptorSets(ctx.device, VKT_ARRAY_SIZE(writes), writes, 0, NULL);
+
+   /* Pipeline. */
+   const VkPushConstantRange push_range = {
+      VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(struct params)
+   };
+   const VkPipelineLayoutCreateInfo layout_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+      .setLayoutCount = 1,
+      .pSetLayouts = &set_layout,
+      .pushConstantRangeCount = 1,
+      .pPushConstantRanges = &push_range,
+   };
+   VkPipelineLayout layout;
+   VKT_CHECK(vkCreatePipelineLayout(ctx.device, &layout_info, NULL, &layout));
+
+   VkShaderModule module =
+      vkt_shader_module(&ctx, compute_comp_spv, sizeof(compute_comp_spv));
+   const VkComputePipelineCreateInfo pipeline_info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .stage = {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+         .module = module,
+         .pName = "main",
+      },
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+   VKT_CHECK(vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1,
+                                      &pipeline_info, NULL, &pipeline));
+   vkDestroyShaderModule(ctx.device, module, NULL);
+
+   uint32_t *in_data = in.map, *out_data = out.map;
+   const uint32_t groups = (uint32_t)((count + LOCAL_SIZE - 1) / LOCAL_SIZE);
+   if (groups > ctx.props.limits.maxComputeWorkGroupCount[0])
+      vkt_fail("%u workgroups exceed maxComputeWorkGroupCount[0] = %u",
+               groups, ctx.props.limits.maxComputeWorkGroupCount[0]);
+
+   for (uint64_t it = 0; it < iterations; it++) {
+      const struct params p = {
+         .count = (uint32_t)count,
+         .rounds = ROUNDS,
+         .seed = 0x1234567u + (uint32_t)it * 0x2545f491u,
+      };
+
+      for (uint32_t i = 0; i < count; i++)
+         in_data[i] = input_value(i, (uint32_t)it);
+      memset(out_data, 0xa5, size);
+      vkt_buffer_flush(&ctx, &in);
+      vkt_buffer_flush(&ctx, &out);
+
+      VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0,
+                              1, &set, 0, NULL);
+      vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                         sizeof(p), &p);
+      vkCmdDispatch(cmd, groups, 1, 1);
+      const VkMemoryBarrier barrier = {
+         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+         .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+      };
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                           VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, NULL,
+                           0, NULL);
+      vkt_cmd_submit_wait(&ctx, cmd);
+      vkt_buffer_invalidate(&ctx, &out);
+
+      uint64_t bad = 0;
+      for (uint32_t i = 0; i < count; i++) {
+         uint32_t want = expected(i, in_data[i], &p);
+
+         if (out_data[i] == want)
+            continue;
+         if (bad < 10)
+            fprintf(stderr,
+                    "vk_compute: iteration %llu element %u: got 0x%08x, "
+                    "expected 0x%08x\n",
+                    (unsigned long long)it, i, out_data[i], want);
+         bad++;
+      }
+      if (bad)
+         vkt_fail("iteration %llu: %llu of %llu elements wrong",
+                  (unsigned long long)it, (unsigned long long)bad,
+                  (unsigned long long)count);
+   }
+
+   printf("vk_compute: OK: %llu elements x %llu iterations on '%s'\n",
+          (unsigned long long)count, (unsigned long long)iterations,
+          ctx.props.deviceName);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorPool(ctx.device, pool, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkt_buffer_destroy(&ctx, &out);
+   vkt_buffer_destroy(&ctx, &in);
+   vkt_context_finish(&ctx);
+   return 0;
+}

@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: MIT */
+#include "vkt_common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *vkt_prog = "vkt";
+
+void
+vkt_set_prog(const char *prog)
+{
+   vkt_prog = prog;
+}
+
+const char *
+vkt_result_name(VkResult result)
+{
+   switch (result) {
+#define NAME(r) case r: return #r
+   NAME(VK_SUCCESS);
+   NAME(VK_NOT_READY);
+   NAME(VK_TIMEOUT);
+   NAME(VK_EVENT_SET);
+   NAME(VK_EVENT_RESET);
+   NAME(VK_INCOMPLETE);
+   NAME(VK_ERROR_OUT_OF_HOST_MEMORY);
+   NAME(VK_ERROR_OUT_OF_DEVICE_MEMORY);
+   NAME(VK_ERROR_INITIALIZATION_FAILED);
+   NAME(VK_ERROR_DEVICE_LOST);
+   NAME(VK_ERROR_MEMORY_MAP_FAILED);
+   NAME(VK_ERROR_LAYER_NOT_PRESENT);
+   NAME(VK_ERROR_EXTENSION_NOT_PRESENT);
+   NAME(VK_ERROR_FEATURE_NOT_PRESENT);
+   NAME(VK_ERROR_INCOMPATIBLE_DRIVER);
+   NAME(VK_ERROR_TOO_MANY_OBJECTS);
+   NAME(VK_ERROR_FORMAT_NOT_SUPPORTED);
+   NAME(VK_ERROR_FRAGMENTED_POOL);
+   NAME(VK_ERROR_UNKNOWN);
+   NAME(VK_ERROR_OUT_OF_POOL_MEMORY);
+   NAME(VK_ERROR_INVALID_EXTERNAL_HANDLE);
+   NAME(VK_ERROR_FRAGMENTATION);
+   NAME(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS);
+   NAME(VK_PIPELINE_COMPILE_REQUIRED);
+   NAME(VK_ERROR_SURFACE_LOST_KHR);
+   NAME(VK_ERROR_NATIVE_WINDOW_IN_USE_KHR);
+   NAME(VK_SUBOPTIMAL_KHR);
+   NAME(VK_ERROR_OUT_OF_DATE_KHR);
+   NAME(VK_ERROR_INCOMPATIBLE_DISPLAY_KHR);
+   NAME(VK_ERROR_VALIDATION_FAILED_EXT);
+   NAME(VK_ERROR_INVALID_SHADER_NV);
+   NAME(VK_ERROR_INVALID_DRM_FORMAT_MODIFIER_PLANE_LAYOUT_EXT);
+   NAME(VK_ERROR_NOT_PERMITTED_KHR);
+   NAME(VK_ERROR_FULL_SCREEN_EXCLUSIVE_MODE_LOST_EXT);
+   NAME(VK_THREAD_IDLE_KHR);
+   NAME(VK_THREAD_DONE_KHR);
+   NAME(VK_OPERATION_DEFERRED_KHR);
+   NAME(VK_OPERATION_NOT_DEFERRED_KHR);
+   NAME(VK_ERROR_COMPRESSION_EXHAUSTED_EXT);
+#undef NAME
+   default:
+      break;
+   }
+   /* Unknown codes: a small ring of buffers so two can be printed at once. */
+   static _Thread_local char buf[4][32];
+   static _Thread_local unsigned next;
+   char *s = buf[next++ % 4];
+   snprintf(s, sizeof(buf[0]), "VkResult(%d)", (int)result);
+   return s;
+}
+
+void
+vkt_fail(const char *fmt, ...)
+{
+   va_list ap;
+
+   fflush(stdout);
+   fprintf(stderr, "%s: FAIL: ", vkt_prog);
+   va_start(ap, fmt);
+   vfprintf(stderr, fmt, ap);
+   va_end(ap);
+   fputc('\n', stderr);
+   exit(1);
+}
+
+void
+vkt_fail_result(const char *call, VkResult result, const char *file, int line)
+{
+   vkt_fail("%s:%d: %s failed: %s", file, line, call,
+            vkt_result_name(result));
+}
+
+uint64_t
+vkt_now_ns(void)
+{
+   struct timespec ts;
+
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+vkt_parse_u64(const char *opt, const char *value)
+{
+   char *end;
+   unsigned long long v;
+
+   if (!value)
+      vkt_fail("option %s needs a value", opt);
+   errno = 0;
+   v = strtoull(value, &end, 10);
+   if (errno || end == value || *end || value[0] == '-')
+      vkt_fail("option %s: '%s' is not an unsigned number", opt, value);
+   return v;
+}
+
+VkInstance
+vkt_instance_create(const char *app_name)
+{
+   const VkApplicationInfo app = {
+      .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+      .pApplicationName = app_name,
+      .applicationVersion = 1,
+      .pEngineName = "gpud-tests",
+      .engineVersion = 1,
+      .apiVersion = VK_API_VERSION_1_3,
+   };
+   const VkInstanceCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+      .pApplicationInfo = &app,
+   };
+   VkInstance instance;
+
+   VKT_CHECK(vkCreateInstance(&info, NULL, &instance));
+   return instance;
+}
+
+VkPhysicalDevice
+vkt_physical_device_pick(VkInstance instance, const char *name)
+{
+   VkPhysicalDevice devs[16];
+   uint32_t count = VKT_ARRAY_SIZE(devs);
+   VkResult r;
+
+   r = vkEnumeratePhysicalDevices(instance, &count, devs);
+   if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+      vkt_fail("vkEnumeratePhysicalDevices failed: %s", vkt_result_name(r));
+   if (count == 0)
+      vkt_fail("no Vulkan physical device found");
+
+   for (uint32_t i = 0; i < count; i++) {
+      VkPhysicalDeviceProperties props;
+
+      vkGetPhysicalDeviceProperties(devs[i], &props);
+      if (name && !strstr(props.deviceName, name))
+         continue;
+      if (props.apiVersion < VK_API_VERSION_1_3)
+         vkt_fail("device '%s' supports Vulkan %u.%u only, 1.3 needed",
+                  props.deviceName, VK_API_VERSION_MAJOR(props.apiVersion),
+                  VK_API_VERSION_MINOR(props.apiVersion));
+      return devs[i];
+   }
+   vkt_fail("no physical device name contains '%s' (%u devices)", name,
+            count);
+}
+
+static void
+check_features(VkPhysicalDevice pdev, uint32_t features)
+{
+   VkPhysicalDeviceVulkan13Features f13 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+   };
+   VkPhysicalDeviceVulkan12Features f12 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+      .pNext = &f13,
+   };
+   VkPhysicalDeviceFeatures2 f = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+      .pNext = &f12,
+   };
+
+   vkGetPhysicalDeviceFeatures2(pdev, &f);
+   if ((features & VKT_FEATURE_TIMELINE_SEMAPHORE) && !f12.timelineSemaphore)
+      vkt_fail("device lacks the timelineSemaphore feature");
+   if ((features & VKT_FEATURE_DYNAMIC_RENDERING) && !f13.dynamicRendering)
+      vkt_fail("device lacks the dynamicRendering feature");
+   if ((features & VKT_FEATURE_SYNCHRONIZATION2) && !f13.synchronization2)
+      vkt_fail("device lacks the synchronization2 feature");
+   if ((features & VKT_FEATURE_OCCLUSION_PRECISE) &&
+       !f.features.occlusionQueryPrecise)
+      vkt_fail("device lacks the occlusionQueryPrecise feature");
+}
+
+void
+vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
+                          VkPhysicalDevice pdev, uint32_t features)
+{
+   VkQueueFamilyProperties families[16];
+   uint32_t family_count = VKT_ARRAY_SIZE(families);
+   const float priority = 1.0f;
+
+   ctx->instance = instance;
+   ctx->physical_device = pdev;
+   vkGetPhysicalDeviceProperties(pdev, &ctx->props);
+   vkGetPhysicalDeviceMemoryProperties(pdev, &ctx->mem_props);
+
+   vkGetPhysicalDeviceQueueFamilyProperties(pdev, &family_count, families);
+   ctx->queue_family = UINT32_MAX;
+   for (uint32_t i = 0; i < family_count; i++) {
+      const VkQueueFlags want = VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT;
+
+      if ((families[i].queueFlags & want) == want && families[i].queueCount) {
+         ctx->queue_family = i;
+         ctx->timestamp_valid_bits = families[i].timestampValidBits;
+         break;
+      }
+   }
+   if (ctx->queue_family == UINT32_MAX)
+      vkt_fail("device '%s' has no graphics+compute queue family",
+               ctx->props.deviceName);
+
+   check_features(pdev, features);
+
+   VkPhysicalDeviceVulkan13Features f13 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+      .dynamicRendering = !!(features & VKT_FEATURE_DYNAMIC_RENDERING),
+      .synchronization2 = !!(features & VKT_FEATURE_SYNCHRONIZATION2),
+   };
+   VkPhysicalDeviceVulkan12Features f12 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+      .pNext = &f13,
+      .timelineSemaphore = !!(features & VKT_FEATURE_TIMELINE_SEMAPHORE),
+   };
+   const VkPhysicalDeviceFeatures f10 = {
+      .occlusionQueryPrecise = !!(features & VKT_FEATURE_OCCLUSION_PRECISE),
+   };
+   const VkDeviceQueueCreateInfo queue_info = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+      .queueFamilyIndex = ctx->queue_family,
+      .queueCount = 1,
+      .pQueuePriorities = &priority,
+   };
+   const VkDeviceCreateInfo device_info = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+      .pNext = &f12,
+      .queueCreateInfoCount = 1,
+      .pQueueCreateInfos = &queue_info,
+      .pEnabledFeatures = &f10,
+   };
+   VKT_CHECK(vkCreateDevice(pdev, &device_info, NULL, &ctx->device));
+   vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
+
+   const VkCommandPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+      .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+      .queueFamilyIndex = ctx->queue_family,
+   };
+   VKT_CHECK(vkCreateCommandPool(ctx->device, &pool_info, NULL,
+                                 &ctx->cmd_pool));
+}
+
+void
+vkt_context_init(struct vkt_context *ctx, const char *prog,
+                 const char *device_name, uint32_t features)
+{
+   VkInstance instance;
+
+   memset(ctx, 0, sizeof(*ctx));
+   ctx->prog = prog;
+   vkt_set_prog(prog);
+   instance = vkt_instance_create(prog);
+   vkt_context_init_physical(ctx, instance,
+                             vkt_physical_device_pick(instance, device_name),
+                             features);
+}
+
+void
+vkt_context_finish_device(struct vkt_context *ctx)
+{
+   if (ctx->device) {
+      vkDestroyCommandPool(ctx->device, ctx->cmd_pool, NULL);
+      vkDestroyDevice(ctx->device, NULL);
+   }
+   ctx->cmd_pool = VK_NULL_HANDLE;
+   ctx->device = VK_NULL_HANDLE;
+}
+
+void
+vkt_context_finish(struct vkt_context *ctx)
+{
+   vkt_context_finish_device(ctx);
+   if (ctx->instance)
+      vkDestroyInstance(ctx->instance, NULL);
+   ctx->instance = VK_NULL_HANDLE;
+}
+
+uint32_t
+vkt_memory_type(const struct vkt_context *ctx, uint32_t type_bits,
+                VkMemoryPropertyFlags required,
+                VkMemoryPropertyFlags preferred)
+{
+   uint32_t fallback = UINT32_MAX;
+
+   for (uint32_t i = 0; i < ctx->mem_props.memoryTypeCount; i++) {
+      VkMemoryPropertyFlags flags = ctx->mem_props.memoryTypes[i].propertyFlags;
+
+      if (!(type_bits & (1u << i)) || (flags & required) != required)
+         continue;
+      if ((flags & preferred) == preferred)
+         return i;
+      if (fallback == UINT32_MAX)
+         fallback = i;
+   }
+   return fallback;
+}
+
+void
+vkt_buffer_create(const struct vkt_context *ctx, VkDeviceSize size,
+                  VkBufferUsageFlags usage, bool host_visible,
+                  struct vkt_buffer *buf)
+{
+   const VkBufferCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+      .size = size,
+      .usage = usage,
+      .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+   };
+   VkMemoryRequirements reqs;
+   VkMemoryPropertyFlags required, preferred;
+   uint32_t type;
+
+   memset(buf, 0, sizeof(*buf));
+   buf->size = size;
+   VKT_CHECK(vkCreateBuffer(ctx->device, &info, NULL, &buf->buffer));
+   vkGetBufferMemoryRequirements(ctx->device, buf->buffer, &reqs);
+
+   if (host_visible) {
+      required = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+      preferred = VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+   } else {
+      required = 0;
+      preferred = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+   }
+   type = vkt_memory_type(ctx, reqs.memoryTypeBits, required, preferred);
+   if (type == UINT32_MAX)
+      vkt_fail("no memory type for a buffer of %llu bytes (type bits 0x%x)",
+               (unsigned long long)size, reqs.memoryTypeBits);
+
+   const VkMemoryAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .allocationSize = reqs.size,
+      .memoryTypeIndex = type,
+   };
+   VKT_CHECK(vkAllocateMemory(ctx->device, &alloc, NULL, &buf->memory));
+   VKT_CHECK(vkBindBufferMemory(ctx->device, buf->buffer, buf->memory, 0));
+
+   buf->coherent = ctx->mem_props.memoryTypes[type].propertyFlags &
+                   VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+   if (host_visible)
+      VKT_CHECK(vkMapMemory(ctx->device, buf->memory, 0, VK_WHOLE_SIZE, 0,
+                            &buf->map));
+}
+
+void
+vkt_buffer_destroy(const struct vkt_context *ctx, struct vkt_buffer *buf)
+{
+   if (buf->map)
+      vkUnmapMemory(ctx->device, buf->memory);
+   vkDestroyBuffer(ctx->device, buf->buffer, NULL);
+   vkFreeMemory(ctx->device, buf->memory, NULL);
+   memset(buf, 0, sizeof(*buf));
+}
+
+void
+vkt_buffer_flush(const struct vkt_context *ctx, const struct vkt_buffer *buf)
+{
+   const VkMappedMemoryRange range = {
+      .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+      .memory = buf->memory,
+      .size = VK_WHOLE_SIZE,
+   };
+
+   if (!buf->coherent)
+      VKT_CHECK(vkFlushMappedMemoryRanges(ctx->device, 1, &range));
+}
+
+void
+vkt_buffer_invalidate(const struct vkt_context *ctx,
+                      const struct vkt_buffer *buf)
+{
+   const VkMappedMemoryRange range = {
+      .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE,
+      .memory = buf->memory,
+      .size = VK_WHOLE_SIZE,
+   };
+
+   if (!buf->coherent)
+      VKT_CHECK(vkInvalidateMappedMemoryRanges(ctx->device, 1, &range));
+}
+
+VkDeviceMemory
+vkt_image_bind_memory(const struct vkt_context *ctx, VkImage image)
+{
+   VkMemoryRequirements reqs;
+   VkDeviceMemory memory;
+   uint32_t type;
+
+   vkGetImageMemoryRequirements(ctx->device, image, &reqs);
+   type = vkt_memory_type(ctx, reqs.memoryTypeBits, 0,
+                          VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+   if (type == UINT32_MAX)
+      vkt_fail("no memory type for an image (type bits 0x%x)",
+               reqs.memoryTypeBits);
+
+   const VkMemoryAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .allocationSize = reqs.size,
+      .memoryTypeIndex = type,
+   };
+   VKT_CHECK(vkAllocateMemory(ctx->device, &alloc, NULL, &memory));
+   VKT_CHECK(vkBindImageMemory(ctx->device, image, memory, 0));
+   return memory;
+}
+
+VkShaderModule
+vkt_shader_module(const struct vkt_context *ctx, const uint32_t *code,
+                  size_t size)
+{
+   const VkShaderModuleCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+      .codeSize = size,
+      .pCode = code,
+   };
+   VkShaderModule module;
+
+   VKT_CHECK(vkCreateShaderModule(ctx->device, &info, NULL, &module));
+   return module;
+}
+
+VkCommandBuffer
+vkt_cmd_begin(const struct vkt_context *ctx)
+{
+   const VkCommandBufferAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = ctx->cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+   };
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+   };
+   VkCommandBuffer cmd;
+
+   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &cmd));
+   VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
+   return cmd;
+}
+
+void
+vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd)
+{
+   const VkFenceCreateInfo fence_info = {
+      .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
+   };
+   const VkSubmitInfo submit = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &cmd,
+   };
+   VkFence fence;
+   VkResult r;
+
+   VKT_CHECK(vkEndCommandBuffer(cmd));
+   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
+   VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fence));
+   r = vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 10000000000ull);
+   if (r == VK_TIMEOUT)
+      vkt_fail("command buffer did not complete within 10 s");
+   VKT_CHECK(r);
+   vkDestroyFence(ctx->device, fence, NULL);
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small helpers shared by the integration test programs (and the benchmark):
+ * instance/device creation with --device selection, VkResult names, buffers
+ * in host-visible memory, one-shot command buffers, shader modules.
+ *
+ * Test programs treat any unexpected failure as fatal: VKT_CHECK() prints the
+ * call, the VkResult name and the source line on stderr and exits with 1.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vulkan/vulkan.h>
+
+/* Optional device features a program asks for (all core in Vulkan 1.3). */
+enum vkt_feature {
+   VKT_FEATURE_TIMELINE_SEMAPHORE = 1u << 0,
+   VKT_FEATURE_DYNAMIC_RENDERING = 1u << 1,
+   VKT_FEATURE_SYNCHRONIZATION2 = 1u << 2,
+   VKT_FEATURE_OCCLUSION_PRECISE = 1u << 3,
+};
+
+struct vkt_context {
+   const char *prog;
+   VkInstance instance;
+   VkPhysicalDevice physical_device;
+   VkPhysicalDeviceProperties props;
+   VkPhysicalDeviceMemoryProperties mem_props;
+   uint32_t queue_family;
+   uint32_t timestamp_valid_bits;
+   VkDevice device;
+   VkQueue queue;
+   VkCommandPool cmd_pool;
+};
+
+struct vkt_buffer {
+   VkBuffer buffer;
+   VkDeviceMemory memory;
+   VkDeviceSize size;
+   void *map;          /* NULL unless host visible */
+   bool coherent;
+};
+
+const char *vkt_result_name(VkResult result);
+
+/* Prints "PROG: FAIL: message" on stderr and exits with 1. */
+void vkt_fail(const char *fmt, ...)
+   __attribute__((format(printf, 1, 2), noreturn));
+void vkt_fail_result(const char *call, VkResult result, const char *file,
+                     int line) __attribute__((noreturn));
+
+#define VKT_CHECK(call)                                                     \
+   do {                                                                     \
+      VkResult vkt_r_ = (call);                                             \
+      if (vkt_r_ != VK_SUCCESS)                                             \
+         vkt_fail_result(#call, vkt_r_, __FILE__, __LINE__);                \
+   } while (0)
+
+/* Checks that a call returned exactly `expected`. */
+#define VKT_EXPECT(call, expected)                                          \
+   do {                                                                     \
+      VkResult vkt_r_ = (call);                                             \
+      if (vkt_r_ != (expected))                                             \
+         vkt_fail("%s:%d: %s returned %s, expected %s", __FILE__, __LINE__, \
+                  #call, vkt_result_name(vkt_r_),                           \
+                  vkt_result_name(expected));                               \
+   } while (0)
+
+#define VKT_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Program name used in messages; set by vkt_context_init or by hand. */
+void vkt_set_prog(const char *prog);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t vkt_now_ns(void);
+
+/* Parses an unsigned decimal option value or fails. */
+uint64_t vkt_parse_u64(const char *opt, const char *value);
+
+/* Instance with apiVersion 1.3 and no layers or extensions. */
+VkInstance vkt_instance_create(const char *app_name);
+
+/*
+ * Picks the first physical device whose deviceName contains `name` (any
+ * device when name is NULL); fails when there is none or it is not Vulkan 1.3.
+ */
+VkPhysicalDevice vkt_physical_device_pick(VkInstance instance,
+                                          const char *name);
+
+/* Instance + device with one graphics/compute queue and a command pool. */
+void vkt_context_init(struct vkt_context *ctx, const char *prog,
+                      const char *device_name, uint32_t features);
+void vkt_context_finish(struct vkt_context *ctx);
+
+/* Same, on a physical device the caller picked (the benchmark has two). */
+void vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
+                               VkPhysicalDevice pdev, uint32_t features);
+void vkt_context_finish_device(struct vkt_context *ctx);
+
+/*
+ * Memory type index allowed by `type_bits` that has all of `required`,
+ * preferring one that also has `preferred`; UINT32_MAX when none.
+ */
+uint32_t vkt_memory_type(const struct vkt_context *ctx, uint32_t type_bits,
+                         VkMemoryPropertyFlags required,
+                         VkMemoryPropertyFlags preferred);
+
+/*
+ * Buffer with its own allocation. With host_visible it lives in
+ * HOST_VISIBLE memory (coherent preferred) and stays mapped.
+ */
+void vkt_buffer_create(const struct vkt_context *ctx, VkDeviceSize size,
+                       VkBufferUsageFlags usage, bool host_visible,
+                       struct vkt_buffer *buf);
+void vkt_buffer_destroy(const struct vkt_context *ctx, struct vkt_buffer *buf);
+/* Make host writes visible to the device / device writes to the host. */
+void vkt_buffer_flush(const struct vkt_context *ctx,
+                      const struct vkt_buffer *buf);
+void vkt_buffer_invalidate(const struct vkt_context *ctx,
+                           const struct vkt_buffer *buf);
+
+/* Device-local memory bound to an image. */
+VkDeviceMemory vkt_image_bind_memory(const struct vkt_context *ctx,
+                                     VkImage image);
+
+VkShaderModule vkt_shader_module(const struct vkt_context *ctx,
+                                 const uint32_t *code, size_t size);
+
+/* Primary command buffer from the context's pool, begun for one submit. */
+VkCommandBuffer vkt_cmd_begin(const struct vkt_context *ctx);
+/* Ends, submits with a fence, waits (10 s at most) and frees it. */
+void vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd);

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+#include "unit_test.h"
+
+static void
+test_close(void)
+{
+   int base = unit_count_fds();
+   int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+   CHECK_SYS(fd);
+   int number = fd;
+
+   errno = EXDEV;
+   util_fd_close(&fd);
+   CHECK_EQ(errno, EXDEV);
+   CHECK_EQ(fd, -1);
+   CHECK(!unit_fd_is_open(number));
+   CHECK_EQ(unit_count_fds(), base);
+
+   /* Already closed, NULL: no-ops. */
+   util_fd_close(&fd);
+   CHECK_EQ(fd, -1);
+   util_fd_close(NULL);
+   fd = -5;
+   util_fd_close(&fd);
+   CHECK_EQ(fd, -5);
+}
+
+static void
+test_move(void)
+{
+   int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+   CHECK_SYS(fd);
+   int number = fd;
+   int owner = util_fd_move(&fd);
+   CHECK_EQ(fd, -1);
+   CHECK_EQ(owner, number);
+   util_fd_close(&fd);
+   CHECK(unit_fd_is_open(owner));
+   util_fd_close(&owner);
+   CHECK(!unit_fd_is_open(number));
+}
+
+UNIT_MAIN(UNIT_TEST(test_close), UNIT_TEST(test_move))
