@@ -500,8 +500,13 @@ def emit_structs(gen, w):
         s = reg.structs[sname]
         w(f'static void wire_enc_{sname}(struct wire_enc *e, const {sname} *s) __attribute__((unused));')
         w(f'static void wire_dec_{sname}(struct wire_dec *d, {sname} *s) __attribute__((unused));')
+        if s.stype:
+            w(f'static void wire_enc_body_{sname}(struct wire_enc *e, const {sname} *s) __attribute__((unused));')
+            w(f'static void wire_dec_body_{sname}(struct wire_dec *d, {sname} *s) __attribute__((unused));')
         if sname in gen.structs_out:
             w(f'static void wire_decout_{sname}(struct wire_dec *d, {sname} *s) __attribute__((unused));')
+            if s.stype:
+                w(f'static void wire_decout_body_{sname}(struct wire_dec *d, {sname} *s) __attribute__((unused));')
             if s.stype:
                 w(f'static void wire_encshape_{sname}(struct wire_enc *e, const {sname} *s) __attribute__((unused));')
                 w(f'static void wire_decshape_{sname}(struct wire_dec *d, {sname} *s) __attribute__((unused));')
@@ -521,7 +526,8 @@ def emit_structs(gen, w):
         output = sname in gen.structs_out and sname not in gen.structs_in
         chain = gen.chain_members(sname, output) if s.stype else []
         # encode
-        w(f'static void\nwire_enc_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
+        body = 'body_' if s.stype else ''
+        w(f'static void\nwire_enc_{body}{sname}(struct wire_enc *e, const {sname} *s)\n{{')
         for m in s.members:
             if m.name == 'sType':
                 continue
@@ -530,13 +536,16 @@ def emit_structs(gen, w):
             cond = CONDITIONAL_MEMBERS.get((sname, m.name))
             emit_member_enc(gen, w, sname, s.members, m, 's->', cond=cond)
         if s.stype:
+            w('}\n')
+            w(f'static void\nwire_enc_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
+            w(f'   wire_enc_body_{sname}(e, s);')
             w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
             w('      switch ((int)c->sType) {')
             for x in chain:
                 xs = reg.structs[x]
                 w(f'      case {xs.stype}:')
                 w(f'         wire_enc_u32(e, (uint32_t)c->sType);')
-                w(f'         wire_enc_{x}(e, (const {x} *)c);')
+                w(f'         wire_enc_body_{x}(e, (const {x} *)c);')
                 w('         break;')
             w('      default:')
             w('         break; /* unknown or unsupported: skipped, as the spec allows */')
@@ -545,7 +554,7 @@ def emit_structs(gen, w):
             w('   wire_enc_u32(e, 0);')
         w('}\n')
         # decode
-        w(f'static void\nwire_dec_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+        w(f'static void\nwire_dec_{body}{sname}(struct wire_dec *d, {sname} *s)\n{{')
         checks = []
         if s.stype:
             w(f'   s->sType = {s.stype};')
@@ -553,7 +562,14 @@ def emit_structs(gen, w):
             if m.name in ('sType', 'pNext'):
                 continue
             emit_member_dec(gen, w, sname, s.members, m, 's->', checks)
+        for cond, why in checks:
+            w(f'   if (!d->fatal && !({cond}))')
+            w(f'      wire_dec_fail(d, "{sname}: {why}");')
+        checks = []
         if s.stype:
+            w('}\n')
+            w(f'static void\nwire_dec_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+            w(f'   wire_dec_body_{sname}(d, s);')
             w('   VkBaseOutStructure **tail = (VkBaseOutStructure **)&s->pNext;')
             w('   for (unsigned depth = 0;; depth++) {')
             w('      uint32_t stype = wire_dec_u32(d);')
@@ -569,7 +585,7 @@ def emit_structs(gen, w):
                 xs = reg.structs[x]
                 w(f'      case {xs.stype}: {{')
                 w(f'         {x} *x = wire_dec_alloc(d, sizeof(*x));')
-                w(f'         if (x) wire_dec_{x}(d, x);')
+                w(f'         if (x) wire_dec_body_{x}(d, x);')
                 w('         c = (VkBaseOutStructure *)x;')
                 w('         break;')
                 w('      }')
@@ -591,7 +607,7 @@ def emit_structs(gen, w):
             continue
         # output decode into application memory (ICD side)
         ochain = gen.chain_members(sname, True) if s.stype else []
-        w(f'static void\nwire_decout_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+        w(f'static void\nwire_decout_{body}{sname}(struct wire_dec *d, {sname} *s)\n{{')
         for m in s.members:
             if m.name in ('sType', 'pNext'):
                 continue
@@ -605,6 +621,9 @@ def emit_structs(gen, w):
             else:
                 emit_dec_value(gen, w, '   ', m.type, f's->{m.name}', m.dims)
         if s.stype:
+            w('}\n')
+            w(f'static void\nwire_decout_{sname}(struct wire_dec *d, {sname} *s)\n{{')
+            w(f'   wire_decout_body_{sname}(d, s);')
             w('   VkBaseOutStructure *app = (VkBaseOutStructure *)s->pNext;')
             w('   for (;;) {')
             w('      uint32_t stype = wire_dec_u32(d);')
@@ -619,7 +638,7 @@ def emit_structs(gen, w):
             w('      switch (stype) {')
             for x in ochain:
                 w(f'      case {reg.structs[x].stype}:')
-                w(f'         wire_decout_{x}(d, ({x} *)app);')
+                w(f'         wire_decout_body_{x}(d, ({x} *)app);')
                 w('         break;')
             w('      default:')
             w('         wire_dec_fail(d, "unexpected sType in reply");')
@@ -1012,10 +1031,9 @@ def emit_icd(gen, w):
     w('#include "icd_gen.h"')
     w()
     for name in gen.commands:
-        cmd = reg.commands[name]
-        sig = cmd_signature(cmd)
-        ret = cmd.ret
-        w(f'VKAPI_ATTR {ret} VKAPI_CALL icd_{name}({sig}) __attribute__((weak));')
+        if name in CLIENT_ONLY:
+            cmd = reg.commands[name]
+            w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_{name}({cmd_signature(cmd)}) __attribute__((weak));')
     w()
     for name in gen.wire_commands:
         cmd = reg.commands[name]
@@ -1026,13 +1044,14 @@ def emit_icd(gen, w):
         args = ', '.join(p.name for p in cmd.params)
         sync = is_sync(gen, cmd)
         lost = {'VkResult': 'VK_ERROR_DEVICE_LOST', 'void': ''}.get(ret, '0')
-        w(f'VKAPI_ATTR {ret} VKAPI_CALL\nicd_{name}({sig})\n{{')
+        w(f'extern __typeof__(icd_gen_{name}) icd_{name} __attribute__((weak, alias("icd_gen_{name}")));')
+        w(f'VKAPI_ATTR {ret} VKAPI_CALL\nicd_gen_{name}({sig})\n{{')
         if first is None:
             w(f'   return{" " + lost if lost else ""};')
             w('}\n')
             continue
-        w(f'   struct icd_connection *conn = icd_connection_of({first.name});')
         outs = [p for p in params if p.role == 'out_handle']
+        oom = 'VK_ERROR_OUT_OF_HOST_MEMORY' if ret == 'VkResult' else ''
         if records_in_cmdbuf(cmd) and name not in FORCE_SYNC:
             w(f'   struct wire_enc *e = icd_cmd_stream({first.name}, WIRE_OP_{name});')
             w('   if (!e)')
@@ -1043,6 +1062,7 @@ def emit_icd(gen, w):
                 w('   return VK_SUCCESS;')
             w('}\n')
             continue
+        w(f'   struct icd_connection *conn = icd_connection_of({first.name});')
         if records_in_cmdbuf(cmd):
             # vkEndCommandBuffer: ship the recording, then a synchronous call
             w(f'   VkResult ship = icd_cmd_ship({first.name});')
@@ -1053,8 +1073,10 @@ def emit_icd(gen, w):
             n = out_len_expr(gen, cmd, p, '') or '1'
             w(f'   const uint32_t n_{p.name} = (uint32_t)({n});')
             w(f'   {p.type} *tmp_{p.name} = icd_tmp_handles(2 * (size_t)n_{p.name}, sizeof({p.type}));')
-            w(f'   if (!tmp_{p.name})')
-            w('      return VK_ERROR_OUT_OF_HOST_MEMORY;')
+            w(f'   if (!tmp_{p.name}) {{')
+            w(f'      {p.name}[0] = VK_NULL_HANDLE;')
+            w(f'      return {oom};')
+            w('   }')
             w(f'   for (uint32_t i = 0; i < n_{p.name}; i++) {{')
             w(f'      tmp_{p.name}[i] = ({p.type})icd_handle_create(conn, {reg.handles[p.type][1]}, {first.name});')
             w(f'      tmp_{p.name}[n_{p.name} + i] = tmp_{p.name}[i];')
@@ -1062,7 +1084,8 @@ def emit_icd(gen, w):
             w(f'         for (uint32_t j = 0; j < i; j++)')
             w(f'            icd_handle_destroy({reg.handles[p.type][1]}, (uint64_t)(uintptr_t)tmp_{p.name}[j]);')
             w(f'         icd_tmp_handles_free(tmp_{p.name});')
-            w('         return VK_ERROR_OUT_OF_HOST_MEMORY;')
+            w(f'         {p.name}[0] = VK_NULL_HANDLE;')
+            w(f'         return {oom};')
             w('      }')
             w('   }')
         call_args = ', '.join((f'tmp_{p.name}' if p.role == 'out_handle' else p.name) for p in params)
@@ -1167,6 +1190,8 @@ def emit_icd_header(gen, w):
     for name in gen.commands:
         cmd = reg.commands[name]
         w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_{name}({cmd_signature(cmd)});')
+        if name not in CLIENT_ONLY:
+            w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_gen_{name}({cmd_signature(cmd)});')
 
 
 # ==========================================================================
@@ -1200,6 +1225,7 @@ def emit_gpud(gen, w, hw):
     hw()
     for name in gen.wire_commands:
         hw(f'void gpud_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
+        hw(f'void gpud_gen_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
 
     w('#include "gpud_gen.h"')
     w('#include "gpud_call.h"')
@@ -1223,7 +1249,8 @@ def emit_gpud(gen, w, hw):
     for name in gen.wire_commands:
         cmd = reg.commands[name]
         params = cmd_params(gen, cmd)
-        w(f'__attribute__((weak)) void\ngpud_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a)\n{{')
+        w(f'extern __typeof__(gpud_gen_exec_{name}) gpud_exec_{name} __attribute__((weak, alias("gpud_gen_exec_{name}")));')
+        w(f'void\ngpud_gen_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a)\n{{')
         args = ', '.join('NULL' if p.skip else f'a->{p.name}' for p in params)
         fn = f'gpud_call_dispatch(call)->{name[2:]}'
         w(f'   if (!{fn}) {{')
@@ -1361,7 +1388,7 @@ def main():
     hw('/* Extensions gpud carries, beyond core: name, is-device-extension. */')
     hw('struct wire_extension { const char *name; bool device; };')
     hw(f'extern const struct wire_extension wire_extensions[{max(1, len(gen.extensions))}];')
-    hw(f'#define WIRE_EXTENSION_COUNT {len(gen.extensions)}')
+    hw('extern const unsigned wire_extension_count;')
     hw()
 
     cw = Writer()
@@ -1374,6 +1401,7 @@ def main():
     if not gen.extensions:
         cw('   {NULL, false},')
     cw('};\n')
+    cw(f'const unsigned wire_extension_count = {len(gen.extensions)};\n')
     cw('const char *\nwire_op_name(uint32_t op)\n{\n   switch (op) {')
     for name in gen.wire_commands:
         cw(f'   case WIRE_OP_{name}: return "{name}";')

@@ -161,6 +161,12 @@ main(int argc, char **argv)
       ok = false;
    }
 
+   /*
+    * Note: vk.xml (1.3.239) lists only OUT_OF_HOST/DEVICE_MEMORY,
+    * INVALID_EXTERNAL_HANDLE and INVALID_OPAQUE_CAPTURE_ADDRESS for
+    * vkAllocateMemory; gpud's contract asks for VK_ERROR_DEVICE_LOST here
+    * all the same, so that an application learns of the loss at once.
+    */
    const VkMemoryAllocateInfo alloc = {
       .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
       .allocationSize = 65536,

@@ -146,6 +146,10 @@ vkt_physical_device_pick(VkInstance instance, const char *name)
    VkResult r;
 
    r = vkEnumeratePhysicalDevices(instance, &count, devs);
+   if (r == VK_ERROR_INITIALIZATION_FAILED)
+      vkt_fail("vkEnumeratePhysicalDevices failed: %s (the loader's answer "
+               "when no driver has a device: is the daemon running?)",
+               vkt_result_name(r));
    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
       vkt_fail("vkEnumeratePhysicalDevices failed: %s", vkt_result_name(r));
    if (count == 0)
@@ -477,9 +481,9 @@ vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd)
    VKT_CHECK(vkEndCommandBuffer(cmd));
    VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
    VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fence));
-   r = vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 10000000000ull);
+   r = vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 60000000000ull);
    if (r == VK_TIMEOUT)
-      vkt_fail("command buffer did not complete within 10 s");
+      vkt_fail("command buffer did not complete within 60 s");
    VKT_CHECK(r);
    vkDestroyFence(ctx->device, fence, NULL);
    vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);

@@ -131,5 +131,5 @@ VkShaderModule vkt_shader_module(const struct vkt_context *ctx,
 
 /* Primary command buffer from the context's pool, begun for one submit. */
 VkCommandBuffer vkt_cmd_begin(const struct vkt_context *ctx);
-/* Ends, submits with a fence, waits (10 s at most) and frees it. */
+/* Ends, submits with a fence, waits (60 s at most) and frees it. */
 void vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd);

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 // vk_compute: integer hash over a storage buffer; the CPU recomputes every
 // element exactly (see expected() in vk_compute.c).
 #version 450

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 // Axis-aligned rectangle without a vertex buffer: six vertices (two
 // triangles) covering the clip-space rectangle in the push constants.
 #version 450

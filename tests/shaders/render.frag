@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 // vk_render: vertex colour blended with a texel (nearest sampling).
 #version 450
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 // vk_render: passes position, colour, texture coordinates and the texture
 // weight through; the scene is given directly in clip space.
 #version 450

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 // Solid colour from the push constants shared with quad.vert.
 #version 450
 

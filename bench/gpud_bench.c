@@ -1,0 +1,572 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpud_bench: the cost of going through gpud, measured in one run against
+ * lavapipe used directly.
+ *
+ * Run with VK_ICD_FILENAMES listing both lavapipe's manifest and gpud's
+ * (bench/run_bench.sh does that and starts a private daemon). The device
+ * whose name contains "gpud" is measured through the daemon, the other
+ * llvmpipe device directly; --direct-only measures lavapipe alone.
+ *
+ *   (a) round trip of one synchronous call: vkGetEventStatus, and a
+ *       vkCreateBuffer + vkDestroyBuffer pair (medians)
+ *   (b) write bandwidth into mapped host-visible memory (256 MiB): first
+ *       touch, memset, streaming stores
+ *   (c) 100k vkCmdDraw into one command buffer (re-binding the pipeline and
+ *       pushing constants every 100 draws): recording, then submit + wait
+ *
+ *   gpud_bench [--direct-only] [--calls N] [--draws N] [--mib N] [--reps N]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "vkt_common.h"
+#include "quad_vert_spv.h"
+#include "solid_frag_spv.h"
+
+#define FB_SIZE 32
+#define REBIND_EVERY 100
+
+struct options {
+   bool direct_only;
+   uint32_t calls;
+   uint32_t draws;
+   uint32_t mib;
+   uint32_t reps;
+};
+
+enum metric {
+   M_EVENT_STATUS,
+   M_BUFFER_PAIR,
+   M_WRITE_FIRST,
+   M_WRITE_MEMSET,
+   M_WRITE_STREAM,
+   M_RECORD,
+   M_SUBMIT_WAIT,
+   M_COUNT,
+};
+
+static const struct {
+   const char *name;
+   const char *unit;
+} metrics[M_COUNT] = {
+   [M_EVENT_STATUS] = { "vkGetEventStatus, median", "us" },
+   [M_BUFFER_PAIR] = { "vkCreateBuffer+vkDestroyBuffer, median", "us" },
+   [M_WRITE_FIRST] = { "mapped write, first touch (memset)", "GB/s" },
+   [M_WRITE_MEMSET] = { "mapped write, memset, best", "GB/s" },
+   [M_WRITE_STREAM] = { "mapped write, streaming stores, best", "GB/s" },
+   [M_RECORD] = { "record draws, median", "ms" },
+   [M_SUBMIT_WAIT] = { "submit + wait draws, median", "ms" },
+};
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+   return x < y ? -1 : x > y;
+}
+
+/* Median of n samples in nanoseconds, in microseconds. */
+static double
+median_us(uint64_t *samples, uint32_t n)
+{
+   qsort(samples, n, sizeof(*samples), cmp_u64);
+   return (double)samples[n / 2] / 1e3;
+}
+
+/* ---- (a) round trips ---------------------------------------------------- */
+
+static void
+bench_round_trips(const struct vkt_context *ctx, const struct options *o,
+                  double *results)
+{
+   uint64_t *samples = calloc(o->calls, sizeof(*samples));
+   const VkEventCreateInfo event_info = {
+      .sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO,
+   };
+   const VkBufferCreateInfo buffer_info = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+      .size = 4096,
+      .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+      .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+   };
+   VkEvent event;
+
+   if (!samples)
+      vkt_fail("out of memory");
+   VKT_CHECK(vkCreateEvent(ctx->device, &event_info, NULL, &event));
+   VKT_CHECK(vkSetEvent(ctx->device, event));
+   for (uint32_t i = 0; i < o->calls; i++) {
+      uint64_t t0 = vkt_now_ns();
+      VkResult r = vkGetEventStatus(ctx->device, event);
+      samples[i] = vkt_now_ns() - t0;
+      if (r != VK_EVENT_SET)
+         vkt_fail("vkGetEventStatus returned %s", vkt_result_name(r));
+   }
+   results[M_EVENT_STATUS] = median_us(samples, o->calls);
+   vkDestroyEvent(ctx->device, event, NULL);
+
+   for (uint32_t i = 0; i < o->calls; i++) {
+      VkBuffer buffer;
+      uint64_t t0 = vkt_now_ns();
+      VKT_CHECK(vkCreateBuffer(ctx->device, &buffer_info, NULL, &buffer));
+      vkDestroyBuffer(ctx->device, buffer, NULL);
+      samples[i] = vkt_now_ns() - t0;
+   }
+   results[M_BUFFER_PAIR] = median_us(samples, o->calls);
+   free(samples);
+}
+
+/* ---- (b) mapped-memory bandwidth ---------------------------------------- */
+
+static void
+stream_fill(void *dst, size_t size, uint32_t value)
+{
+#ifdef __SSE2__
+   __m128i v = _mm_set1_epi32((int)value);
+   __m128i *p = dst;
+
+   for (size_t i = 0; i < size / sizeof(*p); i++)
+      _mm_stream_si128(&p[i], v);
+   _mm_sfence();
+#else
+   memset(dst, (int)(value & 0xff), size);
+#endif
+}
+
+static double
+gbs(size_t bytes, uint64_t ns)
+{
+   return (double)bytes / (double)ns;   /* bytes per ns == GB/s */
+}
+
+static void
+bench_bandwidth(const struct vkt_context *ctx, const struct options *o,
+                double *results)
+{
+   const size_t size = (size_t)o->mib << 20;
+   VkMemoryRequirements reqs = { .memoryTypeBits = ~0u };
+   uint32_t type = vkt_memory_type(ctx, reqs.memoryTypeBits,
+                                   VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+                                   VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+   VkDeviceMemory memory;
+   void *map;
+
+   if (type == UINT32_MAX)
+      vkt_fail("no host-visible memory type");
+   const VkMemoryAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .allocationSize = size,
+      .memoryTypeIndex = type,
+   };
+   VKT_CHECK(vkAllocateMemory(ctx->device, &alloc, NULL, &memory));
+   VKT_CHECK(vkMapMemory(ctx->device, memory, 0, VK_WHOLE_SIZE, 0, &map));
+
+   uint64_t t0 = vkt_now_ns();
+   memset(map, 1, size);
+   results[M_WRITE_FIRST] = gbs(size, vkt_now_ns() - t0);
+
+   results[M_WRITE_MEMSET] = 0;
+   results[M_WRITE_STREAM] = 0;
+   for (uint32_t rep = 0; rep < o->reps; rep++) {
+      t0 = vkt_now_ns();
+      memset(map, (int)(rep + 2), size);
+      double v = gbs(size, vkt_now_ns() - t0);
+      if (v > results[M_WRITE_MEMSET])
+         results[M_WRITE_MEMSET] = v;
+
+      t0 = vkt_now_ns();
+      stream_fill(map, size, rep * 0x01010101u);
+      v = gbs(size, vkt_now_ns() - t0);
+      if (v > results[M_WRITE_STREAM])
+         results[M_WRITE_STREAM] = v;
+   }
+
+   vkUnmapMemory(ctx->device, memory);
+   vkFreeMemory(ctx->device, memory, NULL);
+}
+
+/* ---- (c) many draws ----------------------------------------------------- */
+
+struct push {
+   float rect[4];
+   float color[4];
+};
+
+struct draw_state {
+   VkImage image;
+   VkDeviceMemory memory;
+   VkImageView view;
+   VkRenderPass render_pass;
+   VkFramebuffer framebuffer;
+   VkPipelineLayout layout;
+   VkPipeline pipeline;
+};
+
+static void
+draw_state_init(const struct vkt_context *ctx, struct draw_state *s)
+{
+   const VkImageCreateInfo image_info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+      .imageType = VK_IMAGE_TYPE_2D,
+      .format = VK_FORMAT_R8G8B8A8_UNORM,
+      .extent = { FB_SIZE, FB_SIZE, 1 },
+      .mipLevels = 1,
+      .arrayLayers = 1,
+      .samples = VK_SAMPLE_COUNT_1_BIT,
+      .tiling = VK_IMAGE_TILING_OPTIMAL,
+      .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
+   };
+   VKT_CHECK(vkCreateImage(ctx->device, &image_info, NULL, &s->image));
+   s->memory = vkt_image_bind_memory(ctx, s->image);
+   const VkImageViewCreateInfo view_info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
+      .image = s->image,
+      .viewType = VK_IMAGE_VIEW_TYPE_2D,
+      .format = image_info.format,
+      .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1 },
+   };
+   VKT_CHECK(vkCreateImageView(ctx->device, &view_info, NULL, &s->view));
+
+   const VkAttachmentDescription attachment = {
+      .format = image_info.format,
+      .samples = VK_SAMPLE_COUNT_1_BIT,
+      .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+      .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+      .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+      .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+      .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+      .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+   };
+   const VkAttachmentReference ref = {
+      0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL
+   };
+   const VkSubpassDescription subpass = {
+      .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
+      .colorAttachmentCount = 1,
+      .pColorAttachments = &ref,
+   };
+   const VkRenderPassCreateInfo rp_info = {
+      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
+      .attachmentCount = 1,
+      .pAttachments = &attachment,
+      .subpassCount = 1,
+      .pSubpasses = &subpass,
+   };
+   VKT_CHECK(vkCreateRenderPass(ctx->device, &rp_info, NULL,
+                                &s->render_pass));
+   const VkFramebufferCreateInfo fb_info = {
+      .sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO,
+      .renderPass = s->render_pass,
+      .attachmentCount = 1,
+      .pAttachments = &s->view,
+      .width = FB_SIZE,
+      .height = FB_SIZE,
+      .layers = 1,
+   };
+   VKT_CHECK(vkCreateFramebuffer(ctx->device, &fb_info, NULL,
+                                 &s->framebuffer));
+
+   const VkPushConstantRange range = {
+      VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0,
+      sizeof(struct push)
+   };
+   const VkPipelineLayoutCreateInfo layout_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+      .pushConstantRangeCount = 1,
+      .pPushConstantRanges = &range,
+   };
+   VKT_CHECK(vkCreatePipelineLayout(ctx->device, &layout_info, NULL,
+                                    &s->layout));
+
+   VkShaderModule vs = vkt_shader_module(ctx, quad_vert_spv,
+                                         sizeof(quad_vert_spv));
+   VkShaderModule fs = vkt_shader_module(ctx, solid_frag_spv,
+                                         sizeof(solid_frag_spv));
+   const VkPipelineShaderStageCreateInfo stages[] = {
+      {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_VERTEX_BIT,
+         .module = vs,
+         .pName = "main",
+      },
+      {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
+         .module = fs,
+         .pName = "main",
+      },
+   };
+   const VkPipelineVertexInputStateCreateInfo vertex_input = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+   };
+   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+   };
+   const VkViewport viewport = { 0, 0, FB_SIZE, FB_SIZE, 0, 1 };
+   const VkRect2D scissor = { { 0, 0 }, { FB_SIZE, FB_SIZE } };
+   const VkPipelineViewportStateCreateInfo viewport_state = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
+      .viewportCount = 1,
+      .pViewports = &viewport,
+      .scissorCount = 1,
+      .pScissors = &scissor,
+   };
+   const VkPipelineRasterizationStateCreateInfo raster = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+      .polygonMode = VK_POLYGON_MODE_FILL,
+      .cullMode = VK_CULL_MODE_NONE,
+      .lineWidth = 1.0f,
+   };
+   const VkPipelineMultisampleStateCreateInfo multisample = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+      .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
+   };
+   const VkPipelineColorBlendAttachmentState blend_attachment = {
+      .colorWriteMask = 0xf,
+   };
+   const VkPipelineColorBlendStateCreateInfo blend = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+      .attachmentCount = 1,
+      .pAttachments = &blend_attachment,
+   };
+   const VkGraphicsPipelineCreateInfo pipeline_info = {
+      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+      .stageCount = 2,
+      .pStages = stages,
+      .pVertexInputState = &vertex_input,
+      .pInputAssemblyState = &input_assembly,
+      .pViewportState = &viewport_state,
+      .pRasterizationState = &raster,
+      .pMultisampleState = &multisample,
+      .pColorBlendState = &blend,
+      .layout = s->layout,
+      .renderPass = s->render_pass,
+   };
+   VKT_CHECK(vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1,
+                                       &pipeline_info, NULL, &s->pipeline));
+   vkDestroyShaderModule(ctx->device, vs, NULL);
+   vkDestroyShaderModule(ctx->device, fs, NULL);
+}
+
+static void
+draw_state_finish(const struct vkt_context *ctx, struct draw_state *s)
+{
+   vkDestroyPipeline(ctx->device, s->pipeline, NULL);
+   vkDestroyPipelineLayout(ctx->device, s->layout, NULL);
+   vkDestroyFramebuffer(ctx->device, s->framebuffer, NULL);
+   vkDestroyRenderPass(ctx->device, s->render_pass, NULL);
+   vkDestroyImageView(ctx->device, s->view, NULL);
+   vkDestroyImage(ctx->device, s->image, NULL);
+   vkFreeMemory(ctx->device, s->memory, NULL);
+}
+
+static void
+bench_draws(const struct vkt_context *ctx, const struct options *o,
+            double *results)
+{
+   struct draw_state s;
+   uint64_t *record = calloc(o->reps, sizeof(*record));
+   uint64_t *submit = calloc(o->reps, sizeof(*submit));
+   const VkCommandBufferAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = ctx->cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+   };
+   const VkFenceCreateInfo fence_info = {
+      .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
+   };
+   VkCommandBuffer cmd;
+   VkFence fence;
+
+   if (!record || !submit)
+      vkt_fail("out of memory");
+   draw_state_init(ctx, &s);
+   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &cmd));
+   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
+
+   for (uint32_t rep = 0; rep < o->reps; rep++) {
+      const VkCommandBufferBeginInfo begin = {
+         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+      };
+      const VkClearValue clear = { .color = { .float32 = { 0, 0, 0, 1 } } };
+      const VkRenderPassBeginInfo rp_begin = {
+         .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
+         .renderPass = s.render_pass,
+         .framebuffer = s.framebuffer,
+         .renderArea = { { 0, 0 }, { FB_SIZE, FB_SIZE } },
+         .clearValueCount = 1,
+         .pClearValues = &clear,
+      };
+
+      VKT_CHECK(vkResetCommandBuffer(cmd, 0));
+      uint64_t t0 = vkt_now_ns();
+      VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
+      vkCmdBeginRenderPass(cmd, &rp_begin, VK_SUBPASS_CONTENTS_INLINE);
+      for (uint32_t i = 0; i < o->draws; i++) {
+         if (i % REBIND_EVERY == 0) {
+            /* A tiny triangle in a corner that moves a little. */
+            const float x = -1.0f + (float)(i / REBIND_EVERY % 16) * 0.1f;
+            const struct push p = {
+               .rect = { x, -1.0f, x + 0.1f, -0.9f },
+               .color = { (float)(i & 0xff) / 255.0f, 0.5f, 0.25f, 1.0f },
+            };
+            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS,
+                              s.pipeline);
+            vkCmdPushConstants(cmd, s.layout,
+                               VK_SHADER_STAGE_VERTEX_BIT |
+                                  VK_SHADER_STAGE_FRAGMENT_BIT,
+                               0, sizeof(p), &p);
+         }
+         vkCmdDraw(cmd, 3, 1, 0, 0);
+      }
+      vkCmdEndRenderPass(cmd);
+      VKT_CHECK(vkEndCommandBuffer(cmd));
+      uint64_t t1 = vkt_now_ns();
+
+      const VkSubmitInfo submit_info = {
+         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+         .commandBufferCount = 1,
+         .pCommandBuffers = &cmd,
+      };
+      VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit_info, fence));
+      VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE,
+                                120000000000ull));
+      uint64_t t2 = vkt_now_ns();
+      VKT_CHECK(vkResetFences(ctx->device, 1, &fence));
+
+      record[rep] = t1 - t0;
+      submit[rep] = t2 - t1;
+   }
+
+   results[M_RECORD] = median_us(record, o->reps) / 1e3;
+   results[M_SUBMIT_WAIT] = median_us(submit, o->reps) / 1e3;
+
+   vkDestroyFence(ctx->device, fence, NULL);
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
+   draw_state_finish(ctx, &s);
+   free(submit);
+   free(record);
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+static void
+bench_device(VkInstance instance, VkPhysicalDevice pdev,
+             const struct options *o, double *results)
+{
+   struct vkt_context ctx = { .prog = "gpud_bench" };
+
+   vkt_context_init_physical(&ctx, instance, pdev, 0);
+   fprintf(stderr, "gpud_bench: measuring '%s'...\n", ctx.props.deviceName);
+   bench_round_trips(&ctx, o, results);
+   bench_bandwidth(&ctx, o, results);
+   bench_draws(&ctx, o, results);
+   vkt_context_finish_device(&ctx);
+}
+
+static uint32_t
+parse_u32(const char *opt, const char *value)
+{
+   uint64_t v = vkt_parse_u64(opt, value);
+
+   if (v == 0 || v > UINT32_MAX / 2)
+      vkt_fail("option %s: %s is out of range", opt, value);
+   return (uint32_t)v;
+}
+
+int
+main(int argc, char **argv)
+{
+   struct options o = {
+      .calls = 20000,
+      .draws = 100000,
+      .mib = 256,
+      .reps = 3,
+   };
+
+   vkt_set_prog("gpud_bench");
+   for (int i = 1; i < argc; i++) {
+      if (!strcmp(argv[i], "--direct-only")) {
+         o.direct_only = true;
+      } else if (!strcmp(argv[i], "--calls")) {
+         o.calls = parse_u32(argv[i], argv[i + 1]);
+         i++;
+      } else if (!strcmp(argv[i], "--draws")) {
+         o.draws = parse_u32(argv[i], argv[i + 1]);
+         i++;
+      } else if (!strcmp(argv[i], "--mib")) {
+         o.mib = parse_u32(argv[i], argv[i + 1]);
+         i++;
+      } else if (!strcmp(argv[i], "--reps")) {
+         o.reps = parse_u32(argv[i], argv[i + 1]);
+         i++;
+      } else {
+         fprintf(stderr, "usage: gpud_bench [--direct-only] [--calls N] "
+                         "[--draws N] [--mib N] [--reps N]\n");
+         return 1;
+      }
+   }
+
+   VkInstance instance = vkt_instance_create("gpud_bench");
+   VkPhysicalDevice devs[16], direct = VK_NULL_HANDLE, gpud = VK_NULL_HANDLE;
+   uint32_t count = VKT_ARRAY_SIZE(devs);
+   char direct_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE] = "-";
+   char gpud_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE] = "-";
+   VkResult r = vkEnumeratePhysicalDevices(instance, &count, devs);
+   if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+      vkt_fail("vkEnumeratePhysicalDevices failed: %s", vkt_result_name(r));
+   for (uint32_t i = 0; i < count; i++) {
+      VkPhysicalDeviceProperties props;
+
+      vkGetPhysicalDeviceProperties(devs[i], &props);
+      if (strstr(props.deviceName, "gpud")) {
+         if (!gpud) {
+            gpud = devs[i];
+            snprintf(gpud_name, sizeof(gpud_name), "%s", props.deviceName);
+         }
+      } else if (strstr(props.deviceName, "llvmpipe") && !direct) {
+         direct = devs[i];
+         snprintf(direct_name, sizeof(direct_name), "%s", props.deviceName);
+      }
+   }
+   if (!direct)
+      vkt_fail("no lavapipe (llvmpipe) device among %u devices: list "
+               "lavapipe's manifest in VK_ICD_FILENAMES", count);
+   if (!gpud && !o.direct_only)
+      vkt_fail("no gpud device among %u devices: list gpud's manifest in "
+               "VK_ICD_FILENAMES and start the daemon, or use "
+               "--direct-only", count);
+
+   double res_direct[M_COUNT] = { 0 }, res_gpud[M_COUNT] = { 0 };
+   bench_device(instance, direct, &o, res_direct);
+   if (!o.direct_only)
+      bench_device(instance, gpud, &o, res_gpud);
+   vkDestroyInstance(instance, NULL);
+
+   printf("gpud_bench: %u calls, %u MiB mapped, %u draws (re-bind every "
+          "%u), %u reps\n", o.calls, o.mib, o.draws, REBIND_EVERY, o.reps);
+   printf("direct: %s\n", direct_name);
+   printf("gpud:   %s\n\n", gpud_name);
+   printf("%-44s %6s %12s %12s %12s\n", "metric", "unit", "direct", "gpud",
+          "gpud/direct");
+   for (int m = 0; m < M_COUNT; m++) {
+      printf("%-44s %6s %12.3f ", metrics[m].name, metrics[m].unit,
+             res_direct[m]);
+      if (o.direct_only)
+         printf("%12s %12s\n", "-", "-");
+      else
+         printf("%12.3f %11.2fx\n", res_gpud[m],
+                res_direct[m] > 0 ? res_gpud[m] / res_direct[m] : 0.0);
+   }
+   return 0;
+}

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Executors written by hand: the commands whose host call needs more than
+ * passing the decoded arguments on (gen_wire.py generates the rest, and
+ * each of these overrides its weak generated default).
+ */
+#include "gpud.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "util_macros.h"
+#include "util_memfd.h"
+
+/* ---- instances and physical devices --------------------------------------- */
+
+void
+gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInstance *a)
+{
+   struct gpud_host *host = &call->client->daemon->host;
+   /* The host instance is the daemon's: its own layers (none) and
+    * extensions (none needed), and the highest version gpud carries. */
+   VkApplicationInfo app = {
+      .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+      .pApplicationName = call->client->name,
+      .pEngineName = "gpud",
+      .apiVersion = VK_API_VERSION_1_3,
+   };
+   if (a->pCreateInfo->pApplicationInfo) {
+      app.applicationVersion = a->pCreateInfo->pApplicationInfo->applicationVersion;
+      app.engineVersion = a->pCreateInfo->pApplicationInfo->engineVersion;
+   }
+   VkInstanceCreateInfo ci = {
+      .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+      .pApplicationInfo = &app,
+   };
+   PFN_vkCreateInstance create =
+      (PFN_vkCreateInstance)host->get_instance_proc_addr(NULL, "vkCreateInstance");
+   a->ret = create(&ci, NULL, a->pInstance);
+}
+
+void
+gpud_exec_vkDestroyInstance(struct gpud_call *call, struct wire_args_vkDestroyInstance *a)
+{
+   if (call->instance)
+      gpud_client_destroy_objects(call->client, NULL, call->instance);
+}
+
+void
+gpud_exec_vkEnumeratePhysicalDevices(struct gpud_call *call,
+                                     struct wire_args_vkEnumeratePhysicalDevices *a)
+{
+   struct gpud_host *host = &call->client->daemon->host;
+   const struct gpud_host_dispatch *d = call->disp;
+   VkInstance instance = (VkInstance)(uintptr_t)call->instance->handle;
+   uint32_t n = 0;
+   a->ret = d->EnumeratePhysicalDevices(instance, &n, NULL);
+   VkPhysicalDevice *all = n ? wire_dec_alloc(&call->dec, sizeof(*all) * n) : NULL;
+   if (!all) {
+      a->ret = VK_ERROR_INITIALIZATION_FAILED;
+      return;
+   }
+   a->ret = d->EnumeratePhysicalDevices(instance, &n, all);
+   VkPhysicalDevice served = VK_NULL_HANDLE;
+   for (uint32_t i = 0; i < n; i++) {
+      VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+      VkPhysicalDeviceProperties2 p2 = {
+         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+         .pNext = &id,
+      };
+      d->GetPhysicalDeviceProperties2(all[i], &p2);
+      if (!memcmp(id.deviceUUID, host->device_uuid, VK_UUID_SIZE)) {
+         served = all[i];
+         break;
+      }
+   }
+   /* The daemon serves exactly one device. */
+   for (uint32_t i = 0; i < a->pPhysicalDevices_count; i++)
+      a->pPhysicalDevices[i] = i == 0 ? served : VK_NULL_HANDLE;
+   *a->pPhysicalDeviceCount = served ? 1 : 0;
+   a->ret = served ? VK_SUCCESS : VK_ERROR_INITIALIZATION_FAILED;
+}
+
+/* What applications see of the host device, changed on purpose (each
+ * change is listed in docs/architecture.md). */
+static void
+patch_properties(struct gpud_call *call, VkPhysicalDeviceProperties *p)
+{
+   const char *host_name = call->client->daemon->host.device_name;
+   char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE] = "gpud: ";
+   size_t prefix = strlen(name);
+   size_t n = strnlen(host_name, sizeof(name) - prefix - 1);
+   memcpy(name + prefix, host_name, n);
+   name[prefix + n] = '\0';
+   memcpy(p->deviceName, name, sizeof(name));
+   /* gpud carries Vulkan 1.3 */
+   if (VK_API_VERSION_MAJOR(p->apiVersion) > 1 || VK_API_VERSION_MINOR(p->apiVersion) > 3)
+      p->apiVersion = VK_MAKE_API_VERSION(0, 1, 3, VK_HEADER_VERSION);
+}
+
+void
+gpud_exec_vkGetPhysicalDeviceProperties(struct gpud_call *call,
+                                        struct wire_args_vkGetPhysicalDeviceProperties *a)
+{
+   gpud_gen_exec_vkGetPhysicalDeviceProperties(call, a);
+   patch_properties(call, a->pProperties);
+}
+
+void
+gpud_exec_vkGetPhysicalDeviceProperties2(struct gpud_call *call,
+                                         struct wire_args_vkGetPhysicalDeviceProperties2 *a)
+{
+   gpud_gen_exec_vkGetPhysicalDeviceProperties2(call, a);
+   patch_properties(call, &a->pProperties->properties);
+}
+
+static void
+patch_memory(struct gpud_call *call, VkPhysicalDeviceMemoryProperties *m)
+{
+   const struct gpud_host *host = &call->client->daemon->host;
+   /* Host-visible memory must be a memfd both sides map: a type the host
+    * cannot import a memfd into is offered as device memory only. */
+   for (uint32_t i = 0; i < m->memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++) {
+      if (!(host->importable_types & (1u << i)))
+         m->memoryTypes[i].propertyFlags &=
+            ~(VkMemoryPropertyFlags)(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+   }
+}
+
+void
+gpud_exec_vkGetPhysicalDeviceMemoryProperties(
+   struct gpud_call *call, struct wire_args_vkGetPhysicalDeviceMemoryProperties *a)
+{
+   gpud_gen_exec_vkGetPhysicalDeviceMemoryProperties(call, a);
+   patch_memory(call, a->pMemoryProperties);
+}
+
+void
+gpud_exec_vkGetPhysicalDeviceMemoryProperties2(
+   struct gpud_call *call, struct wire_args_vkGetPhysicalDeviceMemoryProperties2 *a)
+{
+   gpud_gen_exec_vkGetPhysicalDeviceMemoryProperties2(call, a);
+   patch_memory(call, &a->pMemoryProperties->memoryProperties);
+}
+
+static bool
+extension_carried(const char *name)
+{
+   for (unsigned i = 0; i < wire_extension_count; i++) {
+      if (wire_extensions[i].device && !strcmp(wire_extensions[i].name, name))
+         return true;
+   }
+   return false;
+}
+
+void
+gpud_exec_vkEnumerateDeviceExtensionProperties(
+   struct gpud_call *call, struct wire_args_vkEnumerateDeviceExtensionProperties *a)
+{
+   if (a->pLayerName) {
+      a->ret = VK_ERROR_LAYER_NOT_PRESENT;
+      return;
+   }
+   VkPhysicalDevice pdev = (VkPhysicalDevice)(uintptr_t)call->touched[0]->handle;
+   uint32_t n = 0;
+   call->disp->EnumerateDeviceExtensionProperties(pdev, NULL, &n, NULL);
+   VkExtensionProperties *all = wire_dec_alloc(&call->dec, sizeof(*all) * (n ? n : 1));
+   if (!all) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   call->disp->EnumerateDeviceExtensionProperties(pdev, NULL, &n, all);
+   uint32_t total = 0;
+   for (uint32_t i = 0; i < n; i++) {
+      if (!extension_carried(all[i].extensionName))
+         continue;
+      if (a->pProperties && total < a->pProperties_cap && total < *a->pPropertyCount)
+         a->pProperties[total] = all[i];
+      total++;
+   }
+   if (!a->pProperties) {
+      *a->pPropertyCount = total;
+      a->ret = VK_SUCCESS;
+   } else {
+      uint32_t written = UTIL_MIN(total, UTIL_MIN(*a->pPropertyCount, a->pProperties_cap));
+      *a->pPropertyCount = written;
+      a->ret = written < total ? VK_INCOMPLETE : VK_SUCCESS;
+   }
+}
+
+/* ---- devices -------------------------------------------------------------- */
+
+void
+gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice *a)
+{
+   struct gpud_host *host = &call->client->daemon->host;
+   const VkDeviceCreateInfo *in = a->pCreateInfo;
+   const char **exts = wire_dec_alloc(&call->dec, sizeof(char *) * (in->enabledExtensionCount + 2));
+   if (!exts) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   uint32_t n = 0;
+   for (uint32_t i = 0; i < in->enabledExtensionCount; i++) {
+      if (!extension_carried(in->ppEnabledExtensionNames[i])) {
+         a->ret = VK_ERROR_EXTENSION_NOT_PRESENT;
+         return;
+      }
+      exts[n++] = in->ppEnabledExtensionNames[i];
+   }
+   if (host->has_external_memory_host)
+      exts[n++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+   VkDeviceCreateInfo ci = *in;
+   ci.enabledLayerCount = 0;
+   ci.ppEnabledLayerNames = NULL;
+   ci.enabledExtensionCount = n;
+   ci.ppEnabledExtensionNames = exts;
+   a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
+}
+
+void
+gpud_exec_vkDestroyDevice(struct gpud_call *call, struct wire_args_vkDestroyDevice *a)
+{
+   if (call->device)
+      gpud_client_destroy_objects(call->client, call->device, NULL);
+}
+
+/* ---- memory --------------------------------------------------------------- */
+
+void
+gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMemory *a)
+{
+   const struct gpud_host *host = &call->client->daemon->host;
+   const VkMemoryAllocateInfo *info = a->pAllocateInfo;
+   if (info->memoryTypeIndex >= host->memory.memoryTypeCount) {
+      a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+      return;
+   }
+   VkMemoryPropertyFlags flags = host->memory.memoryTypes[info->memoryTypeIndex].propertyFlags;
+   bool shared = (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+                 (host->importable_types & (1u << info->memoryTypeIndex));
+   if (!shared) {
+      a->ret = call->disp->AllocateMemory(a->device, info, NULL, a->pMemory);
+      if (a->ret == VK_SUCCESS)
+         call->new_bytes = info->allocationSize;
+      return;
+   }
+
+   uint64_t size = info->allocationSize;
+   if (size == 0 || size > (1ull << 46)) {
+      a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+      return;
+   }
+   size = (size + host->import_alignment - 1) & ~(host->import_alignment - 1);
+   int fd = -1;
+   if (util_memfd_create("gpud-memory", size, &fd) < 0) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+   if (map == MAP_FAILED) {
+      util_fd_close(&fd);
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+
+   /* Of the client's chain only the allocation flags carry over: an
+    * imported host allocation cannot be dedicated. */
+   const void *chain = NULL;
+   VkMemoryAllocateFlagsInfo flags_info;
+   for (const VkBaseInStructure *c = info->pNext; c; c = c->pNext) {
+      if (c->sType == VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO) {
+         flags_info = *(const VkMemoryAllocateFlagsInfo *)c;
+         flags_info.pNext = NULL;
+         chain = &flags_info;
+      }
+   }
+   VkImportMemoryHostPointerInfoEXT import = {
+      .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
+      .pNext = chain,
+      .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+      .pHostPointer = map,
+   };
+   VkMemoryAllocateInfo ai = *info;
+   ai.pNext = &import;
+   ai.allocationSize = size;
+   a->ret = call->disp->AllocateMemory(a->device, &ai, NULL, a->pMemory);
+   if (a->ret != VK_SUCCESS) {
+      munmap(map, size);
+      util_fd_close(&fd);
+      return;
+   }
+   call->new_map = map;
+   call->new_map_size = size;
+   call->new_bytes = size;
+   call->reply_fd = fd;
+}
+
+/* ---- pools ---------------------------------------------------------------- */
+
+void
+gpud_exec_vkResetDescriptorPool(struct gpud_call *call, struct wire_args_vkResetDescriptorPool *a)
+{
+   gpud_gen_exec_vkResetDescriptorPool(call, a);
+   /* the pool's sets are gone: forget them, keep the pool */
+   struct gpud_object *pool = call->n_touched > 1 ? call->touched[1] : NULL;
+   struct gpud_object *obj = call->client->first;
+   while (pool && obj) {
+      struct gpud_object *next = obj->next;
+      if (obj->pool == pool)
+         gpud_object_forget(call->client, obj);
+      obj = next;
+   }
+}
+
+/* ---- queries -------------------------------------------------------------- */
+
+void gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a);
+
+void
+gpud_exec_vkGetQueryPoolResults(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
+{
+   /* The host writes queryCount results at stride, whatever dataSize says:
+    * give it room for the largest result (statistics: 11 values, plus
+    * availability, 64 bits each) so a lying client cannot overrun. */
+   uint64_t need = a->queryCount ? (uint64_t)(a->queryCount - 1) * a->stride + 12 * 8 : 0;
+   if (need > WIRE_MAX_OUTPUT_BYTES) {
+      gpud_call_fail(call, "vkGetQueryPoolResults: results too large");
+      return;
+   }
+   if (a->pData && need > a->dataSize) {
+      uint8_t *room = wire_dec_alloc(&call->dec, need);
+      if (!room)
+         return;
+      a->pData = room;
+   }
+   if (!a->pData) {
+      a->ret = VK_SUCCESS;
+      return;
+   }
+   if (a->flags & VK_QUERY_RESULT_WAIT_BIT) {
+      gpud_wait_query(call, a);
+      return;
+   }
+   gpud_gen_exec_vkGetQueryPoolResults(call, a);
+}

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Blocking waits run on threads of their own, so a client's stream keeps
+ * flowing while one of its threads waits: a timeline semaphore one thread
+ * waits on can be signalled by the next command of another.  Waits on
+ * fences and semaphores sleep in slices and stop when the client goes away
+ * or destroys what they wait on.
+ */
+#include "gpud.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum wait_kind {
+   WAIT_FENCES,
+   WAIT_SEMAPHORES,
+   WAIT_QUEUE_IDLE,
+   WAIT_DEVICE_IDLE,
+   WAIT_QUERY,
+};
+
+struct gpud_waiter {
+   struct gpud_waiter *next;
+   struct gpud_client *client;
+   struct gpud_object *device;
+   const struct gpud_host_dispatch *disp;
+   enum wait_kind kind;
+   uint32_t op;
+   uint32_t seq;
+   atomic_bool cancel;
+   VkDevice dev;
+   /* what is waited on (also what cancels the wait when destroyed) */
+   uint32_t n_handles;
+   uint64_t *handles;
+   uint64_t *values;
+   bool wait_all;
+   VkSemaphoreWaitFlags sem_flags;
+   uint64_t deadline_ns;
+   /* queries */
+   uint32_t first_query;
+   uint32_t query_count;
+   size_t data_size;
+   size_t room;
+   VkDeviceSize stride;
+   VkQueryResultFlags query_flags;
+   uint8_t *data;
+};
+
+static uint64_t
+now_ns(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static VkResult
+wait_sliced(struct gpud_waiter *w)
+{
+   for (;;) {
+      if (atomic_load(&w->cancel) || atomic_load(&w->client->closing))
+         return VK_ERROR_DEVICE_LOST;
+      uint64_t now = now_ns();
+      uint64_t left = w->deadline_ns > now ? w->deadline_ns - now : 0;
+      uint64_t slice = left < GPUD_WAIT_SLICE_NS ? left : GPUD_WAIT_SLICE_NS;
+      VkResult r;
+      if (w->kind == WAIT_FENCES) {
+         r = w->disp->WaitForFences(w->dev, w->n_handles, (const VkFence *)w->handles,
+                                    w->wait_all, slice);
+      } else {
+         VkSemaphoreWaitInfo info = {
+            .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+            .flags = w->sem_flags,
+            .semaphoreCount = w->n_handles,
+            .pSemaphores = (const VkSemaphore *)w->handles,
+            .pValues = w->values,
+         };
+         r = w->disp->WaitSemaphores(w->dev, &info, slice);
+      }
+      if (r != VK_TIMEOUT || left == slice)
+         return r;
+   }
+}
+
+static void
+send_result(struct gpud_waiter *w, VkResult r)
+{
+   struct wire_enc e;
+   wire_enc_init(&e);
+   wire_enc_begin_cmd(&e, WIRE_OP_REPLY, 0, w->seq);
+   switch (w->kind) {
+   case WAIT_QUERY: {
+      struct wire_args_vkGetQueryPoolResults a = {
+         .dataSize = w->data_size,
+         .pData = w->data,
+         .pData_cap = (uint32_t)w->data_size,
+         .ret = r,
+      };
+      wire_encreply_vkGetQueryPoolResults(&e, &a);
+      break;
+   }
+   default:
+      wire_enc_i32(&e, r);
+      break;
+   }
+   wire_enc_end_cmd(&e, 0);
+   gpud_client_send_reply(w->client, &e, NULL, 0);
+   wire_enc_finish(&e);
+}
+
+static void
+waiter_free(struct gpud_waiter *w)
+{
+   free(w->handles);
+   free(w->values);
+   free(w->data);
+   free(w);
+}
+
+static void *
+waiter_thread(void *data)
+{
+   struct gpud_waiter *w = data;
+   VkResult r;
+   switch (w->kind) {
+   case WAIT_FENCES:
+   case WAIT_SEMAPHORES:
+      r = wait_sliced(w);
+      break;
+   case WAIT_QUEUE_IDLE:
+      r = w->disp->QueueWaitIdle((VkQueue)(uintptr_t)w->handles[0]);
+      break;
+   case WAIT_DEVICE_IDLE:
+      r = w->disp->DeviceWaitIdle(w->dev);
+      break;
+   case WAIT_QUERY:
+      r = w->disp->GetQueryPoolResults(w->dev, (VkQueryPool)(uintptr_t)w->handles[0],
+                                       w->first_query, w->query_count, w->room, w->data,
+                                       w->stride, w->query_flags);
+      break;
+   default:
+      r = VK_ERROR_UNKNOWN;
+      break;
+   }
+   if (!atomic_load(&w->client->closing))
+      send_result(w, r);
+
+   struct gpud_client *client = w->client;
+   pthread_mutex_lock(&client->wait_mutex);
+   for (struct gpud_waiter **p = &client->waiters; *p; p = &(*p)->next) {
+      if (*p == w) {
+         *p = w->next;
+         break;
+      }
+   }
+   client->n_waiters--;
+   pthread_cond_broadcast(&client->wait_cond);
+   pthread_mutex_unlock(&client->wait_mutex);
+   waiter_free(w);
+   return NULL;
+}
+
+static struct gpud_waiter *
+waiter_new(struct gpud_call *call, enum wait_kind kind, uint32_t n_handles)
+{
+   struct gpud_waiter *w = calloc(1, sizeof(*w));
+   if (!w)
+      return NULL;
+   w->handles = calloc(n_handles ? n_handles : 1, sizeof(uint64_t));
+   w->values = calloc(n_handles ? n_handles : 1, sizeof(uint64_t));
+   if (!w->handles || !w->values) {
+      free(w->handles);
+      free(w->values);
+      free(w);
+      return NULL;
+   }
+   w->client = call->client;
+   w->device = call->device;
+   w->disp = call->disp;
+   w->dev = (VkDevice)(uintptr_t)call->device->handle;
+   w->kind = kind;
+   w->op = call->op;
+   w->seq = call->seq;
+   w->n_handles = n_handles;
+   atomic_init(&w->cancel, false);
+   return w;
+}
+
+/* Starts w on its own thread; false when the client has too many waits
+ * already, or no thread could be made (then the caller waits inline). */
+static bool
+waiter_start(struct gpud_call *call, struct gpud_waiter *w)
+{
+   struct gpud_client *client = call->client;
+   if (!call->reply)
+      return false;
+   pthread_mutex_lock(&client->wait_mutex);
+   if (client->n_waiters >= GPUD_MAX_WAITERS) {
+      pthread_mutex_unlock(&client->wait_mutex);
+      return false;
+   }
+   w->next = client->waiters;
+   client->waiters = w;
+   client->n_waiters++;
+   pthread_mutex_unlock(&client->wait_mutex);
+
+   pthread_attr_t attr;
+   pthread_attr_init(&attr);
+   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+   pthread_t thread;
+   int r = pthread_create(&thread, &attr, waiter_thread, w);
+   pthread_attr_destroy(&attr);
+   if (r != 0) {
+      pthread_mutex_lock(&client->wait_mutex);
+      client->waiters = w->next;
+      client->n_waiters--;
+      pthread_mutex_unlock(&client->wait_mutex);
+      return false;
+   }
+   call->deferred = true;
+   return true;
+}
+
+static uint64_t
+deadline(uint64_t timeout)
+{
+   uint64_t now = now_ns();
+   return timeout > UINT64_MAX - now ? UINT64_MAX : now + timeout;
+}
+
+void
+gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFences *a)
+{
+   if (a->timeout == 0 || !call->device) {
+      gpud_gen_exec_vkWaitForFences(call, a);
+      return;
+   }
+   struct gpud_waiter *w = waiter_new(call, WAIT_FENCES, a->fenceCount);
+   if (!w) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   for (uint32_t i = 0; i < a->fenceCount; i++)
+      w->handles[i] = (uint64_t)(uintptr_t)a->pFences[i];
+   w->wait_all = a->waitAll;
+   w->deadline_ns = deadline(a->timeout);
+   if (!waiter_start(call, w)) {
+      waiter_free(w);
+      gpud_gen_exec_vkWaitForFences(call, a);
+   }
+}
+
+void
+gpud_exec_vkWaitSemaphores(struct gpud_call *call, struct wire_args_vkWaitSemaphores *a)
+{
+   if (a->timeout == 0 || !call->device) {
+      gpud_gen_exec_vkWaitSemaphores(call, a);
+      return;
+   }
+   const VkSemaphoreWaitInfo *info = a->pWaitInfo;
+   struct gpud_waiter *w = waiter_new(call, WAIT_SEMAPHORES, info->semaphoreCount);
+   if (!w) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   for (uint32_t i = 0; i < info->semaphoreCount; i++) {
+      w->handles[i] = (uint64_t)(uintptr_t)info->pSemaphores[i];
+      w->values[i] = info->pValues[i];
+   }
+   w->sem_flags = info->flags;
+   w->deadline_ns = deadline(a->timeout);
+   if (!waiter_start(call, w)) {
+      waiter_free(w);
+      gpud_gen_exec_vkWaitSemaphores(call, a);
+   }
+}
+
+void
+gpud_exec_vkQueueWaitIdle(struct gpud_call *call, struct wire_args_vkQueueWaitIdle *a)
+{
+   struct gpud_waiter *w = waiter_new(call, WAIT_QUEUE_IDLE, 1);
+   if (w) {
+      w->handles[0] = (uint64_t)(uintptr_t)a->queue;
+      if (waiter_start(call, w))
+         return;
+      waiter_free(w);
+   }
+   gpud_gen_exec_vkQueueWaitIdle(call, a);
+}
+
+void
+gpud_exec_vkDeviceWaitIdle(struct gpud_call *call, struct wire_args_vkDeviceWaitIdle *a)
+{
+   struct gpud_waiter *w = waiter_new(call, WAIT_DEVICE_IDLE, 0);
+   if (w) {
+      if (waiter_start(call, w))
+         return;
+      waiter_free(w);
+   }
+   gpud_gen_exec_vkDeviceWaitIdle(call, a);
+}
+
+void gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a);
+
+void
+gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
+{
+   struct gpud_waiter *w = waiter_new(call, WAIT_QUERY, 1);
+   size_t room = a->dataSize;
+   uint64_t need = a->queryCount ? (uint64_t)(a->queryCount - 1) * a->stride + 12 * 8 : 0;
+   if (need > room)
+      room = need;
+   if (w)
+      w->data = calloc(1, room ? room : 1);
+   if (!w || !w->data) {
+      if (w)
+         waiter_free(w);
+      gpud_gen_exec_vkGetQueryPoolResults(call, a);
+      return;
+   }
+   w->handles[0] = (uint64_t)(uintptr_t)a->queryPool;
+   w->first_query = a->firstQuery;
+   w->query_count = a->queryCount;
+   w->data_size = a->dataSize;
+   w->room = room;
+   w->stride = a->stride;
+   w->query_flags = a->flags;
+   if (!waiter_start(call, w)) {
+      waiter_free(w);
+      gpud_gen_exec_vkGetQueryPoolResults(call, a);
+   }
+}
+
+void
+gpud_waiters_cancel(struct gpud_client *client, struct gpud_object *device, uint64_t handle)
+{
+   pthread_mutex_lock(&client->wait_mutex);
+   for (;;) {
+      bool busy = false;
+      for (struct gpud_waiter *w = client->waiters; w; w = w->next) {
+         if (device && w->device != device)
+            continue;
+         bool match = handle == 0;
+         for (uint32_t i = 0; !match && i < w->n_handles; i++)
+            match = w->handles[i] == handle;
+         if (!match)
+            continue;
+         atomic_store(&w->cancel, true);
+         busy = true;
+      }
+      if (!busy)
+         break;
+      pthread_cond_wait(&client->wait_cond, &client->wait_mutex);
+   }
+   pthread_mutex_unlock(&client->wait_mutex);
+}
+
+/* Destroying what a wait in flight uses: end that wait first. */
+#define CANCEL_THEN_DESTROY(cmd, field)                                                    \
+   void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                \
+   {                                                                                       \
+      if (a->field)                                                                        \
+         gpud_waiters_cancel(call->client, call->device, (uint64_t)(uintptr_t)a->field);   \
+      gpud_gen_exec_##cmd(call, a);                                                        \
+   }
+
+CANCEL_THEN_DESTROY(vkDestroyFence, fence)
+CANCEL_THEN_DESTROY(vkDestroySemaphore, semaphore)
+CANCEL_THEN_DESTROY(vkDestroyQueryPool, queryPool)

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* gpudctl: inspect a running gpud and act on it. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util_macros.h"
+#include "util_transport.h"
+#include "wire.h"
+#include "wire_control.h"
+#include "wire_gen.h"
+
+static void
+usage(FILE *f)
+{
+   fprintf(f, "Usage: gpudctl [--socket PATH] COMMAND\n"
+              "Inspect a running gpud.\n\n"
+              "Commands:\n"
+              "  status [--json]     the served device and every client: pid, name,\n"
+              "                      objects held, memory held, commands run\n"
+              "  disconnect ID       disconnect the client with this id\n\n"
+              "Options:\n"
+              "  -s, --socket PATH   the daemon's socket (default: $GPUD_SOCKET, else\n"
+              "                      $XDG_RUNTIME_DIR/gpud/gpud.sock, else /run/gpud/gpud.sock)\n"
+              "  -h, --help          show this help\n");
+}
+
+static char *
+default_socket(void)
+{
+   const char *env = getenv("GPUD_SOCKET");
+   if (env && *env) {
+      char *copy = strdup(env);
+      char *colon = copy ? strchr(copy, ':') : NULL;
+      if (colon)
+         *colon = '\0';
+      return copy;
+   }
+   const char *xdg = getenv("XDG_RUNTIME_DIR");
+   if (xdg && *xdg && geteuid() != 0) {
+      char *path = NULL;
+      if (asprintf(&path, "%s/gpud/gpud.sock", xdg) >= 0 && access(path, F_OK) == 0)
+         return path;
+      free(path);
+   }
+   return strdup("/run/gpud/gpud.sock");
+}
+
+static Gpud__ControlMessage *
+receive(int fd, struct util_msg_reader *reader)
+{
+   struct util_msg msg;
+   int r = util_msg_recv(fd, reader, &msg);
+   if (r < 0) {
+      fprintf(stderr, "gpudctl: the daemon closed the connection: %s\n", strerror(-r));
+      return NULL;
+   }
+   util_msg_close_fds(&msg);
+   Gpud__ControlMessage *m =
+      msg.type == UTIL_MSG_CONTROL ? wire_control_unpack(msg.data, msg.size) : NULL;
+   if (!m)
+      fprintf(stderr, "gpudctl: malformed answer from the daemon\n");
+   else if (m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT) {
+      fprintf(stderr, "gpudctl: the daemon refused: %s\n",
+              m->disconnect->reason ? m->disconnect->reason : "(no reason)");
+      wire_control_free(m);
+      return NULL;
+   }
+   return m;
+}
+
+static void
+json_string(const char *s)
+{
+   putchar('"');
+   for (; s && *s; s++) {
+      unsigned char ch = (unsigned char)*s;
+      if (ch == '"' || ch == '\\')
+         printf("\\%c", ch);
+      else if (ch < 0x20)
+         printf("\\u%04x", ch);
+      else
+         putchar(ch);
+   }
+   putchar('"');
+}
+
+static void
+print_status(const Gpud__StatusReply *s, bool json)
+{
+   if (json) {
+      printf("{\"device\": ");
+      json_string(s->device_name);
+      printf(", \"host_driver\": ");
+      json_string(s->host_driver);
+      printf(", \"daemon_pid\": %u, \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
+             ", \"clients\": [",
+             s->daemon_pid, s->objects, s->memory_bytes);
+      for (size_t i = 0; i < s->n_clients; i++) {
+         const Gpud__ClientInfo *c = s->clients[i];
+         printf("%s{\"id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ", i ? ", " : "",
+                c->id, c->pid, c->uid);
+         json_string(c->name);
+         printf(", \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
+                ", \"commands\": %" PRIu64 "}",
+                c->objects, c->memory_bytes, c->commands);
+      }
+      printf("]}\n");
+      return;
+   }
+   printf("device:       %s\n", s->device_name);
+   printf("host driver:  %s\n", s->host_driver);
+   printf("daemon pid:   %u\n", s->daemon_pid);
+   printf("clients:      %zu\n", s->n_clients);
+   printf("objects:      %" PRIu64 "\n", s->objects);
+   printf("memory:       %" PRIu64 " bytes\n", s->memory_bytes);
+   if (s->n_clients) {
+      printf("\n%6s %8s %6s %-20s %9s %14s %10s\n", "ID", "PID", "UID", "NAME", "OBJECTS",
+             "MEMORY", "COMMANDS");
+      for (size_t i = 0; i < s->n_clients; i++) {
+         const Gpud__ClientInfo *c = s->clients[i];
+         printf("%6" PRIu64 " %8u %6u %-20s %9" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n", c->id,
+                c->pid, c->uid, c->name, c->objects, c->memory_bytes, c->commands);
+      }
+   }
+}
+
+int
+main(int argc, char **argv)
+{
+   static const struct option options[] = {
+      {"socket", required_argument, NULL, 's'},
+      {"json", no_argument, NULL, 'j'},
+      {"help", no_argument, NULL, 'h'},
+      {0},
+   };
+   char *socket_path = NULL;
+   bool json = false;
+   int c;
+   while ((c = getopt_long(argc, argv, "+s:jh", options, NULL)) != -1) {
+      switch (c) {
+      case 's':
+         free(socket_path);
+         socket_path = strdup(optarg);
+         break;
+      case 'j':
+         json = true;
+         break;
+      case 'h':
+         usage(stdout);
+         return 0;
+      default:
+         usage(stderr);
+         return 2;
+      }
+   }
+   if (optind >= argc) {
+      usage(stderr);
+      return 2;
+   }
+   const char *command = argv[optind++];
+   uint64_t client_id = 0;
+   if (!strcmp(command, "status")) {
+      for (; optind < argc; optind++) {
+         if (!strcmp(argv[optind], "--json"))
+            json = true;
+         else {
+            fprintf(stderr, "gpudctl: unexpected argument '%s'\n", argv[optind]);
+            return 2;
+         }
+      }
+   } else if (!strcmp(command, "disconnect")) {
+      char *end = NULL;
+      if (optind + 1 != argc ||
+          (errno = 0, client_id = strtoull(argv[optind], &end, 10), errno || *end || !client_id)) {
+         fprintf(stderr, "gpudctl: disconnect needs one client id (see 'gpudctl status')\n");
+         return 2;
+      }
+   } else {
+      fprintf(stderr, "gpudctl: unknown command '%s'\n", command);
+      usage(stderr);
+      return 2;
+   }
+
+   if (!socket_path)
+      socket_path = default_socket();
+   int fd;
+   int r = util_socket_connect(socket_path, &fd);
+   if (r < 0) {
+      fprintf(stderr, "gpudctl: cannot reach gpud at %s: %s\n", socket_path, strerror(-r));
+      free(socket_path);
+      return 1;
+   }
+   free(socket_path);
+   struct util_msg_reader reader;
+   util_msg_reader_init(&reader, 64u << 20);
+
+   Gpud__Hello hello = GPUD__HELLO__INIT;
+   hello.protocol_version = WIRE_PROTOCOL_VERSION;
+   hello.command_table_hash = WIRE_COMMAND_TABLE_HASH;
+   hello.vk_header_version = WIRE_VK_HEADER_VERSION;
+   hello.client_name = (char *)"gpudctl";
+   hello.role = GPUD__ROLE__ROLE_CONTROL;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
+   m.hello = &hello;
+   int ret = 1;
+   Gpud__ControlMessage *reply = NULL;
+   if (wire_control_send(fd, &m) < 0 || !(reply = receive(fd, &reader)))
+      goto out;
+   wire_control_free(reply);
+   reply = NULL;
+
+   Gpud__ControlMessage req = GPUD__CONTROL_MESSAGE__INIT;
+   Gpud__StatusRequest status = GPUD__STATUS_REQUEST__INIT;
+   Gpud__DisconnectClientRequest disc = GPUD__DISCONNECT_CLIENT_REQUEST__INIT;
+   if (!strcmp(command, "status")) {
+      req.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REQUEST;
+      req.status_request = &status;
+   } else {
+      disc.client_id = client_id;
+      req.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REQUEST;
+      req.disconnect_client_request = &disc;
+   }
+   if (wire_control_send(fd, &req) < 0 || !(reply = receive(fd, &reader)))
+      goto out;
+   if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY) {
+      print_status(reply->status_reply, json);
+      ret = 0;
+   } else if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY) {
+      if (reply->disconnect_client_reply->found) {
+         printf("client %" PRIu64 " disconnected\n", client_id);
+         ret = 0;
+      } else {
+         fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
+      }
+   } else {
+      fprintf(stderr, "gpudctl: unexpected answer from the daemon\n");
+   }
+out:
+   wire_control_free(reply);
+   util_msg_reader_finish(&reader);
+   close(fd);
+   return ret;
+}

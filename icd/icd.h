@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <vulkan/vk_icd.h>
+#include <vulkan/vulkan_core.h>
+
+#include "icd_call.h"
+#include "icd_gen.h"
+#include "util_transport.h"
+#include "wire.h"
+
+#define ICD_API_VERSION VK_API_VERSION_1_3
+#define ICD_CACHE_MAX_ENTRIES 4096
+
+/* Debug output: GPUD_DEBUG=wire,sync,all... on stderr. */
+enum icd_debug_flags {
+   ICD_DEBUG_WIRE = 1u << 0,
+   ICD_DEBUG_SYNC = 1u << 1,
+   ICD_DEBUG_INIT = 1u << 2,
+};
+extern uint32_t icd_debug;
+void icd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define icd_dbg(flag, ...)                                                                   \
+   do {                                                                                      \
+      if (icd_debug & (flag))                                                                \
+         icd_log(__VA_ARGS__);                                                               \
+   } while (0)
+
+/* Every object the ICD hands out as a pointer starts with this; the layout
+ * matches struct wire_object_header. */
+struct icd_object {
+   uintptr_t loader_data; /* loader's dispatch pointer (dispatchable types) */
+   uint64_t id;
+   struct icd_connection *conn;
+   VkObjectType type;
+};
+
+struct icd_cache_entry {
+   struct icd_cache_entry *next;
+   void *key;
+   size_t key_size;
+   void *reply;
+   size_t reply_size;
+};
+
+struct icd_connection {
+   int fd;
+   char *socket_path;
+   char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+   atomic_uint_fast64_t next_id;
+
+   /* send side: queued async commands and the sequence counter */
+   pthread_mutex_t send_mutex;
+   struct wire_enc stream;
+   uint32_t next_seq;
+
+   /* receive side: one waiting thread reads for all (leader/followers) */
+   pthread_mutex_t recv_mutex;
+   pthread_cond_t recv_cond;
+   bool reader_active;
+   atomic_bool lost;
+   struct icd_call *pending;
+   struct util_msg_reader reader;
+
+   /* replies of physical-device queries, fetched once */
+   pthread_mutex_t cache_mutex;
+   struct icd_cache_entry *cache;
+   unsigned cache_entries;
+};
+
+int icd_connection_open(const char *path, struct icd_connection **ret_conn);
+void icd_connection_destroy(struct icd_connection *conn);
+void icd_connection_set_lost(struct icd_connection *conn, const char *why);
+static inline bool
+icd_connection_is_lost(struct icd_connection *conn)
+{
+   return atomic_load(&conn->lost);
+}
+static inline uint64_t
+icd_connection_new_id(struct icd_connection *conn)
+{
+   return atomic_fetch_add(&conn->next_id, 1);
+}
+/* Sends whatever async commands are queued. */
+VkResult icd_connection_flush(struct icd_connection *conn);
+/* Sends a separately recorded stream (a command buffer) after the queue. */
+VkResult icd_connection_send_stream(struct icd_connection *conn, const void *data,
+                                    size_t size);
+
+struct icd_physical_device {
+   struct icd_object base;
+   struct icd_instance *instance;
+};
+
+struct icd_instance {
+   struct icd_object base;
+   uint32_t api_version;
+   uint32_t n_physical_devices;
+   struct icd_physical_device **physical_devices;
+};
+
+struct icd_queue {
+   struct icd_object base;
+   struct icd_device *device;
+   uint32_t family;
+   uint32_t index;
+   VkDeviceQueueCreateFlags flags;
+   struct icd_queue *next;
+};
+
+struct icd_device {
+   struct icd_object base;
+   struct icd_physical_device *physical_device;
+   pthread_mutex_t mutex;
+   struct icd_queue *queues;
+};
+
+struct icd_command_pool {
+   struct icd_object base;
+   pthread_mutex_t mutex;
+   struct icd_command_buffer *buffers;
+};
+
+struct icd_command_buffer {
+   struct icd_object base;
+   struct icd_device *device;
+   struct icd_command_pool *pool;
+   struct icd_command_buffer *prev, *next; /* in the pool */
+   VkCommandBufferLevel level;
+   struct wire_enc stream;
+   size_t cmd_offset;
+};
+
+struct icd_device_memory {
+   struct icd_object base;
+   VkDeviceSize size;
+   void *map;       /* whole allocation mapped from the daemon's memfd */
+   size_t map_size;
+};
+
+struct icd_descriptor_update_template {
+   struct icd_object base;
+   VkDescriptorUpdateTemplateType type;
+   uint32_t n_entries;
+   VkDescriptorUpdateTemplateEntry *entries;
+};
+
+static inline struct icd_object *
+icd_object(const void *handle)
+{
+   return (struct icd_object *)handle;
+}
+
+void *icd_object_alloc(size_t size, struct icd_connection *conn, VkObjectType type,
+                       bool dispatchable);
+void icd_object_free(void *object);
+
+/* The default socket paths, or GPUD_SOCKET's list; NULL-terminated. */
+char **icd_socket_paths(void);
+void icd_socket_paths_free(char **paths);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* What the generated entrypoints (icd_gen.c) call: the connection of an
+ * object, calls to the daemon, command-buffer streams and handle objects. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util_transport.h"
+#include "wire.h"
+
+struct icd_connection;
+
+/* One call in flight: the request is encoded straight into the connection's
+ * stream while its send lock is held (between icd_call_begin and
+ * icd_call_end); a synchronous call then waits for its reply. */
+struct icd_call {
+   struct icd_connection *conn;
+   size_t cmd_offset;
+   uint32_t op;
+   uint32_t seq;
+   bool sync;
+   bool cacheable;
+   bool done;
+   VkResult status;
+   struct icd_call *next_pending;
+   /* the reply */
+   struct wire_dec reply;
+   void *reply_data;
+   size_t reply_size;
+   int fds[UTIL_MSG_MAX_FDS];
+   unsigned n_fds;
+   /* the request, kept for the physical-device query cache */
+   void *key;
+   size_t key_size;
+};
+
+struct icd_connection *icd_connection_of(const void *dispatchable);
+
+struct wire_enc *icd_call_begin(struct icd_call *call, struct icd_connection *conn,
+                                uint32_t op, bool sync, bool cacheable);
+/* Async: queues the command (flushing when the stream is large).  Sync:
+ * sends everything queued and waits for the reply; returns VK_SUCCESS when
+ * call->reply holds it, else VK_ERROR_DEVICE_LOST or an allocation error. */
+VkResult icd_call_end(struct icd_call *call);
+/* Releases the reply; returns VK_ERROR_DEVICE_LOST (and marks the
+ * connection lost) when the reply was malformed. */
+VkResult icd_call_reply_done(struct icd_call *call);
+/* Takes ownership of the reply's first fd, or -1. */
+int icd_call_take_fd(struct icd_call *call);
+
+/* Command buffers record locally into their own stream. */
+struct wire_enc *icd_cmd_stream(VkCommandBuffer cb, uint32_t op);
+void icd_cmd_stream_end(VkCommandBuffer cb);
+/* Sends the recorded stream (vkEndCommandBuffer). */
+VkResult icd_cmd_ship(VkCommandBuffer cb);
+
+/* Client objects for new handles: a pointer object for the types listed in
+ * ICD_POINTER_HANDLES, else just a fresh id. */
+uint64_t icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *parent);
+void icd_handle_destroy(VkObjectType type, uint64_t handle);
+void *icd_tmp_handles(size_t count, size_t size);
+void icd_tmp_handles_free(void *p);

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One connection to a daemon: the handshake, queued asynchronous commands,
+ * synchronous calls and their replies, and the physical-device query cache.
+ *
+ * Replies are read by whichever waiting thread gets there first (the
+ * leader); it hands other threads' replies over by sequence number.  When
+ * the daemon goes away the leader sees it at once and every waiter, present
+ * and future, gets VK_ERROR_DEVICE_LOST.
+ */
+#include "icd.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util_macros.h"
+#include "wire_control.h"
+#include "wire_gen.h"
+
+#define ICD_FLUSH_THRESHOLD (256u * 1024u)
+#define ICD_MAX_REPLY (512u << 20)
+
+uint32_t icd_debug;
+
+void
+icd_log(const char *fmt, ...)
+{
+   char buf[1024];
+   va_list ap;
+   va_start(ap, fmt);
+   int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+   va_end(ap);
+   if (n < 0)
+      return;
+   if ((size_t)n > sizeof(buf) - 2)
+      n = sizeof(buf) - 2;
+   buf[n++] = '\n';
+   ssize_t w = write(STDERR_FILENO, "gpud-icd: ", 10);
+   w = write(STDERR_FILENO, buf, (size_t)n);
+   (void)w;
+}
+
+static const char *
+program_name(void)
+{
+   extern char *program_invocation_short_name;
+   return program_invocation_short_name ? program_invocation_short_name : "vulkan-app";
+}
+
+static int
+handshake(struct icd_connection *conn)
+{
+   Gpud__Hello hello = GPUD__HELLO__INIT;
+   hello.protocol_version = WIRE_PROTOCOL_VERSION;
+   hello.command_table_hash = WIRE_COMMAND_TABLE_HASH;
+   hello.vk_header_version = WIRE_VK_HEADER_VERSION;
+   hello.client_name = (char *)program_name();
+   hello.role = GPUD__ROLE__ROLE_VULKAN;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
+   m.hello = &hello;
+   int r = wire_control_send(conn->fd, &m);
+   if (r < 0)
+      return r;
+
+   struct util_msg msg;
+   r = util_msg_recv(conn->fd, &conn->reader, &msg);
+   if (r < 0)
+      return r;
+   util_msg_close_fds(&msg);
+   if (msg.type != UTIL_MSG_CONTROL)
+      return -EPROTO;
+   Gpud__ControlMessage *reply = wire_control_unpack(msg.data, msg.size);
+   if (!reply)
+      return -EPROTO;
+   r = 0;
+   if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_WELCOME) {
+      snprintf(conn->device_name, sizeof(conn->device_name), "%s",
+               reply->welcome->device_name ? reply->welcome->device_name : "");
+   } else if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT) {
+      /* A refusal is something the user must see: say it once. */
+      icd_log("daemon at %s refused the connection: %s", conn->socket_path,
+              reply->disconnect->reason ? reply->disconnect->reason : "(no reason)");
+      r = -ECONNREFUSED;
+   } else {
+      r = -EPROTO;
+   }
+   wire_control_free(reply);
+   return r;
+}
+
+int
+icd_connection_open(const char *path, struct icd_connection **ret_conn)
+{
+   struct icd_connection *conn = calloc(1, sizeof(*conn));
+   if (!conn)
+      return -ENOMEM;
+   conn->fd = -1;
+   conn->socket_path = strdup(path);
+   atomic_init(&conn->next_id, 1);
+   atomic_init(&conn->lost, false);
+   pthread_mutex_init(&conn->send_mutex, NULL);
+   pthread_mutex_init(&conn->recv_mutex, NULL);
+   pthread_cond_init(&conn->recv_cond, NULL);
+   pthread_mutex_init(&conn->cache_mutex, NULL);
+   wire_enc_init(&conn->stream);
+   util_msg_reader_init(&conn->reader, ICD_MAX_REPLY);
+
+   int r = conn->socket_path ? util_socket_connect(path, &conn->fd) : -ENOMEM;
+   if (r >= 0)
+      r = handshake(conn);
+   if (r < 0) {
+      icd_dbg(ICD_DEBUG_INIT, "no daemon at %s: %s", path, strerror(-r));
+      icd_connection_destroy(conn);
+      return r;
+   }
+   icd_dbg(ICD_DEBUG_INIT, "connected to %s (%s)", path, conn->device_name);
+   *ret_conn = conn;
+   return 0;
+}
+
+void
+icd_connection_destroy(struct icd_connection *conn)
+{
+   if (!conn)
+      return;
+   if (conn->fd >= 0 && !icd_connection_is_lost(conn))
+      icd_connection_flush(conn);
+   util_fd_close(&conn->fd);
+   struct icd_cache_entry *c = conn->cache;
+   while (c) {
+      struct icd_cache_entry *next = c->next;
+      free(c->key);
+      free(c->reply);
+      free(c);
+      c = next;
+   }
+   wire_enc_finish(&conn->stream);
+   util_msg_reader_finish(&conn->reader);
+   pthread_mutex_destroy(&conn->send_mutex);
+   pthread_mutex_destroy(&conn->recv_mutex);
+   pthread_cond_destroy(&conn->recv_cond);
+   pthread_mutex_destroy(&conn->cache_mutex);
+   free(conn->socket_path);
+   free(conn);
+}
+
+void
+icd_connection_set_lost(struct icd_connection *conn, const char *why)
+{
+   if (!atomic_exchange(&conn->lost, true))
+      icd_dbg(ICD_DEBUG_WIRE | ICD_DEBUG_SYNC, "connection to %s lost: %s",
+              conn->socket_path, why);
+   /* Wake every waiter; shutting the socket down also ends a blocked
+    * leader's recvmsg. */
+   if (conn->fd >= 0)
+      shutdown(conn->fd, SHUT_RDWR);
+   pthread_mutex_lock(&conn->recv_mutex);
+   pthread_cond_broadcast(&conn->recv_cond);
+   pthread_mutex_unlock(&conn->recv_mutex);
+}
+
+/* Called with send_mutex held. */
+static VkResult
+flush_locked(struct icd_connection *conn)
+{
+   if (conn->stream.size == 0)
+      return VK_SUCCESS;
+   if (icd_connection_is_lost(conn)) {
+      wire_enc_reset(&conn->stream);
+      return VK_ERROR_DEVICE_LOST;
+   }
+   icd_dbg(ICD_DEBUG_WIRE, "send %zu bytes", conn->stream.size);
+   int r = util_msg_send(conn->fd, UTIL_MSG_STREAM, conn->stream.data, conn->stream.size,
+                         NULL, 0);
+   wire_enc_reset(&conn->stream);
+   if (r < 0) {
+      icd_connection_set_lost(conn, strerror(-r));
+      return VK_ERROR_DEVICE_LOST;
+   }
+   return VK_SUCCESS;
+}
+
+VkResult
+icd_connection_flush(struct icd_connection *conn)
+{
+   pthread_mutex_lock(&conn->send_mutex);
+   VkResult r = flush_locked(conn);
+   pthread_mutex_unlock(&conn->send_mutex);
+   return r;
+}
+
+/* Sends a separately recorded stream after what is queued. */
+VkResult
+icd_connection_send_stream(struct icd_connection *conn, const void *data, size_t size)
+{
+   pthread_mutex_lock(&conn->send_mutex);
+   VkResult result = flush_locked(conn);
+   if (result == VK_SUCCESS && size) {
+      int r = util_msg_send(conn->fd, UTIL_MSG_STREAM, data, size, NULL, 0);
+      if (r < 0) {
+         icd_connection_set_lost(conn, strerror(-r));
+         result = VK_ERROR_DEVICE_LOST;
+      }
+   }
+   pthread_mutex_unlock(&conn->send_mutex);
+   return result;
+}
+
+struct wire_enc *
+icd_call_begin(struct icd_call *call, struct icd_connection *conn, uint32_t op, bool sync,
+               bool cacheable)
+{
+   memset(call, 0, sizeof(*call));
+   call->conn = conn;
+   call->op = op;
+   call->sync = sync;
+   call->cacheable = cacheable;
+   pthread_mutex_lock(&conn->send_mutex);
+   if (sync)
+      call->seq = ++conn->next_seq;
+   call->cmd_offset = wire_enc_begin_cmd(&conn->stream, op, sync ? WIRE_CMD_REPLY : 0,
+                                         call->seq);
+   return &conn->stream;
+}
+
+static bool
+cache_lookup(struct icd_call *call, const void *key, size_t key_size)
+{
+   struct icd_connection *conn = call->conn;
+   bool found = false;
+   pthread_mutex_lock(&conn->cache_mutex);
+   for (struct icd_cache_entry *c = conn->cache; c; c = c->next) {
+      if (c->key_size == key_size && memcmp(c->key, key, key_size) == 0) {
+         call->reply_data = malloc(c->reply_size ? c->reply_size : 1);
+         if (call->reply_data) {
+            memcpy(call->reply_data, c->reply, c->reply_size);
+            call->reply_size = c->reply_size;
+            found = true;
+         }
+         break;
+      }
+   }
+   pthread_mutex_unlock(&conn->cache_mutex);
+   return found;
+}
+
+static void
+cache_store(struct icd_call *call)
+{
+   struct icd_connection *conn = call->conn;
+   struct icd_cache_entry *c = calloc(1, sizeof(*c));
+   if (!c)
+      return;
+   c->reply = malloc(call->reply_size ? call->reply_size : 1);
+   if (!c->reply) {
+      free(c);
+      return;
+   }
+   memcpy(c->reply, call->reply_data, call->reply_size);
+   c->reply_size = call->reply_size;
+   c->key = call->key;
+   c->key_size = call->key_size;
+   call->key = NULL;
+   pthread_mutex_lock(&conn->cache_mutex);
+   if (conn->cache_entries < ICD_CACHE_MAX_ENTRIES) {
+      c->next = conn->cache;
+      conn->cache = c;
+      conn->cache_entries++;
+      c = NULL;
+   }
+   pthread_mutex_unlock(&conn->cache_mutex);
+   if (c) {
+      free(c->key);
+      free(c->reply);
+      free(c);
+   }
+}
+
+/* Hands a received reply to the call waiting for it.  recv_mutex held. */
+static bool
+deliver(struct icd_connection *conn, struct util_msg *msg)
+{
+   if (msg->type == UTIL_MSG_CONTROL) {
+      Gpud__ControlMessage *m = wire_control_unpack(msg->data, msg->size);
+      if (m && m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT)
+         icd_log("daemon disconnected this client: %s",
+                 m->disconnect->reason ? m->disconnect->reason : "(no reason)");
+      wire_control_free(m);
+      return false;
+   }
+   struct wire_cmd_header h;
+   if (msg->size < sizeof(h))
+      return false;
+   memcpy(&h, msg->data, sizeof(h));
+   if (h.op != WIRE_OP_REPLY || h.size != msg->size)
+      return false;
+   for (struct icd_call *c = conn->pending; c; c = c->next_pending) {
+      if (c->seq != h.seq || c->done)
+         continue;
+      size_t size = msg->size - sizeof(h);
+      c->reply_data = malloc(size ? size : 1);
+      if (!c->reply_data) {
+         c->status = VK_ERROR_OUT_OF_HOST_MEMORY;
+      } else {
+         memcpy(c->reply_data, (const uint8_t *)msg->data + sizeof(h), size);
+         c->reply_size = size;
+      }
+      for (unsigned i = 0; i < msg->n_fds; i++)
+         c->fds[i] = util_fd_move(&msg->fds[i]);
+      c->n_fds = msg->n_fds;
+      c->done = true;
+      return true;
+   }
+   return false;
+}
+
+static VkResult
+wait_reply(struct icd_call *call)
+{
+   struct icd_connection *conn = call->conn;
+   pthread_mutex_lock(&conn->recv_mutex);
+   while (!call->done && !icd_connection_is_lost(conn)) {
+      if (conn->reader_active) {
+         pthread_cond_wait(&conn->recv_cond, &conn->recv_mutex);
+         continue;
+      }
+      conn->reader_active = true;
+      pthread_mutex_unlock(&conn->recv_mutex);
+      struct util_msg msg;
+      int r = util_msg_recv(conn->fd, &conn->reader, &msg);
+      pthread_mutex_lock(&conn->recv_mutex);
+      conn->reader_active = false;
+      if (r < 0) {
+         pthread_mutex_unlock(&conn->recv_mutex);
+         icd_connection_set_lost(conn, strerror(-r));
+         pthread_mutex_lock(&conn->recv_mutex);
+      } else {
+         bool ok = deliver(conn, &msg);
+         util_msg_close_fds(&msg);
+         if (!ok) {
+            pthread_mutex_unlock(&conn->recv_mutex);
+            icd_connection_set_lost(conn, "unexpected message from the daemon");
+            pthread_mutex_lock(&conn->recv_mutex);
+         }
+      }
+      pthread_cond_broadcast(&conn->recv_cond);
+   }
+   /* unlink */
+   for (struct icd_call **p = &conn->pending; *p; p = &(*p)->next_pending) {
+      if (*p == call) {
+         *p = call->next_pending;
+         break;
+      }
+   }
+   bool done = call->done;
+   pthread_mutex_unlock(&conn->recv_mutex);
+   if (!done)
+      return VK_ERROR_DEVICE_LOST;
+   return call->status;
+}
+
+VkResult
+icd_call_end(struct icd_call *call)
+{
+   struct icd_connection *conn = call->conn;
+   struct wire_enc *e = &conn->stream;
+   wire_enc_end_cmd(e, call->cmd_offset);
+   if (e->oom) {
+      /* Drop the partial command; what was queued before is lost too, so
+       * the connection can no longer be trusted. */
+      wire_enc_reset(e);
+      pthread_mutex_unlock(&conn->send_mutex);
+      icd_connection_set_lost(conn, "out of memory encoding a command");
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   }
+   if (!call->sync) {
+      VkResult r = VK_SUCCESS;
+      if (icd_connection_is_lost(conn))
+         wire_enc_reset(e);
+      else if (e->size >= ICD_FLUSH_THRESHOLD)
+         r = flush_locked(conn);
+      pthread_mutex_unlock(&conn->send_mutex);
+      (void)r;
+      return VK_SUCCESS;
+   }
+
+   if (call->cacheable) {
+      /* The key is the op and the parameters (not the sequence number). */
+      const uint8_t *params = e->data + call->cmd_offset + sizeof(struct wire_cmd_header);
+      size_t size = e->size - call->cmd_offset - sizeof(struct wire_cmd_header);
+      call->key = malloc(size + sizeof(uint32_t));
+      if (call->key) {
+         memcpy(call->key, &call->op, sizeof(uint32_t));
+         memcpy((uint8_t *)call->key + sizeof(uint32_t), params, size);
+         call->key_size = size + sizeof(uint32_t);
+      }
+      if (call->key && cache_lookup(call, call->key, call->key_size)) {
+         free(call->key);
+         call->key = NULL;
+         e->size = call->cmd_offset;
+         pthread_mutex_unlock(&conn->send_mutex);
+         call->cacheable = false; /* nothing to store */
+         call->done = true;
+         wire_dec_init(&call->reply, call->reply_data, call->reply_size, NULL);
+         return VK_SUCCESS;
+      }
+   }
+
+   /* Register before sending so that a quick reply finds us. */
+   pthread_mutex_lock(&conn->recv_mutex);
+   call->next_pending = conn->pending;
+   conn->pending = call;
+   pthread_mutex_unlock(&conn->recv_mutex);
+
+   VkResult r = flush_locked(conn);
+   pthread_mutex_unlock(&conn->send_mutex);
+   if (r == VK_SUCCESS)
+      r = wait_reply(call);
+   else
+      wait_reply(call); /* unlinks; the connection is lost */
+   if (r != VK_SUCCESS) {
+      free(call->key);
+      call->key = NULL;
+      return r;
+   }
+   wire_dec_init(&call->reply, call->reply_data, call->reply_size, NULL);
+   return VK_SUCCESS;
+}
+
+VkResult
+icd_call_reply_done(struct icd_call *call)
+{
+   VkResult r = VK_SUCCESS;
+   if (call->reply.fatal || call->reply.p != call->reply.end) {
+      icd_dbg(ICD_DEBUG_WIRE, "bad reply to %s: %s (%zu bytes left)", wire_op_name(call->op),
+              call->reply.error ? call->reply.error : "too long",
+              (size_t)(call->reply.end - call->reply.p));
+      icd_connection_set_lost(call->conn, call->reply.error ? call->reply.error
+                                                             : "reply longer than expected");
+      r = VK_ERROR_DEVICE_LOST;
+   } else if (call->cacheable && call->key) {
+      cache_store(call);
+   }
+   free(call->key);
+   call->key = NULL;
+   free(call->reply_data);
+   call->reply_data = NULL;
+   for (unsigned i = 0; i < call->n_fds; i++)
+      util_fd_close(&call->fds[i]);
+   call->n_fds = 0;
+   return r;
+}
+
+int
+icd_call_take_fd(struct icd_call *call)
+{
+   if (call->n_fds == 0)
+      return -1;
+   return util_fd_move(&call->fds[0]);
+}

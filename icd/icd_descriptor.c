@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Descriptor update templates live in the ICD: an update with a template is
+ * turned into the equivalent vkUpdateDescriptorSets, so the daemon never
+ * reads application memory laid out by a template.
+ */
+#include "icd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkCreateDescriptorUpdateTemplate(VkDevice device,
+                                     const VkDescriptorUpdateTemplateCreateInfo *pCreateInfo,
+                                     const VkAllocationCallbacks *pAllocator,
+                                     VkDescriptorUpdateTemplate *pTemplate)
+{
+   struct icd_descriptor_update_template *t = icd_object_alloc(
+      sizeof(*t), icd_connection_of(device), VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE, false);
+   if (!t)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   t->type = pCreateInfo->templateType;
+   t->n_entries = pCreateInfo->descriptorUpdateEntryCount;
+   t->entries = calloc(t->n_entries ? t->n_entries : 1, sizeof(*t->entries));
+   if (!t->entries) {
+      icd_object_free(t);
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   }
+   memcpy(t->entries, pCreateInfo->pDescriptorUpdateEntries,
+          sizeof(*t->entries) * t->n_entries);
+   *pTemplate = (VkDescriptorUpdateTemplate)t;
+   return VK_SUCCESS;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkDestroyDescriptorUpdateTemplate(VkDevice device, VkDescriptorUpdateTemplate descriptorUpdateTemplate,
+                                      const VkAllocationCallbacks *pAllocator)
+{
+   struct icd_descriptor_update_template *t =
+      (struct icd_descriptor_update_template *)descriptorUpdateTemplate;
+   if (!t)
+      return;
+   free(t->entries);
+   icd_object_free(t);
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkUpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet descriptorSet,
+                                      VkDescriptorUpdateTemplate descriptorUpdateTemplate,
+                                      const void *pData)
+{
+   struct icd_descriptor_update_template *t =
+      (struct icd_descriptor_update_template *)descriptorUpdateTemplate;
+   const uint8_t *data = pData;
+
+   size_t n_infos = 0;
+   for (uint32_t i = 0; i < t->n_entries; i++)
+      n_infos += t->entries[i].descriptorCount;
+
+   VkWriteDescriptorSet *writes = calloc(t->n_entries ? t->n_entries : 1, sizeof(*writes));
+   VkWriteDescriptorSetInlineUniformBlock *inline_blocks =
+      calloc(t->n_entries ? t->n_entries : 1, sizeof(*inline_blocks));
+   /* One pool big enough for any kind of info. */
+   size_t info_size = sizeof(VkDescriptorImageInfo);
+   if (sizeof(VkDescriptorBufferInfo) > info_size)
+      info_size = sizeof(VkDescriptorBufferInfo);
+   uint8_t *infos = calloc(n_infos ? n_infos : 1, info_size);
+   if (!writes || !inline_blocks || !infos)
+      goto out;
+
+   uint8_t *next_info = infos;
+   for (uint32_t i = 0; i < t->n_entries; i++) {
+      const VkDescriptorUpdateTemplateEntry *entry = &t->entries[i];
+      VkWriteDescriptorSet *w = &writes[i];
+      w->sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      w->dstSet = descriptorSet;
+      w->dstBinding = entry->dstBinding;
+      w->dstArrayElement = entry->dstArrayElement;
+      w->descriptorCount = entry->descriptorCount;
+      w->descriptorType = entry->descriptorType;
+      const uint8_t *src = data + entry->offset;
+
+      if (entry->descriptorType == VK_DESCRIPTOR_TYPE_INLINE_UNIFORM_BLOCK) {
+         /* descriptorCount is a byte count; the bytes sit at offset. */
+         inline_blocks[i] = (VkWriteDescriptorSetInlineUniformBlock){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_INLINE_UNIFORM_BLOCK,
+            .dataSize = entry->descriptorCount,
+            .pData = src,
+         };
+         w->pNext = &inline_blocks[i];
+      } else if (wire_descriptor_type_uses_image(entry->descriptorType)) {
+         VkDescriptorImageInfo *ii = (VkDescriptorImageInfo *)next_info;
+         for (uint32_t j = 0; j < entry->descriptorCount; j++)
+            memcpy(&ii[j], src + j * entry->stride, sizeof(ii[j]));
+         w->pImageInfo = ii;
+      } else if (wire_descriptor_type_uses_buffer(entry->descriptorType)) {
+         VkDescriptorBufferInfo *bi = (VkDescriptorBufferInfo *)next_info;
+         for (uint32_t j = 0; j < entry->descriptorCount; j++)
+            memcpy(&bi[j], src + j * entry->stride, sizeof(bi[j]));
+         w->pBufferInfo = bi;
+      } else if (wire_descriptor_type_uses_texel_buffer(entry->descriptorType)) {
+         VkBufferView *views = (VkBufferView *)next_info;
+         for (uint32_t j = 0; j < entry->descriptorCount; j++)
+            memcpy(&views[j], src + j * entry->stride, sizeof(views[j]));
+         w->pTexelBufferView = views;
+      }
+      next_info += info_size * entry->descriptorCount;
+   }
+   icd_vkUpdateDescriptorSets(device, t->n_entries, writes, 0, NULL);
+out:
+   free(writes);
+   free(inline_blocks);
+   free(infos);
+}

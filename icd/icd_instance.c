@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loader interface, instances and physical devices.  Each daemon the
+ * ICD reaches is one VkPhysicalDevice; no daemon means no physical devices.
+ */
+#include "icd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util_macros.h"
+
+/* Every connection's first id names the instance on it. */
+#define ICD_INSTANCE_ID 1
+
+static pthread_once_t debug_once = PTHREAD_ONCE_INIT;
+
+static void
+init_debug(void)
+{
+   const char *env = getenv("GPUD_DEBUG");
+   if (!env)
+      return;
+   if (strstr(env, "wire"))
+      icd_debug |= ICD_DEBUG_WIRE;
+   if (strstr(env, "sync"))
+      icd_debug |= ICD_DEBUG_SYNC;
+   if (strstr(env, "init"))
+      icd_debug |= ICD_DEBUG_INIT;
+   if (strstr(env, "all"))
+      icd_debug = ~0u;
+}
+
+void *
+icd_object_alloc(size_t size, struct icd_connection *conn, VkObjectType type,
+                 bool dispatchable)
+{
+   struct icd_object *o = calloc(1, size);
+   if (!o)
+      return NULL;
+   if (dispatchable)
+      set_loader_magic_value(o);
+   o->conn = conn;
+   o->type = type;
+   o->id = conn ? icd_connection_new_id(conn) : 0;
+   return o;
+}
+
+void
+icd_object_free(void *object)
+{
+   free(object);
+}
+
+struct icd_connection *
+icd_connection_of(const void *dispatchable)
+{
+   return icd_object(dispatchable)->conn;
+}
+
+/* ---- daemon discovery -------------------------------------------------- */
+
+static int
+add_path(char ***paths, size_t *n, const char *path)
+{
+   char **p = realloc(*paths, sizeof(char *) * (*n + 2));
+   if (!p)
+      return -ENOMEM;
+   *paths = p;
+   p[*n] = strdup(path);
+   if (!p[*n])
+      return -ENOMEM;
+   (*n)++;
+   p[*n] = NULL;
+   return 0;
+}
+
+static int
+compare_names(const void *a, const void *b)
+{
+   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+scan_dir(char ***paths, size_t *n, const char *dir)
+{
+   DIR *d = opendir(dir);
+   if (!d)
+      return;
+   size_t first = *n;
+   struct dirent *de;
+   while ((de = readdir(d))) {
+      size_t len = strlen(de->d_name);
+      if (len < 6 || strcmp(de->d_name + len - 5, ".sock") != 0)
+         continue;
+      char path[4096];
+      if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+         continue;
+      add_path(paths, n, path);
+   }
+   closedir(d);
+   if (*n > first)
+      qsort(*paths + first, *n - first, sizeof(char *), compare_names);
+}
+
+char **
+icd_socket_paths(void)
+{
+   char **paths = NULL;
+   size_t n = 0;
+   const char *env = getenv("GPUD_SOCKET");
+   if (env && *env) {
+      char *copy = strdup(env);
+      char *save = NULL;
+      for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
+           tok = strtok_r(NULL, ":", &save))
+         add_path(&paths, &n, tok);
+      free(copy);
+   } else {
+      const char *xdg = getenv("XDG_RUNTIME_DIR");
+      if (xdg && *xdg) {
+         char dir[4096];
+         if (snprintf(dir, sizeof(dir), "%s/gpud", xdg) < (int)sizeof(dir))
+            scan_dir(&paths, &n, dir);
+      }
+      scan_dir(&paths, &n, "/run/gpud");
+   }
+   return paths;
+}
+
+void
+icd_socket_paths_free(char **paths)
+{
+   if (!paths)
+      return;
+   for (char **p = paths; *p; p++)
+      free(*p);
+   free(paths);
+}
+
+/* ---- loader interface --------------------------------------------------- */
+
+UTIL_EXPORT VKAPI_ATTR VkResult VKAPI_CALL
+vk_icdNegotiateLoaderICDInterfaceVersion(uint32_t *pSupportedVersion);
+UTIL_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+vk_icdGetInstanceProcAddr(VkInstance instance, const char *pName);
+UTIL_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+vk_icdGetPhysicalDeviceProcAddr(VkInstance instance, const char *pName);
+
+VKAPI_ATTR VkResult VKAPI_CALL
+vk_icdNegotiateLoaderICDInterfaceVersion(uint32_t *pSupportedVersion)
+{
+   if (*pSupportedVersion < 5)
+      return VK_ERROR_INCOMPATIBLE_DRIVER;
+   *pSupportedVersion = 5;
+   return VK_SUCCESS;
+}
+
+static bool
+is_global(const char *name)
+{
+   return !strcmp(name, "vkCreateInstance") ||
+          !strcmp(name, "vkEnumerateInstanceExtensionProperties") ||
+          !strcmp(name, "vkEnumerateInstanceLayerProperties") ||
+          !strcmp(name, "vkEnumerateInstanceVersion") || !strcmp(name, "vkGetInstanceProcAddr");
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+icd_vkGetInstanceProcAddr(VkInstance instance, const char *pName)
+{
+   if (!pName)
+      return NULL;
+   const struct icd_entrypoint *e = icd_entrypoint_lookup(pName);
+   if (!e)
+      return NULL;
+   if (!instance && !is_global(pName))
+      return NULL;
+   return e->func;
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+vk_icdGetInstanceProcAddr(VkInstance instance, const char *pName)
+{
+   return icd_vkGetInstanceProcAddr(instance, pName);
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+vk_icdGetPhysicalDeviceProcAddr(VkInstance instance, const char *pName)
+{
+   if (!pName)
+      return NULL;
+   const struct icd_entrypoint *e = icd_entrypoint_lookup(pName);
+   if (!e || e->level != ICD_LEVEL_PHYSICAL_DEVICE)
+      return NULL;
+   return e->func;
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+icd_vkGetDeviceProcAddr(VkDevice device, const char *pName)
+{
+   if (!pName)
+      return NULL;
+   const struct icd_entrypoint *e = icd_entrypoint_lookup(pName);
+   if (!e || e->level != ICD_LEVEL_DEVICE)
+      return NULL;
+   return e->func;
+}
+
+/* ---- global commands ------------------------------------------------------ */
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkEnumerateInstanceVersion(uint32_t *pApiVersion)
+{
+   *pApiVersion = ICD_API_VERSION;
+   return VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkEnumerateInstanceExtensionProperties(const char *pLayerName, uint32_t *pPropertyCount,
+                                           VkExtensionProperties *pProperties)
+{
+   if (pLayerName)
+      return VK_ERROR_LAYER_NOT_PRESENT;
+   uint32_t total = 0;
+   for (unsigned i = 0; i < wire_extension_count; i++)
+      total += !wire_extensions[i].device;
+   if (!pProperties) {
+      *pPropertyCount = total;
+      return VK_SUCCESS;
+   }
+   uint32_t n = 0;
+   for (unsigned i = 0; i < wire_extension_count && n < *pPropertyCount; i++) {
+      if (wire_extensions[i].device)
+         continue;
+      memset(&pProperties[n], 0, sizeof(pProperties[n]));
+      snprintf(pProperties[n].extensionName, sizeof(pProperties[n].extensionName), "%s",
+               wire_extensions[i].name);
+      pProperties[n].specVersion = 1;
+      n++;
+   }
+   *pPropertyCount = n;
+   return n < total ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkEnumerateInstanceLayerProperties(uint32_t *pPropertyCount, VkLayerProperties *pProperties)
+{
+   *pPropertyCount = 0;
+   return VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkEnumerateDeviceLayerProperties(VkPhysicalDevice physicalDevice, uint32_t *pPropertyCount,
+                                     VkLayerProperties *pProperties)
+{
+   *pPropertyCount = 0;
+   return VK_SUCCESS;
+}
+
+/* Creates this instance's host instance and physical device on one daemon. */
+static VkResult
+attach_daemon(struct icd_instance *instance, struct icd_connection *conn,
+              const VkInstanceCreateInfo *ci)
+{
+   struct icd_object host_instance = {.id = icd_connection_new_id(conn)};
+   if (host_instance.id != ICD_INSTANCE_ID)
+      return VK_ERROR_INITIALIZATION_FAILED;
+   VkInstance tmp = (VkInstance)&host_instance;
+
+   /* The daemon decides the host instance's layers and extensions. */
+   VkInstanceCreateInfo filtered = *ci;
+   filtered.pNext = NULL;
+   filtered.enabledLayerCount = 0;
+   filtered.ppEnabledLayerNames = NULL;
+   filtered.enabledExtensionCount = 0;
+   filtered.ppEnabledExtensionNames = NULL;
+
+   struct icd_call call;
+   struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_vkCreateInstance, true, false);
+   wire_enc_vkCreateInstance(e, &filtered, NULL, &tmp);
+   VkResult result = icd_call_end(&call);
+   VkResult ret = VK_ERROR_INITIALIZATION_FAILED;
+   if (result == VK_SUCCESS) {
+      wire_decreply_vkCreateInstance(&call.reply, &ret, &filtered, NULL, &tmp);
+      result = icd_call_reply_done(&call);
+   }
+   if (result != VK_SUCCESS)
+      return result;
+   if (ret != VK_SUCCESS)
+      return ret;
+
+   struct icd_physical_device *pdev =
+      icd_object_alloc(sizeof(*pdev), conn, VK_OBJECT_TYPE_PHYSICAL_DEVICE, true);
+   if (!pdev)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   pdev->instance = instance;
+
+   uint32_t count = 1;
+   VkPhysicalDevice handle = (VkPhysicalDevice)pdev;
+   e = icd_call_begin(&call, conn, WIRE_OP_vkEnumeratePhysicalDevices, true, false);
+   wire_enc_vkEnumeratePhysicalDevices(e, (VkInstance)&host_instance, &count, &handle);
+   result = icd_call_end(&call);
+   if (result == VK_SUCCESS) {
+      wire_decreply_vkEnumeratePhysicalDevices(&call.reply, &ret, (VkInstance)&host_instance,
+                                                &count, &handle);
+      result = icd_call_reply_done(&call);
+   }
+   if (result == VK_SUCCESS && (ret != VK_SUCCESS || count != 1 || !handle))
+      result = VK_ERROR_INITIALIZATION_FAILED;
+   if (result != VK_SUCCESS) {
+      icd_object_free(pdev);
+      return result;
+   }
+   instance->physical_devices[instance->n_physical_devices++] = pdev;
+   return VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
+                     const VkAllocationCallbacks *pAllocator, VkInstance *pInstance)
+{
+   pthread_once(&debug_once, init_debug);
+
+   for (uint32_t i = 0; i < pCreateInfo->enabledExtensionCount; i++) {
+      bool known = false;
+      for (unsigned j = 0; j < wire_extension_count; j++)
+         known |= !wire_extensions[j].device &&
+                  !strcmp(wire_extensions[j].name, pCreateInfo->ppEnabledExtensionNames[i]);
+      if (!known)
+         return VK_ERROR_EXTENSION_NOT_PRESENT;
+   }
+
+   struct icd_instance *instance =
+      icd_object_alloc(sizeof(*instance), NULL, VK_OBJECT_TYPE_INSTANCE, true);
+   if (!instance)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   instance->base.id = ICD_INSTANCE_ID;
+   instance->api_version = pCreateInfo->pApplicationInfo
+                              ? pCreateInfo->pApplicationInfo->apiVersion
+                              : VK_API_VERSION_1_0;
+
+   char **paths = icd_socket_paths();
+   size_t n_paths = 0;
+   for (char **p = paths; p && *p; p++)
+      n_paths++;
+   instance->physical_devices = calloc(n_paths ? n_paths : 1, sizeof(void *));
+   if (!instance->physical_devices) {
+      icd_socket_paths_free(paths);
+      icd_object_free(instance);
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   }
+   for (size_t i = 0; i < n_paths; i++) {
+      struct icd_connection *conn;
+      if (icd_connection_open(paths[i], &conn) < 0)
+         continue;
+      VkResult r = attach_daemon(instance, conn, pCreateInfo);
+      if (r != VK_SUCCESS) {
+         icd_dbg(ICD_DEBUG_INIT, "daemon at %s: instance creation failed (%d)", paths[i], r);
+         icd_connection_destroy(conn);
+      }
+   }
+   icd_socket_paths_free(paths);
+   icd_dbg(ICD_DEBUG_INIT, "%u physical device(s)", instance->n_physical_devices);
+   *pInstance = (VkInstance)instance;
+   return VK_SUCCESS;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkDestroyInstance(VkInstance _instance, const VkAllocationCallbacks *pAllocator)
+{
+   struct icd_instance *instance = (struct icd_instance *)_instance;
+   if (!instance)
+      return;
+   for (uint32_t i = 0; i < instance->n_physical_devices; i++) {
+      struct icd_physical_device *pdev = instance->physical_devices[i];
+      struct icd_connection *conn = pdev->base.conn;
+      struct icd_object host_instance = {.id = ICD_INSTANCE_ID};
+      struct icd_call call;
+      struct wire_enc *e =
+         icd_call_begin(&call, conn, WIRE_OP_vkDestroyInstance, false, false);
+      wire_enc_vkDestroyInstance(e, (VkInstance)&host_instance, NULL);
+      icd_call_end(&call);
+      icd_connection_destroy(conn);
+      icd_object_free(pdev);
+   }
+   free(instance->physical_devices);
+   icd_object_free(instance);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkEnumeratePhysicalDevices(VkInstance _instance, uint32_t *pPhysicalDeviceCount,
+                               VkPhysicalDevice *pPhysicalDevices)
+{
+   struct icd_instance *instance = (struct icd_instance *)_instance;
+   if (!pPhysicalDevices) {
+      *pPhysicalDeviceCount = instance->n_physical_devices;
+      return VK_SUCCESS;
+   }
+   uint32_t n = UTIL_MIN(*pPhysicalDeviceCount, instance->n_physical_devices);
+   for (uint32_t i = 0; i < n; i++)
+      pPhysicalDevices[i] = (VkPhysicalDevice)instance->physical_devices[i];
+   *pPhysicalDeviceCount = n;
+   return n < instance->n_physical_devices ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkEnumeratePhysicalDeviceGroups(VkInstance _instance, uint32_t *pCount,
+                                    VkPhysicalDeviceGroupProperties *pProps)
+{
+   struct icd_instance *instance = (struct icd_instance *)_instance;
+   if (!pProps) {
+      *pCount = instance->n_physical_devices;
+      return VK_SUCCESS;
+   }
+   uint32_t n = UTIL_MIN(*pCount, instance->n_physical_devices);
+   for (uint32_t i = 0; i < n; i++) {
+      pProps[i].physicalDeviceCount = 1;
+      memset(pProps[i].physicalDevices, 0, sizeof(pProps[i].physicalDevices));
+      pProps[i].physicalDevices[0] = (VkPhysicalDevice)instance->physical_devices[i];
+      pProps[i].subsetAllocation = VK_FALSE;
+   }
+   *pCount = n;
+   return n < instance->n_physical_devices ? VK_INCOMPLETE : VK_SUCCESS;
+}

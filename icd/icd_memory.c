@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device memory.  Host-visible memory is a sealed memfd the daemon maps,
+ * imports into the host driver and passes here with the allocation's reply;
+ * the ICD maps the same pages once, so vkMapMemory is local and zero-copy.
+ */
+#include "icd.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util_macros.h"
+#include "util_memfd.h"
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
+                     const VkAllocationCallbacks *pAllocator, VkDeviceMemory *pMemory)
+{
+   struct icd_connection *conn = icd_connection_of(device);
+   struct icd_device_memory *mem = (struct icd_device_memory *)(uintptr_t)icd_handle_create(
+      conn, VK_OBJECT_TYPE_DEVICE_MEMORY, device);
+   if (!mem)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   mem->size = pAllocateInfo->allocationSize;
+   VkDeviceMemory handle = (VkDeviceMemory)mem;
+
+   struct icd_call call;
+   struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_vkAllocateMemory, true, false);
+   wire_enc_vkAllocateMemory(e, device, pAllocateInfo, NULL, &handle);
+   VkResult result = icd_call_end(&call);
+   VkResult ret = VK_ERROR_DEVICE_LOST;
+   int fd = -1;
+   if (result == VK_SUCCESS) {
+      wire_decreply_vkAllocateMemory(&call.reply, &ret, device, pAllocateInfo, NULL, &handle);
+      fd = icd_call_take_fd(&call);
+      result = icd_call_reply_done(&call);
+   }
+   if (result == VK_SUCCESS)
+      result = ret;
+   if (result == VK_SUCCESS && !handle)
+      result = VK_ERROR_DEVICE_LOST;
+   if (result == VK_SUCCESS && fd >= 0) {
+      struct stat st;
+      if (util_memfd_check(fd, mem->size) < 0 || fstat(fd, &st) < 0) {
+         result = VK_ERROR_DEVICE_LOST;
+      } else {
+         mem->map_size = (size_t)st.st_size;
+         mem->map = mmap(NULL, mem->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+         if (mem->map == MAP_FAILED) {
+            mem->map = NULL;
+            /* The daemon holds the allocation: give it back. */
+            icd_vkFreeMemory(device, (VkDeviceMemory)mem, NULL);
+            util_fd_close(&fd);
+            *pMemory = VK_NULL_HANDLE;
+            return VK_ERROR_OUT_OF_HOST_MEMORY;
+         }
+      }
+   }
+   util_fd_close(&fd);
+   if (result != VK_SUCCESS) {
+      icd_handle_destroy(VK_OBJECT_TYPE_DEVICE_MEMORY, (uint64_t)(uintptr_t)mem);
+      *pMemory = VK_NULL_HANDLE;
+      return result;
+   }
+   *pMemory = (VkDeviceMemory)mem;
+   return VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkMapMemory(VkDevice device, VkDeviceMemory memory, VkDeviceSize offset, VkDeviceSize size,
+                VkMemoryMapFlags flags, void **ppData)
+{
+   struct icd_device_memory *mem = (struct icd_device_memory *)memory;
+   if (icd_connection_is_lost(mem->base.conn))
+      return VK_ERROR_DEVICE_LOST;
+   if (!mem->map || offset > mem->size)
+      return VK_ERROR_MEMORY_MAP_FAILED;
+   *ppData = (uint8_t *)mem->map + offset;
+   return VK_SUCCESS;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkUnmapMemory(VkDevice device, VkDeviceMemory memory)
+{
+   /* The mapping lives as long as the allocation. */
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* Client-side objects behind new handles, created before the call that
+ * names them and dropped when it fails or the object is destroyed. */
+#include "icd.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+
+void *
+icd_tmp_handles(size_t count, size_t size)
+{
+   return calloc(count ? count : 1, size);
+}
+
+void
+icd_tmp_handles_free(void *p)
+{
+   free(p);
+}
+
+static void
+command_buffer_unlink(struct icd_command_buffer *cb)
+{
+   struct icd_command_pool *pool = cb->pool;
+   if (!pool)
+      return;
+   pthread_mutex_lock(&pool->mutex);
+   if (cb->prev)
+      cb->prev->next = cb->next;
+   else
+      pool->buffers = cb->next;
+   if (cb->next)
+      cb->next->prev = cb->prev;
+   pthread_mutex_unlock(&pool->mutex);
+   cb->pool = NULL;
+}
+
+static void
+command_buffer_free(struct icd_command_buffer *cb)
+{
+   wire_enc_finish(&cb->stream);
+   icd_object_free(cb);
+}
+
+uint64_t
+icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *parent)
+{
+   switch (type) {
+   case VK_OBJECT_TYPE_DEVICE: {
+      struct icd_device *dev = icd_object_alloc(sizeof(*dev), conn, type, true);
+      if (!dev)
+         return 0;
+      dev->physical_device = (struct icd_physical_device *)parent;
+      pthread_mutex_init(&dev->mutex, NULL);
+      return (uint64_t)(uintptr_t)dev;
+   }
+   case VK_OBJECT_TYPE_QUEUE: {
+      struct icd_queue *q = icd_object_alloc(sizeof(*q), conn, type, true);
+      if (!q)
+         return 0;
+      q->device = (struct icd_device *)parent;
+      return (uint64_t)(uintptr_t)q;
+   }
+   case VK_OBJECT_TYPE_COMMAND_BUFFER: {
+      struct icd_command_buffer *cb = icd_object_alloc(sizeof(*cb), conn, type, true);
+      if (!cb)
+         return 0;
+      cb->device = (struct icd_device *)parent;
+      wire_enc_init(&cb->stream);
+      return (uint64_t)(uintptr_t)cb;
+   }
+   case VK_OBJECT_TYPE_COMMAND_POOL: {
+      struct icd_command_pool *pool = icd_object_alloc(sizeof(*pool), conn, type, false);
+      if (!pool)
+         return 0;
+      pthread_mutex_init(&pool->mutex, NULL);
+      return (uint64_t)(uintptr_t)pool;
+   }
+   case VK_OBJECT_TYPE_DEVICE_MEMORY: {
+      struct icd_device_memory *mem = icd_object_alloc(sizeof(*mem), conn, type, false);
+      return (uint64_t)(uintptr_t)mem;
+   }
+   default:
+      return icd_connection_new_id(conn);
+   }
+}
+
+void
+icd_handle_destroy(VkObjectType type, uint64_t handle)
+{
+   if (!handle)
+      return;
+   void *ptr = (void *)(uintptr_t)handle;
+   switch (type) {
+   case VK_OBJECT_TYPE_DEVICE: {
+      struct icd_device *dev = ptr;
+      struct icd_queue *q = dev->queues;
+      while (q) {
+         struct icd_queue *next = q->next;
+         icd_object_free(q);
+         q = next;
+      }
+      pthread_mutex_destroy(&dev->mutex);
+      icd_object_free(dev);
+      break;
+   }
+   case VK_OBJECT_TYPE_QUEUE:
+      icd_object_free(ptr);
+      break;
+   case VK_OBJECT_TYPE_COMMAND_BUFFER:
+      command_buffer_unlink(ptr);
+      command_buffer_free(ptr);
+      break;
+   case VK_OBJECT_TYPE_COMMAND_POOL: {
+      struct icd_command_pool *pool = ptr;
+      struct icd_command_buffer *cb = pool->buffers;
+      while (cb) {
+         struct icd_command_buffer *next = cb->next;
+         command_buffer_free(cb);
+         cb = next;
+      }
+      pthread_mutex_destroy(&pool->mutex);
+      icd_object_free(pool);
+      break;
+   }
+   case VK_OBJECT_TYPE_DEVICE_MEMORY: {
+      struct icd_device_memory *mem = ptr;
+      if (mem->map)
+         munmap(mem->map, mem->map_size);
+      icd_object_free(mem);
+      break;
+   }
+   default:
+      break; /* the handle is just an id */
+   }
+}

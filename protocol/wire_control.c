@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#include "wire_control.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "util_transport.h"
+
+int
+wire_control_send(int fd, const Gpud__ControlMessage *msg)
+{
+   size_t size = gpud__control_message__get_packed_size(msg);
+   uint8_t *buf = malloc(size ? size : 1);
+   if (!buf)
+      return -ENOMEM;
+   gpud__control_message__pack(msg, buf);
+   int r = util_msg_send(fd, UTIL_MSG_CONTROL, buf, size, NULL, 0);
+   free(buf);
+   return r;
+}
+
+Gpud__ControlMessage *
+wire_control_unpack(const void *data, size_t size)
+{
+   return gpud__control_message__unpack(NULL, size, data);
+}
+
+void
+wire_control_free(Gpud__ControlMessage *msg)
+{
+   if (msg)
+      gpud__control_message__free_unpacked(msg, NULL);
+}
+
+void
+wire_control_send_disconnect(int fd, const char *reason)
+{
+   Gpud__Disconnect d = GPUD__DISCONNECT__INIT;
+   d.reason = (char *)reason;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
+   m.disconnect = &d;
+   wire_control_send(fd, &m);
+}
