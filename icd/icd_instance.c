@@ -173,8 +173,10 @@ icd_vkGetInstanceProcAddr(VkInstance instance, const char *pName)
    if (!pName)
       return NULL;
    const struct icd_entrypoint *e = icd_entrypoint_lookup(pName);
-   if (!e)
+   if (!e) {
+      icd_dbg(ICD_DEBUG_INIT, "no entrypoint %s", pName);
       return NULL;
+   }
    if (!instance && !is_global(pName))
       return NULL;
    return e->func;

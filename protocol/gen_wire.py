@@ -124,6 +124,22 @@ class Gen:
             self.commands += [c for c in cmds if c not in self.commands]
             self.extensions.append((ext, e.get('type')))
         self.types = {reg.resolve_type(t) for t in self.types}
+        # Extensions promoted to a carried core version whose commands and
+        # types are all in core are advertised too: they cost nothing, and
+        # applications and tools look for them by name.
+        core_cmds = set(self.commands)
+        for name, (e, cmds, types) in sorted(reg.extensions.items()):
+            if e.get('promotedto') not in CORE_VERSIONS or name in SUPPORTED_EXTENSIONS:
+                continue
+            cmds, types = [], []
+            for req in e.findall('require'):
+                if req.get('extension') or req.get('depends') or req.get('feature'):
+                    continue
+                cmds += [c.get('name') for c in req.findall('command')]
+                types += [t.get('name') for t in req.findall('type')]
+            if all(reg.command_alias.get(c, c) in core_cmds for c in cmds) and \
+               all(reg.resolve_type(t) in self.types for t in types):
+                self.extensions.append((name, e.get('type')))
         self.commands = [c for c in self.commands if c in reg.commands]
         self.wire_commands = [c for c in self.commands if c not in CLIENT_ONLY]
         self.unsupported = {}
