@@ -320,8 +320,8 @@ gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_
 void
 gpud_host_finish(struct gpud_host *host)
 {
-   if (host->library)
-      dlclose(host->library);
+   /* The host driver stays loaded until exit: drivers keep threads and
+    * atexit handlers of their own, and unloading one buys nothing. */
    free(host->manifest);
    memset(host, 0, sizeof(*host));
 }

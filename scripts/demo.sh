@@ -1,0 +1,78 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The main job: install, build, start a gpud on the embedded default host
+# driver (lavapipe), and run real Vulkan programs through the gpud ICD while
+# gpudctl shows the daemon's view of them.
+set -eu
+cd "$(dirname "$0")/.."
+
+./scripts/install-deps.sh
+[ -d build ] || meson setup build
+meson compile -C build
+
+run=$(mktemp -d "${TMPDIR:-/tmp}/gpud-demo.XXXXXX")
+chmod 700 "$run"
+export XDG_RUNTIME_DIR="$run"
+sock="$run/gpud.sock"
+daemon=
+cleanup() {
+   [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+   rm -rf "$run"
+}
+trap cleanup EXIT INT TERM
+
+echo "== starting gpud on lavapipe (socket $sock)"
+build/daemon/gpud --socket "$sock" 2>"$run/gpud.log" &
+daemon=$!
+i=0
+while [ ! -S "$sock" ]; do
+   i=$((i + 1))
+   [ $i -lt 100 ] || { cat "$run/gpud.log"; echo "gpud did not start" >&2; exit 1; }
+   sleep 0.1
+done
+
+# Applications see gpud through the standard loader, with nothing but the
+# ICD manifest and the socket pointed out to them.
+export VK_ICD_FILENAMES="$PWD/build/icd/gpud_icd.build.json"
+export GPUD_SOCKET="$sock"
+
+echo
+echo "== vulkaninfo --summary through the gpud ICD"
+vulkaninfo --summary 2>/dev/null | sed -n '/^Devices:/,$p'
+
+echo
+echo "== a compute shader over 1M elements, checked against the CPU, 50 times"
+build/tests/integration/vk_compute --iterations 50 --print-ready >"$run/compute.out" 2>&1 &
+compute=$!
+i=0
+until grep -q READY "$run/compute.out" 2>/dev/null; do
+   i=$((i + 1))
+   [ $i -lt 100 ] || break
+   sleep 0.1
+done
+sleep 0.3
+echo
+echo "== gpudctl status while it runs"
+build/daemon/gpudctl --socket "$sock" status
+wait "$compute"
+grep -v READY "$run/compute.out"
+
+echo
+echo "== an offscreen render (textured triangles, depth test, 4x MSAA resolve)"
+build/tests/integration/vk_render --output "$run/render.pam"
+
+# The daemon notices a client's exit a moment after the process is gone.
+i=0
+while build/daemon/gpudctl --socket "$sock" status --json | grep -q '"pid"'; do
+   i=$((i + 1))
+   [ $i -lt 50 ] || break
+   sleep 0.1
+done
+echo
+echo "== gpudctl status afterwards: every client's objects and memory returned"
+build/daemon/gpudctl --socket "$sock" status
+
+echo
+echo "== gpud's log"
+cat "$run/gpud.log"

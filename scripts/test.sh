@@ -1,0 +1,26 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Installs, builds with warnings as errors and runs the whole test suite,
+# then runs it again under AddressSanitizer and UndefinedBehaviorSanitizer.
+set -eu
+cd "$(dirname "$0")/.."
+
+./scripts/install-deps.sh
+
+jobs=$(nproc)
+run() {
+   dir=$1
+   shift
+   [ -d "$dir" ] || meson setup "$dir" "$@"
+   meson compile -C "$dir"
+   meson test -C "$dir" --num-processes "$jobs" --print-errorlogs
+}
+
+run build-ci -Dwerror=true
+
+# Leaks inside the host driver (lavapipe, LLVM) are not ours to fix.
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+run build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
