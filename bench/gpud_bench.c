@@ -534,14 +534,16 @@ main(int argc, char **argv)
             gpud = devs[i];
             snprintf(gpud_name, sizeof(gpud_name), "%s", props.deviceName);
          }
-      } else if (strstr(props.deviceName, "llvmpipe") && !direct) {
+      } else if (!direct) {
+         /* the host driver used directly: the first device not served by
+          * gpud (lavapipe here, the GPU's driver on a GPU machine) */
          direct = devs[i];
          snprintf(direct_name, sizeof(direct_name), "%s", props.deviceName);
       }
    }
    if (!direct)
-      vkt_fail("no lavapipe (llvmpipe) device among %u devices: list "
-               "lavapipe's manifest in VK_ICD_FILENAMES", count);
+      vkt_fail("no host device among %u devices: list the host driver's "
+               "manifest (lavapipe's) in VK_ICD_FILENAMES", count);
    if (!gpud && !o.direct_only)
       vkt_fail("no gpud device among %u devices: list gpud's manifest in "
                "VK_ICD_FILENAMES and start the daemon, or use "

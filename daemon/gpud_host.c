@@ -157,11 +157,16 @@ open_library(struct gpud_host *host, const char *manifest)
    PFN_negotiate negotiate =
       (PFN_negotiate)dlsym(host->library, "vk_icdNegotiateLoaderICDInterfaceVersion");
    if (negotiate) {
-      uint32_t version = 5;
-      if (negotiate(&version) != VK_SUCCESS) {
-         util_err("host driver %s: loader interface negotiation failed", manifest);
+      /* Offer the newest interface the daemon can act as a loader for; it
+       * calls the driver straight through vk_icdGetInstanceProcAddr. */
+      uint32_t version = 7;
+      VkResult r = negotiate(&version);
+      if (r != VK_SUCCESS || version < 5) {
+         util_err("host driver %s: loader interface negotiation failed (%d, version %u)",
+                  manifest, r, version);
          return -EINVAL;
       }
+      util_debug("host driver %s speaks loader interface %u", manifest, version);
    }
    host->get_instance_proc_addr =
       (PFN_vkGetInstanceProcAddr)dlsym(host->library, "vk_icdGetInstanceProcAddr");

@@ -10,7 +10,8 @@ Usage (as meson runs it):
   gpud_test.py --direct --lavapipe-manifest PATH --bindir PATH SUBCOMMAND
 
 SUBCOMMAND is one of: enum, compute, render, sync, lost, multiclient,
-vulkaninfo. --bindir holds the test programs (vk_enum, vk_compute, ...).
+vulkaninfo, hostile. --bindir holds the test programs (vk_enum, vk_compute,
+hostile_client, ...).
 
 The fixture makes a temporary directory, sets XDG_RUNTIME_DIR to it, starts
 `gpud --socket TMP/gpud.sock --host-driver LAVAPIPE_MANIFEST` (output to
@@ -22,7 +23,8 @@ with NODEVICE_SELECT=1.
 
 --direct runs the same subcommands with no daemon, every client on lavapipe
 directly: it checks the test programs and this script themselves (lost runs
-vk_lost's self-test mode, multiclient skips the gpudctl checks).
+vk_lost's self-test mode, multiclient skips the gpudctl checks, hostile is
+skipped).
 
 Exit status: 0 pass, 1 fail, 77 skip (meson's convention).
 Set GPUD_TEST_KEEP=1 to keep the temporary directory.
@@ -794,6 +796,116 @@ def test_vulkaninfo(fx):
         fx.check_daemon()
 
 
+# hostile_client's cases: name -> (client name in the daemon's log, None
+# where no Hello got through; what the one "protocol error" or "refused" line
+# the daemon logs for the client must say).
+HOSTILE_CASES = {
+    'garbage': (None, r'protocol error|refused'),
+    'garbage-after-hello': ('hostile-garbage-after-hello',
+                            r'protocol error'),
+    'garbage-control': (None, r'first message is not a Hello'),
+    'not-hello': (None, r'first message is not a Hello'),
+    'version': ('hostile-version', r'protocol version mismatch'),
+    'hash': ('hostile-hash', r'command table mismatch'),
+    'role': ('hostile-role', r'unknown role'),
+    'handshake-fds': (None, r'file descriptors in the handshake'),
+    'unknown-id': ('hostile-unknown-id',
+                   r'vkEnumeratePhysicalDevices: unknown object id'),
+    'unregistered-pdev': ('hostile-unregistered-pdev',
+                          r'vkCreateDevice: unknown object id'),
+    'foreign': ('hostile-foreign-B',
+                r'vkGetPhysicalDeviceProperties: unknown object id'),
+    'count': ('hostile-count', r'element count exceeds the command'),
+    'size': ('hostile-size', r'command size \d+ with \d+ bytes left'),
+    'size-small': ('hostile-size-small', r'command size 4 with'),
+    'trailing': ('hostile-trailing', r'trailing bytes after the command'),
+    'wrong-type': ('hostile-wrong-type', r'object of the wrong type'),
+    'null-handle': ('hostile-null-handle', r'null handle'),
+    'reused-id': ('hostile-reused-id', r'bad id for a new object'),
+    'stype': ('hostile-stype', r'sType not allowed in the pNext chain'),
+    'fds': ('hostile-fds', r'unexpected file descriptors'),
+    'unknown-op': ('hostile-unknown-op', r'protocol error in unknown\b'),
+    'op-zero': ('hostile-op-zero', r'protocol error in unknown\b'),
+    'op-reply': ('hostile-op-reply', r'protocol error in reply\b'),
+    'control-request': ('hostile-control-request', r'bad control message'),
+    'control-stream': ('hostile-control-stream',
+                       r'commands on a control connection'),
+}
+
+LOG_CLIENT_LINE = re.compile(
+    r'^(?:<\d>)?client (\d+) \(pid (\d+), (.*?)\): (.*)$')
+
+
+def hostile_log_lines(fx):
+    """(pid, client name, message) of every "protocol error" or "refused"
+    line in the daemon's log."""
+    with open(fx.log_path, 'rb') as f:
+        text = f.read().decode(errors='replace')
+    found = []
+    for line in text.splitlines():
+        m = LOG_CLIENT_LINE.match(line)
+        if m and (m.group(4).startswith('protocol error') or
+                  m.group(4).startswith('refused')):
+            found.append((int(m.group(2)), m.group(3), m.group(4)))
+    return found
+
+
+def test_hostile(fx):
+    if fx.direct:
+        raise TestSkip('hostile needs a daemon')
+    hostile = fx.prog('hostile_client')
+    _, out, _ = fx.run([hostile, '--list'], fx.base_env(), timeout=10,
+                       show_output=False)
+    listed = out.split()
+    if sorted(listed) != sorted(HOSTILE_CASES):
+        fail('hostile_client --list %r does not match HOSTILE_CASES %r' %
+             (listed, sorted(HOSTILE_CASES)))
+
+    failures = []
+    pids = {}
+    for case in listed:
+        p = start_client(fx, [hostile, fx.socket, case], fx.base_env(),
+                         label=case)
+        try:
+            finish_client(p, 60, 'hostile_client ' + case)
+        except TestFailure as e:
+            failures.append('%s: %s' % (case, e))
+        pids[case] = p.pid
+        fx.check_daemon()
+
+    # Each bad client got exactly one line saying why.
+    lines = hostile_log_lines(fx)
+    for case in listed:
+        name, reason = HOSTILE_CASES[case]
+        mine = [l for l in lines if l[0] == pids[case]]
+        if len(mine) != 1:
+            failures.append('%s (pid %d): %d "protocol error"/"refused" log '
+                            'lines, expected 1: %r' %
+                            (case, pids[case], len(mine), mine))
+            continue
+        _, logged_name, msg = mine[0]
+        if name is not None and logged_name != name:
+            failures.append('%s: the log line names client "%s", expected '
+                            '"%s": %s' % (case, logged_name, name, msg))
+        if not re.search(reason, msg):
+            failures.append('%s: the log line does not match /%s/: %s' %
+                            (case, reason, msg))
+        log('log: %s: %s' % (case, msg))
+
+    # Their objects are gone, and the daemon still serves a real client.
+    status = wait_for_cleanup(fx, set(pids.values()),
+                              {'objects': 0, 'memory_bytes': 0})
+    log('status after the hostile clients: %s' % json.dumps(status))
+    fx.run([fx.prog('vk_compute')], fx.gpud_env(VARIANTS[0]),
+           label=VARIANTS[0][0])
+    fx.check_daemon()
+
+    if failures:
+        fail('%d of %d hostile cases failed:\n%s' %
+             (len(failures), len(listed), indent('\n'.join(failures))))
+    log('all %d hostile cases disconnected and logged' % len(listed))
+
+
 SUBCOMMANDS = {
     'enum': test_enum,
     'compute': test_compute,
@@ -802,6 +914,7 @@ SUBCOMMANDS = {
     'lost': test_lost,
     'multiclient': test_multiclient,
     'vulkaninfo': test_vulkaninfo,
+    'hostile': test_hostile,
 }
 
 

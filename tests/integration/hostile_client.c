@@ -1,0 +1,945 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A client that breaks the protocol on purpose, one way per subcommand:
+ *
+ *   hostile_client SOCKET CASE
+ *   hostile_client --list
+ *
+ * Each case opens its own connection(s) to the daemon at SOCKET, does a
+ * valid handshake (and a valid vkCreateInstance) first where it needs one,
+ * then sends the bad input and checks that the daemon answers at most with a
+ * Disconnect control message and then closes the connection within
+ * RECV_TIMEOUT_S seconds, without executing or answering the bad command.
+ * gpud_test.py (subcommand `hostile`) runs every case against a private
+ * daemon and checks the daemon's log for the reason.
+ *
+ * Every connection says Hello with client_name "hostile-CASE" (the foreign
+ * case: "hostile-foreign-A" and "-B"), so the log lines can be told apart.
+ *
+ * Exit status: 0 when the daemon behaved, 1 when it did not, 2 on usage
+ * errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "util_transport.h"
+#include "wire_control.h"
+#include "wire_gen.h"
+
+#define RECV_TIMEOUT_S 5
+#define MAX_REPLY (64u << 20)
+
+/* Ids this client picks, as the ICD does: the instance is 1. */
+#define INSTANCE_ID 1
+#define PDEV_ID 2
+#define DEVICE_ID 3
+
+static const char *socket_path;
+
+static int
+fail(const char *fmt, ...)
+{
+   va_list ap;
+   va_start(ap, fmt);
+   fputs("FAIL: ", stdout);
+   vprintf(fmt, ap);
+   fputc('\n', stdout);
+   va_end(ap);
+   fflush(stdout);
+   return -1;
+}
+
+static void
+note(const char *fmt, ...)
+{
+   va_list ap;
+   va_start(ap, fmt);
+   vprintf(fmt, ap);
+   fputc('\n', stdout);
+   va_end(ap);
+   fflush(stdout);
+}
+
+/* ---- one connection ------------------------------------------------------- */
+
+struct conn {
+   int fd;
+   char name[64];
+   uint32_t seq;
+   struct util_msg_reader reader;
+   struct wire_enc enc;
+};
+
+static int
+conn_open(struct conn *c, const char *name)
+{
+   memset(c, 0, sizeof(*c));
+   c->fd = -1;
+   snprintf(c->name, sizeof(c->name), "%s", name);
+   util_msg_reader_init(&c->reader, MAX_REPLY);
+   wire_enc_init(&c->enc);
+   int r = util_socket_connect(socket_path, &c->fd);
+   if (r < 0)
+      return fail("%s: cannot connect to %s: %s", c->name, socket_path, strerror(-r));
+   struct timeval tv = {.tv_sec = RECV_TIMEOUT_S};
+   if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+      return fail("%s: SO_RCVTIMEO: %s", c->name, strerror(errno));
+   return 0;
+}
+
+static void
+conn_close(struct conn *c)
+{
+   if (c->fd >= 0)
+      close(c->fd);
+   c->fd = -1;
+   util_msg_reader_finish(&c->reader);
+   wire_enc_finish(&c->enc);
+}
+
+static int
+send_hello(struct conn *c, uint32_t version, uint64_t hash, Gpud__Role role,
+           const int *fds, unsigned n_fds)
+{
+   Gpud__Hello hello = GPUD__HELLO__INIT;
+   hello.protocol_version = version;
+   hello.command_table_hash = hash;
+   hello.vk_header_version = WIRE_VK_HEADER_VERSION;
+   hello.client_name = c->name;
+   hello.role = role;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
+   m.hello = &hello;
+   int r;
+   if (n_fds) {
+      /* wire_control_send() sends no fds: pack it here */
+      uint8_t buf[512];
+      size_t size = gpud__control_message__get_packed_size(&m);
+      if (size > sizeof(buf))
+         return fail("%s: Hello too large", c->name);
+      gpud__control_message__pack(&m, buf);
+      r = util_msg_send(c->fd, UTIL_MSG_CONTROL, buf, size, fds, n_fds);
+   } else {
+      r = wire_control_send(c->fd, &m);
+   }
+   if (r < 0)
+      return fail("%s: sending Hello: %s", c->name, strerror(-r));
+   return 0;
+}
+
+static int
+expect_welcome(struct conn *c)
+{
+   struct util_msg msg;
+   int r = util_msg_recv(c->fd, &c->reader, &msg);
+   if (r < 0)
+      return fail("%s: no answer to a valid Hello: %s", c->name, strerror(-r));
+   util_msg_close_fds(&msg);
+   Gpud__ControlMessage *m =
+       msg.type == UTIL_MSG_CONTROL ? wire_control_unpack(msg.data, msg.size) : NULL;
+   if (!m || m->msg_case != GPUD__CONTROL_MESSAGE__MSG_WELCOME) {
+      const char *reason = m && m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT
+                               ? m->disconnect->reason
+                               : "(not a control message)";
+      fail("%s: a valid Hello was not welcomed: %s", c->name, reason ? reason : "");
+      wire_control_free(m);
+      return -1;
+   }
+   note("%s: welcomed as client %" PRIu64, c->name, m->welcome->client_id);
+   wire_control_free(m);
+   return 0;
+}
+
+static int
+handshake(struct conn *c)
+{
+   if (send_hello(c, WIRE_PROTOCOL_VERSION, WIRE_COMMAND_TABLE_HASH,
+                  GPUD__ROLE__ROLE_VULKAN, NULL, 0) < 0)
+      return -1;
+   return expect_welcome(c);
+}
+
+/* Starts the only command of c->enc. */
+static struct wire_enc *
+begin_cmd(struct conn *c, uint32_t op, bool sync)
+{
+   wire_enc_reset(&c->enc);
+   wire_enc_begin_cmd(&c->enc, op, sync ? WIRE_CMD_REPLY : 0, sync ? ++c->seq : 0);
+   return &c->enc;
+}
+
+static void
+end_cmd(struct conn *c)
+{
+   wire_enc_end_cmd(&c->enc, 0);
+}
+
+static int
+send_stream(struct conn *c, const void *data, size_t size, const int *fds, unsigned n_fds)
+{
+   int r = util_msg_send(c->fd, UTIL_MSG_STREAM, data, size, fds, n_fds);
+   if (r < 0)
+      return fail("%s: sending %zu bytes of commands: %s", c->name, size, strerror(-r));
+   return 0;
+}
+
+/* Sends c->enc (one synchronous command) and reads the reply into *reply,
+ * which stays valid until the next receive on c. */
+static int
+call_sync(struct conn *c, const char *what, struct wire_dec *reply)
+{
+   if (c->enc.oom)
+      return fail("%s: out of memory encoding %s", c->name, what);
+   uint32_t seq = c->seq;
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   struct util_msg msg;
+   int r = util_msg_recv(c->fd, &c->reader, &msg);
+   if (r == -EAGAIN)
+      return fail("%s: no reply to %s within %d s", c->name, what, RECV_TIMEOUT_S);
+   if (r < 0)
+      return fail("%s: no reply to %s: %s", c->name, what, strerror(-r));
+   util_msg_close_fds(&msg);
+   if (msg.type == UTIL_MSG_CONTROL) {
+      Gpud__ControlMessage *m = wire_control_unpack(msg.data, msg.size);
+      const char *reason = m && m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT
+                               ? m->disconnect->reason
+                               : "a control message";
+      fail("%s: a valid %s was answered with %s", c->name, what, reason ? reason : "");
+      wire_control_free(m);
+      return -1;
+   }
+   struct wire_cmd_header h;
+   if (msg.size < sizeof(h))
+      return fail("%s: reply to %s: %zu bytes", c->name, what, msg.size);
+   memcpy(&h, msg.data, sizeof(h));
+   if (h.op != WIRE_OP_REPLY || h.size != msg.size || h.seq != seq)
+      return fail("%s: reply to %s: op %#x size %u (message %zu) seq %u (want %u)",
+                  c->name, what, h.op, h.size, msg.size, h.seq, seq);
+   wire_dec_init(reply, (const uint8_t *)msg.data + sizeof(h), msg.size - sizeof(h),
+                 NULL);
+   return 0;
+}
+
+static int
+reply_done(struct conn *c, const char *what, struct wire_dec *reply)
+{
+   if (reply->fatal)
+      return fail("%s: bad reply to %s: %s", c->name, what, reply->error);
+   if (wire_dec_remaining(reply))
+      return fail("%s: reply to %s has %zu bytes too many", c->name, what,
+                  wire_dec_remaining(reply));
+   return 0;
+}
+
+/* After the bad input: the daemon may send a Disconnect (required when
+ * want_reason is set, whose reason must then contain it) and must then close
+ * the connection.  A reply, a Welcome or silence is a failure. */
+static int
+expect_disconnect(struct conn *c, const char *want_reason)
+{
+   bool disconnect = false;
+   for (;;) {
+      struct util_msg msg;
+      int r = util_msg_recv(c->fd, &c->reader, &msg);
+      if (r == -ECONNRESET) {
+         if (want_reason && !disconnect)
+            return fail("%s: the daemon closed the connection without a Disconnect",
+                        c->name);
+         note("%s: the daemon closed the connection%s", c->name,
+              disconnect ? "" : " (no Disconnect message)");
+         return 0;
+      }
+      if (r == -EAGAIN)
+         return fail("%s: the daemon did not close the connection within %d s%s", c->name,
+                     RECV_TIMEOUT_S, disconnect ? " of its Disconnect" : "");
+      if (r < 0)
+         return fail("%s: receive error instead of a close: %s", c->name, strerror(-r));
+      util_msg_close_fds(&msg);
+      if (msg.type == UTIL_MSG_STREAM) {
+         struct wire_cmd_header h = {0};
+         memcpy(&h, msg.data, msg.size < sizeof(h) ? msg.size : sizeof(h));
+         return fail(
+             "%s: the daemon answered the bad input (stream message, op %#x seq %u, "
+             "%zu bytes) instead of disconnecting",
+             c->name, h.op, h.seq, msg.size);
+      }
+      Gpud__ControlMessage *m = wire_control_unpack(msg.data, msg.size);
+      if (!m)
+         return fail("%s: malformed control message from the daemon", c->name);
+      if (m->msg_case != GPUD__CONTROL_MESSAGE__MSG_DISCONNECT) {
+         fail("%s: the daemon sent control message %d instead of disconnecting", c->name,
+              (int)m->msg_case);
+         wire_control_free(m);
+         return -1;
+      }
+      const char *reason = m->disconnect->reason ? m->disconnect->reason : "";
+      note("%s: Disconnect: %s", c->name, reason);
+      bool ok = !want_reason || strstr(reason, want_reason);
+      wire_control_free(m);
+      if (!ok)
+         return fail("%s: the Disconnect reason does not mention \"%s\"", c->name,
+                     want_reason);
+      if (disconnect)
+         return fail("%s: two Disconnect messages", c->name);
+      disconnect = true;
+   }
+}
+
+/* ---- valid commands --------------------------------------------------------- */
+
+static void
+encode_create_instance(struct conn *c, uint64_t id, const VkInstanceCreateInfo *ci)
+{
+   struct wire_object_header inst = {.id = id};
+   VkInstance handle = (VkInstance)&inst;
+   begin_cmd(c, WIRE_OP_vkCreateInstance, true);
+   wire_enc_vkCreateInstance(&c->enc, ci, NULL, &handle);
+   end_cmd(c);
+}
+
+static const VkApplicationInfo app_info = {
+    .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+    .pApplicationName = "hostile_client",
+    .apiVersion = VK_API_VERSION_1_3,
+};
+
+static const VkInstanceCreateInfo instance_info = {
+    .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+    .pApplicationInfo = &app_info,
+};
+
+static int
+create_instance(struct conn *c)
+{
+   encode_create_instance(c, INSTANCE_ID, &instance_info);
+   struct wire_dec d;
+   if (call_sync(c, "vkCreateInstance", &d) < 0)
+      return -1;
+   struct wire_object_header inst = {.id = INSTANCE_ID};
+   VkInstance handle = (VkInstance)&inst;
+   VkResult ret = VK_ERROR_UNKNOWN;
+   wire_decreply_vkCreateInstance(&d, &ret, &instance_info, NULL, &handle);
+   if (reply_done(c, "vkCreateInstance", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS || !handle)
+      return fail("%s: vkCreateInstance: %d", c->name, ret);
+   note("%s: vkCreateInstance (id %d): VK_SUCCESS", c->name, INSTANCE_ID);
+   return 0;
+}
+
+static void
+encode_enumerate(struct conn *c, uint64_t instance_id, uint64_t pdev_id)
+{
+   struct wire_object_header inst = {.id = instance_id};
+   struct wire_object_header pdev = {.id = pdev_id};
+   VkPhysicalDevice handle = (VkPhysicalDevice)&pdev;
+   uint32_t count = 1;
+   begin_cmd(c, WIRE_OP_vkEnumeratePhysicalDevices, true);
+   wire_enc_vkEnumeratePhysicalDevices(&c->enc, (VkInstance)&inst, &count, &handle);
+   end_cmd(c);
+}
+
+/* The physical device as icd/icd_instance.c attach_daemon() makes it. */
+static int
+enumerate_physical_device(struct conn *c)
+{
+   encode_enumerate(c, INSTANCE_ID, PDEV_ID);
+   struct wire_dec d;
+   if (call_sync(c, "vkEnumeratePhysicalDevices", &d) < 0)
+      return -1;
+   struct wire_object_header inst = {.id = INSTANCE_ID};
+   struct wire_object_header pdev = {.id = PDEV_ID};
+   VkPhysicalDevice handle = (VkPhysicalDevice)&pdev;
+   uint32_t count = 1;
+   VkResult ret = VK_ERROR_UNKNOWN;
+   wire_decreply_vkEnumeratePhysicalDevices(&d, &ret, (VkInstance)&inst, &count, &handle);
+   if (reply_done(c, "vkEnumeratePhysicalDevices", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS || count != 1 || !handle)
+      return fail("%s: vkEnumeratePhysicalDevices: %d, count %u", c->name, ret, count);
+   note("%s: vkEnumeratePhysicalDevices: physical device id %d", c->name, PDEV_ID);
+   return 0;
+}
+
+static void
+encode_get_properties(struct conn *c, uint64_t pdev_id)
+{
+   struct wire_object_header pdev = {.id = pdev_id};
+   VkPhysicalDeviceProperties props;
+   begin_cmd(c, WIRE_OP_vkGetPhysicalDeviceProperties, true);
+   wire_enc_vkGetPhysicalDeviceProperties(&c->enc, (VkPhysicalDevice)&pdev, &props);
+   end_cmd(c);
+}
+
+static int
+get_properties(struct conn *c)
+{
+   encode_get_properties(c, PDEV_ID);
+   struct wire_dec d;
+   if (call_sync(c, "vkGetPhysicalDeviceProperties", &d) < 0)
+      return -1;
+   struct wire_object_header pdev = {.id = PDEV_ID};
+   VkPhysicalDeviceProperties props;
+   memset(&props, 0, sizeof(props));
+   wire_decreply_vkGetPhysicalDeviceProperties(&d, (VkPhysicalDevice)&pdev, &props);
+   if (reply_done(c, "vkGetPhysicalDeviceProperties", &d) < 0)
+      return -1;
+   props.deviceName[sizeof(props.deviceName) - 1] = '\0';
+   if (strncmp(props.deviceName, "gpud", 4) != 0)
+      return fail("%s: vkGetPhysicalDeviceProperties: device name \"%s\"", c->name,
+                  props.deviceName);
+   note("%s: vkGetPhysicalDeviceProperties: \"%s\"", c->name, props.deviceName);
+   return 0;
+}
+
+static void
+encode_create_device(struct conn *c, uint64_t pdev_id)
+{
+   static const float priority = 1.0f;
+   const VkDeviceQueueCreateInfo queue = {
+       .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+       .queueFamilyIndex = 0,
+       .queueCount = 1,
+       .pQueuePriorities = &priority,
+   };
+   const VkDeviceCreateInfo ci = {
+       .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+       .queueCreateInfoCount = 1,
+       .pQueueCreateInfos = &queue,
+   };
+   struct wire_object_header pdev = {.id = pdev_id};
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   VkDevice handle = (VkDevice)&dev;
+   begin_cmd(c, WIRE_OP_vkCreateDevice, true);
+   wire_enc_vkCreateDevice(&c->enc, (VkPhysicalDevice)&pdev, &ci, NULL, &handle);
+   end_cmd(c);
+}
+
+static int
+create_device(struct conn *c)
+{
+   encode_create_device(c, PDEV_ID);
+   struct wire_dec d;
+   if (call_sync(c, "vkCreateDevice", &d) < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   VkDevice handle = (VkDevice)&dev;
+   VkResult ret = VK_ERROR_UNKNOWN;
+   wire_decreply_vkCreateDevice(&d, &ret, NULL, NULL, NULL, &handle);
+   if (reply_done(c, "vkCreateDevice", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS || !handle)
+      return fail("%s: vkCreateDevice: %d", c->name, ret);
+   note("%s: vkCreateDevice (id %d): VK_SUCCESS", c->name, DEVICE_ID);
+   return 0;
+}
+
+/* Reads the u32 at offset off of c->enc, checking it is expected. */
+static int
+check_u32(struct conn *c, size_t off, uint32_t expected, const char *what)
+{
+   uint32_t v;
+   if (off + 4 > c->enc.size)
+      return fail("%s: unexpected encoding: %s beyond the command", c->name, what);
+   memcpy(&v, c->enc.data + off, 4);
+   if (v != expected)
+      return fail("%s: unexpected encoding: %s is %u, expected %u", c->name, what, v,
+                  expected);
+   return 0;
+}
+
+static void
+put_u32(struct conn *c, size_t off, uint32_t v)
+{
+   memcpy(c->enc.data + off, &v, 4);
+}
+
+/* A connection that has said Hello and created its instance. */
+static int
+open_ready(struct conn *c, const char *name)
+{
+   if (conn_open(c, name) < 0 || handshake(c) < 0 || create_instance(c) < 0)
+      return -1;
+   return 0;
+}
+
+/* ---- the cases ---------------------------------------------------------------- */
+
+/* Random bytes as the first packet: not even a packet header. */
+static int
+case_garbage(struct conn *c)
+{
+   if (conn_open(c, "hostile-garbage") < 0)
+      return -1;
+   uint8_t buf[96];
+   uint64_t x = 0x9e3779b97f4a7c15ull;
+   for (size_t i = 0; i < sizeof(buf); i++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      buf[i] = (uint8_t)x;
+   }
+   /* make sure the packet type is not a valid one */
+   struct util_packet_header h;
+   memcpy(&h, buf, sizeof(h));
+   if (h.type == UTIL_MSG_CONTROL || h.type == UTIL_MSG_STREAM) {
+      h.type = 0xdeadbeef;
+      memcpy(buf, &h, sizeof(h));
+   }
+   if (send(c->fd, buf, sizeof(buf), MSG_NOSIGNAL) != (ssize_t)sizeof(buf))
+      return fail("%s: send: %s", c->name, strerror(errno));
+   note("%s: sent %zu random bytes", c->name, sizeof(buf));
+   return expect_disconnect(c, NULL);
+}
+
+/* Random bytes after a valid handshake. */
+static int
+case_garbage_after_hello(struct conn *c)
+{
+   if (conn_open(c, "hostile-garbage-after-hello") < 0 || handshake(c) < 0)
+      return -1;
+   static const uint8_t junk[] = {0xef, 0xbe, 0xad, 0xde, 0x55, 0xaa, 0x55, 0xaa,
+                                  0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
+   if (send(c->fd, junk, sizeof(junk), MSG_NOSIGNAL) != (ssize_t)sizeof(junk))
+      return fail("%s: send: %s", c->name, strerror(errno));
+   return expect_disconnect(c, NULL);
+}
+
+/* A control packet whose payload is no protobuf message. */
+static int
+case_garbage_control(struct conn *c)
+{
+   if (conn_open(c, "hostile-garbage-control") < 0)
+      return -1;
+   /* field 0, wire type 7: invalid in any protobuf message */
+   static const uint8_t junk[] = {0x07, 0xff, 0xff, 0xff, 0xff, 0x13, 0x37, 0x00};
+   int r = util_msg_send(c->fd, UTIL_MSG_CONTROL, junk, sizeof(junk), NULL, 0);
+   if (r < 0)
+      return fail("%s: send: %s", c->name, strerror(-r));
+   return expect_disconnect(c, NULL);
+}
+
+/* Commands before any Hello. */
+static int
+case_not_hello(struct conn *c)
+{
+   if (conn_open(c, "hostile-not-hello") < 0)
+      return -1;
+   encode_create_instance(c, INSTANCE_ID, &instance_info);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   return expect_disconnect(c, NULL);
+}
+
+static int
+case_version(struct conn *c)
+{
+   if (conn_open(c, "hostile-version") < 0 ||
+       send_hello(c, WIRE_PROTOCOL_VERSION + 41, WIRE_COMMAND_TABLE_HASH,
+                  GPUD__ROLE__ROLE_VULKAN, NULL, 0) < 0)
+      return -1;
+   return expect_disconnect(c, "version");
+}
+
+static int
+case_hash(struct conn *c)
+{
+   if (conn_open(c, "hostile-hash") < 0 ||
+       send_hello(c, WIRE_PROTOCOL_VERSION, WIRE_COMMAND_TABLE_HASH ^ 0x5a5a0000ull,
+                  GPUD__ROLE__ROLE_VULKAN, NULL, 0) < 0)
+      return -1;
+   return expect_disconnect(c, "command table");
+}
+
+static int
+case_role(struct conn *c)
+{
+   if (conn_open(c, "hostile-role") < 0 ||
+       send_hello(c, WIRE_PROTOCOL_VERSION, WIRE_COMMAND_TABLE_HASH, (Gpud__Role)77, NULL,
+                  0) < 0)
+      return -1;
+   return expect_disconnect(c, "role");
+}
+
+static int
+case_handshake_fds(struct conn *c)
+{
+   if (conn_open(c, "hostile-handshake-fds") < 0)
+      return -1;
+   int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+   if (fd < 0)
+      return fail("%s: /dev/null: %s", c->name, strerror(errno));
+   int r = send_hello(c, WIRE_PROTOCOL_VERSION, WIRE_COMMAND_TABLE_HASH,
+                      GPUD__ROLE__ROLE_VULKAN, &fd, 1);
+   close(fd);
+   if (r < 0)
+      return -1;
+   return expect_disconnect(c, NULL);
+}
+
+/* vkEnumeratePhysicalDevices on an instance id never created. */
+static int
+case_unknown_id(struct conn *c)
+{
+   if (open_ready(c, "hostile-unknown-id") < 0)
+      return -1;
+   encode_enumerate(c, 999, PDEV_ID);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkEnumeratePhysicalDevices on instance id 999", c->name);
+   return expect_disconnect(c, NULL);
+}
+
+/* vkCreateDevice on a physical device id never enumerated. */
+static int
+case_unregistered_pdev(struct conn *c)
+{
+   if (open_ready(c, "hostile-unregistered-pdev") < 0)
+      return -1;
+   encode_create_device(c, PDEV_ID);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkCreateDevice on physical device id %d, never enumerated", c->name,
+        PDEV_ID);
+   return expect_disconnect(c, NULL);
+}
+
+/* Another client's physical device id: B is disconnected, A goes on. */
+static int
+case_foreign(struct conn *c)
+{
+   struct conn b;
+   memset(&b, 0, sizeof(b));
+   b.fd = -1;
+   int r = -1;
+   if (open_ready(c, "hostile-foreign-A") < 0 || enumerate_physical_device(c) < 0 ||
+       get_properties(c) < 0)
+      goto out;
+   if (open_ready(&b, "hostile-foreign-B") < 0)
+      goto out;
+   /* B never enumerated: PDEV_ID is A's */
+   encode_get_properties(&b, PDEV_ID);
+   if (send_stream(&b, b.enc.data, b.enc.size, NULL, 0) < 0)
+      goto out;
+   note("%s: sent vkGetPhysicalDeviceProperties on %s's physical device id %d", b.name,
+        c->name, PDEV_ID);
+   if (expect_disconnect(&b, NULL) < 0)
+      goto out;
+   /* A is untouched: its objects still work */
+   if (get_properties(c) < 0 || create_device(c) < 0)
+      goto out;
+   r = 0;
+out:
+   conn_close(&b);
+   return r;
+}
+
+/* ppEnabledExtensionNames claiming 0x7fffffff strings. */
+static int
+case_count(struct conn *c)
+{
+   if (open_ready(c, "hostile-count") < 0)
+      return -1;
+   static const char *const ext[] = {"VK_KHR_surface"};
+   const VkInstanceCreateInfo ci = {
+       .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+       .enabledExtensionCount = 1,
+       .ppEnabledExtensionNames = ext,
+   };
+   /* a second instance (id 4): the count is checked before the id */
+   encode_create_instance(c, 4, &ci);
+   /* header, presence, flags, pApplicationInfo, enabledLayerCount,
+    * ppEnabledLayerNames, enabledExtensionCount, ppEnabledExtensionNames,
+    * then the array's element count */
+   const size_t h = sizeof(struct wire_cmd_header);
+   if (check_u32(c, h + 0, 1, "pCreateInfo presence") < 0 ||
+       check_u32(c, h + 8, 0, "pApplicationInfo presence") < 0 ||
+       check_u32(c, h + 20, 1, "enabledExtensionCount") < 0 ||
+       check_u32(c, h + 24, 1, "ppEnabledExtensionNames presence") < 0 ||
+       check_u32(c, h + 28, 1, "element count") < 0 ||
+       check_u32(c, h + 36, (uint32_t)strlen(ext[0]), "string length") < 0)
+      return -1;
+   put_u32(c, h + 28, 0x7fffffff);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkCreateInstance whose extension array count is 0x7fffffff", c->name);
+   return expect_disconnect(c, NULL);
+}
+
+/* A command whose size says more than the message holds. */
+static int
+case_size(struct conn *c)
+{
+   if (open_ready(c, "hostile-size") < 0)
+      return -1;
+   encode_enumerate(c, INSTANCE_ID, PDEV_ID);
+   struct wire_cmd_header hdr;
+   memcpy(&hdr, c->enc.data, sizeof(hdr));
+   hdr.size += 4096;
+   memcpy(c->enc.data, &hdr, sizeof(hdr));
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent a %zu-byte message whose command says %u bytes", c->name, c->enc.size,
+        hdr.size);
+   return expect_disconnect(c, NULL);
+}
+
+/* A command size smaller than its header. */
+static int
+case_size_small(struct conn *c)
+{
+   if (open_ready(c, "hostile-size-small") < 0)
+      return -1;
+   begin_cmd(c, WIRE_OP_vkGetPhysicalDeviceProperties, true);
+   wire_enc_u64(&c->enc, PDEV_ID);
+   wire_enc_u32(&c->enc, 1);
+   struct wire_cmd_header hdr;
+   memcpy(&hdr, c->enc.data, sizeof(hdr));
+   hdr.size = 4;
+   memcpy(c->enc.data, &hdr, sizeof(hdr));
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   return expect_disconnect(c, NULL);
+}
+
+/* Bytes after the parameters, inside the command's size. */
+static int
+case_trailing(struct conn *c)
+{
+   if (open_ready(c, "hostile-trailing") < 0 || enumerate_physical_device(c) < 0)
+      return -1;
+   begin_cmd(c, WIRE_OP_vkGetPhysicalDeviceProperties, true);
+   struct wire_object_header pdev = {.id = PDEV_ID};
+   VkPhysicalDeviceProperties props;
+   wire_enc_vkGetPhysicalDeviceProperties(&c->enc, (VkPhysicalDevice)&pdev, &props);
+   wire_enc_u64(&c->enc, 0x4141414141414141ull);
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   return expect_disconnect(c, NULL);
+}
+
+/* The instance's id where a physical device is expected. */
+static int
+case_wrong_type(struct conn *c)
+{
+   if (open_ready(c, "hostile-wrong-type") < 0 || enumerate_physical_device(c) < 0)
+      return -1;
+   encode_get_properties(c, INSTANCE_ID);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkGetPhysicalDeviceProperties on the instance's id", c->name);
+   return expect_disconnect(c, NULL);
+}
+
+/* A null handle where an object is required. */
+static int
+case_null_handle(struct conn *c)
+{
+   if (open_ready(c, "hostile-null-handle") < 0)
+      return -1;
+   encode_enumerate(c, 0, PDEV_ID);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   return expect_disconnect(c, NULL);
+}
+
+/* A new object under an id already in use. */
+static int
+case_reused_id(struct conn *c)
+{
+   if (open_ready(c, "hostile-reused-id") < 0)
+      return -1;
+   encode_create_instance(c, INSTANCE_ID, &instance_info);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent a second vkCreateInstance with id %d", c->name, INSTANCE_ID);
+   return expect_disconnect(c, NULL);
+}
+
+/* VkPhysicalDeviceFeatures2 in VkInstanceCreateInfo's pNext chain. */
+static int
+case_stype(struct conn *c)
+{
+   if (conn_open(c, "hostile-stype") < 0 || handshake(c) < 0)
+      return -1;
+   const VkInstanceCreateInfo ci = {
+       .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+   };
+   encode_create_instance(c, INSTANCE_ID, &ci);
+   /* ... pNext chain terminator (u32 0), instance id (u64) */
+   size_t term = c->enc.size - 12;
+   if (check_u32(c, term, 0, "pNext terminator") < 0)
+      return -1;
+   uint8_t tail[12];
+   memcpy(tail, c->enc.data + term, sizeof(tail));
+   c->enc.size = term;
+   wire_enc_u32(&c->enc, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+   VkPhysicalDeviceFeatures features;
+   memset(&features, 0, sizeof(features));
+   wire_enc_bytes(&c->enc, &features, sizeof(features));
+   wire_enc_bytes(&c->enc, tail, sizeof(tail));
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkCreateInstance with VkPhysicalDeviceFeatures2 in its pNext chain",
+        c->name);
+   return expect_disconnect(c, NULL);
+}
+
+/* A valid command with a file descriptor attached. */
+static int
+case_fds(struct conn *c)
+{
+   if (open_ready(c, "hostile-fds") < 0)
+      return -1;
+   encode_enumerate(c, INSTANCE_ID, PDEV_ID);
+   int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+   if (fd < 0)
+      return fail("%s: /dev/null: %s", c->name, strerror(errno));
+   int r = send_stream(c, c->enc.data, c->enc.size, &fd, 1);
+   close(fd);
+   if (r < 0)
+      return -1;
+   note("%s: sent vkEnumeratePhysicalDevices with an fd attached", c->name);
+   return expect_disconnect(c, NULL);
+}
+
+static int
+send_op(struct conn *c, uint32_t op)
+{
+   begin_cmd(c, op, true);
+   wire_enc_u64(&c->enc, INSTANCE_ID);
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent op %#x", c->name, op);
+   return expect_disconnect(c, NULL);
+}
+
+static int
+case_unknown_op(struct conn *c)
+{
+   if (open_ready(c, "hostile-unknown-op") < 0)
+      return -1;
+   return send_op(c, WIRE_OP_COUNT + 0x1000);
+}
+
+static int
+case_op_zero(struct conn *c)
+{
+   if (open_ready(c, "hostile-op-zero") < 0)
+      return -1;
+   return send_op(c, 0);
+}
+
+static int
+case_op_reply(struct conn *c)
+{
+   if (open_ready(c, "hostile-op-reply") < 0)
+      return -1;
+   return send_op(c, WIRE_OP_REPLY);
+}
+
+/* A control request only control connections may make. */
+static int
+case_control_request(struct conn *c)
+{
+   if (open_ready(c, "hostile-control-request") < 0)
+      return -1;
+   Gpud__StatusRequest req = GPUD__STATUS_REQUEST__INIT;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REQUEST;
+   m.status_request = &req;
+   int r = wire_control_send(c->fd, &m);
+   if (r < 0)
+      return fail("%s: send: %s", c->name, strerror(-r));
+   return expect_disconnect(c, NULL);
+}
+
+/* Vulkan commands on a control connection. */
+static int
+case_control_stream(struct conn *c)
+{
+   if (conn_open(c, "hostile-control-stream") < 0 ||
+       send_hello(c, WIRE_PROTOCOL_VERSION, WIRE_COMMAND_TABLE_HASH,
+                  GPUD__ROLE__ROLE_CONTROL, NULL, 0) < 0 ||
+       expect_welcome(c) < 0)
+      return -1;
+   encode_create_instance(c, INSTANCE_ID, &instance_info);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   return expect_disconnect(c, NULL);
+}
+
+static const struct {
+   const char *name;
+   int (*run)(struct conn *c);
+} cases[] = {
+    {"garbage", case_garbage},
+    {"garbage-after-hello", case_garbage_after_hello},
+    {"garbage-control", case_garbage_control},
+    {"not-hello", case_not_hello},
+    {"version", case_version},
+    {"hash", case_hash},
+    {"role", case_role},
+    {"handshake-fds", case_handshake_fds},
+    {"unknown-id", case_unknown_id},
+    {"unregistered-pdev", case_unregistered_pdev},
+    {"foreign", case_foreign},
+    {"count", case_count},
+    {"size", case_size},
+    {"size-small", case_size_small},
+    {"trailing", case_trailing},
+    {"wrong-type", case_wrong_type},
+    {"null-handle", case_null_handle},
+    {"reused-id", case_reused_id},
+    {"stype", case_stype},
+    {"fds", case_fds},
+    {"unknown-op", case_unknown_op},
+    {"op-zero", case_op_zero},
+    {"op-reply", case_op_reply},
+    {"control-request", case_control_request},
+    {"control-stream", case_control_stream},
+};
+
+int
+main(int argc, char **argv)
+{
+   if (argc == 2 && !strcmp(argv[1], "--list")) {
+      for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+         printf("%s\n", cases[i].name);
+      return 0;
+   }
+   if (argc != 3) {
+      fprintf(stderr, "usage: %s SOCKET CASE | --list\n", argv[0]);
+      return 2;
+   }
+   socket_path = argv[1];
+   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+      if (strcmp(argv[2], cases[i].name) != 0)
+         continue;
+      struct conn c;
+      memset(&c, 0, sizeof(c));
+      c.fd = -1;
+      int r = cases[i].run(&c);
+      conn_close(&c);
+      if (r < 0)
+         return 1;
+      printf("PASS: %s\n", cases[i].name);
+      return 0;
+   }
+   fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[2]);
+   return 2;
+}
