@@ -47,6 +47,35 @@ gpud_client_send_reply(struct gpud_client *client, struct wire_enc *reply, const
    return r;
 }
 
+/* Ends a client for bad input: logs the reason and tells the client. */
+static int __attribute__((format(printf, 2, 3)))
+protocol_error(struct gpud_client *client, const char *fmt, ...)
+{
+   char reason[512];
+   va_list ap;
+   va_start(ap, fmt);
+   vsnprintf(reason, sizeof(reason), fmt, ap);
+   va_end(ap);
+   gpud_client_log(client, UTIL_LOG_ERR, "protocol error: %s", reason);
+   pthread_mutex_lock(&client->send_mutex);
+   wire_control_send_disconnect(client->fd, reason);
+   pthread_mutex_unlock(&client->send_mutex);
+   return -EPROTO;
+}
+
+static const char *
+recv_error(int r)
+{
+   switch (r) {
+   case -EPROTO:
+      return "malformed packet sequence";
+   case -EMSGSIZE:
+      return "packet larger than the protocol allows";
+   default:
+      return strerror(-r);
+   }
+}
+
 /* ---- objects ------------------------------------------------------------ */
 
 struct gpud_object *
@@ -373,14 +402,13 @@ process_stream(struct gpud_client *client, const uint8_t *data, size_t size)
    while (size > 0) {
       struct wire_cmd_header h;
       if (size < sizeof(h)) {
-         gpud_client_log(client, UTIL_LOG_ERR, "protocol error: truncated command header");
-         return -EPROTO;
+         free(call.touched);
+         return protocol_error(client, "truncated command header");
       }
       memcpy(&h, data, sizeof(h));
       if (h.size < sizeof(h) || h.size > size || (h.size & 3)) {
-         gpud_client_log(client, UTIL_LOG_ERR,
-                         "protocol error: command size %u with %zu bytes left", h.size, size);
-         return -EPROTO;
+         free(call.touched);
+         return protocol_error(client, "command size %u with %zu bytes left", h.size, size);
       }
       wire_arena_reset(client->arena);
       call.n_touched = 0;
@@ -412,11 +440,12 @@ process_stream(struct gpud_client *client, const uint8_t *data, size_t size)
          call.new_map = NULL;
       }
       if (!ok) {
-         gpud_client_log(client, UTIL_LOG_ERR, "protocol error in %s: %s",
-                         wire_op_name(h.op), call.dec.error ? call.dec.error : "bad command");
          util_fd_close(&call.reply_fd);
          free(call.touched);
-         return -EPROTO;
+         if (h.op == 0 || h.op >= WIRE_OP_COUNT)
+            return protocol_error(client, "unknown op %u", h.op);
+         return protocol_error(client, "in %s: %s", wire_op_name(h.op),
+                               call.dec.error ? call.dec.error : "bad command");
       }
       if (call.reply && !call.deferred) {
          wire_enc_end_cmd(&client->reply, 0);
@@ -494,8 +523,12 @@ handshake(struct gpud_client *client)
 {
    struct util_msg msg;
    int r = util_msg_recv(client->fd, &client->reader, &msg);
-   if (r < 0)
+   if (r == -ECONNRESET)
+      return r; /* connected and left: nothing to say */
+   if (r < 0) {
+      refuse(client, recv_error(r));
       return r;
+   }
    if (msg.n_fds) {
       util_msg_close_fds(&msg);
       refuse(client, "file descriptors in the handshake");
@@ -567,13 +600,12 @@ client_loop(struct gpud_client *client)
       }
       if (r < 0) {
          if (!atomic_load(&client->closing))
-            gpud_client_log(client, UTIL_LOG_ERR, "protocol error: %s", strerror(-r));
+            protocol_error(client, "%s", recv_error(r));
          return;
       }
       if (msg.n_fds) {
          util_msg_close_fds(&msg);
-         gpud_client_log(client, UTIL_LOG_ERR, "protocol error: unexpected file descriptors");
-         wire_control_send_disconnect(client->fd, "unexpected file descriptors");
+         protocol_error(client, "unexpected file descriptors");
          return;
       }
       if (msg.type == UTIL_MSG_CONTROL) {
@@ -583,24 +615,16 @@ client_loop(struct gpud_client *client)
          if (r == -ECONNRESET)
             return;
          if (r < 0) {
-            gpud_client_log(client, UTIL_LOG_ERR, "protocol error: bad control message");
-            wire_control_send_disconnect(client->fd, "bad control message");
+            protocol_error(client, "bad control message");
             return;
          }
          continue;
       }
       if (client->control) {
-         gpud_client_log(client, UTIL_LOG_ERR, "protocol error: commands on a control connection");
+         protocol_error(client, "commands on a control connection");
          return;
       }
-      r = process_stream(client, msg.data, msg.size);
-      if (r == -EPROTO) {
-         pthread_mutex_lock(&client->send_mutex);
-         wire_control_send_disconnect(client->fd, "protocol error");
-         pthread_mutex_unlock(&client->send_mutex);
-         return;
-      }
-      if (r < 0)
+      if (process_stream(client, msg.data, msg.size) < 0)
          return;
    }
 }
