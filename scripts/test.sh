@@ -22,5 +22,8 @@ run build-ci -Dwerror=true
 # Leaks inside the host driver (lavapipe, LLVM) are not ours to fix.
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0"
+# vulkaninfo is not instrumented but loads the instrumented ICD: the
+# sanitizer runtimes go first; nodlclose keeps unloaded drivers nameable.
+export GPUD_TEST_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$PWD/build-asan/tests/integration/libgpud_test_nodlclose.so"
 run build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug

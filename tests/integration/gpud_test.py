@@ -136,6 +136,13 @@ class Fixture:
         for name in DRIVER_ENV:
             env.pop(name, None)
         env['XDG_RUNTIME_DIR'] = self.tmp
+        # Sanitizer runs: programs that are not instrumented (vulkaninfo)
+        # load the instrumented ICD, and the loader unloads drivers before
+        # LeakSanitizer can name them; scripts/test.sh preloads what fixes
+        # both.
+        preload = os.environ.get('GPUD_TEST_PRELOAD')
+        if preload:
+            env['LD_PRELOAD'] = preload
         return env
 
     def direct_env(self, variant=None):
