@@ -90,13 +90,17 @@ CONDITIONAL_MEMBERS = {
         'e->descriptor_type != VK_DESCRIPTOR_TYPE_SAMPLER',
 }
 
-# Structs the daemon never accepts from a client: they would make the host
-# driver touch memory or fds the client chose.
+# Structs the daemon never accepts in a client's pNext chain: they would
+# make the host driver touch memory or fds the client chose, or bypass a
+# check.
 DENIED_STRUCTS = {
     'VkImportMemoryHostPointerInfoEXT', 'VkImportMemoryFdInfoKHR',
     'VkExportMemoryAllocateInfo', 'VkImportSemaphoreFdInfoKHR',
     'VkImportFenceFdInfoKHR', 'VkExportSemaphoreCreateInfo', 'VkExportFenceCreateInfo',
     'VkExternalMemoryBufferCreateInfo', 'VkExternalMemoryImageCreateInfo',
+    # SPIR-V reaches the host only through vkCreateShaderModule, which
+    # validates it first.
+    'VkShaderModuleCreateInfo',
 }
 
 # Daemon executors written by hand (daemon/); the generated default is weak.

@@ -458,6 +458,19 @@ def test_enum(fx):
         log('zero devices reported in %.2f s' % (time.monotonic() - t0))
 
 
+def test_badshader(fx):
+    if fx.direct:
+        raise TestSkip('SPIR-V validation is gpud\'s')
+    for variant in VARIANTS:
+        fx.run([fx.prog('vk_badshader')], fx.gpud_env(variant), label=variant[0])
+        fx.check_daemon()
+    with open(fx.log_path, errors='replace') as f:
+        refusals = [l for l in f if 'invalid SPIR-V' in l]
+    if len(refusals) != 3 * len(VARIANTS):
+        fail('expected %d "invalid SPIR-V" log lines, got %d' %
+             (3 * len(VARIANTS), len(refusals)))
+
+
 def test_compute(fx):
     vk_compute = fx.prog('vk_compute')
     name = 'llvmpipe' if fx.direct else 'gpud'
@@ -916,6 +929,7 @@ def test_hostile(fx):
 SUBCOMMANDS = {
     'enum': test_enum,
     'compute': test_compute,
+    'badshader': test_badshader,
     'render': test_render,
     'sync': test_sync,
     'lost': test_lost,

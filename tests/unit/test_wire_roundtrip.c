@@ -2,15 +2,23 @@
 /*
  * An encode/decode round trip for every generated command: the cases come
  * from protocol/gen_roundtrip.py, this file is their harness.  Prints one
- * line per failing command and ends with "N passed, N failed".  Run the
- * case of one command with `test_wire_roundtrip vkFoo`.
+ * line per failing command and ends with "N passed, N failed".  Each case
+ * runs in a child process of its own, so a crash fails its command only.
+ * Run the case of one command with `test_wire_roundtrip vkFoo`.
  */
 #include "test_wire_roundtrip.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A child's exit status when it failed and said why. */
+#define RT_EXIT_FAILED 3
 
 /* Object headers behind pointer handles: the sample call's, and the "host
  * handles" the lookup callback hands out (one per id, so decoding the same
@@ -175,7 +183,7 @@ rt_truncations(struct rt *t, rt_decode_fn decode)
 {
    for (size_t n = 0; n < t->a.size; n += 4) {
       const char *error;
-      t->truncations++;
+      t->stats->truncations++;
       if (decode_exact(t, decode, t->a.data, n, &error)) {
          rt_fail(t, "the first %zu of %zu bytes decoded without a fatal error", n, t->a.size);
          return;
@@ -209,7 +217,7 @@ rt_corrupt_count(struct rt *t, rt_decode_fn decode, size_t offset, uint32_t expe
       memcpy(copy, t->a.data, t->a.size);
       memcpy(copy + offset, &wrong[i], 4);
       const char *error;
-      t->corruptions++;
+      t->stats->corruptions++;
       if (decode_exact(t, decode, copy, t->a.size, &error)) {
          rt_fail(t, "%s changed to %u decoded without a fatal error", what, wrong[i]);
          break;
@@ -226,6 +234,39 @@ rt_fill_bytes(void *p, size_t n, uint32_t *seed)
       b[i] = (uint8_t)(rt_u32(seed) >> 7);
 }
 
+/* Runs one case in a child process, so that a crash (or a sanitizer
+ * report) fails that command only.  Returns whether it passed. */
+static bool
+run_case(struct rt *t, const struct rt_case *c)
+{
+   fflush(stdout);
+   fflush(stderr);
+   pid_t pid = fork();
+   if (pid < 0) {
+      perror("fork");
+      exit(1);
+   }
+   if (pid == 0) {
+      c->run(t);
+      fflush(stdout);
+      _exit(t->failed ? RT_EXIT_FAILED : 0);
+   }
+   int status;
+   while (waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) {
+         perror("waitpid");
+         exit(1);
+      }
+   }
+   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      return true;
+   if (WIFSIGNALED(status))
+      printf("FAILED %s: killed by signal %d\n", c->name, WTERMSIG(status));
+   else if (WEXITSTATUS(status) != RT_EXIT_FAILED)
+      printf("FAILED %s: exit status %d\n", c->name, WEXITSTATUS(status));
+   return false;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -238,34 +279,39 @@ main(int argc, char **argv)
    wire_enc_init(&t.r2);
    t.arena = wire_arena_create(64u << 20);
    t.scratch = wire_arena_create(64u << 20);
-   if (!t.arena || !t.scratch) {
+   /* The children's statistics. */
+   t.stats = mmap(NULL, sizeof(*t.stats), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                  -1, 0);
+   if (!t.arena || !t.scratch || t.stats == MAP_FAILED) {
       fprintf(stderr, "out of memory\n");
       return 1;
    }
+   memset(t.stats, 0, sizeof(*t.stats));
 
    unsigned passed = 0, failed = 0;
    for (unsigned i = 0; i < rt_case_count; i++) {
       if (argc > 1 && strcmp(argv[1], rt_cases[i].name) != 0)
          continue;
-      rt_cases[i].run(&t);
-      if (t.failed)
-         failed++;
-      else
+      if (run_case(&t, &rt_cases[i]))
          passed++;
+      else
+         failed++;
    }
 
+   if (passed + failed == 0) {
+      fprintf(stderr, "no command named %s\n", argc > 1 ? argv[1] : "(none)");
+      return 1;
+   }
+   printf("# %u truncated and %u corrupted requests rejected\n", t.stats->truncations,
+          t.stats->corruptions);
+   printf("%u passed, %u failed\n", passed, failed);
+
+   munmap(t.stats, sizeof(*t.stats));
    wire_enc_finish(&t.a);
    wire_enc_finish(&t.b);
    wire_enc_finish(&t.r);
    wire_enc_finish(&t.r2);
    wire_arena_destroy(t.arena);
    wire_arena_destroy(t.scratch);
-
-   if (passed + failed == 0) {
-      fprintf(stderr, "no command named %s\n", argc > 1 ? argv[1] : "(none)");
-      return 1;
-   }
-   printf("# %u truncated and %u corrupted requests rejected\n", t.truncations, t.corruptions);
-   printf("%u passed, %u failed\n", passed, failed);
    return failed ? 1 : 0;
 }

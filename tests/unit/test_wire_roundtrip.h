@@ -31,8 +31,10 @@ struct rt {
    struct wire_enc r2;   /* reply re-encoded from what the ICD decoded */
    struct wire_arena *arena;   /* decoded arguments of the command under test */
    struct wire_arena *scratch; /* truncated and corrupted decodes */
-   unsigned truncations; /* statistics, for the summary */
-   unsigned corruptions;
+   struct rt_stats {     /* shared with the child running each case */
+      unsigned truncations;
+      unsigned corruptions;
+   } *stats;
 };
 
 /* Decodes one request of a given command into throw-away arguments. */
