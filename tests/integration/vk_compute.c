@@ -10,6 +10,13 @@
  * --print-ready prints "READY" once the device exists (the multi-client test
  * kills the process after that); each iteration uses a new seed and new
  * input, so a stale or partial result never passes.
+ *
+ * Odd iterations take the other paths: the descriptors are first written
+ * swapped, then put right with a descriptor update template (one entry of
+ * two descriptors rolling over into the next binding), and the dispatch is
+ * recorded in a secondary command buffer run by vkCmdExecuteCommands. The
+ * pipeline is created through a pipeline cache whose data is read back,
+ * checked and fed to a second cache.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +57,35 @@ expected(uint32_t i, uint32_t x, const struct params *p)
       v += p->seed;
    }
    return v;
+}
+
+/* Reads a pipeline cache's data back: it must start with the header the
+ * API defines for this device, and seed a second cache. */
+static void
+check_pipeline_cache(const struct vkt_context *ctx, VkPipelineCache cache)
+{
+   size_t size = 0;
+   VKT_CHECK(vkGetPipelineCacheData(ctx->device, cache, &size, NULL));
+   if (size < 32)
+      vkt_fail("pipeline cache data is %zu bytes, shorter than its header", size);
+   uint32_t *data = malloc(size);
+   if (!data)
+      vkt_fail("out of memory");
+   VKT_CHECK(vkGetPipelineCacheData(ctx->device, cache, &size, data));
+   if (data[1] != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
+       data[2] != ctx->props.vendorID || data[3] != ctx->props.deviceID ||
+       memcmp(&data[4], ctx->props.pipelineCacheUUID, VK_UUID_SIZE))
+      vkt_fail("pipeline cache header does not describe this device");
+   const VkPipelineCacheCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+      .initialDataSize = size,
+      .pInitialData = data,
+   };
+   VkPipelineCache seeded;
+   VKT_CHECK(vkCreatePipelineCache(ctx->device, &info, NULL, &seeded));
+   VKT_CHECK(vkMergePipelineCaches(ctx->device, seeded, 1, &cache));
+   vkDestroyPipelineCache(ctx->device, seeded, NULL);
+   free(data);
 }
 
 static void
@@ -156,8 +192,6 @@ main(int argc, char **argv)
          .pBufferInfo = &buffer_infos[1],
       },
    };
-   vkUpdateDescriptorSets(ctx.device, VKT_ARRAY_SIZE(writes), writes, 0, NULL);
-
    /* Pipeline. */
    const VkPushConstantRange push_range = {
       VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(struct params)
@@ -184,10 +218,45 @@ main(int argc, char **argv)
       },
       .layout = layout,
    };
+   const VkPipelineCacheCreateInfo cache_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+   };
+   VkPipelineCache cache;
+   VKT_CHECK(vkCreatePipelineCache(ctx.device, &cache_info, NULL, &cache));
    VkPipeline pipeline;
-   VKT_CHECK(vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1,
-                                      &pipeline_info, NULL, &pipeline));
+   VKT_CHECK(vkCreateComputePipelines(ctx.device, cache, 1, &pipeline_info,
+                                      NULL, &pipeline));
    vkDestroyShaderModule(ctx.device, module, NULL);
+   check_pipeline_cache(&ctx, cache);
+   vkDestroyPipelineCache(ctx.device, cache, NULL);
+
+   /* The same updates, as a template: both buffers in one entry. */
+   const VkDescriptorUpdateTemplateEntry template_entry = {
+      .dstBinding = 0,
+      .dstArrayElement = 0,
+      .descriptorCount = 2,
+      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+      .offset = 0,
+      .stride = sizeof(VkDescriptorBufferInfo),
+   };
+   const VkDescriptorUpdateTemplateCreateInfo template_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_UPDATE_TEMPLATE_CREATE_INFO,
+      .descriptorUpdateEntryCount = 1,
+      .pDescriptorUpdateEntries = &template_entry,
+      .templateType = VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_DESCRIPTOR_SET,
+      .descriptorSetLayout = set_layout,
+   };
+   VkDescriptorUpdateTemplate update_template;
+   VKT_CHECK(vkCreateDescriptorUpdateTemplate(ctx.device, &template_info, NULL,
+                                              &update_template));
+   const VkDescriptorBufferInfo swapped_infos[] = {
+      { out.buffer, 0, size },
+      { in.buffer, 0, size },
+   };
+   VkWriteDescriptorSet swapped[2];
+   memcpy(swapped, writes, sizeof(swapped));
+   swapped[0].pBufferInfo = &swapped_infos[0];
+   swapped[1].pBufferInfo = &swapped_infos[1];
 
    uint32_t *in_data = in.map, *out_data = out.map;
    const uint32_t groups = (uint32_t)((count + LOCAL_SIZE - 1) / LOCAL_SIZE);
@@ -208,13 +277,49 @@ main(int argc, char **argv)
       vkt_buffer_flush(&ctx, &in);
       vkt_buffer_flush(&ctx, &out);
 
+      const bool other_paths = it & 1;
+      if (other_paths) {
+         vkUpdateDescriptorSets(ctx.device, VKT_ARRAY_SIZE(swapped), swapped,
+                                0, NULL);
+         vkUpdateDescriptorSetWithTemplate(ctx.device, set, update_template,
+                                           buffer_infos);
+      } else {
+         vkUpdateDescriptorSets(ctx.device, VKT_ARRAY_SIZE(writes), writes, 0,
+                                NULL);
+      }
+
       VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
-      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0,
+      VkCommandBuffer secondary = VK_NULL_HANDLE;
+      VkCommandBuffer rec = cmd;
+      if (other_paths) {
+         const VkCommandBufferAllocateInfo alloc = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .commandPool = ctx.cmd_pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_SECONDARY,
+            .commandBufferCount = 1,
+         };
+         const VkCommandBufferInheritanceInfo inherit = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO,
+         };
+         const VkCommandBufferBeginInfo begin = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+            .pInheritanceInfo = &inherit,
+         };
+         VKT_CHECK(vkAllocateCommandBuffers(ctx.device, &alloc, &secondary));
+         VKT_CHECK(vkBeginCommandBuffer(secondary, &begin));
+         rec = secondary;
+      }
+      vkCmdBindPipeline(rec, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+      vkCmdBindDescriptorSets(rec, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0,
                               1, &set, 0, NULL);
-      vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+      vkCmdPushConstants(rec, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                          sizeof(p), &p);
-      vkCmdDispatch(cmd, groups, 1, 1);
+      vkCmdDispatch(rec, groups, 1, 1);
+      if (secondary) {
+         VKT_CHECK(vkEndCommandBuffer(secondary));
+         vkCmdExecuteCommands(cmd, 1, &secondary);
+      }
       const VkMemoryBarrier barrier = {
          .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
@@ -224,6 +329,8 @@ main(int argc, char **argv)
                            VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, NULL,
                            0, NULL);
       vkt_cmd_submit_wait(&ctx, cmd);
+      if (secondary)
+         vkFreeCommandBuffers(ctx.device, ctx.cmd_pool, 1, &secondary);
       vkt_buffer_invalidate(&ctx, &out);
 
       uint64_t bad = 0;
@@ -249,6 +356,7 @@ main(int argc, char **argv)
           (unsigned long long)count, (unsigned long long)iterations,
           ctx.props.deviceName);
 
+   vkDestroyDescriptorUpdateTemplate(ctx.device, update_template, NULL);
    vkDestroyPipeline(ctx.device, pipeline, NULL);
    vkDestroyPipelineLayout(ctx.device, layout, NULL);
    vkDestroyDescriptorPool(ctx.device, pool, NULL);
