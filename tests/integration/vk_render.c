@@ -498,11 +498,13 @@ pipeline_create(const struct vkt_context *ctx, VkPipelineLayout layout,
    return pipeline;
 }
 
+/* The classic pass uses the *2 entry points (vk_sync covers the others). */
 static VkRenderPass
 render_pass_create(const struct vkt_context *ctx, VkFormat depth_format)
 {
-   const VkAttachmentDescription attachments[] = {
+   const VkAttachmentDescription2 attachments[] = {
       {
+         .sType = VK_STRUCTURE_TYPE_ATTACHMENT_DESCRIPTION_2,
          /* 0: MSAA colour */
          .format = COLOR_FORMAT,
          .samples = SAMPLES,
@@ -514,6 +516,7 @@ render_pass_create(const struct vkt_context *ctx, VkFormat depth_format)
          .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
       },
       {
+         .sType = VK_STRUCTURE_TYPE_ATTACHMENT_DESCRIPTION_2,
          /* 1: MSAA depth */
          .format = depth_format,
          .samples = SAMPLES,
@@ -525,6 +528,7 @@ render_pass_create(const struct vkt_context *ctx, VkFormat depth_format)
          .finalLayout = VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
       },
       {
+         .sType = VK_STRUCTURE_TYPE_ATTACHMENT_DESCRIPTION_2,
          /* 2: single-sample resolve target */
          .format = COLOR_FORMAT,
          .samples = VK_SAMPLE_COUNT_1_BIT,
@@ -536,24 +540,29 @@ render_pass_create(const struct vkt_context *ctx, VkFormat depth_format)
          .finalLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
       },
    };
-   const VkAttachmentReference color_ref = {
-      0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL
+   const VkAttachmentReference2 color_ref = {
+      VK_STRUCTURE_TYPE_ATTACHMENT_REFERENCE_2, NULL, 0,
+      VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, VK_IMAGE_ASPECT_COLOR_BIT
    };
-   const VkAttachmentReference depth_ref = {
-      1, VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL
+   const VkAttachmentReference2 depth_ref = {
+      VK_STRUCTURE_TYPE_ATTACHMENT_REFERENCE_2, NULL, 1,
+      VK_IMAGE_LAYOUT_DEPTH_STENCIL_ATTACHMENT_OPTIMAL, depth_aspect(depth_format)
    };
-   const VkAttachmentReference resolve_ref = {
-      2, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL
+   const VkAttachmentReference2 resolve_ref = {
+      VK_STRUCTURE_TYPE_ATTACHMENT_REFERENCE_2, NULL, 2,
+      VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, VK_IMAGE_ASPECT_COLOR_BIT
    };
-   const VkSubpassDescription subpass = {
+   const VkSubpassDescription2 subpass = {
+      .sType = VK_STRUCTURE_TYPE_SUBPASS_DESCRIPTION_2,
       .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
       .colorAttachmentCount = 1,
       .pColorAttachments = &color_ref,
       .pResolveAttachments = &resolve_ref,
       .pDepthStencilAttachment = &depth_ref,
    };
-   const VkSubpassDependency dependencies[] = {
+   const VkSubpassDependency2 dependencies[] = {
       {
+         .sType = VK_STRUCTURE_TYPE_SUBPASS_DEPENDENCY_2,
          .srcSubpass = VK_SUBPASS_EXTERNAL,
          .dstSubpass = 0,
          .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT |
@@ -567,6 +576,7 @@ render_pass_create(const struct vkt_context *ctx, VkFormat depth_format)
                           VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT,
       },
       {
+         .sType = VK_STRUCTURE_TYPE_SUBPASS_DEPENDENCY_2,
          .srcSubpass = 0,
          .dstSubpass = VK_SUBPASS_EXTERNAL,
          .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
@@ -575,8 +585,8 @@ render_pass_create(const struct vkt_context *ctx, VkFormat depth_format)
          .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
       },
    };
-   const VkRenderPassCreateInfo info = {
-      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
+   const VkRenderPassCreateInfo2 info = {
+      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO_2,
       .attachmentCount = VKT_ARRAY_SIZE(attachments),
       .pAttachments = attachments,
       .subpassCount = 1,
@@ -586,7 +596,7 @@ render_pass_create(const struct vkt_context *ctx, VkFormat depth_format)
    };
    VkRenderPass render_pass;
 
-   VKT_CHECK(vkCreateRenderPass(ctx->device, &info, NULL, &render_pass));
+   VKT_CHECK(vkCreateRenderPass2(ctx->device, &info, NULL, &render_pass));
    return render_pass;
 }
 
@@ -850,9 +860,14 @@ main(int argc, char **argv)
       .clearValueCount = VKT_ARRAY_SIZE(clears),
       .pClearValues = clears,
    };
-   vkCmdBeginRenderPass(cmd, &rp_begin, VK_SUBPASS_CONTENTS_INLINE);
+   const VkSubpassBeginInfo subpass_begin = {
+      .sType = VK_STRUCTURE_TYPE_SUBPASS_BEGIN_INFO,
+      .contents = VK_SUBPASS_CONTENTS_INLINE,
+   };
+   const VkSubpassEndInfo subpass_end = {.sType = VK_STRUCTURE_TYPE_SUBPASS_END_INFO};
+   vkCmdBeginRenderPass2(cmd, &rp_begin, &subpass_begin);
    draw_scene(cmd, &scene, pipeline_rp);
-   vkCmdEndRenderPass(cmd);
+   vkCmdEndRenderPass2(cmd, &subpass_end);
    copy_to_buffer(cmd, t1.resolve.image, readback.buffer, 0);
    vkt_cmd_submit_wait(&ctx, cmd);
 
