@@ -4,7 +4,7 @@
 
 Output (into the build directory): test_wire_roundtrip_gen.c, one case per
 command gen_wire.py carries on the wire, run by the harness in
-tests/unit/test_wire_roundtrip.c.  Each case
+tests/unit/test_wire_roundtrip.c.  Each case has two variants, each of which
 
   - builds a sample call with deterministic values: scalars distinct per
     field, handles as distinct non-zero ids (pointer handles point at
@@ -12,15 +12,21 @@ tests/unit/test_wire_roundtrip.c.  Each case
     length members set to match, strings, a pNext chain with the first
     struct each input struct allows, nested structs filled in turn, and
     output storage as the ICD passes it (capacities, sTypes, a chained
-    output struct, fresh ids for new objects);
-  - encodes it (A), decodes A as the daemon does, re-encodes the decoded
-    arguments (B) and wants A == B byte for byte;
+    output struct, fresh ids for new objects).  The "full" variant fills
+    everything; the "sparse" one leaves out whatever the decoder accepts
+    absent (optional pointers and handles, pNext chains, optional output
+    arrays) and gives optional counts 0;
+  - encodes it (A), decodes A as the daemon does, wants the decoded
+    arguments to hold the sample's values (compared member by member,
+    through pointers and chains), re-encodes them (B) and wants A == B
+    byte for byte;
   - wants every proper prefix of A, and A with an array count changed, to
     decode as fatal;
   - for synchronous commands, fills the daemon side's outputs and return
     value, encodes the reply, decodes it into the sample's output storage
-    as the ICD does, checks the return value, counts and handles, and
-    re-encodes what the ICD received to compare it with the reply.
+    as the ICD does, checks the return value, counts, handles and output
+    values, and re-encodes what the ICD received to compare it with the
+    reply.
 
 Like gen_wire.py, this uses only the Python standard library; it imports
 gen_wire.py for the command table and the encoding rules."""
@@ -117,8 +123,10 @@ class Values:
 class Case:
     """Writes one command's case."""
 
-    def __init__(self, gen, values, index, name):
+    def __init__(self, gen, values, index, name, sparse):
         self.gen = gen
+        self.sparse = sparse
+        self.variant = 'sparse' if sparse else 'full'
         self.reg = gen.reg
         self.values = values
         self.index = index
@@ -127,9 +135,14 @@ class Case:
         self.lines = []
         self.nlocal = 0
         self.rotation = {}
+        self.null_outs = set()  # output arrays the sample call leaves NULL
 
     def w(self, s=''):
         self.lines.append('   ' + s if s else '')
+
+    def absent(self, owner, m):
+        """Whether the sparse variant leaves member or parameter m out."""
+        return self.sparse and gen_wire.member_nullable(self.gen, owner, m)
 
     def local(self, prefix):
         self.nlocal += 1
@@ -183,6 +196,7 @@ class Case:
     def len_values(self, owner, members):
         """Values of the members that give other members' lengths."""
         names = {m.name for m in members}
+        optional = {m.name for m in members if m.is_optional}
         lens = {}
         for m in members:
             if not m.len or m.len[0] == 'null-terminated':
@@ -194,7 +208,8 @@ class Case:
                                      f'formula {m.altlen!r} to LATEX_LENS')
                 field, value = LATEX_LENS[(owner, m.name)]
             elif first in names:
-                field, value = first, str(self.array_len(m))
+                field = first
+                value = '0' if self.sparse and first in optional else str(self.array_len(m))
             else:
                 continue
             if lens.get(field, value) != value:
@@ -204,7 +219,7 @@ class Case:
 
     # ---- input values -----------------------------------------------------
 
-    def fill_value(self, lv, tname, dims, depth, overrides=None, owner=None):
+    def fill_value(self, lv, tname, dims, depth, overrides=None):
         """Fills the non-pointer value lv of type tname."""
         k = self.reg.kind(tname)
         if dims:
@@ -248,7 +263,8 @@ class Case:
             if m.name == 'sType':
                 self.w(f'{mlv} = {s.stype};')
             elif m.name == 'pNext':
-                allowed = self.gen.chain_members(sname, False) if chain else []
+                allowed = self.gen.chain_members(sname, False) \
+                    if chain and not self.sparse else []
                 if allowed:
                     x = allowed[0]
                     loc = self.local('c')
@@ -265,20 +281,40 @@ class Case:
                 i = self.rotation.get(key, 0)
                 self.rotation[key] = i + 1
                 self.w(f'{mlv} = ({m.type})({choices[i % len(choices)]});')
+            elif self.absent(sname, m) and (m.ptr or reg.kind(m.type) == 'handle'):
+                pass  # NULL or VK_NULL_HANDLE: zeroed
             elif m.ptr == 0:
                 self.fill_value(mlv, m.type, m.dims, depth + 1)
             else:
-                self.fill_pointer(mlv, m, sname, depth + 1)
+                self.fill_pointer(mlv, m, sname, depth + 1, count=self.count_of(m, lens))
 
-    def fill_pointer(self, lv, m, owner, depth, overrides=None):
-        """Points lv at sample storage for pointer member or parameter m."""
+    def count_of(self, m, lens):
+        """Elements in array m, given the length values of its owner."""
+        if not m.len or m.len[0] == 'null-terminated' or m.len[0].startswith('latexmath'):
+            return None
+        value = lens.get(m.len[0])
+        return int(value) if value is not None and value.isdigit() else None
+
+    def fill_pointer(self, lv, m, owner, depth, overrides=None, count=None):
+        """Points lv at sample storage for pointer member or parameter m
+        (count elements when it is an array, array_len(m) if None)."""
         reg = self.reg
         k = reg.kind(m.type)
+        n = self.array_len(m) if count is None else count
+        if m.len and m.len[0].startswith('latexmath'):
+            n = ARRAY_LEN
+        if m.len and m.len[0] != 'null-terminated' and n == 0:
+            # an empty array: present, but no element is read
+            loc = self.local('a')
+            t = 'const char *' if m.ptr == 2 else self.ctype(m.type)
+            self.w(f'{t} {loc}[1];')
+            self.w(f'memset({loc}, 0, sizeof({loc}));')
+            self.w(f'{lv} = {loc};')
+            return
         if m.ptr == 2:
             if m.type != 'char':
                 raise SystemExit(f'gen_roundtrip: {owner}.{m.name}: pointer to pointer')
             loc = self.local('a')
-            n = self.array_len(m)
             strings = ', '.join(self.string_value() for _ in range(n))
             self.w(f'static const char *const {loc}[{n}] = {{{strings}}};')
             self.w(f'{lv} = {loc};')
@@ -294,9 +330,6 @@ class Case:
             self.fill_value(loc, m.type, (), depth, overrides)
             self.w(f'{lv} = &{loc};')
             return
-        n = self.array_len(m)
-        if m.len[0].startswith('latexmath'):
-            n = ARRAY_LEN
         loc = self.local('a')
         if k == 'void':
             vals = ', '.join(f'0x{self.values.next_value() & 0xff:02x}' for _ in range(n))
@@ -361,13 +394,15 @@ class Case:
                 key = first if q.m.ptr == 0 else None
                 if q.role == 'out_count':
                     key = first
+                elif self.sparse and q.m.is_optional:
+                    n = 0
                 if key:
                     if scalar_lens.get(key, n) != n:
                         raise SystemExit(f'gen_roundtrip: {name}.{first}: arrays of different lengths')
                     scalar_lens[key] = n
 
-        self.w(f'rt_begin(t, "{name}");')
-        self.w(f'uint32_t seed = {self.index * 1000 + 1}u;')
+        self.w(f'rt_begin(t, "{name}", "{self.variant}");')
+        self.w(f'uint32_t seed = {self.index * 1000 + (501 if self.sparse else 1)}u;')
         self.w('(void)seed;')
         self.w()
         self.w('/* the sample call */')
@@ -388,6 +423,8 @@ class Case:
                     self.fill_value(x, m.type, m.dims, 0)
                 elif m.ptr == 0 and p.name in scalar_lens:
                     self.w(f'const {decl} = ({m.type}){scalar_lens[p.name]};')
+                elif m.ptr == 0 and p.kind == 'handle' and self.absent(name, m):
+                    self.w(f'const {decl} = VK_NULL_HANDLE;')
                 elif m.ptr == 0 and p.kind == 'handle':
                     self.w(f'const {decl} = {self.handle_value(m.type)};')
                 elif m.ptr == 0 and p.kind in ('struct', 'union'):
@@ -396,9 +433,12 @@ class Case:
                     self.fill_value(x, m.type, (), 0)
                 elif m.ptr == 0:
                     self.w(f'const {decl} = {self.scalar_value(m.type)};')
+                elif self.absent(name, m):
+                    self.w(f'{decl} = NULL;')
                 else:
                     self.w(f'{decl};')
-                    self.fill_pointer(x, m, name, 0, overrides.get(p.name))
+                    count = scalar_lens.get(m.len[0]) if m.len else None
+                    self.fill_pointer(x, m, name, 0, overrides.get(p.name), count)
                 continue
             outs.append(p)
             if p.role == 'out_count':
@@ -408,6 +448,10 @@ class Case:
                 cap = scalar_lens.get(cp.name if cp else m.len[0], OUTPUT_CAP) \
                     if m.len else OUTPUT_CAP
                 t = self.ctype(m.type)
+                if self.sparse and m.is_optional:
+                    self.w(f'{t} *{x} = NULL; /* asks for the count only */')
+                    self.null_outs.add(p.name)
+                    continue
                 self.w(f'{t} {x}[{cap}];')
                 self.w(f'memset({x}, 0, sizeof({x}));')
                 if p.kind == 'struct':
@@ -433,6 +477,12 @@ class Case:
         self.w('rt_dec_init(t, &d, &t->a);')
         self.w(f'if (!rt_dec_done(t, &d, wire_decargs_{name}(&d, &a), "request"))')
         self.w('   return;')
+        self.w('bool same = true;')
+        for p in params:
+            if p.role == 'input' and not p.skip:
+                emit_eq_member(gen, self.w, '', name, cmd.params, p.m, 'x_', 'a.')
+        self.w('if (!same)')
+        self.w('   return;')
         for p in outs:
             if p.role == 'out_handle':
                 objtype = reg.handles[p.type][1]
@@ -446,8 +496,9 @@ class Case:
         self.w()
         self.w('/* malformed requests */')
         self.w(f'rt_truncations(t, decode_{name});')
-        for offset, expect, what in self.count_offsets(params, scalar_lens):
-            self.w(f'rt_corrupt_count(t, decode_{name}, {offset}, {expect}, "{what}");')
+        if not self.sparse:
+            for offset, expect, what in self.count_offsets(params, scalar_lens):
+                self.w(f'rt_corrupt_count(t, decode_{name}, {offset}, {expect}, "{what}");')
 
         if sync:
             self.emit_reply(params, outs, args)
@@ -502,10 +553,11 @@ class Case:
                 self.w(f'*a.{p.name} = 1;')
             elif p.role == 'out_array':
                 if p.kind == 'struct':
-                    self.w(f'for (uint32_t i = 0; i < a.{p.name}_cap; i++)')
+                    self.w(f'for (uint32_t i = 0; a.{p.name} && i < a.{p.name}_cap; i++)')
                     self.w(f'   rt_fillout_{p.type}(&a.{p.name}[i], &seed);')
                 else:
-                    self.w(f'rt_fill_bytes(a.{p.name}, a.{p.name}_cap * sizeof(*a.{p.name}), &seed);')
+                    self.w(f'if (a.{p.name})')
+                    self.w(f'   rt_fill_bytes(a.{p.name}, a.{p.name}_cap * sizeof(*a.{p.name}), &seed);')
             elif p.role == 'out_struct':
                 self.w(f'rt_fillout_{p.type}(a.{p.name}, &seed);')
             elif p.role == 'out_scalar':
@@ -539,6 +591,22 @@ class Case:
                 self.w(f'   if (({x}[i] == VK_NULL_HANDLE) != (a.{p.name}[i] == VK_NULL_HANDLE))')
                 self.w(f'      rt_fail(t, "reply: {p.name}[%u] is wrong", i);')
                 self.w('}')
+        for p in outs:
+            x = f'x_{p.name}'
+            if p.role == 'out_struct':
+                self.w('if (same)')
+                self.w(f'   same = rt_eq_{p.type}(t, a.{p.name}, &{x});')
+            elif p.role == 'out_array' and p.name not in self.null_outs:
+                cp = gen_wire.count_param_of(cmd, p)
+                n = f'*a.{cp.name}' if cp else f'a.{p.name}_cap'
+                self.w(f'if (a.{p.name}) {{')
+                if p.kind == 'struct':
+                    self.w(f'   for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
+                    self.w(f'      same = rt_eq_{p.type}(t, &a.{p.name}[i], &{x}[i]);')
+                else:
+                    self.w(f'   if (memcmp(a.{p.name}, {x}, (size_t)({n}) * sizeof(*a.{p.name})))')
+                    self.w(f'      same = rt_differs(t, "{name}.{p.name}");')
+                self.w('}')
         self.w(f'struct wire_args_{name} b = a;')
         for p in outs:
             x = f'x_{p.name}'
@@ -552,17 +620,190 @@ class Case:
         self.w('rt_same(t, &t->r, &t->r2, "reply re-encoded from what the ICD decoded");')
 
     def text(self):
-        name = self.name
-        out = []
-        out.append(f'static bool\ndecode_{name}(struct wire_dec *d)\n{{')
-        out.append(f'   struct wire_args_{name} a;')
-        out.append('   memset(&a, 0, sizeof(a));')
-        out.append(f'   return wire_decargs_{name}(d, &a);')
-        out.append('}\n')
-        out.append(f'static void\ncase_{name}(struct rt *t)\n{{')
+        out = [f'static void\n{self.variant}_{self.name}(struct rt *t)\n{{']
         out += self.lines
         out.append('}\n')
         return '\n'.join(out)
+
+
+def emit_case(gen, values, index, name, w):
+    """The case of one command: its full and sparse variants."""
+    w(f'static bool\ndecode_{name}(struct wire_dec *d)\n{{')
+    w(f'   struct wire_args_{name} a;')
+    w('   memset(&a, 0, sizeof(a));')
+    w(f'   return wire_decargs_{name}(d, &a);')
+    w('}\n')
+    variants = []
+    for sparse in (False, True):
+        case = Case(gen, values, index, name, sparse)
+        case.emit()
+        w(case.text())
+        variants.append(case.variant)
+    w(f'static void\ncase_{name}(struct rt *t)\n{{')
+    for v in variants:
+        w(f'   {v}_{name}(t);')
+    w('}\n')
+
+
+def handle_id(gen, tname, expr):
+    """The id a handle value stands for (sample or host side alike)."""
+    if gen.is_pointer_handle(tname):
+        return f'wire_object_id({expr})'
+    return f'(uint64_t)(uintptr_t)({expr})'
+
+
+def emit_eq_member(gen, w, ind, owner, members, m, xp, yp):
+    """Compares member or parameter m of x (the sample, or the daemon's
+    output) and y (what the other side decoded); clears `same` and fails
+    the case when they differ.  A conditional member (CONDITIONAL_MEMBERS,
+    evaluated over `s`, the sample, and `e`) must be there exactly when
+    its condition holds."""
+    reg = gen.reg
+    k = reg.kind(m.type)
+    t = reg.resolve_type(m.type)
+    xv, yv = xp + m.name, yp + m.name
+    cond = gen_wire.CONDITIONAL_MEMBERS.get((owner, m.name))
+    differs = f'same = rt_differs(t, "{owner}.{m.name}");'
+    if cond:
+        absent = f'{yv} != VK_NULL_HANDLE' if m.ptr == 0 else f'{yv} != NULL'
+        w(f'{ind}if (same && !({cond})) {{')
+        w(f'{ind}   if ({absent})')
+        w(f'{ind}      same = rt_differs(t, "{owner}.{m.name} (sent though its condition is false)");')
+        w(f'{ind}}} else {{')
+        emit_eq_member_value(gen, w, ind + '   ', members, m, xp, yp, differs)
+        w(f'{ind}}}')
+        return
+    emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs)
+
+
+def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
+    reg = gen.reg
+    k = reg.kind(m.type)
+    t = reg.resolve_type(m.type)
+    xv, yv = xp + m.name, yp + m.name
+    if m.ptr == 0:
+        if m.dims and k == 'struct':
+            w(f'{ind}for (size_t i = 0; same && i < UTIL_ARRAY_SIZE({xv}); i++)')
+            w(f'{ind}   same = rt_eq_{t}(t, &{xv}[i], &{yv}[i]);')
+        elif m.dims and k == 'handle':
+            w(f'{ind}for (size_t i = 0; same && i < UTIL_ARRAY_SIZE({xv}); i++)')
+            w(f'{ind}   if ({handle_id(gen, t, xv + "[i]")} != {handle_id(gen, t, yv + "[i]")})')
+            w(f'{ind}      {differs}')
+        elif m.dims:
+            w(f'{ind}if (same && memcmp({xv}, {yv}, sizeof({xv})))')
+            w(f'{ind}   {differs}')
+        elif k == 'handle':
+            w(f'{ind}if (same && {handle_id(gen, t, xv)} != {handle_id(gen, t, yv)})')
+            w(f'{ind}   {differs}')
+        elif k == 'struct':
+            w(f'{ind}if (same)')
+            w(f'{ind}   same = rt_eq_{t}(t, &{xv}, &{yv});')
+        else:
+            w(f'{ind}if (same && memcmp(&{xv}, &{yv}, sizeof({xv})))')
+            w(f'{ind}   {differs}')
+        return
+    w(f'{ind}if (same && !{xv} != !{yv})')
+    w(f'{ind}   {differs}')
+    w(f'{ind}if (same && {xv}) {{')
+    i2 = ind + '   '
+    n = gen_wire.member_len(gen, members, m, xp)
+    if m.ptr == 2:
+        w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
+        w(f'{i2}   if (strcmp({xv}[i], {yv}[i]))')
+        w(f'{i2}      {differs}')
+    elif m.type == 'char' and m.len and m.len[0] == 'null-terminated':
+        w(f'{i2}if (strcmp({xv}, {yv}))')
+        w(f'{i2}   {differs}')
+    elif n is None:
+        if k == 'struct':
+            w(f'{i2}same = rt_eq_{t}(t, {xv}, {yv});')
+        elif k == 'handle':
+            w(f'{i2}if ({handle_id(gen, t, "*" + xv)} != {handle_id(gen, t, "*" + yv)})')
+            w(f'{i2}   {differs}')
+        else:
+            w(f'{i2}if (memcmp({xv}, {yv}, sizeof(*{xv})))')
+            w(f'{i2}   {differs}')
+    elif k == 'struct':
+        w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
+        w(f'{i2}   same = rt_eq_{t}(t, &{xv}[i], &{yv}[i]);')
+    elif k == 'handle':
+        w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
+        w(f'{i2}   if ({handle_id(gen, t, xv + "[i]")} != {handle_id(gen, t, yv + "[i]")})')
+        w(f'{i2}      {differs}')
+    else:
+        size = f'(size_t)({n})' if k == 'void' else f'(size_t)({n}) * sizeof(*{xv})'
+        w(f'{i2}if (memcmp({xv}, {yv}, {size}))')
+        w(f'{i2}   {differs}')
+    w(f'{ind}}}')
+
+
+def emit_eq(gen, w):
+    """rt_eq_<struct>(t, x, y): whether y holds what x does, member by
+    member and through pointers and pNext chains (ids for handles)."""
+    reg = gen.reg
+    structs = gen.structs_all
+    for sname in structs:
+        w(f'static bool rt_eq_{sname}(struct rt *t, const {sname} *x, const {sname} *y) '
+          '__attribute__((unused));')
+        if reg.structs[sname].stype:
+            w(f'static bool rt_eq_body_{sname}(struct rt *t, const {sname} *x, const {sname} *y);')
+    w()
+    w('/* The encoder state the CONDITIONAL_MEMBERS conditions read and set. */')
+    w('static struct wire_enc cond_enc;')
+    w()
+    w('static bool\nrt_eq_chain(struct rt *t, const void *xn, const void *yn)\n{')
+    w('   const VkBaseInStructure *x = xn, *y = yn;')
+    w('   for (; x && y; x = x->pNext, y = y->pNext) {')
+    w('      if (x->sType != y->sType)')
+    w('         return rt_differs(t, "pNext chain");')
+    w('      switch ((int)x->sType) {')
+    seen = set()
+    for sname in structs:
+        stype = reg.structs[sname].stype
+        if not stype or stype in seen:
+            continue
+        seen.add(stype)
+        w(f'      case {stype}:')
+        w(f'         if (!rt_eq_body_{sname}(t, (const {sname} *)x, (const {sname} *)y))')
+        w('            return false;')
+        w('         break;')
+    w('      default:')
+    w('         return rt_differs(t, "pNext chain (unexpected sType)");')
+    w('      }')
+    w('   }')
+    w('   if (x || y)')
+    w('      return rt_differs(t, "pNext chain length");')
+    w('   return true;')
+    w('}\n')
+    for sname in structs:
+        s = reg.structs[sname]
+        body = 'body_' if s.stype else ''
+        w(f'static bool\nrt_eq_{body}{sname}(struct rt *t, const {sname} *x, const {sname} *y)\n{{')
+        if s.union:
+            w(f'   return !memcmp(x, y, sizeof(*x)) || rt_differs(t, "{sname}");')
+            w('}\n')
+            continue
+        w('   bool same = true;')
+        w('   (void)t;')
+        w('   (void)x;')
+        w('   (void)y;')
+        if any((sname, m.name) in gen_wire.CONDITIONAL_MEMBERS for m in s.members):
+            w(f'   const {sname} *s = x; /* what the conditions read */')
+            w('   struct wire_enc *e = &cond_enc;')
+            w('   (void)s;')
+            w('   (void)e;')
+        for m in s.members:
+            if m.name in ('sType', 'pNext'):
+                continue
+            emit_eq_member(gen, w, '   ', sname, s.members, m, 'x->', 'y->')
+        w('   return same;')
+        w('}\n')
+        if s.stype:
+            w(f'static bool\nrt_eq_{sname}(struct rt *t, const {sname} *x, const {sname} *y)\n{{')
+            w(f'   if (x->sType != y->sType)')
+            w(f'      return rt_differs(t, "{sname}.sType");')
+            w(f'   return rt_eq_body_{sname}(t, x, y) && rt_eq_chain(t, x->pNext, y->pNext);')
+            w('}\n')
 
 
 def emit_fillout(gen, w):
@@ -602,6 +843,8 @@ def emit_fillout(gen, w):
             continue
         body = 'body_' if s.stype else ''
         w(f'static void\nrt_fillout_{body}{sname}({sname} *s, uint32_t *seed)\n{{')
+        w('   (void)s;')
+        w('   (void)seed;')
         for m in s.members:
             if m.name in ('sType', 'pNext'):
                 continue
@@ -660,11 +903,10 @@ def main():
     w('   }')
     w('}\n')
     emit_fillout(gen, w)
+    emit_eq(gen, w)
     values = Values()
     for i, name in enumerate(gen.wire_commands):
-        case = Case(gen, values, i, name)
-        case.emit()
-        w(case.text())
+        emit_case(gen, values, i, name, w)
     w('const struct rt_case rt_cases[] = {')
     for name in gen.wire_commands:
         w(f'   {{"{name}", case_{name}}},')

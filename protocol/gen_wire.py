@@ -277,7 +277,7 @@ class Gen:
         if k == 'handle':
             return 8
         if k in ('struct', 'union'):
-            return 4 if not self.flat(m.type) else 1
+            return 4  # every member, and every union, takes 4 bytes or more
         if m.ptr == 2:
             return 4
         info = self.reg.scalar_info(m.type)
@@ -940,7 +940,7 @@ def emit_cmd_decoders(gen, w, hw):
                 n = out_len_expr(gen, cmd, p, 'a->') or '1'
                 w('   {')
                 if '->' in n:
-                    base = n.split('->')[0]
+                    base = n.rsplit('->', 1)[0]
                     w(f'      if (!{base}) {{')
                     w(f'         wire_dec_fail(d, "{name}: missing {base[3:]}");')
                     w('         return false;')

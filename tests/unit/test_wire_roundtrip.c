@@ -36,7 +36,7 @@ rt_fail(struct rt *t, const char *fmt, ...)
    if (t->failed)
       return;
    t->failed = true;
-   printf("FAILED %s: ", t->cmd);
+   printf("FAILED %s (%s call): ", t->cmd, t->variant);
    va_list ap;
    va_start(ap, fmt);
    vprintf(fmt, ap);
@@ -44,11 +44,18 @@ rt_fail(struct rt *t, const char *fmt, ...)
    putchar('\n');
 }
 
+bool
+rt_differs(struct rt *t, const char *what)
+{
+   rt_fail(t, "decoded %s differs from what was encoded", what);
+   return false;
+}
+
 void
-rt_begin(struct rt *t, const char *cmd)
+rt_begin(struct rt *t, const char *cmd, const char *variant)
 {
    t->cmd = cmd;
-   t->failed = false;
+   t->variant = variant;
    wire_enc_reset(&t->a);
    wire_enc_reset(&t->b);
    wire_enc_reset(&t->r);

@@ -7,12 +7,18 @@
  * test_wire_roundtrip_gen.c); each builds a sample call and drives it
  * through the helpers below:
  *
- *   sample call -> wire_enc_vkFoo -> A -> wire_decargs_vkFoo -> args
+ *   sample call -> wire_enc_vkFoo -> A -> wire_decargs_vkFoo -> args,
+ *   and args hold what the sample call does (rt_eq_*: member by member,
+ *   through pointers and pNext chains, handles by id);
  *   args -> wire_enc_vkFoo -> B, and A == B byte for byte;
  *   every prefix of A, and A with a count changed, must decode as fatal;
  *   sync commands: args + outputs -> wire_encreply_vkFoo -> R ->
- *   wire_decreply_vkFoo -> the sample's output storage -> (re-encoded
- *   through wire_encreply_vkFoo) R2, and R == R2.
+ *   wire_decreply_vkFoo -> the sample's output storage, which must hold
+ *   what the daemon side's does, and (re-encoded through
+ *   wire_encreply_vkFoo) R2 == R.
+ *
+ * Each command has a "full" sample call (everything filled) and a
+ * "sparse" one (whatever may be absent left out).
  */
 
 #include <stdbool.h>
@@ -24,6 +30,7 @@
 
 struct rt {
    const char *cmd;      /* command under test */
+   const char *variant;  /* of its sample call */
    bool failed;          /* the command under test failed a check */
    struct wire_enc a;    /* request as the ICD encodes it */
    struct wire_enc b;    /* request re-encoded from the decoded arguments */
@@ -50,10 +57,15 @@ extern const struct rt_case rt_cases[];
 extern const unsigned rt_case_count;
 bool rt_is_pointer_type(VkObjectType type);
 
-/* Starts a case: resets the buffers, the arena and the object pool. */
-void rt_begin(struct rt *t, const char *cmd);
+/* Starts a variant of a case: resets the buffers, the arena and the object
+ * pools. */
+void rt_begin(struct rt *t, const char *cmd, const char *variant);
 /* Records a failure of the command under test (the first one is printed). */
 void rt_fail(struct rt *t, const char *fmt, ...) UTIL_PRINTF(2, 3);
+
+/* Fails the case because what was decoded differs from what was encoded
+ * in `what` (a struct member or parameter); returns false. */
+bool rt_differs(struct rt *t, const char *what);
 
 /* A sample pointer handle: a fresh object header holding id. */
 void *rt_obj(uint64_t id);
