@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "util_macros.h"
+#include "util_thread.h"
 #include "wire_control.h"
 #include "wire_gen.h"
 
@@ -713,12 +714,7 @@ gpud_client_start(struct gpud_daemon *daemon, int fd)
    daemon->n_threads++;
    pthread_mutex_unlock(&daemon->mutex);
 
-   pthread_attr_t attr;
-   pthread_attr_init(&attr);
-   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-   pthread_t thread;
-   int r = pthread_create(&thread, &attr, client_thread, client);
-   pthread_attr_destroy(&attr);
+   int r = util_thread_start_detached(client_thread, client);
    if (r != 0) {
       util_err("cannot start a client thread: %s", strerror(r));
       pthread_mutex_lock(&daemon->mutex);

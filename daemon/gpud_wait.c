@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util_thread.h"
+
 enum wait_kind {
    WAIT_FENCES,
    WAIT_SEMAPHORES,
@@ -205,12 +207,7 @@ waiter_start(struct gpud_call *call, struct gpud_waiter *w)
    client->n_waiters++;
    pthread_mutex_unlock(&client->wait_mutex);
 
-   pthread_attr_t attr;
-   pthread_attr_init(&attr);
-   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-   pthread_t thread;
-   int r = pthread_create(&thread, &attr, waiter_thread, w);
-   pthread_attr_destroy(&attr);
+   int r = util_thread_start_detached(waiter_thread, w);
    if (r != 0) {
       pthread_mutex_lock(&client->wait_mutex);
       client->waiters = w->next;
