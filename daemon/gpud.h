@@ -65,6 +65,7 @@ struct gpud_object {
    struct gpud_object *pool;         /* command or descriptor pool of a child */
    struct gpud_host_dispatch *disp;  /* instances and devices: their own table */
    struct gpud_object *prev, *next;  /* client's objects in creation order */
+   bool lost;                        /* devices: an asynchronous call failed */
    /* memory */
    void *map;
    size_t map_size;
@@ -140,6 +141,11 @@ gpud_call_dispatch(struct gpud_call *call)
 }
 
 void gpud_call_fail(struct gpud_call *call, const char *why);
+static inline bool
+gpud_call_device_lost(const struct gpud_call *call)
+{
+   return call->device && call->device->lost;
+}
 void gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uint64_t handle);
 /* Forgets the objects of this type the command named (it destroyed them),
  * and for pools their children. */

@@ -189,8 +189,12 @@ gpud_call_fail(struct gpud_call *call, const char *why)
 void
 gpud_call_async_error(struct gpud_call *call, VkResult result)
 {
-   gpud_client_log(call->client, UTIL_LOG_WARNING, "%s failed asynchronously: %d",
+   /* Nobody waits for this result: the device is lost from now on, and
+    * every later call on it says so. */
+   gpud_client_log(call->client, UTIL_LOG_WARNING, "%s failed (%d): device lost",
                    wire_op_name(call->op), result);
+   if (call->device)
+      call->device->lost = true;
 }
 
 static struct gpud_object *

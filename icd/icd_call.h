@@ -37,6 +37,8 @@ struct icd_call {
 };
 
 struct icd_connection *icd_connection_of(const void *dispatchable);
+/* Whether the daemon is gone (every call now returns VK_ERROR_DEVICE_LOST). */
+bool icd_connection_lost(struct icd_connection *conn);
 
 struct wire_enc *icd_call_begin(struct icd_call *call, struct icd_connection *conn,
                                 uint32_t op, bool sync, bool cacheable);

@@ -149,6 +149,12 @@ icd_connection_destroy(struct icd_connection *conn)
    free(conn);
 }
 
+bool
+icd_connection_lost(struct icd_connection *conn)
+{
+   return icd_connection_is_lost(conn);
+}
+
 void
 icd_connection_set_lost(struct icd_connection *conn, const char *why)
 {

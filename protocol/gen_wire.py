@@ -61,6 +61,13 @@ FORCE_SYNC = {
     'vkEndCommandBuffer',  # the recorded stream is shipped and replayed here
 }
 
+# Calls that return a VkResult but need not wait for it: the work is
+# queued in order and a failure loses the device (every later call on it
+# returns VK_ERROR_DEVICE_LOST), as a GPU fault would.
+FORCE_ASYNC = {
+    'vkQueueSubmit', 'vkQueueSubmit2', 'vkQueueBindSparse',
+}
+
 # Struct members the API says are ignored under a condition; the ICD sends
 # them as absent then (an application may leave them uninitialised), and the
 # daemon accepts them absent.  Value: C condition over `s` for sending them.
@@ -745,6 +752,8 @@ def cmd_signature(cmd):
 def is_sync(gen, cmd):
     if cmd.name in FORCE_SYNC:
         return True
+    if cmd.name in FORCE_ASYNC:
+        return False
     if cmd.ret != 'void':
         return True
     return any(P(gen, cmd, p).role != 'input' for p in cmd.params)
@@ -1126,7 +1135,7 @@ def emit_icd(gen, w):
                 else:
                     w(f'   icd_handle_destroy({objtype}, (uint64_t)(uintptr_t){d.name});')
             if ret == 'VkResult':
-                w('   return VK_SUCCESS;')
+                w('   return icd_connection_lost(conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;')
             w('}\n')
             continue
         cacheable = name.startswith('vkGetPhysicalDevice') or name == 'vkEnumerateDeviceExtensionProperties'
@@ -1291,7 +1300,13 @@ def emit_gpud(gen, w, hw):
         w('   memset(&a, 0, sizeof(a));')
         w(f'   if (!wire_decargs_{name}(&call->dec, &a))')
         w('      return;')
-        w(f'   gpud_exec_{name}(call, &a);')
+        if cmd.ret == 'VkResult':
+            w('   if (gpud_call_device_lost(call))')
+            w('      a.ret = VK_ERROR_DEVICE_LOST;')
+            w('   else')
+            w(f'      gpud_exec_{name}(call, &a);')
+        else:
+            w(f'   gpud_exec_{name}(call, &a);')
         w('   if (call->deferred || call->dec.fatal)')
         w('      return;')
         for p in params:
