@@ -23,6 +23,7 @@
 #define GPUD_MAX_OBJECTS (1u << 20)            /* live objects per client */
 #define GPUD_MAX_WAITERS 64                    /* blocking waits in flight per client */
 #define GPUD_WAIT_SLICE_NS (50ull * 1000 * 1000)
+#define GPUD_COMMAND_SPIN_NS (50ull * 1000)      /* poll for the next command before sleeping */
 
 /* The host driver and the one host device this daemon serves. */
 struct gpud_host {

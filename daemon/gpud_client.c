@@ -597,6 +597,8 @@ client_loop(struct gpud_client *client)
 {
    for (;;) {
       struct util_msg msg;
+      /* The next command of a busy client usually follows at once. */
+      util_socket_spin_readable(client->fd, GPUD_COMMAND_SPIN_NS);
       int r = util_msg_recv(client->fd, &client->reader, &msg);
       if (r == -ECONNRESET) {
          gpud_client_log(client, client->control ? UTIL_LOG_DEBUG : UTIL_LOG_INFO,

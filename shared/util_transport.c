@@ -5,7 +5,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -465,4 +467,28 @@ util_msg_close_fds(struct util_msg *msg)
       return;
    for (unsigned i = 0; i < msg->n_fds && i < UTIL_MSG_MAX_FDS; i++)
       util_fd_close(&msg->fds[i]);
+}
+
+static uint64_t
+now_ns(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool
+util_socket_spin_readable(int fd, uint64_t max_ns)
+{
+   uint64_t start = now_ns();
+   do {
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      int r = poll(&p, 1, 0);
+      if (r > 0)
+         return true;
+      if (r < 0 && errno != EINTR)
+         return false;
+      sched_yield();
+   } while (now_ns() - start < max_ns);
+   return false;
 }
