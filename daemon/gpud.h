@@ -67,6 +67,8 @@ struct gpud_object {
    struct gpud_host_dispatch *disp;  /* instances and devices: their own table */
    struct gpud_object *prev, *next;  /* client's objects in creation order */
    bool lost;                        /* devices: an asynchronous call failed */
+   struct gpud_queue_info *queues;   /* devices: the queues it was created with */
+   uint32_t n_queues;
    /* memory */
    void *map;
    size_t map_size;
@@ -74,6 +76,12 @@ struct gpud_object {
 };
 
 struct gpud_waiter;
+
+struct gpud_queue_info {
+   uint32_t family;
+   uint32_t count;
+   VkDeviceQueueCreateFlags flags;
+};
 
 struct gpud_client {
    struct gpud_daemon *daemon;
@@ -133,7 +141,13 @@ struct gpud_call {
    void *new_map;
    size_t new_map_size;
    uint64_t new_bytes;
+   /* queues of a new device, attached to its object */
+   struct gpud_queue_info *new_queues;
+   uint32_t n_new_queues;
 };
+
+/* The object the command named with this host handle, or NULL. */
+struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle);
 
 static inline const struct gpud_host_dispatch *
 gpud_call_dispatch(struct gpud_call *call)

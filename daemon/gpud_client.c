@@ -111,6 +111,7 @@ gpud_object_forget(struct gpud_client *client, struct gpud_object *obj)
       atomic_fetch_sub(&client->memory_bytes, obj->bytes);
    if (obj->map)
       munmap(obj->map, obj->map_size);
+   free(obj->queues);
    free(obj->disp);
    free(obj);
 }
@@ -197,6 +198,17 @@ gpud_call_async_error(struct gpud_call *call, VkResult result)
       call->device->lost = true;
 }
 
+struct gpud_object *
+gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle)
+{
+   for (unsigned i = 0; i < call->n_touched; i++) {
+      if (call->touched[i] && call->touched[i]->type == type &&
+          call->touched[i]->handle == handle)
+         return call->touched[i];
+   }
+   return NULL;
+}
+
 static struct gpud_object *
 touched_of_type(struct gpud_call *call, VkObjectType type)
 {
@@ -239,6 +251,9 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       break;
    case VK_OBJECT_TYPE_DEVICE:
       obj->device = NULL;
+      obj->queues = call->new_queues;
+      obj->n_queues = call->n_new_queues;
+      call->new_queues = NULL;
       obj->disp = calloc(1, sizeof(*obj->disp));
       if (obj->disp) {
          *obj->disp = *call->instance->disp;
@@ -444,6 +459,8 @@ process_stream(struct gpud_client *client, const uint8_t *data, size_t size)
          munmap(call.new_map, call.new_map_size);
          call.new_map = NULL;
       }
+      free(call.new_queues);
+      call.new_queues = NULL;
       if (!ok) {
          util_fd_close(&call.reply_fd);
          free(call.touched);

@@ -214,12 +214,82 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    }
    if (host->has_external_memory_host)
       exts[n++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+   /* Queues the host device has, asked for once each. */
+   uint32_t n_families = 0;
+   call->disp->GetPhysicalDeviceQueueFamilyProperties(a->physicalDevice, &n_families, NULL);
+   VkQueueFamilyProperties *families =
+      wire_dec_alloc(&call->dec, sizeof(*families) * (n_families ? n_families : 1));
+   struct gpud_queue_info *queues =
+      calloc(in->queueCreateInfoCount ? in->queueCreateInfoCount : 1, sizeof(*queues));
+   if (!families || !queues) {
+      free(queues);
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   call->disp->GetPhysicalDeviceQueueFamilyProperties(a->physicalDevice, &n_families, families);
+   for (uint32_t i = 0; i < in->queueCreateInfoCount; i++) {
+      const VkDeviceQueueCreateInfo *q = &in->pQueueCreateInfos[i];
+      bool ok = q->queueFamilyIndex < n_families && q->queueCount >= 1 &&
+                q->queueCount <= families[q->queueFamilyIndex].queueCount;
+      for (uint32_t j = 0; ok && j < i; j++)
+         ok = queues[j].family != q->queueFamilyIndex || queues[j].flags != q->flags;
+      if (!ok) {
+         free(queues);
+         gpud_client_log(call->client, UTIL_LOG_WARNING,
+                         "vkCreateDevice: queue family %u x%u does not exist on the host",
+                         q->queueFamilyIndex, q->queueCount);
+         a->ret = VK_ERROR_INITIALIZATION_FAILED;
+         return;
+      }
+      queues[i] = (struct gpud_queue_info){q->queueFamilyIndex, q->queueCount, q->flags};
+   }
+
    VkDeviceCreateInfo ci = *in;
    ci.enabledLayerCount = 0;
    ci.ppEnabledLayerNames = NULL;
    ci.enabledExtensionCount = n;
    ci.ppEnabledExtensionNames = exts;
    a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
+   if (a->ret == VK_SUCCESS) {
+      call->new_queues = queues;
+      call->n_new_queues = in->queueCreateInfoCount;
+   } else {
+      free(queues);
+   }
+}
+
+/* A queue must be one the device was created with: the host does not check. */
+static bool
+queue_exists(struct gpud_call *call, uint32_t family, uint32_t index,
+             VkDeviceQueueCreateFlags flags)
+{
+   const struct gpud_object *dev = call->device;
+   for (uint32_t i = 0; dev && i < dev->n_queues; i++) {
+      if (dev->queues[i].family == family && dev->queues[i].flags == flags)
+         return index < dev->queues[i].count;
+   }
+   return false;
+}
+
+void
+gpud_exec_vkGetDeviceQueue(struct gpud_call *call, struct wire_args_vkGetDeviceQueue *a)
+{
+   if (!queue_exists(call, a->queueFamilyIndex, a->queueIndex, 0)) {
+      gpud_call_fail(call, "no such queue on this device");
+      return;
+   }
+   gpud_gen_exec_vkGetDeviceQueue(call, a);
+}
+
+void
+gpud_exec_vkGetDeviceQueue2(struct gpud_call *call, struct wire_args_vkGetDeviceQueue2 *a)
+{
+   const VkDeviceQueueInfo2 *q = a->pQueueInfo;
+   if (!queue_exists(call, q->queueFamilyIndex, q->queueIndex, q->flags)) {
+      gpud_call_fail(call, "no such queue on this device");
+      return;
+   }
+   gpud_gen_exec_vkGetDeviceQueue2(call, a);
 }
 
 void
@@ -240,6 +310,10 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
       a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
       return;
    }
+   if (info->allocationSize == 0) {
+      gpud_call_fail(call, "allocationSize is 0");
+      return;
+   }
    VkMemoryPropertyFlags flags = host->memory.memoryTypes[info->memoryTypeIndex].propertyFlags;
    bool shared = (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
                  (host->importable_types & (1u << info->memoryTypeIndex));
@@ -251,7 +325,7 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
    }
 
    uint64_t size = info->allocationSize;
-   if (size == 0 || size > (1ull << 46)) {
+   if (size > (1ull << 46)) {
       a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
       return;
    }
@@ -329,7 +403,7 @@ gpud_exec_vkGetQueryPoolResults(struct gpud_call *call, struct wire_args_vkGetQu
     * availability, 64 bits each) so a lying client cannot overrun. */
    uint64_t need = a->queryCount ? (uint64_t)(a->queryCount - 1) * a->stride + 12 * 8 : 0;
    if (need > WIRE_MAX_OUTPUT_BYTES) {
-      gpud_call_fail(call, "vkGetQueryPoolResults: results too large");
+      gpud_call_fail(call, "results too large");
       return;
    }
    if (a->pData && need > a->dataSize) {
@@ -347,4 +421,101 @@ gpud_exec_vkGetQueryPoolResults(struct gpud_call *call, struct wire_args_vkGetQu
       return;
    }
    gpud_gen_exec_vkGetQueryPoolResults(call, a);
+}
+
+/* ---- binding memory --------------------------------------------------------- */
+
+/* A resource must lie inside the memory it is bound to: the host driver
+ * trusts the application there, and on lavapipe the memory is the daemon's
+ * own. */
+static bool
+binding_fits(struct gpud_call *call, VkDeviceMemory memory, VkDeviceSize offset,
+             const VkMemoryRequirements *req)
+{
+   const struct gpud_object *mem =
+      gpud_call_named(call, VK_OBJECT_TYPE_DEVICE_MEMORY, (uint64_t)(uintptr_t)memory);
+   if (!mem)
+      return false;
+   if (offset > mem->bytes || req->size > mem->bytes - offset)
+      return false;
+   return req->alignment == 0 || offset % req->alignment == 0;
+}
+
+static bool
+buffer_fits(struct gpud_call *call, VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize offset)
+{
+   VkMemoryRequirements req;
+   call->disp->GetBufferMemoryRequirements((VkDevice)(uintptr_t)call->device->handle, buffer,
+                                           &req);
+   return binding_fits(call, memory, offset, &req);
+}
+
+static bool
+image_fits(struct gpud_call *call, VkImage image, VkDeviceMemory memory, VkDeviceSize offset,
+           const void *chain)
+{
+   VkMemoryRequirements2 req = {.sType = VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2};
+   VkImagePlaneMemoryRequirementsInfo plane = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_PLANE_MEMORY_REQUIREMENTS_INFO,
+   };
+   VkImageMemoryRequirementsInfo2 info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_REQUIREMENTS_INFO_2,
+      .image = image,
+   };
+   /* A plane of a disjoint image is bound on its own. */
+   for (const VkBaseInStructure *c = chain; c; c = c->pNext) {
+      if (c->sType == VK_STRUCTURE_TYPE_BIND_IMAGE_PLANE_MEMORY_INFO) {
+         plane.planeAspect = ((const VkBindImagePlaneMemoryInfo *)c)->planeAspect;
+         info.pNext = &plane;
+      }
+   }
+   call->disp->GetImageMemoryRequirements2((VkDevice)(uintptr_t)call->device->handle, &info,
+                                           &req);
+   return binding_fits(call, memory, offset, &req.memoryRequirements);
+}
+
+void
+gpud_exec_vkBindBufferMemory(struct gpud_call *call, struct wire_args_vkBindBufferMemory *a)
+{
+   if (!buffer_fits(call, a->buffer, a->memory, a->memoryOffset)) {
+      gpud_call_fail(call, "the buffer does not fit in its memory");
+      return;
+   }
+   gpud_gen_exec_vkBindBufferMemory(call, a);
+}
+
+void
+gpud_exec_vkBindBufferMemory2(struct gpud_call *call, struct wire_args_vkBindBufferMemory2 *a)
+{
+   for (uint32_t i = 0; i < a->bindInfoCount; i++) {
+      const VkBindBufferMemoryInfo *b = &a->pBindInfos[i];
+      if (!buffer_fits(call, b->buffer, b->memory, b->memoryOffset)) {
+         gpud_call_fail(call, "a buffer does not fit in its memory");
+         return;
+      }
+   }
+   gpud_gen_exec_vkBindBufferMemory2(call, a);
+}
+
+void
+gpud_exec_vkBindImageMemory(struct gpud_call *call, struct wire_args_vkBindImageMemory *a)
+{
+   if (!image_fits(call, a->image, a->memory, a->memoryOffset, NULL)) {
+      gpud_call_fail(call, "the image does not fit in its memory");
+      return;
+   }
+   gpud_gen_exec_vkBindImageMemory(call, a);
+}
+
+void
+gpud_exec_vkBindImageMemory2(struct gpud_call *call, struct wire_args_vkBindImageMemory2 *a)
+{
+   for (uint32_t i = 0; i < a->bindInfoCount; i++) {
+      const VkBindImageMemoryInfo *b = &a->pBindInfos[i];
+      if (!image_fits(call, b->image, b->memory, b->memoryOffset, b->pNext)) {
+         gpud_call_fail(call, "an image does not fit in its memory");
+         return;
+      }
+   }
+   gpud_gen_exec_vkBindImageMemory2(call, a);
 }

@@ -850,6 +850,8 @@ HOSTILE_CASES = {
     'control-request': ('hostile-control-request', r'bad control message'),
     'control-stream': ('hostile-control-stream',
                        r'commands on a control connection'),
+    'queue-index': ('hostile-queue-index', r'no such queue'),
+    'bind-overflow': ('hostile-bind-overflow', r'does not fit in its memory'),
 }
 
 LOG_CLIENT_LINE = re.compile(

@@ -883,6 +883,87 @@ case_control_stream(struct conn *c)
    return expect_disconnect(c, NULL);
 }
 
+/* A device of its own: instance, physical device, device. */
+static int
+open_device(struct conn *c, const char *name)
+{
+   if (open_ready(c, name) < 0 || enumerate_physical_device(c) < 0 || create_device(c) < 0)
+      return -1;
+   return 0;
+}
+
+/* A queue the device was not created with (the host would index past its
+ * queues). */
+static int
+case_queue_index(struct conn *c)
+{
+   if (open_device(c, "hostile-queue-index") < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   VkQueue queue = (VkQueue)(uintptr_t)&(struct wire_object_header){.id = 10};
+   begin_cmd(c, WIRE_OP_vkGetDeviceQueue, true);
+   wire_enc_vkGetDeviceQueue(&c->enc, (VkDevice)&dev, 0, 7, &queue);
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkGetDeviceQueue for queue 7 of family 0", c->name);
+   return expect_disconnect(c, "no such queue");
+}
+
+/* A 1 MiB buffer bound to 4 KiB of memory: the host would let the buffer's
+ * accesses run past the allocation. */
+static int
+case_bind_overflow(struct conn *c)
+{
+   if (open_device(c, "hostile-bind-overflow") < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   struct wire_object_header mem = {.id = 11};
+   VkDeviceMemory memory = (VkDeviceMemory)&mem;
+   const VkMemoryAllocateInfo ai = {
+       .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+       .allocationSize = 4096,
+       .memoryTypeIndex = 0,
+   };
+   begin_cmd(c, WIRE_OP_vkAllocateMemory, true);
+   wire_enc_vkAllocateMemory(&c->enc, (VkDevice)&dev, &ai, NULL, &memory);
+   end_cmd(c);
+   struct wire_dec d;
+   VkResult ret = VK_ERROR_UNKNOWN;
+   if (call_sync(c, "vkAllocateMemory", &d) < 0)
+      return -1;
+   wire_decreply_vkAllocateMemory(&d, &ret, (VkDevice)&dev, &ai, NULL, &memory);
+   if (reply_done(c, "vkAllocateMemory", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS)
+      return fail("%s: vkAllocateMemory: %d", c->name, ret);
+
+   VkBuffer buffer = (VkBuffer)(uintptr_t)12;
+   const VkBufferCreateInfo bi = {
+       .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+       .size = 1 << 20,
+       .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+   };
+   begin_cmd(c, WIRE_OP_vkCreateBuffer, true);
+   wire_enc_vkCreateBuffer(&c->enc, (VkDevice)&dev, &bi, NULL, &buffer);
+   end_cmd(c);
+   if (call_sync(c, "vkCreateBuffer", &d) < 0)
+      return -1;
+   wire_decreply_vkCreateBuffer(&d, &ret, (VkDevice)&dev, &bi, NULL, &buffer);
+   if (reply_done(c, "vkCreateBuffer", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS)
+      return fail("%s: vkCreateBuffer: %d", c->name, ret);
+
+   begin_cmd(c, WIRE_OP_vkBindBufferMemory, true);
+   wire_enc_vkBindBufferMemory(&c->enc, (VkDevice)&dev, buffer, memory, 0);
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkBindBufferMemory of a 1 MiB buffer to 4 KiB of memory", c->name);
+   return expect_disconnect(c, "does not fit");
+}
+
 static const struct {
    const char *name;
    int (*run)(struct conn *c);
@@ -912,6 +993,8 @@ static const struct {
     {"op-reply", case_op_reply},
     {"control-request", case_control_request},
     {"control-stream", case_control_stream},
+    {"queue-index", case_queue_index},
+    {"bind-overflow", case_bind_overflow},
 };
 
 int
