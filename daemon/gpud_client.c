@@ -231,7 +231,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       if (call->disp)
          gpud_gen_destroy_object(call->disp,
                                  call->device ? call->device->handle : call->instance->handle,
-                                 0, type, handle);
+                                 type, handle);
       gpud_call_fail(call, "bad id for a new object");
       return;
    }
@@ -339,10 +339,10 @@ destroy_object(struct gpud_client *client, struct gpud_object *obj)
       } else if (obj->type == VK_OBJECT_TYPE_INSTANCE) {
          obj->disp->DestroyInstance((VkInstance)(uintptr_t)obj->handle, NULL);
       } else if (obj->device) {
-         gpud_gen_destroy_object(obj->device->disp, obj->device->handle, 0, obj->type,
+         gpud_gen_destroy_object(obj->device->disp, obj->device->handle, obj->type,
                                  obj->handle);
       } else if (obj->instance) {
-         gpud_gen_destroy_object(obj->instance->disp, obj->instance->handle, 0, obj->type,
+         gpud_gen_destroy_object(obj->instance->disp, obj->instance->handle, obj->type,
                                  obj->handle);
       }
    }

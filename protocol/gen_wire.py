@@ -474,7 +474,7 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
         w(f'{ind}   {v} = arr;')
         w(f'{ind}}}')
         n = member_len(gen, members, m, prefix)
-        checks.append((f'({v} || ({n}) == 0)' if True else '', 'missing string array'))
+        checks.append((f'({v} || ({n}) == 0)', 'missing string array'))
         checks.append((f'(!{v} || {n_name} == ({n}))', 'string array length mismatch'))
         return
     if m.type == 'char' and m.len and m.len[0] == 'null-terminated':
@@ -1250,7 +1250,7 @@ def emit_gpud(gen, w, hw):
     hw('bool gpud_gen_dispatch(struct gpud_call *call, uint32_t op);')
     hw('/* Destroys a host object of the given type with the right vkDestroy/vkFree. */')
     hw('void gpud_gen_destroy_object(const struct gpud_host_dispatch *d, uint64_t parent,')
-    hw('                             uint64_t pool, VkObjectType type, uint64_t handle);')
+    hw('                             VkObjectType type, uint64_t handle);')
     hw()
     for name in gen.wire_commands:
         hw(f'void gpud_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
@@ -1346,8 +1346,7 @@ def emit_gpud(gen, w, hw):
     w('}\n')
     # destroy table
     w('void\ngpud_gen_destroy_object(const struct gpud_host_dispatch *d, uint64_t parent,')
-    w('                        uint64_t pool, VkObjectType type, uint64_t handle)\n{')
-    w('   (void)pool;')
+    w('                        VkObjectType type, uint64_t handle)\n{')
     w('   switch (type) {')
     for name in gen.commands:
         cmd = reg.commands[name]
@@ -1366,7 +1365,7 @@ def emit_gpud(gen, w, hw):
             elif p is cmd.params[0]:
                 args.append(f'({ptype})(uintptr_t)parent')
             else:
-                args.append(f'({reg.resolve_type(p.type)})(uintptr_t)pool')
+                raise Exception(f'{name}: unexpected parameter {p.name}')
         w(f'   case {objtype}:')
         w(f'      if (d->{name[2:]}) d->{name[2:]}({", ".join(args)});')
         w('      break;')
