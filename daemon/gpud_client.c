@@ -452,8 +452,6 @@ process_stream(struct gpud_client *client, const uint8_t *data, size_t size)
       atomic_fetch_add(&client->commands, 1);
 
       bool ok = h.op != 0 && h.op < WIRE_OP_COUNT && gpud_gen_dispatch(&call, h.op);
-      if (ok && wire_dec_remaining(&call.dec) != 0)
-         ok = wire_dec_fail(&call.dec, "trailing bytes after the command");
       if (call.new_map) {
          /* an allocation whose object was never made */
          munmap(call.new_map, call.new_map_size);

@@ -1300,6 +1300,10 @@ def emit_gpud(gen, w, hw):
         w('   memset(&a, 0, sizeof(a));')
         w(f'   if (!wire_decargs_{name}(&call->dec, &a))')
         w('      return;')
+        w('   if (wire_dec_remaining(&call->dec)) {')
+        w('      wire_dec_fail(&call->dec, "trailing bytes after the command");')
+        w('      return;')
+        w('   }')
         if cmd.ret == 'VkResult':
             w('   if (gpud_call_device_lost(call))')
             w('      a.ret = VK_ERROR_DEVICE_LOST;')
