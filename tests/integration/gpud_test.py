@@ -471,6 +471,70 @@ def test_badshader(fx):
              (3 * len(VARIANTS), len(refusals)))
 
 
+def test_systemd(fx):
+    """Socket activation and sd_notify, as systemd would drive them:
+    systemd-socket-activate holds the listening socket and starts gpud on the
+    first connection; gpud must serve that socket and report READY=1, keep
+    petting the watchdog, and say STOPPING=1 on SIGTERM."""
+    if fx.direct:
+        raise TestSkip('socket activation is gpud\'s')
+    activate = shutil.which('systemd-socket-activate')
+    if not activate:
+        raise TestSkip('systemd-socket-activate is not installed')
+    sock = os.path.join(fx.tmp, 'activated.sock')
+    notify_path = os.path.join(fx.tmp, 'notify')
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    notify.settimeout(5)
+    cmd = [activate, '--seqpacket', '-l', sock,
+           '-E', 'NOTIFY_SOCKET=' + notify_path, '-E', 'WATCHDOG_USEC=200000',
+           fx.args.gpud, '--host-driver', fx.args.lavapipe_manifest]
+    log('$ ' + ' '.join(cmd))
+    logf = open(os.path.join(fx.tmp, 'activated.log'), 'wb')
+    proc = subprocess.Popen(cmd, env=fx.base_env(), stdin=subprocess.DEVNULL,
+                            stdout=logf, stderr=logf)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                fail('systemd-socket-activate did not listen on %s' % sock)
+            time.sleep(0.05)
+        # The first client starts the daemon on the socket systemd holds.
+        _, out, _ = fx.run([fx.prog('vk_enum')], fx.gpud_env(None, sock),
+                           label='socket-activated')
+        names = parse_enum(out)
+        if len(names) != 1 or 'gpud' not in names[0]:
+            fail('expected one gpud device through the activated socket, got %r'
+                 % names)
+        seen = set()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not {'READY=1', 'WATCHDOG=1'} <= seen:
+            try:
+                seen.update(notify.recv(4096).decode().split('\n'))
+            except socket.timeout:
+                break
+        log('notifications: %s' % sorted(seen))
+        for want in ('READY=1', 'WATCHDOG=1'):
+            if want not in seen:
+                fail('gpud did not send %s' % want)
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=10)
+        while 'STOPPING=1' not in seen:
+            try:
+                seen.update(notify.recv(4096).decode().split('\n'))
+            except socket.timeout:
+                fail('gpud did not send STOPPING=1')
+        if rc != 0:
+            fail('socket-activated gpud exited with %s' % describe_rc(rc))
+        log('socket-activated gpud: served, READY=1, WATCHDOG=1, STOPPING=1')
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        logf.close()
+        notify.close()
+
+
 def test_compute(fx):
     vk_compute = fx.prog('vk_compute')
     name = 'llvmpipe' if fx.direct else 'gpud'
@@ -931,6 +995,7 @@ def test_hostile(fx):
 SUBCOMMANDS = {
     'enum': test_enum,
     'compute': test_compute,
+    'systemd': test_systemd,
     'badshader': test_badshader,
     'render': test_render,
     'sync': test_sync,
