@@ -457,6 +457,39 @@ def test_enum(fx):
                  (missing, names))
         log('zero devices reported in %.2f s' % (time.monotonic() - t0))
 
+    # Two daemons: two physical devices, each working; one of the listed
+    # sockets missing changes nothing.
+    second = os.path.join(fx.tmp, 'second.sock')
+    cmd = [fx.args.gpud, '--socket', second, '--host-driver',
+           fx.args.lavapipe_manifest]
+    log('$ ' + ' '.join(cmd))
+    with open(os.path.join(fx.tmp, 'second.log'), 'wb') as logf:
+        proc = subprocess.Popen(cmd, env=fx.base_env(), stdin=subprocess.DEVNULL,
+                                stdout=logf, stderr=logf)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(second):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                fail('the second daemon did not start')
+            time.sleep(0.05)
+        both = ':'.join([fx.socket, missing, second])
+        _, out, _ = fx.run([vk_enum], fx.gpud_env(VARIANTS[1], both),
+                           label='two daemons')
+        names = parse_enum(out)
+        if len(names) != 2 or not all('gpud' in n for n in names):
+            fail('expected 2 gpud devices with GPUD_SOCKET=%s, got %r' % (both, names))
+        # vk_compute takes the first device: list the second daemon first.
+        fx.run([fx.prog('vk_compute'), '--elements', '4096'],
+               fx.gpud_env(VARIANTS[1], ':'.join([second, fx.socket])),
+               label='second daemon first')
+        with open(os.path.join(fx.tmp, 'second.log'), errors='replace') as f:
+            if not any('vk_compute' in line and 'connected' in line for line in f):
+                fail('the second daemon never served vk_compute')
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        if proc.wait(timeout=10) != 0:
+            fail('the second daemon did not stop cleanly')
+
 
 def test_badshader(fx):
     if fx.direct:
