@@ -290,10 +290,6 @@ class Gen:
         info = self.reg.scalar_info(m.type)
         return 4 if info[1] <= 4 else 8
 
-    @staticmethod
-    def cname(tname):
-        return tname
-
 
 def c_len_expr(expr, names, prefix):
     """Turns a vk.xml len/altlen expression into C over prefix+member."""
@@ -789,12 +785,6 @@ def count_param_of(cmd, p):
         if q.name == p.m.len[0] and q.ptr and not q.const:
             return q
     return None
-
-
-def ret_wire(gen, cmd):
-    if cmd.ret == 'void':
-        return None
-    return gen.wire_scalar(cmd.ret) if cmd.ret != 'VkResult' else 'int32_t'
 
 
 def emit_cmd_encoders(gen, w, hw):
