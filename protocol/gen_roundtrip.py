@@ -496,6 +496,7 @@ class Case:
         self.w()
         self.w('/* malformed requests */')
         self.w(f'rt_truncations(t, decode_{name});')
+        self.w(f'rt_mutations(t, decode_{name});')
         if not self.sparse:
             for offset, expect, what in self.count_offsets(params, scalar_lens):
                 self.w(f'rt_corrupt_count(t, decode_{name}, {offset}, {expect}, "{what}");')

@@ -198,6 +198,48 @@ rt_truncations(struct rt *t, rt_decode_fn decode)
    }
 }
 
+/* A bounded fuzz: words of the request replaced by values that tend to
+ * matter (counts, presence words, sTypes, ids).  Whatever the decoder says
+ * is fine; it must not read or write out of bounds (the sanitizer run sees
+ * to that) nor crash.  RT_MUTATIONS sets how many per sample call. */
+void
+rt_mutations(struct rt *t, rt_decode_fn decode)
+{
+   static unsigned rounds;
+   if (!rounds) {
+      const char *env = getenv("RT_MUTATIONS");
+      rounds = env ? (unsigned)strtoul(env, NULL, 10) : 64;
+      if (!rounds)
+         rounds = 1;
+   }
+   size_t words = t->a.size / 4;
+   if (!words)
+      return;
+   uint8_t *copy = malloc(t->a.size);
+   if (!copy) {
+      rt_fail(t, "out of memory");
+      return;
+   }
+   static const uint32_t values[] = {0, 1, 2, 3, 4, 0x10000, 0x7fffffff, 0x80000000u,
+                                     0xffffffffu, 1000000000};
+   uint32_t seed = 0x2545f491u ^ (uint32_t)t->a.size;
+   for (unsigned r = 0; r < rounds; r++) {
+      memcpy(copy, t->a.data, t->a.size);
+      unsigned n = 1 + r % 4;
+      for (unsigned k = 0; k < n; k++) {
+         seed = seed * 1664525u + 1013904223u;
+         size_t w = (seed >> 8) % words;
+         seed = seed * 1664525u + 1013904223u;
+         uint32_t v = (seed & 1) ? values[(seed >> 1) % UTIL_ARRAY_SIZE(values)] : seed;
+         memcpy(copy + w * 4, &v, 4);
+      }
+      const char *error;
+      t->stats->mutations++;
+      decode_exact(t, decode, copy, t->a.size, &error);
+   }
+   free(copy);
+}
+
 void
 rt_corrupt_count(struct rt *t, rt_decode_fn decode, size_t offset, uint32_t expect,
                  const char *what)
@@ -309,8 +351,8 @@ main(int argc, char **argv)
       fprintf(stderr, "no command named %s\n", argc > 1 ? argv[1] : "(none)");
       return 1;
    }
-   printf("# %u truncated and %u corrupted requests rejected\n", t.stats->truncations,
-          t.stats->corruptions);
+   printf("# %u truncated and %u corrupted requests rejected, %u mutated ones survived\n",
+          t.stats->truncations, t.stats->corruptions, t.stats->mutations);
    printf("%u passed, %u failed\n", passed, failed);
 
    munmap(t.stats, sizeof(*t.stats));

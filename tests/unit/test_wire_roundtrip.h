@@ -41,6 +41,7 @@ struct rt {
    struct rt_stats {     /* shared with the child running each case */
       unsigned truncations;
       unsigned corruptions;
+      unsigned mutations;
    } *stats;
 };
 
@@ -81,6 +82,8 @@ bool rt_same(struct rt *t, const struct wire_enc *x, const struct wire_enc *y, c
 
 /* Decodes every proper prefix of t->a; each must be fatal. */
 void rt_truncations(struct rt *t, rt_decode_fn decode);
+/* Random word replacements of the request: decoded without crashing. */
+void rt_mutations(struct rt *t, rt_decode_fn decode);
 /* Decodes t->a with the u32 at offset replaced by several wrong values;
  * each must be fatal. */
 void rt_corrupt_count(struct rt *t, rt_decode_fn decode, size_t offset, uint32_t expect,
