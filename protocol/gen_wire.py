@@ -291,6 +291,11 @@ class Gen:
         return 4 if info[1] <= 4 else 8
 
 
+# The wire.h primitive for each wire scalar type.
+WIRE_FN = {'uint32_t': 'u32', 'int32_t': 'i32', 'uint64_t': 'u64', 'int64_t': 'i64',
+           'float': 'float', 'double': 'double'}
+
+
 def c_len_expr(expr, names, prefix):
     """Turns a vk.xml len/altlen expression into C over prefix+member."""
     def repl(mo):
@@ -358,9 +363,7 @@ def emit_enc_value(gen, w, ind, tname, expr, dims=()):
         w(f'{ind}wire_enc_{reg.resolve_type(tname)}(e, &({expr}));')
     else:
         wt = gen.wire_scalar(tname)
-        fn = {'uint32_t': 'u32', 'int32_t': 'i32', 'uint64_t': 'u64', 'int64_t': 'i64',
-              'float': 'float', 'double': 'double'}[wt]
-        w(f'{ind}wire_enc_{fn}(e, ({wt})({expr}));')
+        w(f'{ind}wire_enc_{WIRE_FN[wt]}(e, ({wt})({expr}));')
 
 
 def emit_dec_value(gen, w, ind, tname, lvalue, dims=(), nullable=False):
@@ -385,9 +388,7 @@ def emit_dec_value(gen, w, ind, tname, lvalue, dims=(), nullable=False):
         w(f'{ind}wire_dec_{rt}(d, &({lvalue}));')
     else:
         wt = gen.wire_scalar(tname)
-        fn = {'uint32_t': 'u32', 'int32_t': 'i32', 'uint64_t': 'u64', 'int64_t': 'i64',
-              'float': 'float', 'double': 'double'}[wt]
-        w(f'{ind}{lvalue} = ({tname})wire_dec_{fn}(d);')
+        w(f'{ind}{lvalue} = ({tname})wire_dec_{WIRE_FN[wt]}(d);')
 
 
 def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
@@ -806,7 +807,7 @@ def emit_cmd_encoders(gen, w, hw):
             elif p.role == 'out_count':
                 w(f'   wire_enc_u32(e, {p.name} != NULL);')
                 wt = gen.wire_scalar(m.type)
-                w(f'   if ({p.name}) wire_enc_{"u64" if wt == "uint64_t" else "u32"}(e, ({wt})*{p.name});')
+                w(f'   if ({p.name}) wire_enc_{WIRE_FN[wt]}(e, ({wt})*{p.name});')
             elif p.role == 'out_handle':
                 n = out_len_expr(gen, cmd, p, '') or '1'
                 w(f'   for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
@@ -845,7 +846,7 @@ def emit_cmd_encoders(gen, w, hw):
             if p.role == 'out_count':
                 wt = gen.wire_scalar(m.type)
                 w(f'   if ({p.name}) {{')
-                w(f'      uint64_t v = wire_dec_{"u64" if wt == "uint64_t" else "u32"}(d);')
+                w(f'      uint64_t v = wire_dec_{WIRE_FN[wt]}(d);')
                 w(f'      if (v > cap_{p.name} && {" || ".join([f"{q.name}" for q in params if count_param_of(cmd, q) is m]) or "false"})')
                 w('         wire_dec_fail(d, "reply count exceeds capacity");')
                 w(f'      else *{p.name} = ({m.type})v;')
@@ -931,7 +932,7 @@ def emit_cmd_decoders(gen, w, hw):
                 wt = gen.wire_scalar(m.type)
                 w('   if (wire_dec_u32(d)) {')
                 w(f'      a->{p.name} = wire_dec_alloc(d, sizeof(*a->{p.name}));')
-                w(f'      uint64_t v = wire_dec_{"u64" if wt == "uint64_t" else "u32"}(d);')
+                w(f'      uint64_t v = wire_dec_{WIRE_FN[wt]}(d);')
                 w(f'      if (a->{p.name}) *a->{p.name} = ({m.type})v;')
                 w('   }')
                 w(f'   if (!a->{p.name}) wire_dec_fail(d, "{name}: missing {p.name}");')
@@ -994,7 +995,7 @@ def emit_cmd_decoders(gen, w, hw):
             m = p.m
             if p.role == 'out_count':
                 wt = gen.wire_scalar(m.type)
-                w(f'   wire_enc_{"u64" if wt == "uint64_t" else "u32"}(e, ({wt})*a->{p.name});')
+                w(f'   wire_enc_{WIRE_FN[wt]}(e, ({wt})*a->{p.name});')
             elif p.role == 'out_handle':
                 w(f'   for (uint32_t i = 0; i < a->{p.name}_count; i++)')
                 w(f'      wire_enc_u32(e, a->{p.name}[i] != VK_NULL_HANDLE);')
