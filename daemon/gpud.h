@@ -38,9 +38,23 @@ struct gpud_host {
    bool has_external_memory_host;
    VkDeviceSize import_alignment;
    uint32_t importable_types; /* memory types a memfd can be imported into */
+   VkPhysicalDeviceType device_type;
+   /* Validation: the host driver is reached through the Vulkan loader with
+    * the Khronos validation layer, and a call that breaks a rule is not
+    * passed on (see gpud_validate.c). */
+   bool validate;
+   void *loader;
+};
+
+enum gpud_validate_mode {
+   GPUD_VALIDATE_AUTO, /* on when the host device is a CPU (runs in our process) */
+   GPUD_VALIDATE_ON,
+   GPUD_VALIDATE_OFF,
 };
 
 int gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_match);
+/* Reaches the host driver through the loader and the validation layer. */
+int gpud_host_enable_validation(struct gpud_host *host, bool required);
 void gpud_host_finish(struct gpud_host *host);
 /* Picks a host driver manifest when none was named: a GPU driver if one
  * enumerates a GPU, else the embedded default (lavapipe). */
@@ -67,6 +81,12 @@ struct gpud_object {
    struct gpud_host_dispatch *disp;  /* instances and devices: their own table */
    struct gpud_object *prev, *next;  /* client's objects in creation order */
    bool lost;                        /* devices: an asynchronous call failed */
+   VkDebugUtilsMessengerEXT messenger; /* instances, when validating */
+   /* buffers and images: usable only once bound to memory (or sparse) */
+   bool bound;
+   bool sparse;
+   struct gpud_object *memory;       /* what a buffer or image is bound to */
+   uint64_t physical_device;         /* devices: the host physical device */
    struct gpud_queue_info *queues;   /* devices: the queues it was created with */
    uint32_t n_queues;
    /* memory */
@@ -141,10 +161,28 @@ struct gpud_call {
    void *new_map;
    size_t new_map_size;
    uint64_t new_bytes;
+   /* validation messenger of a new instance */
+   VkDebugUtilsMessengerEXT new_messenger;
+   char validation_error[256];
+   /* create flags of a new buffer or image */
+   uint32_t new_create_flags;
    /* queues of a new device, attached to its object */
    struct gpud_queue_info *new_queues;
    uint32_t n_new_queues;
 };
+
+/* Validation (gpud_validate.c): what gpud_exec_vkCreateInstance and
+ * gpud_exec_vkCreateDevice add when validating, and the messenger. */
+void gpud_validate_instance_info(struct gpud_call *call, VkInstanceCreateInfo *ci,
+                                 VkDebugUtilsMessengerCreateInfoEXT *messenger);
+void gpud_validate_instance_created(struct gpud_call *call, VkInstance instance);
+void gpud_validate_instance_destroy(struct gpud_object *instance);
+/* The command the calling thread executes, for the messenger. */
+void gpud_validate_set_call(struct gpud_call *call);
+
+/* Marks a buffer or image bound to memory. */
+void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
+                          uint64_t memory);
 
 /* The object the command named with this host handle, or NULL. */
 struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle);

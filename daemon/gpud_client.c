@@ -102,8 +102,28 @@ object_unlink(struct gpud_client *client, struct gpud_object *obj)
 /* Releases what the daemon holds besides the host object (which the caller
  * destroyed, or which died with its parent). */
 void
+gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
+                     uint64_t memory)
+{
+   struct gpud_object *obj = gpud_call_named(call, type, handle);
+   if (!obj)
+      return;
+   obj->bound = true;
+   obj->memory = gpud_call_named(call, VK_OBJECT_TYPE_DEVICE_MEMORY, memory);
+}
+
+void
 gpud_object_forget(struct gpud_client *client, struct gpud_object *obj)
 {
+   if (obj->type == VK_OBJECT_TYPE_DEVICE_MEMORY && !atomic_load(&client->closing)) {
+      /* what was bound to it can no longer be used */
+      for (struct gpud_object *o = client->first; o; o = o->next) {
+         if (o->memory == obj) {
+            o->memory = NULL;
+            o->bound = false;
+         }
+      }
+   }
    util_idmap_remove(&client->objects, obj->id);
    object_unlink(client, obj);
    atomic_fetch_sub(&client->n_objects, 1);
@@ -114,6 +134,34 @@ gpud_object_forget(struct gpud_client *client, struct gpud_object *obj)
    free(obj->queues);
    free(obj->disp);
    free(obj);
+}
+
+/* Commands that may name a buffer or image before it is bound to memory;
+ * any other use of one would make the host driver touch memory that is not
+ * there. */
+static bool
+op_allows_unbound(uint32_t op)
+{
+   switch (op) {
+   case WIRE_OP_vkDestroyBuffer:
+   case WIRE_OP_vkDestroyImage:
+   case WIRE_OP_vkBindBufferMemory:
+   case WIRE_OP_vkBindBufferMemory2:
+   case WIRE_OP_vkBindImageMemory:
+   case WIRE_OP_vkBindImageMemory2:
+   case WIRE_OP_vkGetBufferMemoryRequirements:
+   case WIRE_OP_vkGetBufferMemoryRequirements2:
+   case WIRE_OP_vkGetImageMemoryRequirements:
+   case WIRE_OP_vkGetImageMemoryRequirements2:
+   case WIRE_OP_vkGetImageSparseMemoryRequirements:
+   case WIRE_OP_vkGetImageSparseMemoryRequirements2:
+   case WIRE_OP_vkGetImageSubresourceLayout:
+   case WIRE_OP_vkSetPrivateData:
+   case WIRE_OP_vkGetPrivateData:
+      return true;
+   default:
+      return false;
+   }
 }
 
 static uint64_t
@@ -127,6 +175,12 @@ lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
    }
    if (obj->type != type) {
       wire_dec_fail(d, "object of the wrong type");
+      return 0;
+   }
+   if ((type == VK_OBJECT_TYPE_BUFFER || type == VK_OBJECT_TYPE_IMAGE) && !obj->bound &&
+       !obj->sparse && !op_allows_unbound(call->op)) {
+      wire_dec_fail(d, type == VK_OBJECT_TYPE_BUFFER ? "buffer used before it is bound to memory"
+                                                     : "image used before it is bound to memory");
       return 0;
    }
    if (call->n_touched == 0) {
@@ -243,6 +297,8 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    switch (type) {
    case VK_OBJECT_TYPE_INSTANCE:
       obj->instance = NULL;
+      obj->messenger = call->new_messenger;
+      call->new_messenger = VK_NULL_HANDLE;
       obj->disp = calloc(1, sizeof(*obj->disp));
       if (obj->disp) {
          obj->disp->GetInstanceProcAddr = client->daemon->host.get_instance_proc_addr;
@@ -251,6 +307,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       break;
    case VK_OBJECT_TYPE_DEVICE:
       obj->device = NULL;
+      obj->physical_device = call->n_touched ? call->touched[0]->handle : 0;
       obj->queues = call->new_queues;
       obj->n_queues = call->n_new_queues;
       call->new_queues = NULL;
@@ -265,6 +322,12 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       break;
    case VK_OBJECT_TYPE_DESCRIPTOR_SET:
       obj->pool = touched_of_type(call, VK_OBJECT_TYPE_DESCRIPTOR_POOL);
+      break;
+   case VK_OBJECT_TYPE_BUFFER:
+      obj->sparse = call->new_create_flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT;
+      break;
+   case VK_OBJECT_TYPE_IMAGE:
+      obj->sparse = call->new_create_flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT;
       break;
    case VK_OBJECT_TYPE_DEVICE_MEMORY:
       obj->map = call->new_map;
@@ -337,6 +400,7 @@ destroy_object(struct gpud_client *client, struct gpud_object *obj)
       if (obj->type == VK_OBJECT_TYPE_DEVICE) {
          obj->disp->DestroyDevice((VkDevice)(uintptr_t)obj->handle, NULL);
       } else if (obj->type == VK_OBJECT_TYPE_INSTANCE) {
+         gpud_validate_instance_destroy(obj);
          obj->disp->DestroyInstance((VkInstance)(uintptr_t)obj->handle, NULL);
       } else if (obj->device) {
          gpud_gen_destroy_object(obj->device->disp, obj->device->handle, obj->type,
@@ -439,6 +503,8 @@ process_stream(struct gpud_client *client, const uint8_t *data, size_t size)
       call.seq = h.seq;
       call.new_map = NULL;
       call.new_bytes = 0;
+      call.new_create_flags = 0;
+      call.new_messenger = VK_NULL_HANDLE;
       wire_dec_init(&call.dec, data + sizeof(h), h.size - sizeof(h), client->arena);
       call.dec.lookup = lookup;
       call.dec.new_id = new_id;
@@ -451,7 +517,9 @@ process_stream(struct gpud_client *client, const uint8_t *data, size_t size)
       }
       atomic_fetch_add(&client->commands, 1);
 
+      gpud_validate_set_call(&call);
       bool ok = h.op != 0 && h.op < WIRE_OP_COUNT && gpud_gen_dispatch(&call, h.op);
+      gpud_validate_set_call(NULL);
       if (call.new_map) {
          /* an allocation whose object was never made */
          munmap(call.new_map, call.new_map_size);

@@ -36,9 +36,13 @@ gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInst
       .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
       .pApplicationInfo = &app,
    };
+   VkDebugUtilsMessengerCreateInfoEXT messenger;
+   gpud_validate_instance_info(call, &ci, &messenger);
    PFN_vkCreateInstance create =
       (PFN_vkCreateInstance)host->get_instance_proc_addr(NULL, "vkCreateInstance");
    a->ret = create(&ci, NULL, a->pInstance);
+   if (a->ret == VK_SUCCESS)
+      gpud_validate_instance_created(call, *a->pInstance);
 }
 
 void
@@ -245,6 +249,25 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    }
 
    VkDeviceCreateInfo ci = *in;
+   /* A CPU host device runs shaders in this process: out-of-bounds buffer
+    * accesses must stay in bounds, so robust buffer access is always on
+    * (the decoded structures are the daemon's own, so they can be changed). */
+   VkPhysicalDeviceFeatures robust = {.robustBufferAccess = VK_TRUE};
+   if (host->device_type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+      VkPhysicalDeviceFeatures2 *f2 = NULL;
+      for (const VkBaseInStructure *c = in->pNext; c; c = c->pNext) {
+         if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
+            f2 = (VkPhysicalDeviceFeatures2 *)c;
+      }
+      if (f2) {
+         f2->features.robustBufferAccess = VK_TRUE;
+      } else {
+         if (in->pEnabledFeatures)
+            robust = *in->pEnabledFeatures;
+         robust.robustBufferAccess = VK_TRUE;
+         ci.pEnabledFeatures = &robust;
+      }
+   }
    ci.enabledLayerCount = 0;
    ci.ppEnabledLayerNames = NULL;
    ci.enabledExtensionCount = n;
@@ -474,14 +497,28 @@ image_fits(struct gpud_call *call, VkImage image, VkDeviceMemory memory, VkDevic
    return binding_fits(call, memory, offset, &req.memoryRequirements);
 }
 
+/* A buffer or image bound once stays bound: binding again is refused. */
+static bool
+unbound(struct gpud_call *call, VkObjectType type, uint64_t handle)
+{
+   const struct gpud_object *obj = gpud_call_named(call, type, handle);
+   return obj && !obj->bound && !obj->sparse;
+}
+
+#define BOUND(type, handle, memory) \
+   gpud_call_mark_bound(call, type, (uint64_t)(uintptr_t)(handle), (uint64_t)(uintptr_t)(memory))
+
 void
 gpud_exec_vkBindBufferMemory(struct gpud_call *call, struct wire_args_vkBindBufferMemory *a)
 {
-   if (!buffer_fits(call, a->buffer, a->memory, a->memoryOffset)) {
-      gpud_call_fail(call, "the buffer does not fit in its memory");
+   if (!unbound(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)a->buffer) ||
+       !buffer_fits(call, a->buffer, a->memory, a->memoryOffset)) {
+      gpud_call_fail(call, "the buffer is bound already or does not fit in its memory");
       return;
    }
    gpud_gen_exec_vkBindBufferMemory(call, a);
+   if (a->ret == VK_SUCCESS)
+      BOUND(VK_OBJECT_TYPE_BUFFER, a->buffer, a->memory);
 }
 
 void
@@ -489,22 +526,31 @@ gpud_exec_vkBindBufferMemory2(struct gpud_call *call, struct wire_args_vkBindBuf
 {
    for (uint32_t i = 0; i < a->bindInfoCount; i++) {
       const VkBindBufferMemoryInfo *b = &a->pBindInfos[i];
-      if (!buffer_fits(call, b->buffer, b->memory, b->memoryOffset)) {
-         gpud_call_fail(call, "a buffer does not fit in its memory");
+      bool twice = false;
+      for (uint32_t j = 0; j < i; j++)
+         twice |= a->pBindInfos[j].buffer == b->buffer;
+      if (twice || !unbound(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)b->buffer) ||
+          !buffer_fits(call, b->buffer, b->memory, b->memoryOffset)) {
+         gpud_call_fail(call, "a buffer is bound already or does not fit in its memory");
          return;
       }
    }
    gpud_gen_exec_vkBindBufferMemory2(call, a);
+   for (uint32_t i = 0; a->ret == VK_SUCCESS && i < a->bindInfoCount; i++)
+      BOUND(VK_OBJECT_TYPE_BUFFER, a->pBindInfos[i].buffer, a->pBindInfos[i].memory);
 }
 
 void
 gpud_exec_vkBindImageMemory(struct gpud_call *call, struct wire_args_vkBindImageMemory *a)
 {
-   if (!image_fits(call, a->image, a->memory, a->memoryOffset, NULL)) {
-      gpud_call_fail(call, "the image does not fit in its memory");
+   if (!unbound(call, VK_OBJECT_TYPE_IMAGE, (uint64_t)(uintptr_t)a->image) ||
+       !image_fits(call, a->image, a->memory, a->memoryOffset, NULL)) {
+      gpud_call_fail(call, "the image is bound already or does not fit in its memory");
       return;
    }
    gpud_gen_exec_vkBindImageMemory(call, a);
+   if (a->ret == VK_SUCCESS)
+      BOUND(VK_OBJECT_TYPE_IMAGE, a->image, a->memory);
 }
 
 void
@@ -512,10 +558,83 @@ gpud_exec_vkBindImageMemory2(struct gpud_call *call, struct wire_args_vkBindImag
 {
    for (uint32_t i = 0; i < a->bindInfoCount; i++) {
       const VkBindImageMemoryInfo *b = &a->pBindInfos[i];
-      if (!image_fits(call, b->image, b->memory, b->memoryOffset, b->pNext)) {
-         gpud_call_fail(call, "an image does not fit in its memory");
+      /* the planes of a disjoint image are bound one by one */
+      bool plane = false;
+      for (const VkBaseInStructure *c = b->pNext; c; c = c->pNext)
+         plane |= c->sType == VK_STRUCTURE_TYPE_BIND_IMAGE_PLANE_MEMORY_INFO;
+      if ((!plane && !unbound(call, VK_OBJECT_TYPE_IMAGE, (uint64_t)(uintptr_t)b->image)) ||
+          !image_fits(call, b->image, b->memory, b->memoryOffset, b->pNext)) {
+         gpud_call_fail(call, "an image is bound already or does not fit in its memory");
          return;
       }
    }
    gpud_gen_exec_vkBindImageMemory2(call, a);
+   for (uint32_t i = 0; a->ret == VK_SUCCESS && i < a->bindInfoCount; i++)
+      BOUND(VK_OBJECT_TYPE_IMAGE, a->pBindInfos[i].image, a->pBindInfos[i].memory);
+}
+
+/* Host-visible memory is imported host memory, and the API lets only
+ * resources created for that handle type be bound to imported memory: the
+ * daemon says so on the client's behalf (clients may not send these
+ * structures themselves).  Sparse resources are usable without a memory
+ * binding: remember which. */
+void
+gpud_exec_vkCreateBuffer(struct gpud_call *call, struct wire_args_vkCreateBuffer *a)
+{
+   VkBufferCreateInfo *info = (VkBufferCreateInfo *)a->pCreateInfo; /* decoded: ours */
+   VkExternalMemoryBufferCreateInfo external = {
+      .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+      .pNext = info->pNext,
+      .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+   };
+   if (call->client->daemon->host.has_external_memory_host &&
+       !(info->flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT))
+      info->pNext = &external;
+   call->new_create_flags = info->flags;
+   gpud_gen_exec_vkCreateBuffer(call, a);
+   info->pNext = external.pNext;
+}
+
+void
+gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *a)
+{
+   VkImageCreateInfo *info = (VkImageCreateInfo *)a->pCreateInfo; /* decoded: ours */
+   VkExternalMemoryImageCreateInfo external = {
+      .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO,
+      .pNext = info->pNext,
+      .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+   };
+   if (call->client->daemon->host.has_external_memory_host && call->device->physical_device &&
+       !(info->flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT)) {
+      /* only where the host can import memory for such an image */
+      VkPhysicalDeviceExternalImageFormatInfo ext_info = {
+         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_IMAGE_FORMAT_INFO,
+         .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+      };
+      VkPhysicalDeviceImageFormatInfo2 fmt = {
+         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_IMAGE_FORMAT_INFO_2,
+         .pNext = &ext_info,
+         .format = info->format,
+         .type = info->imageType,
+         .tiling = info->tiling,
+         .usage = info->usage,
+         .flags = info->flags,
+      };
+      VkExternalImageFormatProperties ext_props = {
+         .sType = VK_STRUCTURE_TYPE_EXTERNAL_IMAGE_FORMAT_PROPERTIES,
+      };
+      VkImageFormatProperties2 props = {
+         .sType = VK_STRUCTURE_TYPE_IMAGE_FORMAT_PROPERTIES_2,
+         .pNext = &ext_props,
+      };
+      if (call->disp->GetPhysicalDeviceImageFormatProperties2(
+             (VkPhysicalDevice)(uintptr_t)call->device->physical_device, &fmt, &props) ==
+             VK_SUCCESS &&
+          (ext_props.externalMemoryProperties.externalMemoryFeatures &
+           VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT))
+         info->pNext = &external;
+   }
+   call->new_create_flags = info->flags;
+   gpud_gen_exec_vkCreateImage(call, a);
+   info->pNext = external.pNext;
 }

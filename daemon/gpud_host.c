@@ -304,6 +304,7 @@ gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_
          continue;
       memcpy(host->device_uuid, id.deviceUUID, VK_UUID_SIZE);
       snprintf(host->device_name, sizeof(host->device_name), "%s", p2.properties.deviceName);
+      host->device_type = p2.properties.deviceType;
       d.GetPhysicalDeviceMemoryProperties(pdevs[i], &host->memory);
       probe_import(host, &d, pdevs[i]);
       r = 0;

@@ -34,6 +34,11 @@ usage(FILE *f)
            "  -d, --host-driver FILE   host Vulkan driver's ICD manifest (default: the GPU's\n"
            "                           driver, else lavapipe: %s)\n"
            "  -D, --device NAME        serve the host device whose name contains NAME\n"
+           "      --validate=WHEN      check every call with the Khronos validation layer\n"
+           "                           before the host driver sees it, and disconnect a\n"
+           "                           client that breaks a rule: auto (default: when the\n"
+           "                           host device is a CPU, which runs in this process),\n"
+           "                           on or off\n"
            "  -l, --log-level LEVEL    err, warning, notice, info (default) or debug\n"
            "  -h, --help               show this help\n"
            "  -V, --version            show the version\n",
@@ -167,12 +172,14 @@ main(int argc, char **argv)
       {"socket", required_argument, NULL, 's'},
       {"host-driver", required_argument, NULL, 'd'},
       {"device", required_argument, NULL, 'D'},
+      {"validate", required_argument, NULL, 'v'},
       {"log-level", required_argument, NULL, 'l'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {0},
    };
    const char *socket_arg = NULL, *driver_arg = NULL, *device_arg = NULL;
+   enum gpud_validate_mode validate = GPUD_VALIDATE_AUTO;
    int c;
    while ((c = getopt_long(argc, argv, "s:d:D:l:hV", options, NULL)) != -1) {
       switch (c) {
@@ -184,6 +191,18 @@ main(int argc, char **argv)
          break;
       case 'D':
          device_arg = optarg;
+         break;
+      case 'v':
+         if (!strcmp(optarg, "auto")) {
+            validate = GPUD_VALIDATE_AUTO;
+         } else if (!strcmp(optarg, "on")) {
+            validate = GPUD_VALIDATE_ON;
+         } else if (!strcmp(optarg, "off")) {
+            validate = GPUD_VALIDATE_OFF;
+         } else {
+            fprintf(stderr, "gpud: --validate takes auto, on or off, not '%s'\n", optarg);
+            return 2;
+         }
          break;
       case 'l': {
          enum util_log_level level;
@@ -229,6 +248,11 @@ main(int argc, char **argv)
       return 1;
    }
    free(manifest);
+   if (validate == GPUD_VALIDATE_ON ||
+       (validate == GPUD_VALIDATE_AUTO && daemon.host.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU)) {
+      if (gpud_host_enable_validation(&daemon.host, validate == GPUD_VALIDATE_ON) < 0)
+         return 1;
+   }
 
    /* The listening socket: from systemd, else our own. */
    int listen_fd = -1;

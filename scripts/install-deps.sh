@@ -7,7 +7,8 @@ set -eu
 
 packages="
    meson ninja-build pkg-config gcc python3
-   libvulkan-dev vulkan-tools mesa-vulkan-drivers glslang-tools spirv-tools
+   libvulkan-dev vulkan-tools mesa-vulkan-drivers vulkan-validationlayers
+   glslang-tools spirv-tools
    libprotobuf-c-dev protobuf-c-compiler libevent-dev libsystemd-dev
    libdrm-dev libxcb1-dev libwayland-dev systemd
 "

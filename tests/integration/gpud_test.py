@@ -504,6 +504,30 @@ def test_badshader(fx):
              (3 * len(VARIANTS), len(refusals)))
 
 
+def test_abuse(fx):
+    """Command buffers that break rules the host driver trusts (each crashes
+    lavapipe used directly): the abusing client loses its device, the daemon
+    and a client working beside it carry on."""
+    if fx.direct:
+        raise TestSkip('these crash lavapipe used directly')
+    vk_abuse = fx.prog('vk_abuse')
+    _, out, _ = fx.run([vk_abuse, '--list'], fx.gpud_env(), show_output=False)
+    cases = out.split()
+    if not cases:
+        fail('vk_abuse lists no cases')
+    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '20'],
+                             fx.gpud_env(VARIANTS[1]), label='bystander')
+    for case in cases:
+        fx.run([vk_abuse, case], fx.gpud_env(VARIANTS[1]), label=case)
+        fx.check_daemon()
+    finish_client(bystander, 300, 'vk_compute beside the abuse')
+    with open(fx.log_path, errors='replace') as f:
+        refused = [l for l in f if 'vk_abuse' in l and 'protocol error' in l]
+    if len(refused) != len(cases):
+        fail('expected %d refusals in the daemon log, got %d' % (len(cases), len(refused)))
+    fx.run([fx.prog('vk_compute')], fx.gpud_env(), label='after the abuse')
+
+
 def test_systemd(fx):
     """Socket activation and sd_notify, as systemd would drive them:
     systemd-socket-activate holds the listening socket and starts gpud on the
@@ -1029,6 +1053,7 @@ SUBCOMMANDS = {
     'enum': test_enum,
     'compute': test_compute,
     'systemd': test_systemd,
+    'abuse': test_abuse,
     'badshader': test_badshader,
     'render': test_render,
     'sync': test_sync,
