@@ -18,6 +18,10 @@
 
 static struct vkt_context ctx;
 static bool lost;
+/* What the program made, destroyed at the end (even with the device lost). */
+static VkBuffer buffers[4];
+static VkDeviceMemory memories[4];
+static unsigned n_buffers, n_memories;
 
 static VkResult
 note(const char *call, VkResult r)
@@ -39,6 +43,7 @@ buffer(bool bind, VkDeviceMemory *ret_memory)
    VkBuffer b = VK_NULL_HANDLE;
    if (note("vkCreateBuffer", vkCreateBuffer(ctx.device, &info, NULL, &b)) != VK_SUCCESS)
       return b;
+   buffers[n_buffers++] = b;
    if (!bind)
       return b;
    VkMemoryRequirements req;
@@ -49,7 +54,9 @@ buffer(bool bind, VkDeviceMemory *ret_memory)
       .memoryTypeIndex = (uint32_t)__builtin_ctz(req.memoryTypeBits),
    };
    VkDeviceMemory m = VK_NULL_HANDLE;
-   note("vkAllocateMemory", vkAllocateMemory(ctx.device, &alloc, NULL, &m));
+   if (note("vkAllocateMemory", vkAllocateMemory(ctx.device, &alloc, NULL, &m)) == VK_SUCCESS &&
+       !ret_memory)
+      memories[n_memories++] = m;
    note("vkBindBufferMemory", vkBindBufferMemory(ctx.device, b, m, 0));
    if (ret_memory)
       *ret_memory = m;
@@ -106,6 +113,11 @@ main(int argc, char **argv)
    };
    note("vkQueueSubmit", vkQueueSubmit(ctx.queue, 1, &submit, VK_NULL_HANDLE));
    note("vkQueueWaitIdle", vkQueueWaitIdle(ctx.queue));
+   for (unsigned i = 0; i < n_buffers; i++)
+      vkDestroyBuffer(ctx.device, buffers[i], NULL);
+   for (unsigned i = 0; i < n_memories; i++)
+      vkFreeMemory(ctx.device, memories[i], NULL);
+   vkt_context_finish(&ctx);
    if (!lost) {
       printf("vk_abuse: %s went through unnoticed\n", c);
       return 1;
