@@ -7,7 +7,8 @@
 #   bench/run_bench.sh [BUILD_DIR] [gpud_bench options...]
 #
 # BUILD_DIR defaults to ./build (an already configured Meson build dir).
-# Overrides: GPUD (daemon), ICD_MANIFEST (gpud's build-dir manifest),
+# Overrides: GPUD (daemon), GPUD_ARGS (more daemon options, for example
+# --validate=off), ICD_MANIFEST (gpud's build-dir manifest),
 # LAVAPIPE_MANIFEST. With --direct-only no daemon is started.
 set -eu
 
@@ -67,7 +68,8 @@ else
    [ -n "$ICD_MANIFEST" ] && [ -f "$ICD_MANIFEST" ] ||
       { echo "run_bench.sh: gpud's ICD manifest not found in $build (set ICD_MANIFEST=)" >&2; exit 1; }
    sock="$tmp/gpud.sock"
-   env -u VK_ICD_FILENAMES "$GPUD" --socket "$sock" --host-driver "$LAVAPIPE_MANIFEST" \
+   # shellcheck disable=SC2086
+   env -u VK_ICD_FILENAMES "$GPUD" --socket "$sock" --host-driver "$LAVAPIPE_MANIFEST" ${GPUD_ARGS:-} \
       2>"$tmp/gpud.log" &
    daemon_pid=$!
    i=0
