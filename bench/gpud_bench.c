@@ -200,11 +200,7 @@ struct push {
 };
 
 struct draw_state {
-   VkImage image;
-   VkDeviceMemory memory;
-   VkImageView view;
-   VkRenderPass render_pass;
-   VkFramebuffer framebuffer;
+   struct vkt_color_target target;
    VkPipelineLayout layout;
    VkPipeline pipeline;
 };
@@ -212,66 +208,7 @@ struct draw_state {
 static void
 draw_state_init(const struct vkt_context *ctx, struct draw_state *s)
 {
-   const VkImageCreateInfo image_info = {
-      .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
-      .imageType = VK_IMAGE_TYPE_2D,
-      .format = VK_FORMAT_R8G8B8A8_UNORM,
-      .extent = { FB_SIZE, FB_SIZE, 1 },
-      .mipLevels = 1,
-      .arrayLayers = 1,
-      .samples = VK_SAMPLE_COUNT_1_BIT,
-      .tiling = VK_IMAGE_TILING_OPTIMAL,
-      .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
-   };
-   VKT_CHECK(vkCreateImage(ctx->device, &image_info, NULL, &s->image));
-   s->memory = vkt_image_bind_memory(ctx, s->image);
-   const VkImageViewCreateInfo view_info = {
-      .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
-      .image = s->image,
-      .viewType = VK_IMAGE_VIEW_TYPE_2D,
-      .format = image_info.format,
-      .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1 },
-   };
-   VKT_CHECK(vkCreateImageView(ctx->device, &view_info, NULL, &s->view));
-
-   const VkAttachmentDescription attachment = {
-      .format = image_info.format,
-      .samples = VK_SAMPLE_COUNT_1_BIT,
-      .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
-      .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
-      .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-      .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
-      .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
-      .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
-   };
-   const VkAttachmentReference ref = {
-      0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL
-   };
-   const VkSubpassDescription subpass = {
-      .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
-      .colorAttachmentCount = 1,
-      .pColorAttachments = &ref,
-   };
-   const VkRenderPassCreateInfo rp_info = {
-      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
-      .attachmentCount = 1,
-      .pAttachments = &attachment,
-      .subpassCount = 1,
-      .pSubpasses = &subpass,
-   };
-   VKT_CHECK(vkCreateRenderPass(ctx->device, &rp_info, NULL,
-                                &s->render_pass));
-   const VkFramebufferCreateInfo fb_info = {
-      .sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO,
-      .renderPass = s->render_pass,
-      .attachmentCount = 1,
-      .pAttachments = &s->view,
-      .width = FB_SIZE,
-      .height = FB_SIZE,
-      .layers = 1,
-   };
-   VKT_CHECK(vkCreateFramebuffer(ctx->device, &fb_info, NULL,
-                                 &s->framebuffer));
+   vkt_color_target_init(ctx, FB_SIZE, &s->target);
 
    const VkPushConstantRange range = {
       VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT, 0,
@@ -348,7 +285,7 @@ draw_state_init(const struct vkt_context *ctx, struct draw_state *s)
       .pMultisampleState = &multisample,
       .pColorBlendState = &blend,
       .layout = s->layout,
-      .renderPass = s->render_pass,
+      .renderPass = s->target.render_pass,
    };
    VKT_CHECK(vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1,
                                        &pipeline_info, NULL, &s->pipeline));
@@ -361,11 +298,7 @@ draw_state_finish(const struct vkt_context *ctx, struct draw_state *s)
 {
    vkDestroyPipeline(ctx->device, s->pipeline, NULL);
    vkDestroyPipelineLayout(ctx->device, s->layout, NULL);
-   vkDestroyFramebuffer(ctx->device, s->framebuffer, NULL);
-   vkDestroyRenderPass(ctx->device, s->render_pass, NULL);
-   vkDestroyImageView(ctx->device, s->view, NULL);
-   vkDestroyImage(ctx->device, s->image, NULL);
-   vkFreeMemory(ctx->device, s->memory, NULL);
+   vkt_color_target_finish(ctx, &s->target);
 }
 
 static void
@@ -401,8 +334,8 @@ bench_draws(const struct vkt_context *ctx, const struct options *o,
       const VkClearValue clear = { .color = { .float32 = { 0, 0, 0, 1 } } };
       const VkRenderPassBeginInfo rp_begin = {
          .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
-         .renderPass = s.render_pass,
-         .framebuffer = s.framebuffer,
+         .renderPass = s.target.render_pass,
+         .framebuffer = s.target.framebuffer,
          .renderArea = { { 0, 0 }, { FB_SIZE, FB_SIZE } },
          .clearValueCount = 1,
          .pClearValues = &clear,

@@ -512,68 +512,8 @@ test_queries(const struct vkt_context *ctx)
    const uint32_t nq = VKT_ARRAY_SIZE(cases);
 
    /* Colour target, render pass, framebuffer. */
-   const VkImageCreateInfo image_info = {
-      .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
-      .imageType = VK_IMAGE_TYPE_2D,
-      .format = VK_FORMAT_R8G8B8A8_UNORM,
-      .extent = { QUERY_FB_SIZE, QUERY_FB_SIZE, 1 },
-      .mipLevels = 1,
-      .arrayLayers = 1,
-      .samples = VK_SAMPLE_COUNT_1_BIT,
-      .tiling = VK_IMAGE_TILING_OPTIMAL,
-      .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
-   };
-   VkImage image;
-   VKT_CHECK(vkCreateImage(ctx->device, &image_info, NULL, &image));
-   VkDeviceMemory image_memory = vkt_image_bind_memory(ctx, image);
-   const VkImageViewCreateInfo view_info = {
-      .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
-      .image = image,
-      .viewType = VK_IMAGE_VIEW_TYPE_2D,
-      .format = image_info.format,
-      .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1 },
-   };
-   VkImageView view;
-   VKT_CHECK(vkCreateImageView(ctx->device, &view_info, NULL, &view));
-
-   const VkAttachmentDescription attachment = {
-      .format = image_info.format,
-      .samples = VK_SAMPLE_COUNT_1_BIT,
-      .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
-      .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
-      .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-      .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
-      .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
-      .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
-   };
-   const VkAttachmentReference ref = {
-      0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL
-   };
-   const VkSubpassDescription subpass = {
-      .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
-      .colorAttachmentCount = 1,
-      .pColorAttachments = &ref,
-   };
-   const VkRenderPassCreateInfo rp_info = {
-      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
-      .attachmentCount = 1,
-      .pAttachments = &attachment,
-      .subpassCount = 1,
-      .pSubpasses = &subpass,
-   };
-   VkRenderPass render_pass;
-   VKT_CHECK(vkCreateRenderPass(ctx->device, &rp_info, NULL, &render_pass));
-   const VkFramebufferCreateInfo fb_info = {
-      .sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO,
-      .renderPass = render_pass,
-      .attachmentCount = 1,
-      .pAttachments = &view,
-      .width = QUERY_FB_SIZE,
-      .height = QUERY_FB_SIZE,
-      .layers = 1,
-   };
-   VkFramebuffer framebuffer;
-   VKT_CHECK(vkCreateFramebuffer(ctx->device, &fb_info, NULL, &framebuffer));
+   struct vkt_color_target target;
+   vkt_color_target_init(ctx, QUERY_FB_SIZE, &target);
 
    /* Pipeline: quad.vert + solid.frag, rectangle and colour pushed. */
    const VkPushConstantRange push_range = {
@@ -655,7 +595,7 @@ test_queries(const struct vkt_context *ctx)
       .pColorBlendState = &blend,
       .pDynamicState = &dynamic,
       .layout = layout,
-      .renderPass = render_pass,
+      .renderPass = target.render_pass,
    };
    VkPipeline pipeline;
    VKT_CHECK(vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1,
@@ -693,8 +633,8 @@ test_queries(const struct vkt_context *ctx)
    const VkClearValue clear = { .color = { .float32 = { 0, 0, 0, 1 } } };
    const VkRenderPassBeginInfo rp_begin = {
       .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
-      .renderPass = render_pass,
-      .framebuffer = framebuffer,
+      .renderPass = target.render_pass,
+      .framebuffer = target.framebuffer,
       .renderArea = { { 0, 0 }, { QUERY_FB_SIZE, QUERY_FB_SIZE } },
       .clearValueCount = 1,
       .pClearValues = &clear,
@@ -821,11 +761,7 @@ test_queries(const struct vkt_context *ctx)
    vkDestroyQueryPool(ctx->device, occ_pool, NULL);
    vkDestroyPipeline(ctx->device, pipeline, NULL);
    vkDestroyPipelineLayout(ctx->device, layout, NULL);
-   vkDestroyFramebuffer(ctx->device, framebuffer, NULL);
-   vkDestroyRenderPass(ctx->device, render_pass, NULL);
-   vkDestroyImageView(ctx->device, view, NULL);
-   vkDestroyImage(ctx->device, image, NULL);
-   vkFreeMemory(ctx->device, image_memory, NULL);
+   vkt_color_target_finish(ctx, &target);
    printf("vk_sync: queries: OK\n");
 }
 

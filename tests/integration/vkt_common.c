@@ -488,3 +488,77 @@ vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd)
    vkDestroyFence(ctx->device, fence, NULL);
    vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
 }
+
+void
+vkt_color_target_init(const struct vkt_context *ctx, uint32_t size,
+                      struct vkt_color_target *t)
+{
+   const VkImageCreateInfo image_info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+      .imageType = VK_IMAGE_TYPE_2D,
+      .format = VK_FORMAT_R8G8B8A8_UNORM,
+      .extent = { size, size, 1 },
+      .mipLevels = 1,
+      .arrayLayers = 1,
+      .samples = VK_SAMPLE_COUNT_1_BIT,
+      .tiling = VK_IMAGE_TILING_OPTIMAL,
+      .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
+   };
+   VKT_CHECK(vkCreateImage(ctx->device, &image_info, NULL, &t->image));
+   t->memory = vkt_image_bind_memory(ctx, t->image);
+   const VkImageViewCreateInfo view_info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
+      .image = t->image,
+      .viewType = VK_IMAGE_VIEW_TYPE_2D,
+      .format = image_info.format,
+      .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1 },
+   };
+   VKT_CHECK(vkCreateImageView(ctx->device, &view_info, NULL, &t->view));
+
+   const VkAttachmentDescription attachment = {
+      .format = image_info.format,
+      .samples = VK_SAMPLE_COUNT_1_BIT,
+      .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+      .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+      .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+      .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+      .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+      .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+   };
+   const VkAttachmentReference ref = {
+      0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL
+   };
+   const VkSubpassDescription subpass = {
+      .pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS,
+      .colorAttachmentCount = 1,
+      .pColorAttachments = &ref,
+   };
+   const VkRenderPassCreateInfo rp_info = {
+      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO,
+      .attachmentCount = 1,
+      .pAttachments = &attachment,
+      .subpassCount = 1,
+      .pSubpasses = &subpass,
+   };
+   VKT_CHECK(vkCreateRenderPass(ctx->device, &rp_info, NULL, &t->render_pass));
+   const VkFramebufferCreateInfo fb_info = {
+      .sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO,
+      .renderPass = t->render_pass,
+      .attachmentCount = 1,
+      .pAttachments = &t->view,
+      .width = size,
+      .height = size,
+      .layers = 1,
+   };
+   VKT_CHECK(vkCreateFramebuffer(ctx->device, &fb_info, NULL, &t->framebuffer));
+}
+
+void
+vkt_color_target_finish(const struct vkt_context *ctx, struct vkt_color_target *t)
+{
+   vkDestroyFramebuffer(ctx->device, t->framebuffer, NULL);
+   vkDestroyRenderPass(ctx->device, t->render_pass, NULL);
+   vkDestroyImageView(ctx->device, t->view, NULL);
+   vkDestroyImage(ctx->device, t->image, NULL);
+   vkFreeMemory(ctx->device, t->memory, NULL);
+}

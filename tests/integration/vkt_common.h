@@ -126,6 +126,22 @@ void vkt_buffer_invalidate(const struct vkt_context *ctx,
 VkDeviceMemory vkt_image_bind_memory(const struct vkt_context *ctx,
                                      VkImage image);
 
+/* A single-sample RGBA8 colour image of size x size, its view, a render
+ * pass that clears and stores it (leaving it COLOR_ATTACHMENT_OPTIMAL) and
+ * a framebuffer. */
+struct vkt_color_target {
+   VkImage image;
+   VkDeviceMemory memory;
+   VkImageView view;
+   VkRenderPass render_pass;
+   VkFramebuffer framebuffer;
+};
+
+void vkt_color_target_init(const struct vkt_context *ctx, uint32_t size,
+                           struct vkt_color_target *t);
+void vkt_color_target_finish(const struct vkt_context *ctx,
+                             struct vkt_color_target *t);
+
 VkShaderModule vkt_shader_module(const struct vkt_context *ctx,
                                  const uint32_t *code, size_t size);
 
