@@ -1,3 +1,138 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
-#include "gpud.h"
+
+/*
+ * What executors (generated in gpud_gen.c, or written by hand) work with:
+ * the command being executed, the objects it names, and the helpers that
+ * add, forget and check them.
+ */
+
+#include "gpud_context.h"
+#include "gpud_gen.h"
+
+struct gpud_queue_info {
+   uint32_t family;
+   uint32_t count;
+   VkDeviceQueueCreateFlags flags;
+};
+
+struct gpud_object {
+   struct util_list link;            /* ctx->object_list, in creation order */
+   uint64_t id;
+   VkObjectType type;
+   uint64_t handle;                  /* the host handle */
+   struct gpud_object *instance;     /* owning instance (for instance children) */
+   struct gpud_object *device;       /* owning device (for device children) */
+   struct gpud_object *pool;         /* command or descriptor pool of a child */
+   struct gpud_host_dispatch *disp;  /* instances and devices: their own table */
+   bool lost;                        /* devices: an asynchronous call failed */
+   VkDebugUtilsMessengerEXT messenger; /* instances, when validating */
+   /* buffers and images: usable only once bound to memory (or sparse) */
+   bool bound;
+   bool sparse;
+   uint64_t size;                    /* buffers: their size */
+   struct gpud_object *memory;       /* what a buffer or image is bound to */
+   uint64_t physical_device;         /* devices: the host physical device */
+   struct gpud_queue_info *queues;   /* devices: the queues it was created with */
+   uint32_t n_queues;
+   /* memory */
+   void *map;
+   size_t map_size;
+   uint64_t bytes;
+   uint32_t heap;
+};
+
+/* One command being executed. */
+struct gpud_call {
+   struct gpud_context *ctx;
+   struct wire_dec dec;
+   struct wire_enc *reply;   /* NULL when no reply is wanted */
+   uint32_t seq;
+   uint32_t op;
+   const struct gpud_host_dispatch *disp;
+   struct gpud_object *instance;
+   struct gpud_object *device;
+   bool deferred;            /* a waiter thread sends the reply */
+   int reply_fd;             /* sent with the reply, then closed */
+   /* objects named by the command, in order */
+   struct gpud_object **touched;
+   unsigned n_touched, cap_touched;
+   /* new ids the command names, and the result it gets instead of running
+    * when they would take the client past its object limit */
+   unsigned n_new_ids;
+   VkResult refused;
+   /* memory of a new allocation (reserved bytes, and the mapping of
+    * host-visible memory), attached to its object or released */
+   void *new_map;
+   size_t new_map_size;
+   uint64_t new_bytes;
+   uint32_t new_heap;
+   /* validation messenger of a new instance */
+   VkDebugUtilsMessengerEXT new_messenger;
+   char validation_error[256];
+   /* create flags of a new buffer or image, and a buffer's size */
+   uint32_t new_create_flags;
+   uint64_t new_size;
+   /* queues of a new device, attached to its object */
+   struct gpud_queue_info *new_queues;
+   uint32_t n_new_queues;
+};
+
+/* Decodes and runs every command in a stream message; negative when the
+ * client must be disconnected (the reason is logged and sent). */
+int gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size);
+
+static inline const struct gpud_host_dispatch *
+gpud_call_dispatch(struct gpud_call *call)
+{
+   return call->disp;
+}
+
+void gpud_call_fail(struct gpud_call *call, const char *why);
+static inline bool
+gpud_call_device_lost(const struct gpud_call *call)
+{
+   return call->device && call->device->lost;
+}
+/* The result a command gets without running (VK_SUCCESS: it runs). */
+static inline VkResult
+gpud_call_refused(const struct gpud_call *call)
+{
+   return call->refused;
+}
+void gpud_call_async_error(struct gpud_call *call, VkResult result);
+/* The object the command named with this host handle, or NULL. */
+struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle);
+/* Marks a buffer or image bound to memory. */
+void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
+                          uint64_t memory);
+
+/* Object table (gpud_object.c) */
+struct gpud_object *gpud_object_find(struct gpud_context *ctx, uint64_t id);
+void gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uint64_t handle);
+/* Forgets the objects of this type the command named (it destroyed them),
+ * and for pools their children. */
+void gpud_call_forget_objects(struct gpud_call *call, VkObjectType type);
+/* Forgets the children of a pool (vkResetDescriptorPool). */
+void gpud_object_forget_children(struct gpud_context *ctx, struct gpud_object *pool);
+/* Destroys every host object of the client that belongs to device (or to
+ * instance, or all when both are NULL), newest first. */
+void gpud_context_destroy_objects(struct gpud_context *ctx, struct gpud_object *device,
+                                  struct gpud_object *instance);
+
+/* Validation (gpud_validate.c): what gpud_exec_vkCreateInstance adds when
+ * validating, and the messenger. */
+void gpud_validate_instance_info(struct gpud_call *call, VkInstanceCreateInfo *ci,
+                                 VkDebugUtilsMessengerCreateInfoEXT *messenger);
+void gpud_validate_instance_created(struct gpud_call *call, VkInstance instance);
+void gpud_validate_instance_destroy(struct gpud_object *instance);
+/* The command the calling thread executes, for the messenger. */
+void gpud_validate_set_call(struct gpud_call *call);
+
+/* Waits (gpud_wait.c) */
+void gpud_waiters_cancel(struct gpud_context *ctx, struct gpud_object *device, uint64_t handle);
+void gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a);
+
+/* Memory accounting, through the worker (gpud_object.c) */
+VkResult gpud_context_reserve_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes);
+void gpud_context_release_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes);

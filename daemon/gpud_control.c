@@ -1,78 +1,195 @@
 /* SPDX-License-Identifier: MIT */
-/* Control requests (gpudctl): the daemon's view of its clients. */
-#include "gpud.h"
+/*
+ * gpudctl's requests on a control connection: the daemon's view of its
+ * clients and recent faults, and disconnecting a client.  A user sees and
+ * acts on their own clients; root and the admin group on all.
+ */
+#include "gpud_server.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "util_log.h"
 #include "wire_control.h"
 
-void gpud_control_status(struct gpud_daemon *daemon, Gpud__ControlMessage *reply_msg,
-                         Gpud__StatusReply *reply);
-void gpud_control_status_free(Gpud__StatusReply *reply);
-bool gpud_control_disconnect(struct gpud_daemon *daemon, uint64_t client_id);
-
-void
-gpud_control_status(struct gpud_daemon *daemon, Gpud__ControlMessage *reply_msg,
-                    Gpud__StatusReply *reply)
+static uint64_t
+now_ns(void)
 {
-   reply->device_name = daemon->host.device_name;
-   reply->host_driver = daemon->host.manifest;
-   reply->daemon_pid = (uint32_t)getpid();
-   pthread_mutex_lock(&daemon->mutex);
-   size_t n = 0;
-   for (struct gpud_client *c = daemon->clients; c; c = c->next)
-      n += !c->control;
-   reply->clients = calloc(n ? n : 1, sizeof(*reply->clients));
-   size_t i = 0;
-   for (struct gpud_client *c = daemon->clients; c && reply->clients; c = c->next) {
-      if (c->control)
-         continue;
-      Gpud__ClientInfo *info = calloc(1, sizeof(*info));
-      if (!info)
-         break;
-      gpud__client_info__init(info);
-      info->id = c->id;
-      info->pid = (uint32_t)c->pid;
-      info->uid = (uint32_t)c->uid;
-      info->name = strdup(c->name);
-      info->objects = atomic_load(&c->n_objects);
-      info->memory_bytes = atomic_load(&c->memory_bytes);
-      info->commands = atomic_load(&c->commands);
-      reply->objects += info->objects;
-      reply->memory_bytes += info->memory_bytes;
-      reply->clients[i++] = info;
-   }
-   reply->n_clients = i;
-   pthread_mutex_unlock(&daemon->mutex);
-   reply_msg->msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY;
-   reply_msg->status_reply = reply;
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void
-gpud_control_status_free(Gpud__StatusReply *reply)
+static const char *
+state_name(const struct gpud_client *c)
 {
-   for (size_t i = 0; i < reply->n_clients; i++) {
-      free(reply->clients[i]->name);
-      free(reply->clients[i]);
+   switch (c->state) {
+   case GPUD_CLIENT_HANDSHAKE:
+      return "handshake";
+   case GPUD_CLIENT_WAITING:
+      return "waiting";
+   case GPUD_CLIENT_SERVING:
+      return c->worker && c->worker->goodbye[0] ? "closing" : "serving";
+   default:
+      return "control";
    }
-   free(reply->clients);
 }
 
-bool
-gpud_control_disconnect(struct gpud_daemon *daemon, uint64_t client_id)
+static void
+fill_client(Gpud__ClientInfo *info, const struct gpud_client *c, uint64_t now)
 {
-   bool found = false;
-   pthread_mutex_lock(&daemon->mutex);
-   for (struct gpud_client *c = daemon->clients; c; c = c->next) {
-      if (c->id == client_id && !c->control) {
-         gpud_client_log(c, UTIL_LOG_NOTICE, "disconnected by an administrator");
-         atomic_store(&c->closing, true);
-         shutdown(c->fd, SHUT_RDWR);
-         found = true;
+   gpud__client_info__init(info);
+   info->id = c->id;
+   info->pid = (uint32_t)c->pid;
+   info->uid = (uint32_t)c->uid;
+   info->name = (char *)c->name;
+   info->memory_bytes = c->memory;
+   info->state = (char *)state_name(c);
+   info->connected_ms = (now - c->connected_ns) / 1000000;
+   const struct gpud_worker *w = c->worker;
+   if (w) {
+      info->worker_pid = (uint32_t)w->pid;
+      if (w->status) {
+         /* the worker writes these: shown, never trusted */
+         info->objects = atomic_load(&w->status->objects);
+         info->commands = atomic_load(&w->status->commands);
+         uint64_t since = atomic_load(&w->status->send_blocked_since_ns);
+         if (since && since < now)
+            info->send_blocked_ms = (now - since) / 1000000;
       }
    }
-   pthread_mutex_unlock(&daemon->mutex);
-   return found;
+}
+
+static void
+status(struct gpud_client *control)
+{
+   struct gpud_server *server = control->server;
+   uint64_t now = now_ns();
+   Gpud__StatusReply reply = GPUD__STATUS_REPLY__INIT;
+   reply.device_name = server->device_name;
+   reply.host_driver = server->host_driver;
+   reply.daemon_pid = (uint32_t)getpid();
+   reply.isolation =
+      (char *)(server->cfg.isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
+
+   size_t n = 0;
+   struct gpud_client *c;
+   util_list_for_each(c, &server->clients, link)
+      n += c->state != GPUD_CLIENT_CONTROL;
+   Gpud__ClientInfo *infos = calloc(n ? n : 1, sizeof(*infos));
+   Gpud__ClientInfo **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+   size_t i = 0;
+   util_list_for_each(c, &server->clients, link) {
+      if (c->state == GPUD_CLIENT_CONTROL || !infos || !ptrs)
+         continue;
+      if (!gpud_access_may_see(control, c)) {
+         reply.hidden_clients++;
+         continue;
+      }
+      fill_client(&infos[i], c, now);
+      reply.objects += infos[i].objects;
+      reply.memory_bytes += infos[i].memory_bytes;
+      ptrs[i] = &infos[i];
+      i++;
+   }
+   reply.clients = ptrs;
+   reply.n_clients = i;
+
+   Gpud__FaultInfo faults[GPUD_MAX_FAULTS];
+   Gpud__FaultInfo *fault_ptrs[GPUD_MAX_FAULTS];
+   unsigned kept = server->n_faults < GPUD_MAX_FAULTS ? server->n_faults : GPUD_MAX_FAULTS;
+   size_t nf = 0;
+   for (unsigned k = server->n_faults - kept; k < server->n_faults; k++) {
+      const struct gpud_fault *f = &server->faults[k % GPUD_MAX_FAULTS];
+      if (!control->admin && f->uid != control->uid)
+         continue;
+      gpud__fault_info__init(&faults[nf]);
+      faults[nf].client_id = f->client_id;
+      faults[nf].pid = (uint32_t)f->pid;
+      faults[nf].uid = (uint32_t)f->uid;
+      faults[nf].name = (char *)f->name;
+      faults[nf].worker_pid = (uint32_t)f->worker_pid;
+      faults[nf].reason = (char *)f->reason;
+      faults[nf].age_ms = (now - f->time_ns) / 1000000;
+      fault_ptrs[nf] = &faults[nf];
+      nf++;
+   }
+   reply.faults = fault_ptrs;
+   reply.n_faults = nf;
+
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY;
+   m.status_reply = &reply;
+   size_t size;
+   void *buf = wire_control_pack(&m, &size);
+   if (buf)
+      gpud_server_queue(control, buf, size);
+   free(buf);
+   free(infos);
+   free(ptrs);
+}
+
+static void
+disconnect(struct gpud_client *control, uint64_t id)
+{
+   struct gpud_server *server = control->server;
+   Gpud__DisconnectClientReply dr = GPUD__DISCONNECT_CLIENT_REPLY__INIT;
+   struct gpud_client *c;
+   util_list_for_each(c, &server->clients, link) {
+      if (c->id != id || c->state == GPUD_CLIENT_CONTROL)
+         continue;
+      dr.found = true;
+      if (!gpud_access_may_see(control, c)) {
+         dr.denied = true;
+         gpud_server_client_log(c, UTIL_LOG_WARNING,
+                                "uid %u (pid %d) may not disconnect this client",
+                                (unsigned)control->uid, (int)control->pid);
+         break;
+      }
+      gpud_server_client_log(c, UTIL_LOG_NOTICE, "disconnected by uid %u (pid %d, gpudctl)",
+                             (unsigned)control->uid, (int)control->pid);
+      if (c->worker)
+         gpud_kill_worker(c->worker, "disconnected by an administrator");
+      else
+         shutdown(c->fd, SHUT_RDWR);
+      break;
+   }
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY;
+   m.disconnect_client_reply = &dr;
+   size_t size;
+   void *buf = wire_control_pack(&m, &size);
+   if (buf)
+      gpud_server_queue(control, buf, size);
+   free(buf);
+}
+
+int
+gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
+{
+   Gpud__ControlMessage *m = wire_control_unpack(data, size);
+   int r = 0;
+   switch (m ? m->msg_case : GPUD__CONTROL_MESSAGE__MSG__NOT_SET) {
+   case GPUD__CONTROL_MESSAGE__MSG_STATUS_REQUEST:
+      status(control);
+      break;
+   case GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REQUEST:
+      disconnect(control, m->disconnect_client_request->client_id);
+      break;
+   case GPUD__CONTROL_MESSAGE__MSG_DISCONNECT:
+      r = -ECONNRESET;
+      break;
+   default:
+      gpud_server_client_log(control, UTIL_LOG_ERR, "protocol error: bad control message");
+      r = -EPROTO;
+      break;
+   }
+   wire_control_free(m);
+   return r;
 }

@@ -4,8 +4,9 @@
  * passing the decoded arguments on (gen_wire.py generates the rest, and
  * each of these overrides its weak generated default).
  */
-#include "gpud.h"
+#include "gpud_call.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,12 @@
 void
 gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInstance *a)
 {
-   struct gpud_host *host = &call->client->daemon->host;
+   const struct gpud_host *host = call->ctx->host;
    /* The host instance is the daemon's: its own layers (none) and
     * extensions (none needed), and the highest version gpud carries. */
    VkApplicationInfo app = {
       .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-      .pApplicationName = call->client->name,
+      .pApplicationName = call->ctx->info.name,
       .pEngineName = "gpud",
       .apiVersion = VK_API_VERSION_1_3,
    };
@@ -49,14 +50,14 @@ void
 gpud_exec_vkDestroyInstance(struct gpud_call *call, struct wire_args_vkDestroyInstance *a)
 {
    if (call->instance)
-      gpud_client_destroy_objects(call->client, NULL, call->instance);
+      gpud_context_destroy_objects(call->ctx, NULL, call->instance);
 }
 
 void
 gpud_exec_vkEnumeratePhysicalDevices(struct gpud_call *call,
                                      struct wire_args_vkEnumeratePhysicalDevices *a)
 {
-   struct gpud_host *host = &call->client->daemon->host;
+   const struct gpud_host *host = call->ctx->host;
    const struct gpud_host_dispatch *d = call->disp;
    VkInstance instance = (VkInstance)(uintptr_t)call->instance->handle;
    uint32_t n = 0;
@@ -92,7 +93,7 @@ gpud_exec_vkEnumeratePhysicalDevices(struct gpud_call *call,
 static void
 patch_properties(struct gpud_call *call, VkPhysicalDeviceProperties *p)
 {
-   const char *host_name = call->client->daemon->host.device_name;
+   const char *host_name = call->ctx->host->device_name;
    char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE] = "gpud: ";
    size_t prefix = strlen(name);
    size_t n = strnlen(host_name, sizeof(name) - prefix - 1);
@@ -123,7 +124,7 @@ gpud_exec_vkGetPhysicalDeviceProperties2(struct gpud_call *call,
 static void
 patch_memory(struct gpud_call *call, VkPhysicalDeviceMemoryProperties *m)
 {
-   const struct gpud_host *host = &call->client->daemon->host;
+   const struct gpud_host *host = call->ctx->host;
    /* Host-visible memory must be a memfd both sides map: a type the host
     * cannot import a memfd into is offered as device memory only. */
    for (uint32_t i = 0; i < m->memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++) {
@@ -201,7 +202,7 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
 void
 gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice *a)
 {
-   struct gpud_host *host = &call->client->daemon->host;
+   const struct gpud_host *host = call->ctx->host;
    const VkDeviceCreateInfo *in = a->pCreateInfo;
    const char **exts = wire_dec_alloc(&call->dec, sizeof(char *) * (in->enabledExtensionCount + 2));
    if (!exts) {
@@ -239,7 +240,7 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
          ok = queues[j].family != q->queueFamilyIndex || queues[j].flags != q->flags;
       if (!ok) {
          free(queues);
-         gpud_client_log(call->client, UTIL_LOG_WARNING,
+         gpud_context_log(call->ctx, UTIL_LOG_WARNING,
                          "vkCreateDevice: queue family %u x%u does not exist on the host",
                          q->queueFamilyIndex, q->queueCount);
          a->ret = VK_ERROR_INITIALIZATION_FAILED;
@@ -249,25 +250,6 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    }
 
    VkDeviceCreateInfo ci = *in;
-   /* A CPU host device runs shaders in this process: out-of-bounds buffer
-    * accesses must stay in bounds, so robust buffer access is always on
-    * (the decoded structures are the daemon's own, so they can be changed). */
-   VkPhysicalDeviceFeatures robust = {.robustBufferAccess = VK_TRUE};
-   if (host->device_type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-      VkPhysicalDeviceFeatures2 *f2 = NULL;
-      for (const VkBaseInStructure *c = in->pNext; c; c = c->pNext) {
-         if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
-            f2 = (VkPhysicalDeviceFeatures2 *)c;
-      }
-      if (f2) {
-         f2->features.robustBufferAccess = VK_TRUE;
-      } else {
-         if (in->pEnabledFeatures)
-            robust = *in->pEnabledFeatures;
-         robust.robustBufferAccess = VK_TRUE;
-         ci.pEnabledFeatures = &robust;
-      }
-   }
    ci.enabledLayerCount = 0;
    ci.ppEnabledLayerNames = NULL;
    ci.enabledExtensionCount = n;
@@ -319,7 +301,7 @@ void
 gpud_exec_vkDestroyDevice(struct gpud_call *call, struct wire_args_vkDestroyDevice *a)
 {
    if (call->device)
-      gpud_client_destroy_objects(call->client, call->device, NULL);
+      gpud_context_destroy_objects(call->ctx, call->device, NULL);
 }
 
 /* ---- memory --------------------------------------------------------------- */
@@ -327,7 +309,7 @@ gpud_exec_vkDestroyDevice(struct gpud_call *call, struct wire_args_vkDestroyDevi
 void
 gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMemory *a)
 {
-   const struct gpud_host *host = &call->client->daemon->host;
+   const struct gpud_host *host = call->ctx->host;
    const VkMemoryAllocateInfo *info = a->pAllocateInfo;
    if (info->memoryTypeIndex >= host->memory.memoryTypeCount) {
       a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
@@ -337,22 +319,29 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
       gpud_call_fail(call, "allocationSize is 0");
       return;
    }
-   VkMemoryPropertyFlags flags = host->memory.memoryTypes[info->memoryTypeIndex].propertyFlags;
-   bool shared = (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+   const VkMemoryType *type = &host->memory.memoryTypes[info->memoryTypeIndex];
+   bool shared = (type->propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
                  (host->importable_types & (1u << info->memoryTypeIndex));
+   uint64_t size = info->allocationSize;
+   if (shared) {
+      if (size > (1ull << 46)) {
+         a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+         return;
+      }
+      size = (size + host->import_alignment - 1) & ~(host->import_alignment - 1);
+   }
+   /* The worker's limits (per client, per user, the heap's size) first:
+    * past them the allocation fails as a full heap would. */
+   a->ret = gpud_context_reserve_memory(call->ctx, type->heapIndex, size);
+   if (a->ret != VK_SUCCESS)
+      return;
+   call->new_bytes = size;
+   call->new_heap = type->heapIndex;
    if (!shared) {
       a->ret = call->disp->AllocateMemory(a->device, info, NULL, a->pMemory);
-      if (a->ret == VK_SUCCESS)
-         call->new_bytes = info->allocationSize;
       return;
    }
 
-   uint64_t size = info->allocationSize;
-   if (size > (1ull << 46)) {
-      a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
-      return;
-   }
-   size = (size + host->import_alignment - 1) & ~(host->import_alignment - 1);
    int fd = -1;
    if (util_memfd_create("gpud-memory", size, &fd) < 0) {
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -364,6 +353,8 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
    }
+   call->new_map = map;
+   call->new_map_size = size;
 
    /* Of the client's chain only the allocation flags carry over: an
     * imported host allocation cannot be dedicated. */
@@ -387,13 +378,18 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
    ai.allocationSize = size;
    a->ret = call->disp->AllocateMemory(a->device, &ai, NULL, a->pMemory);
    if (a->ret != VK_SUCCESS) {
-      munmap(map, size);
       util_fd_close(&fd);
       return;
    }
-   call->new_map = map;
-   call->new_map_size = size;
-   call->new_bytes = size;
+   /* Flushes and invalidates of non-coherent memory reach the host on the
+    * host's own mapping of it, as the API requires. */
+   if (!(type->propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT)) {
+      void *host_map = NULL;
+      if (call->disp->MapMemory(a->device, *a->pMemory, 0, VK_WHOLE_SIZE, 0, &host_map) !=
+          VK_SUCCESS)
+         gpud_context_log(call->ctx, UTIL_LOG_WARNING,
+                          "vkAllocateMemory: the host cannot map non-coherent memory");
+   }
    call->reply_fd = fd;
 }
 
@@ -404,19 +400,11 @@ gpud_exec_vkResetDescriptorPool(struct gpud_call *call, struct wire_args_vkReset
 {
    gpud_gen_exec_vkResetDescriptorPool(call, a);
    /* the pool's sets are gone: forget them, keep the pool */
-   struct gpud_object *pool = call->n_touched > 1 ? call->touched[1] : NULL;
-   struct gpud_object *obj = call->client->first;
-   while (pool && obj) {
-      struct gpud_object *next = obj->next;
-      if (obj->pool == pool)
-         gpud_object_forget(call->client, obj);
-      obj = next;
-   }
+   if (call->n_touched > 1)
+      gpud_object_forget_children(call->ctx, call->touched[1]);
 }
 
 /* ---- queries -------------------------------------------------------------- */
-
-void gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a);
 
 void
 gpud_exec_vkGetQueryPoolResults(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
@@ -587,10 +575,11 @@ gpud_exec_vkCreateBuffer(struct gpud_call *call, struct wire_args_vkCreateBuffer
       .pNext = info->pNext,
       .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
    };
-   if (call->client->daemon->host.has_external_memory_host &&
+   if (call->ctx->host->has_external_memory_host &&
        !(info->flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT))
       info->pNext = &external;
    call->new_create_flags = info->flags;
+   call->new_size = info->size;
    gpud_gen_exec_vkCreateBuffer(call, a);
    info->pNext = external.pNext;
 }
@@ -604,7 +593,7 @@ gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *
       .pNext = info->pNext,
       .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
    };
-   if (call->client->daemon->host.has_external_memory_host && call->device->physical_device &&
+   if (call->ctx->host->has_external_memory_host && call->device->physical_device &&
        !(info->flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT)) {
       /* only where the host can import memory for such an image */
       VkPhysicalDeviceExternalImageFormatInfo ext_info = {
@@ -637,4 +626,77 @@ gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *
    call->new_create_flags = info->flags;
    gpud_gen_exec_vkCreateImage(call, a);
    info->pNext = external.pNext;
+}
+
+/* ---- transfers -------------------------------------------------------------- */
+
+/* The simplest transfers are checked against the buffers' sizes, which the
+ * daemon knows: an out-of-range one would make the host driver write past
+ * the client's memory (in its own worker, which it could crash or
+ * corrupt).  The check makes that a protocol error, deterministically. */
+static bool
+range_fits(struct gpud_call *call, VkBuffer buffer, VkDeviceSize offset, VkDeviceSize size,
+           const char *what)
+{
+   const struct gpud_object *obj =
+      gpud_call_named(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)buffer);
+   if (!obj || obj->sparse)
+      return true;
+   if (size == VK_WHOLE_SIZE ? offset < obj->size
+                             : offset <= obj->size && size <= obj->size - offset)
+      return true;
+   snprintf(call->validation_error, sizeof(call->validation_error),
+            "%s: %" PRIu64 " bytes at %" PRIu64 " are past the end of a %" PRIu64
+            "-byte buffer",
+            what, size, offset, obj->size);
+   gpud_call_fail(call, call->validation_error);
+   return false;
+}
+
+void
+gpud_exec_vkCmdUpdateBuffer(struct gpud_call *call, struct wire_args_vkCmdUpdateBuffer *a)
+{
+   if (range_fits(call, a->dstBuffer, a->dstOffset, a->dataSize, "dstBuffer"))
+      gpud_gen_exec_vkCmdUpdateBuffer(call, a);
+}
+
+void
+gpud_exec_vkCmdFillBuffer(struct gpud_call *call, struct wire_args_vkCmdFillBuffer *a)
+{
+   if (range_fits(call, a->dstBuffer, a->dstOffset, a->size, "dstBuffer"))
+      gpud_gen_exec_vkCmdFillBuffer(call, a);
+}
+
+static bool
+copies_fit(struct gpud_call *call, VkBuffer src, VkBuffer dst, uint32_t n,
+           const VkBufferCopy *regions, const VkBufferCopy2 *regions2)
+{
+   for (uint32_t i = 0; i < n; i++) {
+      VkDeviceSize s = regions ? regions[i].srcOffset : regions2[i].srcOffset;
+      VkDeviceSize d = regions ? regions[i].dstOffset : regions2[i].dstOffset;
+      VkDeviceSize size = regions ? regions[i].size : regions2[i].size;
+      if (size == VK_WHOLE_SIZE || !range_fits(call, src, s, size, "source") ||
+          !range_fits(call, dst, d, size, "destination")) {
+         if (!call->dec.fatal)
+            gpud_call_fail(call, "a region of VK_WHOLE_SIZE bytes");
+         return false;
+      }
+   }
+   return true;
+}
+
+void
+gpud_exec_vkCmdCopyBuffer(struct gpud_call *call, struct wire_args_vkCmdCopyBuffer *a)
+{
+   if (copies_fit(call, a->srcBuffer, a->dstBuffer, a->regionCount, a->pRegions, NULL))
+      gpud_gen_exec_vkCmdCopyBuffer(call, a);
+}
+
+void
+gpud_exec_vkCmdCopyBuffer2(struct gpud_call *call, struct wire_args_vkCmdCopyBuffer2 *a)
+{
+   const VkCopyBufferInfo2 *info = a->pCopyBufferInfo;
+   if (copies_fit(call, info->srcBuffer, info->dstBuffer, info->regionCount, NULL,
+                  info->pRegions))
+      gpud_gen_exec_vkCmdCopyBuffer2(call, a);
 }

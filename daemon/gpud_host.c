@@ -4,7 +4,7 @@
  * own loader, so it can never pick up the gpud ICD by accident), and the one
  * host device the daemon serves.
  */
-#include "gpud.h"
+#include "gpud_host.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -16,6 +16,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "gpud_gen.h"
+#include "util_log.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 

@@ -1,168 +1,178 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gpud: serves one GPU (through its host Vulkan driver) to every client of
- * its socket.  The libevent loop accepts connections and handles signals
- * and the systemd watchdog; each client is decoded on its own thread.
+ * its socket.  The same executable is the server and, started by the
+ * server with --worker, each client's worker.
  */
-#include "gpud.h"
-
 #include <errno.h>
-#include <event2/event.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <systemd/sd-daemon.h>
-#include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include "gpud_limits.h"
+#include "gpud_server.h"
+#include "gpud_worker.h"
+#include "util_log.h"
 #include "util_macros.h"
-
-struct gpud_daemon *gpud_daemon;
 
 static void
 usage(FILE *f)
 {
+   struct gpud_limits d = GPUD_LIMITS_DEFAULT;
    fprintf(f,
            "Usage: gpud [OPTION]...\n"
            "Serve a GPU to Vulkan applications through the gpud ICD.\n\n"
-           "  -s, --socket PATH        listen on PATH (default: /run/gpud/gpud.sock as root,\n"
-           "                           $XDG_RUNTIME_DIR/gpud/gpud.sock otherwise; a socket\n"
-           "                           passed by systemd wins)\n"
+           "  -s, --socket PATH        listen on PATH (default: a socket passed by systemd,\n"
+           "                           else /run/gpud/gpud.sock as root,\n"
+           "                           $XDG_RUNTIME_DIR/gpud/gpud.sock otherwise)\n"
            "  -d, --host-driver FILE   host Vulkan driver's ICD manifest (default: the GPU's\n"
            "                           driver, else lavapipe: %s)\n"
            "  -D, --device NAME        serve the host device whose name contains NAME\n"
-           "      --validate=WHEN      check every call with the Khronos validation layer\n"
-           "                           before the host driver sees it, and disconnect a\n"
-           "                           client that breaks a rule: auto (default: when the\n"
-           "                           host device is a CPU, which runs in this process),\n"
-           "                           on or off\n"
+           "      --isolation=MODE     process (default): a worker process per client;\n"
+           "                           thread: clients on threads of the daemon (debugging)\n"
+           "      --validate[=MODE]    run the Khronos validation layer: report (the\n"
+           "                           default of --validate) sends its messages to the\n"
+           "                           application's debug messengers and the log; strict\n"
+           "                           also disconnects a client that breaks a rule;\n"
+           "                           off (default)\n"
            "  -l, --log-level LEVEL    err, warning, notice, info (default) or debug\n"
            "  -h, --help               show this help\n"
-           "  -V, --version            show the version\n",
-           GPUD_LAVAPIPE_MANIFEST);
+           "  -V, --version            show the version\n"
+           "\nAccess (a daemon running as root):\n"
+           "      --group GROUP        who may connect besides root, and the socket's group\n"
+           "                           (default: render)\n"
+           "      --admin-group GROUP  may see and disconnect every user's clients\n"
+           "      --user USER          workers run as USER (default: gpud)\n"
+           "\nLimits (SIZE: bytes with K, M, G or T, or 'none'; TIME: ms, or with s):\n"
+           "      --client-memory SIZE memory one client may hold (default: the device's)\n"
+           "      --uid-memory SIZE    memory one user's clients may hold (default: the\n"
+           "                           device's)\n"
+           "      --client-objects N   objects one client may hold (default: %" PRIu64 ")\n"
+           "      --uid-connections N  connections one user may have (default: %u)\n"
+           "      --max-clients N      connections in all (default: %u)\n"
+           "      --handshake-timeout TIME  close connections silent this long (%u ms)\n"
+           "      --send-timeout TIME  drop a client that does not read for this long (%u ms)\n"
+           "      --teardown-timeout TIME   kill a worker this long after its client left\n"
+           "                           if it has not ended (%u ms)\n"
+           "      --drain-timeout TIME on SIGTERM, let clients finish this long (%u ms)\n"
+           "      --crash-limit N      refuse a program whose workers crashed N times\n"
+           "                           within the cool-down (default: %u; 0: never)\n"
+           "      --crash-cooldown TIME     (default: %u ms)\n"
+           "      --spare-workers N    workers kept ready for new clients (default: 1)\n"
+           "      --no-sandbox         no system-call filter in workers (debugging)\n",
+           GPUD_LAVAPIPE_MANIFEST, d.client_objects, d.uid_connections, d.max_clients,
+           d.handshake_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms, d.drain_timeout_ms,
+           d.crash_limit, d.crash_cooldown_ms);
 }
 
 static int
-parse_level(const char *s, enum util_log_level *ret)
+parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
-   static const struct {
-      const char *name;
-      enum util_log_level level;
-   } levels[] = {
-      {"err", UTIL_LOG_ERR},       {"error", UTIL_LOG_ERR}, {"warning", UTIL_LOG_WARNING},
-      {"notice", UTIL_LOG_NOTICE}, {"info", UTIL_LOG_INFO}, {"debug", UTIL_LOG_DEBUG},
-   };
-   for (size_t i = 0; i < UTIL_ARRAY_SIZE(levels); i++) {
-      if (!strcmp(s, levels[i].name)) {
-         *ret = levels[i].level;
-         return 0;
-      }
-   }
-   return -EINVAL;
+   char *end = NULL;
+   errno = 0;
+   if (!*s || *s == '-')
+      return -EINVAL;
+   unsigned long long v = strtoull(s, &end, 10);
+   if (errno || *end || v > max)
+      return -EINVAL;
+   *ret = v;
+   return 0;
 }
 
 static int
-mkdir_parents(const char *path, mode_t mode)
+parse_size(const char *s, uint64_t *ret)
 {
-   char *copy = strdup(path);
-   if (!copy)
-      return -ENOMEM;
-   char *slash = strrchr(copy, '/');
-   if (!slash || slash == copy) {
-      free(copy);
+   if (!strcmp(s, "none") || !strcmp(s, "unlimited")) {
+      *ret = GPUD_UNLIMITED;
       return 0;
    }
-   *slash = '\0';
-   for (char *p = copy + 1; *p; p++) {
-      if (*p != '/')
-         continue;
-      *p = '\0';
-      if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
-         int r = -errno;
-         free(copy);
-         return r;
-      }
-      *p = '/';
+   char *end = NULL;
+   errno = 0;
+   if (!*s || *s == '-')
+      return -EINVAL;
+   unsigned long long v = strtoull(s, &end, 10);
+   if (errno || end == s)
+      return -EINVAL;
+   unsigned shift = 0;
+   switch (*end) {
+   case '\0':
+      break;
+   case 'K': case 'k':
+      shift = 10;
+      break;
+   case 'M': case 'm':
+      shift = 20;
+      break;
+   case 'G': case 'g':
+      shift = 30;
+      break;
+   case 'T': case 't':
+      shift = 40;
+      break;
+   default:
+      return -EINVAL;
    }
-   int r = 0;
-   if (mkdir(copy, mode) < 0 && errno != EEXIST)
-      r = -errno;
-   free(copy);
-   return r;
+   if (*end && end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB"))
+      return -EINVAL;
+   if (v == 0 || v > (UINT64_MAX >> shift))
+      return -EINVAL;
+   *ret = v << shift;
+   return 0;
 }
 
-static char *
-default_socket_path(void)
+static int
+parse_time(const char *s, uint32_t *ret)
 {
-   char *path = NULL;
-   if (geteuid() == 0)
-      return strdup("/run/gpud/gpud.sock");
-   const char *xdg = getenv("XDG_RUNTIME_DIR");
-   if (!xdg || !*xdg)
-      return NULL;
-   if (asprintf(&path, "%s/gpud/gpud.sock", xdg) < 0)
-      return NULL;
-   return path;
+   char *end = NULL;
+   errno = 0;
+   if (!*s || *s == '-')
+      return -EINVAL;
+   unsigned long long v = strtoull(s, &end, 10);
+   if (errno || end == s)
+      return -EINVAL;
+   if (!strcmp(end, "s"))
+      v *= 1000;
+   else if (*end && strcmp(end, "ms"))
+      return -EINVAL;
+   if (v > UINT32_MAX / 2)
+      return -EINVAL;
+   *ret = (uint32_t)v;
+   return 0;
 }
 
-static void
-on_accept(evutil_socket_t fd, short what, void *data)
-{
-   struct gpud_daemon *daemon = data;
-   for (;;) {
-      int cfd;
-      int r = util_socket_accept(fd, &cfd);
-      if (r == -EAGAIN || r == -EINTR)
-         return;
-      if (r < 0) {
-         util_warn("accept failed: %s", strerror(-r));
-         return;
-      }
-      if (atomic_load(&daemon->stopping)) {
-         close(cfd);
-         continue;
-      }
-      gpud_client_start(daemon, cfd);
-   }
-}
+enum {
+   OPT_VALIDATE = 256,
+   OPT_ISOLATION,
+   OPT_USER,
+   OPT_GROUP,
+   OPT_ADMIN_GROUP,
+   OPT_CLIENT_MEMORY,
+   OPT_UID_MEMORY,
+   OPT_CLIENT_OBJECTS,
+   OPT_UID_CONNECTIONS,
+   OPT_MAX_CLIENTS,
+   OPT_HANDSHAKE_TIMEOUT,
+   OPT_SEND_TIMEOUT,
+   OPT_TEARDOWN_TIMEOUT,
+   OPT_DRAIN_TIMEOUT,
+   OPT_CRASH_LIMIT,
+   OPT_CRASH_COOLDOWN,
+   OPT_SPARE_WORKERS,
+   OPT_NO_SANDBOX,
+   OPT_WORKER,
+};
 
-static void
-on_signal(evutil_socket_t sig, short what, void *data)
+static int
+bad_value(const char *option, const char *value, const char *expected)
 {
-   struct event_base *base = data;
-   util_notice("signal %d: shutting down", (int)sig);
-   event_base_loopbreak(base);
-}
-
-static void
-on_watchdog(evutil_socket_t fd, short what, void *data)
-{
-   sd_notify(0, "WATCHDOG=1");
-}
-
-static void
-stop_clients(struct gpud_daemon *daemon)
-{
-   atomic_store(&daemon->stopping, true);
-   pthread_mutex_lock(&daemon->mutex);
-   for (struct gpud_client *c = daemon->clients; c; c = c->next) {
-      atomic_store(&c->closing, true);
-      shutdown(c->fd, SHUT_RDWR);
-   }
-   struct timespec deadline;
-   clock_gettime(CLOCK_REALTIME, &deadline);
-   deadline.tv_sec += 10;
-   while (daemon->n_threads > 0) {
-      if (pthread_cond_timedwait(&daemon->threads_cond, &daemon->mutex, &deadline) ==
-          ETIMEDOUT) {
-         util_warn("%u client(s) still busy on the GPU; exiting anyway", daemon->n_threads);
-         break;
-      }
-   }
-   pthread_mutex_unlock(&daemon->mutex);
+   fprintf(stderr, "gpud: --%s: '%s' is not %s\n", option, value, expected);
+   return 2;
 }
 
 int
@@ -172,41 +182,142 @@ main(int argc, char **argv)
       {"socket", required_argument, NULL, 's'},
       {"host-driver", required_argument, NULL, 'd'},
       {"device", required_argument, NULL, 'D'},
-      {"validate", required_argument, NULL, 'v'},
+      {"validate", optional_argument, NULL, OPT_VALIDATE},
+      {"isolation", required_argument, NULL, OPT_ISOLATION},
+      {"user", required_argument, NULL, OPT_USER},
+      {"group", required_argument, NULL, OPT_GROUP},
+      {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
+      {"client-memory", required_argument, NULL, OPT_CLIENT_MEMORY},
+      {"uid-memory", required_argument, NULL, OPT_UID_MEMORY},
+      {"client-objects", required_argument, NULL, OPT_CLIENT_OBJECTS},
+      {"uid-connections", required_argument, NULL, OPT_UID_CONNECTIONS},
+      {"max-clients", required_argument, NULL, OPT_MAX_CLIENTS},
+      {"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT},
+      {"send-timeout", required_argument, NULL, OPT_SEND_TIMEOUT},
+      {"teardown-timeout", required_argument, NULL, OPT_TEARDOWN_TIMEOUT},
+      {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
+      {"crash-limit", required_argument, NULL, OPT_CRASH_LIMIT},
+      {"crash-cooldown", required_argument, NULL, OPT_CRASH_COOLDOWN},
+      {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
+      {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
+      {"worker", required_argument, NULL, OPT_WORKER},
       {"log-level", required_argument, NULL, 'l'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {0},
    };
-   const char *socket_arg = NULL, *driver_arg = NULL, *device_arg = NULL;
-   enum gpud_validate_mode validate = GPUD_VALIDATE_AUTO;
+   struct gpud_config cfg = {
+      .validate = GPUD_VALIDATE_OFF,
+      .isolation = GPUD_ISOLATION_PROCESS,
+      .sandbox = true,
+      .spare_workers = 1,
+      .limits = GPUD_LIMITS_DEFAULT,
+   };
+   struct gpud_limits *l = &cfg.limits;
+   pid_t worker_parent = 0;
+   uint64_t v;
    int c;
    while ((c = getopt_long(argc, argv, "s:d:D:l:hV", options, NULL)) != -1) {
       switch (c) {
       case 's':
-         socket_arg = optarg;
+         cfg.socket_path = optarg;
          break;
       case 'd':
-         driver_arg = optarg;
+         cfg.manifest = optarg;
          break;
       case 'D':
-         device_arg = optarg;
+         cfg.device = optarg;
          break;
-      case 'v':
-         if (!strcmp(optarg, "auto")) {
-            validate = GPUD_VALIDATE_AUTO;
-         } else if (!strcmp(optarg, "on")) {
-            validate = GPUD_VALIDATE_ON;
-         } else if (!strcmp(optarg, "off")) {
-            validate = GPUD_VALIDATE_OFF;
-         } else {
-            fprintf(stderr, "gpud: --validate takes auto, on or off, not '%s'\n", optarg);
-            return 2;
-         }
+      case OPT_VALIDATE:
+         if (!optarg || !strcmp(optarg, "report") || !strcmp(optarg, "on"))
+            cfg.validate = GPUD_VALIDATE_REPORT;
+         else if (!strcmp(optarg, "strict"))
+            cfg.validate = GPUD_VALIDATE_STRICT;
+         else if (!strcmp(optarg, "off"))
+            cfg.validate = GPUD_VALIDATE_OFF;
+         else
+            return bad_value("validate", optarg, "off, report or strict");
+         break;
+      case OPT_ISOLATION:
+         if (!strcmp(optarg, "process"))
+            cfg.isolation = GPUD_ISOLATION_PROCESS;
+         else if (!strcmp(optarg, "thread"))
+            cfg.isolation = GPUD_ISOLATION_THREAD;
+         else
+            return bad_value("isolation", optarg, "process or thread");
+         break;
+      case OPT_USER:
+         cfg.user = optarg;
+         break;
+      case OPT_GROUP:
+         cfg.group = optarg;
+         break;
+      case OPT_ADMIN_GROUP:
+         cfg.admin_group = optarg;
+         break;
+      case OPT_CLIENT_MEMORY:
+         if (parse_size(optarg, &l->client_memory) < 0)
+            return bad_value("client-memory", optarg, "a size (such as 512M) or 'none'");
+         break;
+      case OPT_UID_MEMORY:
+         if (parse_size(optarg, &l->uid_memory) < 0)
+            return bad_value("uid-memory", optarg, "a size (such as 4G) or 'none'");
+         break;
+      case OPT_CLIENT_OBJECTS:
+         if (parse_u64(optarg, UINT64_MAX, &l->client_objects) < 0 || !l->client_objects)
+            return bad_value("client-objects", optarg, "a positive number");
+         break;
+      case OPT_UID_CONNECTIONS:
+         if (parse_u64(optarg, 1u << 20, &v) < 0 || !v)
+            return bad_value("uid-connections", optarg, "a positive number");
+         l->uid_connections = (uint32_t)v;
+         break;
+      case OPT_MAX_CLIENTS:
+         if (parse_u64(optarg, 1u << 20, &v) < 0 || !v)
+            return bad_value("max-clients", optarg, "a positive number");
+         l->max_clients = (uint32_t)v;
+         break;
+      case OPT_HANDSHAKE_TIMEOUT:
+         if (parse_time(optarg, &l->handshake_timeout_ms) < 0 || !l->handshake_timeout_ms)
+            return bad_value("handshake-timeout", optarg, "a time (such as 500 or 5s)");
+         break;
+      case OPT_SEND_TIMEOUT:
+         if (parse_time(optarg, &l->send_timeout_ms) < 0 || !l->send_timeout_ms)
+            return bad_value("send-timeout", optarg, "a time (such as 500 or 5s)");
+         break;
+      case OPT_TEARDOWN_TIMEOUT:
+         if (parse_time(optarg, &l->teardown_timeout_ms) < 0 || !l->teardown_timeout_ms)
+            return bad_value("teardown-timeout", optarg, "a time (such as 500 or 5s)");
+         break;
+      case OPT_DRAIN_TIMEOUT:
+         if (parse_time(optarg, &l->drain_timeout_ms) < 0)
+            return bad_value("drain-timeout", optarg, "a time (such as 500 or 5s)");
+         break;
+      case OPT_CRASH_LIMIT:
+         if (parse_u64(optarg, 1000, &v) < 0)
+            return bad_value("crash-limit", optarg, "a number (0: never refuse)");
+         l->crash_limit = (uint32_t)v;
+         break;
+      case OPT_CRASH_COOLDOWN:
+         if (parse_time(optarg, &l->crash_cooldown_ms) < 0)
+            return bad_value("crash-cooldown", optarg, "a time (such as 60s)");
+         break;
+      case OPT_SPARE_WORKERS:
+         if (parse_u64(optarg, 64, &v) < 0)
+            return bad_value("spare-workers", optarg, "a number from 0 to 64");
+         cfg.spare_workers = (unsigned)v;
+         break;
+      case OPT_NO_SANDBOX:
+         cfg.sandbox = false;
+         break;
+      case OPT_WORKER:
+         if (parse_u64(optarg, INT_MAX, &v) < 0 || !v)
+            return bad_value("worker", optarg, "the server's pid");
+         worker_parent = (pid_t)v;
          break;
       case 'l': {
          enum util_log_level level;
-         if (parse_level(optarg, &level) < 0) {
+         if (util_log_parse_level(optarg, &level) < 0) {
             fprintf(stderr, "gpud: unknown log level '%s' (err, warning, notice, info, debug)\n",
                     optarg);
             return 2;
@@ -230,99 +341,34 @@ main(int argc, char **argv)
       usage(stderr);
       return 2;
    }
-   if (driver_arg && access(driver_arg, R_OK) < 0) {
-      fprintf(stderr, "gpud: cannot read host driver manifest '%s': %s\n", driver_arg,
+   if (cfg.manifest && access(cfg.manifest, R_OK) < 0) {
+      fprintf(stderr, "gpud: cannot read host driver manifest '%s': %s\n", cfg.manifest,
               strerror(errno));
       return 2;
    }
    signal(SIGPIPE, SIG_IGN);
 
-   static struct gpud_daemon daemon;
-   gpud_daemon = &daemon;
-   pthread_mutex_init(&daemon.mutex, NULL);
-   pthread_cond_init(&daemon.threads_cond, NULL);
-
-   char *manifest = driver_arg ? strdup(driver_arg) : gpud_host_default_manifest();
-   if (!manifest || gpud_host_load(&daemon.host, manifest, device_arg) < 0) {
-      free(manifest);
-      return 1;
-   }
-   free(manifest);
-   if (validate == GPUD_VALIDATE_ON ||
-       (validate == GPUD_VALIDATE_AUTO && daemon.host.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU)) {
-      if (gpud_host_enable_validation(&daemon.host, validate == GPUD_VALIDATE_ON) < 0)
-         return 1;
-   }
-
-   /* The listening socket: from systemd, else our own. */
-   int listen_fd = -1;
-   bool own_socket = false;
-   int n = sd_listen_fds(1);
-   if (n > 1) {
-      util_err("systemd passed %d sockets; expected one", n);
-      return 1;
-   }
-   if (n == 1 && !socket_arg) {
-      listen_fd = SD_LISTEN_FDS_START;
-   } else {
-      daemon.socket_path = socket_arg ? strdup(socket_arg) : default_socket_path();
-      if (!daemon.socket_path) {
-         fprintf(stderr, "gpud: no socket path: pass --socket or set XDG_RUNTIME_DIR\n");
+   if (worker_parent) {
+      if (!cfg.manifest) {
+         fprintf(stderr, "gpud: --worker needs --host-driver\n");
          return 2;
       }
-      int r = mkdir_parents(daemon.socket_path, geteuid() == 0 ? 0755 : 0700);
-      if (r >= 0)
-         r = util_socket_listen(daemon.socket_path, &listen_fd);
-      if (r < 0) {
-         util_err("cannot listen on %s: %s", daemon.socket_path, strerror(-r));
-         return 1;
-      }
-      own_socket = true;
-      /* A system daemon serves every user, as a render node would. */
-      chmod(daemon.socket_path, geteuid() == 0 ? 0666 : 0600);
-   }
-   evutil_make_socket_nonblocking(listen_fd);
-
-   struct event_base *base = event_base_new();
-   if (!base) {
-      util_err("cannot create the event loop");
-      return 1;
-   }
-   struct event *accept_ev =
-      event_new(base, listen_fd, EV_READ | EV_PERSIST, on_accept, &daemon);
-   struct event *sigint = evsignal_new(base, SIGINT, on_signal, base);
-   struct event *sigterm = evsignal_new(base, SIGTERM, on_signal, base);
-   event_add(accept_ev, NULL);
-   event_add(sigint, NULL);
-   event_add(sigterm, NULL);
-   struct event *watchdog = NULL;
-   uint64_t watchdog_usec = 0;
-   if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec) {
-      watchdog = event_new(base, -1, EV_PERSIST, on_watchdog, NULL);
-      struct timeval tv = {.tv_sec = (time_t)(watchdog_usec / 2 / 1000000),
-                           .tv_usec = (suseconds_t)(watchdog_usec / 2 % 1000000)};
-      event_add(watchdog, &tv);
+      const struct gpud_worker_options opt = {
+         .control_fd = 3,
+         .parent = worker_parent,
+         .manifest = cfg.manifest,
+         .device = cfg.device,
+         .validate = cfg.validate,
+         .sandbox = cfg.sandbox,
+      };
+      return gpud_worker_process_main(&opt);
    }
 
-   util_notice("serving %s (host driver %s) on %s", daemon.host.device_name,
-               daemon.host.manifest, daemon.socket_path ? daemon.socket_path : "systemd socket");
-   sd_notifyf(0, "READY=1\nSTATUS=serving %s", daemon.host.device_name);
-
-   event_base_dispatch(base);
-
-   sd_notify(0, "STOPPING=1");
-   event_del(accept_ev);
-   stop_clients(&daemon);
-   if (watchdog)
-      event_free(watchdog);
-   event_free(accept_ev);
-   event_free(sigint);
-   event_free(sigterm);
-   event_base_free(base);
-   close(listen_fd);
-   if (own_socket)
-      unlink(daemon.socket_path);
-   free(daemon.socket_path);
-   gpud_host_finish(&daemon.host);
-   return 0;
+   /* Every client costs the server two fds: take what the system allows. */
+   struct rlimit rl;
+   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+   }
+   return gpud_server_run(&cfg);
 }

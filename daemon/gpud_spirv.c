@@ -4,7 +4,7 @@
  * driver's compiler is not written to survive hostile input, and on lavapipe
  * it runs inside the daemon.
  */
-#include "gpud.h"
+#include "gpud_call.h"
 
 #include <spirv-tools/libspirv.h>
 #include <stdio.h>
@@ -56,7 +56,7 @@ gpud_exec_vkCreateShaderModule(struct gpud_call *call, struct wire_args_vkCreate
       if (info->codeSize % 4 || info->codeSize == 0)
          snprintf(why, sizeof(why), "code size %zu is not a positive multiple of 4",
                   (size_t)info->codeSize);
-      gpud_client_log(call->client, UTIL_LOG_WARNING, "vkCreateShaderModule: invalid SPIR-V: %s",
+      gpud_context_log(call->ctx, UTIL_LOG_WARNING, "vkCreateShaderModule: invalid SPIR-V: %s",
                       why);
       a->ret = VK_ERROR_INVALID_SHADER_NV;
       return;

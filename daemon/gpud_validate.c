@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Validation.  A host driver trusts the application: an out-of-range copy,
- * a dispatch with no pipeline bound or a submit of a command buffer whose
- * memory is gone is undefined behaviour, and where the host device is a CPU
- * (lavapipe) that behaviour happens inside the daemon.  In validation mode
- * the daemon reaches the host driver through the Vulkan loader with the
- * Khronos validation layer enabled on every client's host instance; when
- * the layer reports an error, its messenger returns VK_TRUE, so the layer
- * does not pass the call on, and the client that made it is disconnected
- * with the rule it broke in the log.
+ * Validation, a diagnostic (--validate): the worker reaches the host driver
+ * through the Vulkan loader with the Khronos validation layer enabled on
+ * the client's host instances.  Each message the layer reports about a
+ * client's call goes to that client's debug messengers (as a DebugMessage
+ * the ICD delivers) and to the log, with its VUID; the call goes on.  With
+ * --validate=strict a call that breaks a rule is not passed on and its
+ * client is disconnected.
  */
-#include "gpud.h"
+#include "gpud_call.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "wire_control.h"
 
 #define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 
@@ -28,33 +28,59 @@ gpud_validate_set_call(struct gpud_call *call)
    current_call = call;
 }
 
+static void
+deliver(struct gpud_context *ctx, VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+        VkDebugUtilsMessageTypeFlagsEXT types, const VkDebugUtilsMessengerCallbackDataEXT *data)
+{
+   Gpud__DebugMessage dm = GPUD__DEBUG_MESSAGE__INIT;
+   dm.severity = severity;
+   dm.types = types;
+   dm.message_id_name = (char *)(data->pMessageIdName ? data->pMessageIdName : "");
+   dm.message_id_number = data->messageIdNumber;
+   dm.message = (char *)(data->pMessage ? data->pMessage : "");
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DEBUG_MESSAGE;
+   m.debug_message = &dm;
+   size_t size;
+   void *buf = wire_control_pack(&m, &size);
+   if (buf)
+      gpud_context_send(ctx, UTIL_MSG_CONTROL, buf, size, NULL, 0);
+   free(buf);
+}
+
 static VKAPI_ATTR VkBool32 VKAPI_CALL
 on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
            VkDebugUtilsMessageTypeFlagsEXT types,
            const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
 {
-   if (!(severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) ||
-       !(types & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT))
-      return VK_FALSE;
-   const char *id = data->pMessageIdName ? data->pMessageIdName : "validation error";
+   const struct gpud_host *host = user;
+   const char *id = data->pMessageIdName ? data->pMessageIdName : "validation";
+   const char *text = data->pMessage ? data->pMessage : id;
+   bool error = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
    struct gpud_call *call = current_call;
    if (!call) {
-      util_warn("validation: %s", data->pMessage ? data->pMessage : id);
-      return VK_TRUE;
+      util_log(error ? UTIL_LOG_WARNING : UTIL_LOG_INFO, "validation: %s", text);
+      return VK_FALSE;
    }
-   gpud_client_log(call->client, UTIL_LOG_WARNING, "validation: %s",
-                   data->pMessage ? data->pMessage : id);
+   gpud_context_log(call->ctx, error ? UTIL_LOG_WARNING : UTIL_LOG_INFO, "validation: %s",
+                    text);
+   deliver(call->ctx, severity, types, data);
+   if (host->validate != GPUD_VALIDATE_STRICT || !error ||
+       !(types & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT))
+      return VK_FALSE;
    if (!call->dec.fatal) {
       snprintf(call->validation_error, sizeof(call->validation_error),
-               "breaks %s (the host driver would not survive it)", id);
+               "breaks %s (--validate=strict)", id);
       gpud_call_fail(call, call->validation_error);
    }
    return VK_TRUE; /* the layer does not pass the call on */
 }
 
 int
-gpud_host_enable_validation(struct gpud_host *host, bool required)
+gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode)
 {
+   if (mode == GPUD_VALIDATE_OFF)
+      return 0;
    /* The loader sees the host driver and nothing else: never the gpud ICD,
     * no implicit layers. */
    setenv("VK_DRIVER_FILES", host->manifest, 1);
@@ -83,21 +109,21 @@ gpud_host_enable_validation(struct gpud_host *host, bool required)
    if (!found) {
       if (loader)
          dlclose(loader);
-      if (required) {
-         util_err("validation needs the Vulkan loader and %s (Debian: vulkan-validationlayers)",
-                  VALIDATION_LAYER);
-         return -ENOENT;
-      }
-      util_warn("no %s: clients' calls reach the host driver unvalidated", VALIDATION_LAYER);
-      return 0;
+      util_err("--validate needs the Vulkan loader and %s (Debian: vulkan-validationlayers)",
+               VALIDATION_LAYER);
+      return -ENOENT;
    }
    host->loader = loader;
    host->get_instance_proc_addr = gipa;
-   host->validate = true;
-   util_notice("validating every call with %s before the host driver sees it",
-               VALIDATION_LAYER);
+   host->validate = mode;
+   util_debug("validating every call with %s", VALIDATION_LAYER);
    return 0;
 }
+
+static const VkDebugUtilsMessageSeverityFlagsEXT reported_severities =
+   VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+static const VkDebugUtilsMessageTypeFlagsEXT reported_types =
+   VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
 
 void
 gpud_validate_instance_info(struct gpud_call *call, VkInstanceCreateInfo *ci,
@@ -105,14 +131,16 @@ gpud_validate_instance_info(struct gpud_call *call, VkInstanceCreateInfo *ci,
 {
    static const char *const layer_names[] = {VALIDATION_LAYER};
    static const char *const ext_names[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
-   if (!call->client->daemon->host.validate)
+   const struct gpud_host *host = call->ctx->host;
+   if (host->validate == GPUD_VALIDATE_OFF)
       return;
    *messenger = (VkDebugUtilsMessengerCreateInfoEXT){
       .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
       .pNext = ci->pNext,
-      .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-      .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+      .messageSeverity = reported_severities,
+      .messageType = reported_types,
       .pfnUserCallback = on_message,
+      .pUserData = (void *)host,
    };
    ci->pNext = messenger;
    ci->enabledLayerCount = 1;
@@ -124,17 +152,18 @@ gpud_validate_instance_info(struct gpud_call *call, VkInstanceCreateInfo *ci,
 void
 gpud_validate_instance_created(struct gpud_call *call, VkInstance instance)
 {
-   struct gpud_host *host = &call->client->daemon->host;
-   if (!host->validate)
+   const struct gpud_host *host = call->ctx->host;
+   if (host->validate == GPUD_VALIDATE_OFF)
       return;
    PFN_vkCreateDebugUtilsMessengerEXT create =
       (PFN_vkCreateDebugUtilsMessengerEXT)host->get_instance_proc_addr(
          instance, "vkCreateDebugUtilsMessengerEXT");
    const VkDebugUtilsMessengerCreateInfoEXT info = {
       .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-      .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-      .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+      .messageSeverity = reported_severities,
+      .messageType = reported_types,
       .pfnUserCallback = on_message,
+      .pUserData = (void *)host,
    };
    if (!create || create(instance, &info, NULL, &call->new_messenger) != VK_SUCCESS)
       call->new_messenger = VK_NULL_HANDLE;

@@ -6,12 +6,13 @@
  * fences and semaphores sleep in slices and stop when the client goes away
  * or destroys what they wait on.
  */
-#include "gpud.h"
+#include "gpud_call.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "gpud_limits.h"
 #include "util_thread.h"
 
 enum wait_kind {
@@ -23,8 +24,8 @@ enum wait_kind {
 };
 
 struct gpud_waiter {
-   struct gpud_waiter *next;
-   struct gpud_client *client;
+   struct util_list link; /* ctx->waiters */
+   struct gpud_context *ctx;
    struct gpud_object *device;
    const struct gpud_host_dispatch *disp;
    enum wait_kind kind;
@@ -61,7 +62,7 @@ static VkResult
 wait_sliced(struct gpud_waiter *w)
 {
    for (;;) {
-      if (atomic_load(&w->cancel) || atomic_load(&w->client->closing))
+      if (atomic_load(&w->cancel) || atomic_load(&w->ctx->closing))
          return VK_ERROR_DEVICE_LOST;
       uint64_t now = now_ns();
       uint64_t left = w->deadline_ns > now ? w->deadline_ns - now : 0;
@@ -107,7 +108,7 @@ send_result(struct gpud_waiter *w, VkResult r)
       break;
    }
    wire_enc_end_cmd(&e, 0);
-   gpud_client_send_reply(w->client, &e, NULL, 0);
+   gpud_context_send_reply(w->ctx, &e, NULL, 0);
    wire_enc_finish(&e);
 }
 
@@ -145,20 +146,16 @@ waiter_thread(void *data)
       r = VK_ERROR_UNKNOWN;
       break;
    }
-   if (!atomic_load(&w->client->closing))
+   if (!atomic_load(&w->ctx->closing))
       send_result(w, r);
 
-   struct gpud_client *client = w->client;
-   pthread_mutex_lock(&client->wait_mutex);
-   for (struct gpud_waiter **p = &client->waiters; *p; p = &(*p)->next) {
-      if (*p == w) {
-         *p = w->next;
-         break;
-      }
-   }
-   client->n_waiters--;
-   pthread_cond_broadcast(&client->wait_cond);
-   pthread_mutex_unlock(&client->wait_mutex);
+   struct gpud_context *ctx = w->ctx;
+   pthread_mutex_lock(&ctx->wait_mutex);
+   util_list_remove(&w->link);
+   ctx->n_waiters--;
+   atomic_store(&ctx->status->waits, ctx->n_waiters);
+   pthread_cond_broadcast(&ctx->wait_cond);
+   pthread_mutex_unlock(&ctx->wait_mutex);
    waiter_free(w);
    return NULL;
 }
@@ -177,7 +174,8 @@ waiter_new(struct gpud_call *call, enum wait_kind kind, uint32_t n_handles)
       free(w);
       return NULL;
    }
-   w->client = call->client;
+   util_list_init(&w->link);
+   w->ctx = call->ctx;
    w->device = call->device;
    w->disp = call->disp;
    w->dev = (VkDevice)(uintptr_t)call->device->handle;
@@ -194,27 +192,26 @@ waiter_new(struct gpud_call *call, enum wait_kind kind, uint32_t n_handles)
 static bool
 waiter_start(struct gpud_call *call, struct gpud_waiter *w)
 {
-   struct gpud_client *client = call->client;
+   struct gpud_context *ctx = call->ctx;
    if (!call->reply)
       return false;
-   pthread_mutex_lock(&client->wait_mutex);
-   if (client->n_waiters >= GPUD_MAX_WAITERS) {
-      pthread_mutex_unlock(&client->wait_mutex);
+   pthread_mutex_lock(&ctx->wait_mutex);
+   if (ctx->n_waiters >= GPUD_MAX_WAITERS) {
+      pthread_mutex_unlock(&ctx->wait_mutex);
       return false;
    }
-   w->next = client->waiters;
-   client->waiters = w;
-   client->n_waiters++;
-   pthread_mutex_unlock(&client->wait_mutex);
-
+   util_list_add(&ctx->waiters, &w->link);
+   ctx->n_waiters++;
+   atomic_store(&ctx->status->waits, ctx->n_waiters);
    int r = util_thread_start_detached(waiter_thread, w);
    if (r != 0) {
-      pthread_mutex_lock(&client->wait_mutex);
-      client->waiters = w->next;
-      client->n_waiters--;
-      pthread_mutex_unlock(&client->wait_mutex);
-      return false;
+      util_list_remove(&w->link);
+      ctx->n_waiters--;
+      atomic_store(&ctx->status->waits, ctx->n_waiters);
    }
+   pthread_mutex_unlock(&ctx->wait_mutex);
+   if (r != 0)
+      return false;
    call->deferred = true;
    return true;
 }
@@ -298,8 +295,6 @@ gpud_exec_vkDeviceWaitIdle(struct gpud_call *call, struct wire_args_vkDeviceWait
    gpud_gen_exec_vkDeviceWaitIdle(call, a);
 }
 
-void gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a);
-
 void
 gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
 {
@@ -330,12 +325,13 @@ gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *
 }
 
 void
-gpud_waiters_cancel(struct gpud_client *client, struct gpud_object *device, uint64_t handle)
+gpud_waiters_cancel(struct gpud_context *ctx, struct gpud_object *device, uint64_t handle)
 {
-   pthread_mutex_lock(&client->wait_mutex);
+   pthread_mutex_lock(&ctx->wait_mutex);
    for (;;) {
       bool busy = false;
-      for (struct gpud_waiter *w = client->waiters; w; w = w->next) {
+      struct gpud_waiter *w;
+      util_list_for_each(w, &ctx->waiters, link) {
          if (device && w->device != device)
             continue;
          bool match = handle == 0;
@@ -348,9 +344,9 @@ gpud_waiters_cancel(struct gpud_client *client, struct gpud_object *device, uint
       }
       if (!busy)
          break;
-      pthread_cond_wait(&client->wait_cond, &client->wait_mutex);
+      pthread_cond_wait(&ctx->wait_cond, &ctx->wait_mutex);
    }
-   pthread_mutex_unlock(&client->wait_mutex);
+   pthread_mutex_unlock(&ctx->wait_mutex);
 }
 
 /* Destroying what a wait in flight uses: end that wait first. */
@@ -358,7 +354,7 @@ gpud_waiters_cancel(struct gpud_client *client, struct gpud_object *device, uint
    void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                \
    {                                                                                       \
       if (a->field)                                                                        \
-         gpud_waiters_cancel(call->client, call->device, (uint64_t)(uintptr_t)a->field);   \
+         gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->field);   \
       gpud_gen_exec_##cmd(call, a);                                                        \
    }
 

@@ -97,34 +97,67 @@ print_status(const Gpud__StatusReply *s, bool json)
       json_string(s->device_name);
       printf(", \"host_driver\": ");
       json_string(s->host_driver);
-      printf(", \"daemon_pid\": %u, \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-             ", \"clients\": [",
-             s->daemon_pid, s->objects, s->memory_bytes);
+      printf(", \"daemon_pid\": %u, \"isolation\": ", s->daemon_pid);
+      json_string(s->isolation);
+      printf(", \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
+             ", \"hidden_clients\": %u, \"clients\": [",
+             s->objects, s->memory_bytes, s->hidden_clients);
       for (size_t i = 0; i < s->n_clients; i++) {
          const Gpud__ClientInfo *c = s->clients[i];
          printf("%s{\"id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ", i ? ", " : "",
                 c->id, c->pid, c->uid);
          json_string(c->name);
-         printf(", \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-                ", \"commands\": %" PRIu64 "}",
-                c->objects, c->memory_bytes, c->commands);
+         printf(", \"state\": ");
+         json_string(c->state);
+         printf(", \"worker_pid\": %u, \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
+                ", \"commands\": %" PRIu64 ", \"send_blocked_ms\": %" PRIu64
+                ", \"connected_ms\": %" PRIu64 "}",
+                c->worker_pid, c->objects, c->memory_bytes, c->commands, c->send_blocked_ms,
+                c->connected_ms);
+      }
+      printf("], \"faults\": [");
+      for (size_t i = 0; i < s->n_faults; i++) {
+         const Gpud__FaultInfo *f = s->faults[i];
+         printf("%s{\"client_id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ",
+                i ? ", " : "", f->client_id, f->pid, f->uid);
+         json_string(f->name);
+         printf(", \"worker_pid\": %u, \"reason\": ", f->worker_pid);
+         json_string(f->reason);
+         printf(", \"age_ms\": %" PRIu64 "}", f->age_ms);
       }
       printf("]}\n");
       return;
    }
    printf("device:       %s\n", s->device_name);
    printf("host driver:  %s\n", s->host_driver);
-   printf("daemon pid:   %u\n", s->daemon_pid);
-   printf("clients:      %zu\n", s->n_clients);
+   printf("daemon pid:   %u (%s isolation)\n", s->daemon_pid, s->isolation);
+   printf("clients:      %zu", s->n_clients);
+   if (s->hidden_clients)
+      printf(" (and %u of other users)", s->hidden_clients);
+   printf("\n");
    printf("objects:      %" PRIu64 "\n", s->objects);
    printf("memory:       %" PRIu64 " bytes\n", s->memory_bytes);
    if (s->n_clients) {
-      printf("\n%6s %8s %6s %-20s %9s %14s %10s\n", "ID", "PID", "UID", "NAME", "OBJECTS",
-             "MEMORY", "COMMANDS");
+      printf("\n%6s %8s %6s %-20s %-9s %8s %9s %14s %10s\n", "ID", "PID", "UID", "NAME", "STATE",
+             "WORKER", "OBJECTS", "MEMORY", "COMMANDS");
       for (size_t i = 0; i < s->n_clients; i++) {
          const Gpud__ClientInfo *c = s->clients[i];
-         printf("%6" PRIu64 " %8u %6u %-20s %9" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n", c->id,
-                c->pid, c->uid, c->name, c->objects, c->memory_bytes, c->commands);
+         char state[32];
+         if (c->send_blocked_ms >= 1000)
+            snprintf(state, sizeof(state), "unread %" PRIu64 "s", c->send_blocked_ms / 1000);
+         else
+            snprintf(state, sizeof(state), "%s", c->state);
+         printf("%6" PRIu64 " %8u %6u %-20s %-9s %8u %9" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n",
+                c->id, c->pid, c->uid, c->name, state, c->worker_pid, c->objects,
+                c->memory_bytes, c->commands);
+      }
+   }
+   if (s->n_faults) {
+      printf("\nrecent faults:\n");
+      for (size_t i = 0; i < s->n_faults; i++) {
+         const Gpud__FaultInfo *f = s->faults[i];
+         printf("  %6.1f s ago  client %" PRIu64 " (pid %u, uid %u, %s): %s\n",
+                (double)f->age_ms / 1000.0, f->client_id, f->pid, f->uid, f->name, f->reason);
       }
    }
 }
@@ -232,7 +265,10 @@ main(int argc, char **argv)
       print_status(reply->status_reply, json);
       ret = 0;
    } else if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY) {
-      if (reply->disconnect_client_reply->found) {
+      if (reply->disconnect_client_reply->denied) {
+         fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
+                 client_id);
+      } else if (reply->disconnect_client_reply->found) {
          printf("client %" PRIu64 " disconnected\n", client_id);
          ret = 0;
       } else {

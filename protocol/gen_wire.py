@@ -1298,6 +1298,8 @@ def emit_gpud(gen, w, hw):
         if cmd.ret == 'VkResult':
             w('   if (gpud_call_device_lost(call))')
             w('      a.ret = VK_ERROR_DEVICE_LOST;')
+            w('   else if (gpud_call_refused(call) != VK_SUCCESS)')
+            w('      a.ret = gpud_call_refused(call);')
             w('   else')
             w(f'      gpud_exec_{name}(call, &a);')
         else:

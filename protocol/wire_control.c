@@ -6,17 +6,63 @@
 
 #include "util_transport.h"
 
-int
-wire_control_send(int fd, const Gpud__ControlMessage *msg)
+void *
+wire_control_pack(const Gpud__ControlMessage *msg, size_t *ret_size)
 {
    size_t size = gpud__control_message__get_packed_size(msg);
    uint8_t *buf = malloc(size ? size : 1);
+   if (buf)
+      gpud__control_message__pack(msg, buf);
+   *ret_size = size;
+   return buf;
+}
+
+int
+wire_control_send(int fd, const Gpud__ControlMessage *msg)
+{
+   size_t size;
+   void *buf = wire_control_pack(msg, &size);
    if (!buf)
       return -ENOMEM;
-   gpud__control_message__pack(msg, buf);
    int r = util_msg_send(fd, UTIL_MSG_CONTROL, buf, size, NULL, 0);
    free(buf);
    return r;
+}
+
+void *
+wire_worker_pack(const Gpud__WorkerMessage *msg, size_t *ret_size)
+{
+   size_t size = gpud__worker_message__get_packed_size(msg);
+   uint8_t *buf = malloc(size ? size : 1);
+   if (buf)
+      gpud__worker_message__pack(msg, buf);
+   *ret_size = size;
+   return buf;
+}
+
+int
+wire_worker_send(int fd, const Gpud__WorkerMessage *msg, const int *fds, unsigned n_fds)
+{
+   size_t size;
+   void *buf = wire_worker_pack(msg, &size);
+   if (!buf)
+      return -ENOMEM;
+   int r = util_msg_send(fd, UTIL_MSG_CONTROL, buf, size, fds, n_fds);
+   free(buf);
+   return r;
+}
+
+Gpud__WorkerMessage *
+wire_worker_unpack(const void *data, size_t size)
+{
+   return gpud__worker_message__unpack(NULL, size, data);
+}
+
+void
+wire_worker_free(Gpud__WorkerMessage *msg)
+{
+   if (msg)
+      gpud__worker_message__free_unpacked(msg, NULL);
 }
 
 Gpud__ControlMessage *

@@ -15,5 +15,14 @@ int wire_control_send(int fd, const Gpud__ControlMessage *msg);
 Gpud__ControlMessage *wire_control_unpack(const void *data, size_t size);
 void wire_control_free(Gpud__ControlMessage *msg);
 
+/* Packs msg into a new buffer (free() it); NULL when out of memory. */
+void *wire_control_pack(const Gpud__ControlMessage *msg, size_t *ret_size);
+
+/* The server-worker channel. */
+int wire_worker_send(int fd, const Gpud__WorkerMessage *msg, const int *fds, unsigned n_fds);
+void *wire_worker_pack(const Gpud__WorkerMessage *msg, size_t *ret_size);
+Gpud__WorkerMessage *wire_worker_unpack(const void *data, size_t size);
+void wire_worker_free(Gpud__WorkerMessage *msg);
+
 /* Sends a Disconnect carrying reason (best effort). */
 void wire_control_send_disconnect(int fd, const char *reason);

@@ -10,7 +10,7 @@ packages="
    libvulkan-dev vulkan-tools mesa-vulkan-drivers vulkan-validationlayers
    glslang-tools spirv-tools
    libprotobuf-c-dev protobuf-c-compiler libevent-dev libsystemd-dev
-   libdrm-dev libxcb1-dev libwayland-dev systemd
+   libdrm-dev libxcb1-dev libwayland-dev libseccomp-dev systemd
 "
 
 missing=

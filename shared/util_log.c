@@ -21,6 +21,26 @@ static const struct {
     {"info", UTIL_LOG_INFO}, {"debug", UTIL_LOG_DEBUG},
 };
 
+int
+util_log_parse_level(const char *s, enum util_log_level *ret_level)
+{
+   for (size_t i = 0; i < UTIL_ARRAY_SIZE(level_names); i++) {
+      if (strcmp(s, level_names[i].name) == 0) {
+         *ret_level = level_names[i].level;
+         return 0;
+      }
+   }
+   if (strcmp(s, "error") == 0) {
+      *ret_level = UTIL_LOG_ERR;
+      return 0;
+   }
+   if (s[0] >= '3' && s[0] <= '7' && s[1] == '\0') {
+      *ret_level = (enum util_log_level)(s[0] - '0');
+      return 0;
+   }
+   return -EINVAL;
+}
+
 static void
 parse_env(void)
 {
@@ -28,14 +48,9 @@ parse_env(void)
    if (!v || !*v)
       return;
 
-   for (size_t i = 0; i < UTIL_ARRAY_SIZE(level_names); i++) {
-      if (strcmp(v, level_names[i].name) == 0) {
-         atomic_store(&max_level, level_names[i].level);
-         return;
-      }
-   }
-   if (v[0] >= '3' && v[0] <= '7' && v[1] == '\0') {
-      atomic_store(&max_level, v[0] - '0');
+   enum util_log_level level;
+   if (util_log_parse_level(v, &level) == 0) {
+      atomic_store(&max_level, level);
       return;
    }
 
@@ -58,6 +73,13 @@ util_log_set_max_level(enum util_log_level level)
    /* Read the environment first so that an explicit call always wins. */
    init_once();
    atomic_store(&max_level, level);
+}
+
+enum util_log_level
+util_log_get_max_level(void)
+{
+   init_once();
+   return (enum util_log_level)atomic_load(&max_level);
 }
 
 static void

@@ -15,6 +15,9 @@ enum util_log_level {
 
 /* Messages above this level are dropped; default UTIL_LOG_INFO. */
 void util_log_set_max_level(enum util_log_level level);
+enum util_log_level util_log_get_max_level(void);
+/* Parses a level: err, warning, notice, info, debug or its number 3-7. */
+int util_log_parse_level(const char *s, enum util_log_level *ret_level);
 void util_log(enum util_log_level level, const char *fmt, ...) UTIL_PRINTF(2, 3);
 
 #define util_err(...) util_log(UTIL_LOG_ERR, __VA_ARGS__)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,17 +167,19 @@ map_conn_errno(int e)
    return -e;
 }
 
-/* Waits until fd is ready for events; used when a socket someone made
- * non-blocking would block in the middle of a message. */
+/* Waits until fd is ready for events, at most timeout_ms (-1: no limit);
+ * -ETIMEDOUT when the time ran out. */
 static int
-wait_fd(int fd, short events)
+wait_fd(int fd, short events, int timeout_ms)
 {
    struct pollfd pfd = {.fd = fd, .events = events};
    for (;;) {
-      int n = poll(&pfd, 1, -1);
+      int n = poll(&pfd, 1, timeout_ms);
       if (n > 0)
          return 0;
-      if (n < 0 && errno != EINTR)
+      if (n == 0)
+         return -ETIMEDOUT;
+      if (errno != EINTR)
          return -errno;
    }
 }
@@ -191,6 +194,42 @@ int
 util_msg_send(int fd, uint32_t type, const void *data, size_t size, const int *fds,
               unsigned n_fds)
 {
+   return util_msg_send_timeout(fd, type, data, size, fds, n_fds, -1);
+}
+
+/* Fills in packet i of a message: its header and iovecs; true for the last
+ * packet. */
+static bool
+packet_iov(uint32_t type, const uint8_t *p, size_t size, size_t off,
+           struct util_packet_header *hdr, struct iovec iov[2], size_t *ret_chunk)
+{
+   size_t chunk = UTIL_MIN(size - off, (size_t)UTIL_PACKET_MAX_PAYLOAD);
+   bool last = off + chunk == size;
+   hdr->type = type;
+   hdr->flags = last ? 0 : UTIL_PACKET_MORE;
+   iov[0] = (struct iovec){.iov_base = hdr, .iov_len = sizeof(*hdr)};
+   iov[1] = (struct iovec){.iov_base = chunk ? (void *)(p + off) : NULL, .iov_len = chunk};
+   *ret_chunk = chunk;
+   return last;
+}
+
+static void
+attach_fds(struct msghdr *mh, union fd_cmsg_buf *buf, const int *fds, unsigned n_fds)
+{
+   memset(buf, 0, sizeof(*buf));
+   mh->msg_control = buf->buf;
+   mh->msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+   struct cmsghdr *c = CMSG_FIRSTHDR(mh);
+   c->cmsg_level = SOL_SOCKET;
+   c->cmsg_type = SCM_RIGHTS;
+   c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+   memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+}
+
+int
+util_msg_send_timeout(int fd, uint32_t type, const void *data, size_t size, const int *fds,
+                      unsigned n_fds, int timeout_ms)
+{
    if (!valid_type(type) || n_fds > UTIL_MSG_MAX_FDS || (n_fds > 0 && !fds) ||
        (size > 0 && !data))
       return -EINVAL;
@@ -198,36 +237,23 @@ util_msg_send(int fd, uint32_t type, const void *data, size_t size, const int *f
    union fd_cmsg_buf cmsg_buf;
    const uint8_t *p = data;
    size_t off = 0;
+   /* With a time limit, never block inside sendmsg(): poll instead. */
+   int flags = MSG_NOSIGNAL | (timeout_ms >= 0 ? MSG_DONTWAIT : 0);
 
    do {
-      size_t chunk = UTIL_MIN(size - off, (size_t)UTIL_PACKET_MAX_PAYLOAD);
-      bool last = off + chunk == size;
-      struct util_packet_header hdr = {
-          .type = type,
-          .flags = last ? 0 : UTIL_PACKET_MORE,
-      };
-      struct iovec iov[2] = {
-          {.iov_base = &hdr, .iov_len = sizeof(hdr)},
-          {.iov_base = chunk ? (void *)(p + off) : NULL, .iov_len = chunk},
-      };
+      struct util_packet_header hdr;
+      struct iovec iov[2];
+      size_t chunk;
+      packet_iov(type, p, size, off, &hdr, iov, &chunk);
       struct msghdr mh = {
           .msg_iov = iov,
           .msg_iovlen = chunk ? 2 : 1,
       };
-
-      if (off == 0 && n_fds > 0) {
-         memset(&cmsg_buf, 0, sizeof(cmsg_buf));
-         mh.msg_control = cmsg_buf.buf;
-         mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-         struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-         c->cmsg_level = SOL_SOCKET;
-         c->cmsg_type = SCM_RIGHTS;
-         c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-         memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-      }
+      if (off == 0 && n_fds > 0)
+         attach_fds(&mh, &cmsg_buf, fds, n_fds);
 
       for (;;) {
-         ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+         ssize_t n = sendmsg(fd, &mh, flags);
          if (n >= 0) {
             /* SOCK_SEQPACKET sends whole packets or nothing. */
             if ((size_t)n != sizeof(hdr) + chunk)
@@ -237,7 +263,7 @@ util_msg_send(int fd, uint32_t type, const void *data, size_t size, const int *f
          if (errno == EINTR)
             continue;
          if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int r = wait_fd(fd, POLLOUT);
+            int r = wait_fd(fd, POLLOUT, timeout_ms);
             if (r < 0)
                return r;
             continue;
@@ -248,6 +274,126 @@ util_msg_send(int fd, uint32_t type, const void *data, size_t size, const int *f
       off += chunk;
    } while (off < size);
 
+   return 0;
+}
+
+/* ---- queued, non-blocking sending ---------------------------------------- */
+
+struct util_msg_packet {
+   struct util_list link;
+   struct util_packet_header hdr;
+   int fds[UTIL_MSG_MAX_FDS];
+   unsigned n_fds;
+   size_t size;
+   uint8_t data[];
+};
+
+void
+util_msg_queue_init(struct util_msg_queue *q)
+{
+   util_list_init(&q->packets);
+   q->bytes = 0;
+}
+
+static void
+packet_free(struct util_msg_packet *pk)
+{
+   for (unsigned i = 0; i < pk->n_fds; i++)
+      util_fd_close(&pk->fds[i]);
+   free(pk);
+}
+
+void
+util_msg_queue_finish(struct util_msg_queue *q)
+{
+   struct util_msg_packet *pk;
+   util_list_for_each_safe(pk, &q->packets, link)
+      packet_free(pk);
+   util_list_init(&q->packets);
+   q->bytes = 0;
+}
+
+int
+util_msg_queue_push(struct util_msg_queue *q, uint32_t type, const void *data, size_t size,
+                    const int *fds, unsigned n_fds)
+{
+   if (!valid_type(type) || n_fds > UTIL_MSG_MAX_FDS || (n_fds > 0 && !fds) ||
+       (size > 0 && !data))
+      return -EINVAL;
+   struct util_list added;
+   util_list_init(&added);
+   size_t off = 0, bytes = 0;
+   int r = 0;
+   do {
+      struct util_packet_header hdr;
+      struct iovec iov[2];
+      size_t chunk;
+      packet_iov(type, data, size, off, &hdr, iov, &chunk);
+      struct util_msg_packet *pk = malloc(sizeof(*pk) + chunk);
+      if (!pk) {
+         r = -ENOMEM;
+         break;
+      }
+      pk->hdr = hdr;
+      pk->size = chunk;
+      pk->n_fds = 0;
+      if (chunk)
+         memcpy(pk->data, iov[1].iov_base, chunk);
+      util_list_add_tail(&added, &pk->link);
+      for (unsigned i = 0; off == 0 && i < n_fds; i++) {
+         pk->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+         if (pk->fds[i] < 0) {
+            r = -errno;
+            break;
+         }
+         pk->n_fds++;
+      }
+      bytes += sizeof(hdr) + chunk;
+      off += chunk;
+   } while (r == 0 && off < size);
+   if (r < 0) {
+      struct util_msg_packet *pk;
+      util_list_for_each_safe(pk, &added, link)
+         packet_free(pk);
+      return r;
+   }
+   /* splice the new packets onto the queue */
+   while (!util_list_empty(&added)) {
+      struct util_list *l = added.next;
+      util_list_remove(l);
+      util_list_add_tail(&q->packets, l);
+   }
+   q->bytes += bytes;
+   return 0;
+}
+
+int
+util_msg_queue_flush(int fd, struct util_msg_queue *q)
+{
+   while (!util_list_empty(&q->packets)) {
+      struct util_msg_packet *pk = util_list_first(&q->packets, struct util_msg_packet, link);
+      struct iovec iov[2] = {
+          {.iov_base = &pk->hdr, .iov_len = sizeof(pk->hdr)},
+          {.iov_base = pk->data, .iov_len = pk->size},
+      };
+      struct msghdr mh = {.msg_iov = iov, .msg_iovlen = pk->size ? 2 : 1};
+      union fd_cmsg_buf cmsg_buf;
+      if (pk->n_fds)
+         attach_fds(&mh, &cmsg_buf, pk->fds, pk->n_fds);
+      ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+         if (errno == EINTR)
+            continue;
+         if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return -EAGAIN;
+         return map_conn_errno(errno);
+      }
+      if ((size_t)n != sizeof(pk->hdr) + pk->size)
+         return -EIO;
+      q->bytes -= sizeof(pk->hdr) + pk->size;
+      util_list_remove(&pk->link);
+      packet_free(pk);
+   }
    return 0;
 }
 
@@ -330,8 +476,8 @@ collect_fds(struct msghdr *mh, int *fds, unsigned *n_fds, unsigned max_fds)
    return arrived;
 }
 
-int
-util_msg_recv(int fd, struct util_msg_reader *r, struct util_msg *ret_msg)
+static int
+recv_message(int fd, struct util_msg_reader *r, struct util_msg *ret_msg, bool one_packet)
 {
    /* Every fd that arrives is held here until success hands them over.
     * Two packets' worth of room: the first packet's fds plus those of a
@@ -367,7 +513,7 @@ util_msg_recv(int fd, struct util_msg_reader *r, struct util_msg *ret_msg)
        * the packet (Linux >= 3.4) even when it did not fit: that tells an
        * oversized packet from one that merely overruns max_size, without a
        * buffer larger than max_size. */
-      ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC);
+      ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_TRUNC | (one_packet ? MSG_DONTWAIT : 0));
       if (n < 0) {
          if (errno == EINTR)
             continue;
@@ -378,7 +524,7 @@ util_msg_recv(int fd, struct util_msg_reader *r, struct util_msg *ret_msg)
                ret = -EAGAIN;
                goto err_close_fds;
             }
-            ret = wait_fd(fd, POLLIN);
+            ret = wait_fd(fd, POLLIN, -1);
             if (ret < 0)
                goto err_close_fds;
             continue;
@@ -423,6 +569,10 @@ util_msg_recv(int fd, struct util_msg_reader *r, struct util_msg *ret_msg)
       }
 
       bool more = hdr.flags & UTIL_PACKET_MORE;
+      if (more && one_packet) {
+         ret = -EPROTO;
+         goto err_close_fds;
+      }
       if (more && payload != UTIL_PACKET_MAX_PAYLOAD) {
          ret = -EPROTO;
          goto err_close_fds;
@@ -458,6 +608,18 @@ err_close_fds:
    close_fds(fds, n_fds);
    r->size = 0;
    return ret;
+}
+
+int
+util_msg_recv(int fd, struct util_msg_reader *r, struct util_msg *ret_msg)
+{
+   return recv_message(fd, r, ret_msg, false);
+}
+
+int
+util_msg_recv_packet(int fd, struct util_msg_reader *r, struct util_msg *ret_msg)
+{
+   return recv_message(fd, r, ret_msg, true);
 }
 
 void

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util_list.h"
+
 #define UTIL_MSG_MAX_FDS 8
 #define UTIL_PACKET_MAX_PAYLOAD (64u * 1024u)
 
@@ -70,6 +72,29 @@ bool util_socket_spin_readable(int fd, uint64_t max_ns);
 int util_msg_send(int fd, uint32_t type, const void *data, size_t size,
                   const int *fds, unsigned n_fds);
 
+/* The same with a time limit: at most timeout_ms (-1: none) waiting for
+ * room in the socket at a time, never blocking inside sendmsg(); returns
+ * -ETIMEDOUT when the peer stopped reading.  Part of the message may have
+ * gone out then: the connection is unusable. */
+int util_msg_send_timeout(int fd, uint32_t type, const void *data, size_t size,
+                          const int *fds, unsigned n_fds, int timeout_ms);
+
+/* Messages waiting to go out on a non-blocking socket, for event loops that
+ * must never wait for a peer to read. */
+struct util_msg_queue {
+   struct util_list packets;
+   size_t bytes; /* queued, headers included */
+};
+
+void util_msg_queue_init(struct util_msg_queue *q);
+void util_msg_queue_finish(struct util_msg_queue *q);
+/* Queues a whole message; the fds are duplicated (the caller keeps its own). */
+int util_msg_queue_push(struct util_msg_queue *q, uint32_t type, const void *data,
+                        size_t size, const int *fds, unsigned n_fds);
+/* Sends what the socket takes without blocking: 0 when the queue is empty,
+ * -EAGAIN when the socket is full (wait for POLLOUT), else an error. */
+int util_msg_queue_flush(int fd, struct util_msg_queue *q);
+
 void util_msg_reader_init(struct util_msg_reader *r, size_t max_size);
 void util_msg_reader_finish(struct util_msg_reader *r);
 
@@ -80,6 +105,11 @@ void util_msg_reader_finish(struct util_msg_reader *r);
  * data, message over max_size), -EMSGSIZE for a truncated packet.  On any
  * error every fd that arrived is closed. */
 int util_msg_recv(int fd, struct util_msg_reader *r, struct util_msg *ret_msg);
+
+/* Receives one message without blocking, for event loops: -EAGAIN when
+ * nothing is waiting, and a message of more than one packet is -EPROTO (so
+ * a peer can never make the caller wait for the rest of one). */
+int util_msg_recv_packet(int fd, struct util_msg_reader *r, struct util_msg *ret_msg);
 
 /* Closes every fd in msg that the caller has not moved out (set to -1). */
 void util_msg_close_fds(struct util_msg *msg);

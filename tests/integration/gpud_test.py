@@ -34,6 +34,7 @@ import argparse
 import errno
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -77,6 +78,12 @@ VARIANTS = [
     ('device-select', {}),
     ('NODEVICE_SELECT=1', {'NODEVICE_SELECT': '1'}),
 ]
+
+# Options of each test's private daemon, besides Fixture.daemon_args().
+DAEMON_ARGS = {
+    # every case crashes a worker: none may be refused for crashing before
+    'abuse': ['--crash-limit', '0', '--isolation=process'],
+}
 
 # Environment variables that choose drivers; cleared for every process.
 DRIVER_ENV = ['VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'VK_ADD_DRIVER_FILES',
@@ -171,7 +178,7 @@ class Fixture:
             os.unlink(self.socket)   # left by a daemon we killed
         env = self.base_env()
         cmd = [self.args.gpud, '--socket', self.socket,
-               '--host-driver', self.args.lavapipe_manifest]
+               '--host-driver', self.args.lavapipe_manifest] + self.daemon_args()
         log('$ ' + ' '.join(cmd))
         with open(self.log_path, 'ab') as logf:
             logf.write(('--- %s\n' % ' '.join(cmd)).encode())
@@ -191,6 +198,20 @@ class Fixture:
                      self.socket)
             time.sleep(0.05)
         log('gpud running, pid %d' % self.daemon.pid)
+
+    def daemon_args(self, extra=()):
+        """Options every test daemon gets: as root, the workers' user (the
+        gpud user where it exists, else nobody); GPUD_TEST_DAEMON_ARGS
+        (the sanitizer run's isolation, say); then the test's own."""
+        args = []
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam('gpud')
+                args += ['--user', 'gpud']
+            except KeyError:
+                args += ['--user', 'nobody']
+        args += os.environ.get('GPUD_TEST_DAEMON_ARGS', '').split()
+        return args + DAEMON_ARGS.get(self.args.subcommand, []) + list(extra)
 
     def socket_accepts(self):
         # gpud speaks SOCK_SEQPACKET; a stream socket is tried too so that a
@@ -461,7 +482,7 @@ def test_enum(fx):
     # sockets missing changes nothing.
     second = os.path.join(fx.tmp, 'second.sock')
     cmd = [fx.args.gpud, '--socket', second, '--host-driver',
-           fx.args.lavapipe_manifest]
+           fx.args.lavapipe_manifest] + fx.daemon_args()
     log('$ ' + ' '.join(cmd))
     with open(os.path.join(fx.tmp, 'second.log'), 'wb') as logf:
         proc = subprocess.Popen(cmd, env=fx.base_env(), stdin=subprocess.DEVNULL,
@@ -506,8 +527,11 @@ def test_badshader(fx):
 
 def test_abuse(fx):
     """Command buffers that break rules the host driver trusts (each crashes
-    lavapipe used directly): the abusing client loses its device, the daemon
-    and a client working beside it carry on."""
+    lavapipe used directly).  With validation off, the default, the daemon's
+    own checks refuse some and the rest crash the abusing client's worker:
+    either way that client, and only it, gets VK_ERROR_DEVICE_LOST; the
+    server keeps its pid, a client computing beside it gets every result
+    right, the next client works, and gpudctl lists each crash."""
     if fx.direct:
         raise TestSkip('these crash lavapipe used directly')
     vk_abuse = fx.prog('vk_abuse')
@@ -515,16 +539,32 @@ def test_abuse(fx):
     cases = out.split()
     if not cases:
         fail('vk_abuse lists no cases')
-    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '20'],
+    server_pid = fx.daemon.pid
+    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '40'],
                              fx.gpud_env(VARIANTS[1]), label='bystander')
+    pids = {}
     for case in cases:
-        fx.run([vk_abuse, case], fx.gpud_env(VARIANTS[1]), label=case)
+        p = start_client(fx, [vk_abuse, case], fx.gpud_env(VARIANTS[1]), label=case)
+        finish_client(p, 120, 'vk_abuse ' + case)
+        pids[case] = p.pid
         fx.check_daemon()
     finish_client(bystander, 300, 'vk_compute beside the abuse')
-    with open(fx.log_path, errors='replace') as f:
-        refused = [l for l in f if 'vk_abuse' in l and 'protocol error' in l]
-    if len(refused) != len(cases):
-        fail('expected %d refusals in the daemon log, got %d' % (len(cases), len(refused)))
+    if fx.daemon.pid != server_pid:
+        fail('the server changed pid')
+
+    # Each abusing client ended with a reason gpudctl lists: its worker
+    # crashed, or the daemon's own checks refused the command buffer.
+    faults = {f['pid']: f for f in fx.gpudctl_status()['faults']}
+    crashed = 0
+    for case, pid in pids.items():
+        reason = faults.get(pid, {}).get('reason', '')
+        log('%s: %s' % (case, reason or 'no fault listed'))
+        if 'killed by SIG' in reason:
+            crashed += 1
+        elif not reason.startswith('protocol error'):
+            fail('%s (pid %d): gpudctl lists no fault for it' % (case, pid))
+    if not crashed:
+        fail('no case crashed its worker: the test no longer tests isolation')
     fx.run([fx.prog('vk_compute')], fx.gpud_env(), label='after the abuse')
 
 
@@ -545,7 +585,7 @@ def test_systemd(fx):
     notify.settimeout(5)
     cmd = [activate, '--seqpacket', '-l', sock,
            '-E', 'NOTIFY_SOCKET=' + notify_path, '-E', 'WATCHDOG_USEC=200000',
-           fx.args.gpud, '--host-driver', fx.args.lavapipe_manifest]
+           fx.args.gpud, '--host-driver', fx.args.lavapipe_manifest] + fx.daemon_args()
     log('$ ' + ' '.join(cmd))
     logf = open(os.path.join(fx.tmp, 'activated.log'), 'wb')
     proc = subprocess.Popen(cmd, env=fx.base_env(), stdin=subprocess.DEVNULL,

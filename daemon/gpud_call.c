@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Decoding and running a client's commands.  Nothing a client sends is
+ * trusted: every command's size, every id, count and sType is checked by
+ * the generated decoder or here, and the first violation disconnects that
+ * client with the reason logged.
+ */
+#include "gpud_call.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "wire_gen.h"
+
+/* Commands that may name a buffer or image before it is bound to memory;
+ * any other use of one would make the host driver touch memory that is not
+ * there. */
+static bool
+op_allows_unbound(uint32_t op)
+{
+   switch (op) {
+   case WIRE_OP_vkDestroyBuffer:
+   case WIRE_OP_vkDestroyImage:
+   case WIRE_OP_vkBindBufferMemory:
+   case WIRE_OP_vkBindBufferMemory2:
+   case WIRE_OP_vkBindImageMemory:
+   case WIRE_OP_vkBindImageMemory2:
+   case WIRE_OP_vkGetBufferMemoryRequirements:
+   case WIRE_OP_vkGetBufferMemoryRequirements2:
+   case WIRE_OP_vkGetImageMemoryRequirements:
+   case WIRE_OP_vkGetImageMemoryRequirements2:
+   case WIRE_OP_vkGetImageSparseMemoryRequirements:
+   case WIRE_OP_vkGetImageSparseMemoryRequirements2:
+   case WIRE_OP_vkGetImageSubresourceLayout:
+   case WIRE_OP_vkSetPrivateData:
+   case WIRE_OP_vkGetPrivateData:
+      return true;
+   default:
+      return false;
+   }
+}
+
+/* The dispatchable first parameter sets the scope of the command. */
+static bool
+set_scope(struct gpud_call *call, struct gpud_object *obj)
+{
+   switch (obj->type) {
+   case VK_OBJECT_TYPE_INSTANCE:
+      call->instance = obj;
+      break;
+   case VK_OBJECT_TYPE_PHYSICAL_DEVICE:
+      call->instance = obj->instance;
+      break;
+   case VK_OBJECT_TYPE_DEVICE:
+      call->device = obj;
+      call->instance = obj->instance;
+      break;
+   case VK_OBJECT_TYPE_QUEUE:
+   case VK_OBJECT_TYPE_COMMAND_BUFFER:
+      call->device = obj->device;
+      call->instance = obj->device->instance;
+      break;
+   default:
+      return false;
+   }
+   call->disp = call->device ? call->device->disp : call->instance->disp;
+   return true;
+}
+
+static uint64_t
+lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
+{
+   struct gpud_call *call = d->user;
+   struct gpud_object *obj = gpud_object_find(call->ctx, id);
+   if (!obj) {
+      wire_dec_fail(d, "unknown object id");
+      return 0;
+   }
+   if (obj->type != type) {
+      wire_dec_fail(d, "object of the wrong type");
+      return 0;
+   }
+   if ((type == VK_OBJECT_TYPE_BUFFER || type == VK_OBJECT_TYPE_IMAGE) && !obj->bound &&
+       !obj->sparse && !op_allows_unbound(call->op)) {
+      wire_dec_fail(d, type == VK_OBJECT_TYPE_BUFFER ? "buffer used before it is bound to memory"
+                                                     : "image used before it is bound to memory");
+      return 0;
+   }
+   if (call->n_touched == 0) {
+      if (!set_scope(call, obj)) {
+         wire_dec_fail(d, "command does not start with a dispatchable object");
+         return 0;
+      }
+   } else if (obj->device && call->device && obj->device != call->device) {
+      wire_dec_fail(d, "object belongs to another device");
+      return 0;
+   } else if (obj->instance && call->instance && obj->instance != call->instance) {
+      wire_dec_fail(d, "object belongs to another instance");
+      return 0;
+   }
+   if (call->n_touched == call->cap_touched) {
+      unsigned cap = call->cap_touched ? call->cap_touched * 2 : 16;
+      struct gpud_object **t = realloc(call->touched, sizeof(*t) * cap);
+      if (!t) {
+         wire_dec_fail(d, "out of memory");
+         return 0;
+      }
+      call->touched = t;
+      call->cap_touched = cap;
+   }
+   call->touched[call->n_touched++] = obj;
+   return obj->handle;
+}
+
+static bool
+new_id(struct wire_dec *d, uint64_t id)
+{
+   struct gpud_call *call = d->user;
+   struct gpud_context *ctx = call->ctx;
+   if (id == 0 || gpud_object_find(ctx, id))
+      return false;
+   /* Past the object limit the command fails as a driver out of memory
+    * would, and the client carries on. */
+   if (ctx->n_objects + ++call->n_new_ids > ctx->info.max_objects)
+      call->refused = VK_ERROR_OUT_OF_HOST_MEMORY;
+   return true;
+}
+
+void
+gpud_call_fail(struct gpud_call *call, const char *why)
+{
+   wire_dec_fail(&call->dec, why);
+}
+
+void
+gpud_call_async_error(struct gpud_call *call, VkResult result)
+{
+   /* Nobody waits for this result: the device is lost from now on, and
+    * every later call on it says so. */
+   gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s failed (%d): device lost",
+                    wire_op_name(call->op), result);
+   if (call->device)
+      call->device->lost = true;
+}
+
+struct gpud_object *
+gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle)
+{
+   for (unsigned i = 0; i < call->n_touched; i++) {
+      if (call->touched[i] && call->touched[i]->type == type &&
+          call->touched[i]->handle == handle)
+         return call->touched[i];
+   }
+   return NULL;
+}
+
+void
+gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
+                     uint64_t memory)
+{
+   struct gpud_object *obj = gpud_call_named(call, type, handle);
+   if (!obj)
+      return;
+   obj->bound = true;
+   obj->memory = gpud_call_named(call, VK_OBJECT_TYPE_DEVICE_MEMORY, memory);
+}
+
+/* Resets what one command left in call, keeping its buffers. */
+static void
+call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
+{
+   call->n_touched = 0;
+   call->disp = NULL;
+   call->device = call->instance = NULL;
+   call->deferred = false;
+   call->op = h->op;
+   call->seq = h->seq;
+   call->n_new_ids = 0;
+   call->refused = VK_SUCCESS;
+   call->new_map = NULL;
+   call->new_bytes = 0;
+   call->new_heap = 0;
+   call->new_create_flags = 0;
+   call->new_size = 0;
+   call->new_messenger = VK_NULL_HANDLE;
+   call->reply = NULL;
+}
+
+/* Releases what a command made that no object took over. */
+static void
+call_cleanup(struct gpud_call *call)
+{
+   /* an allocation whose object was never made */
+   if (call->new_map) {
+      munmap(call->new_map, call->new_map_size);
+      call->new_map = NULL;
+   }
+   if (call->new_bytes) {
+      gpud_context_release_memory(call->ctx, call->new_heap, call->new_bytes);
+      call->new_bytes = 0;
+   }
+   free(call->new_queues);
+   call->new_queues = NULL;
+}
+
+int
+gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size)
+{
+   struct gpud_call call;
+   memset(&call, 0, sizeof(call));
+   call.ctx = ctx;
+   call.reply_fd = -1;
+   int r = 0;
+   while (size > 0) {
+      struct wire_cmd_header h;
+      if (size < sizeof(h)) {
+         r = gpud_context_protocol_error(ctx, "truncated command header");
+         break;
+      }
+      memcpy(&h, data, sizeof(h));
+      if (h.size < sizeof(h) || h.size > size || (h.size & 3)) {
+         r = gpud_context_protocol_error(ctx, "command size %u with %zu bytes left", h.size,
+                                         size);
+         break;
+      }
+      wire_arena_reset(ctx->arena);
+      call_reset(&call, &h);
+      wire_dec_init(&call.dec, data + sizeof(h), h.size - sizeof(h), ctx->arena);
+      call.dec.lookup = lookup;
+      call.dec.new_id = new_id;
+      call.dec.user = &call;
+      if (h.flags & WIRE_CMD_REPLY) {
+         wire_enc_reset(&ctx->reply);
+         wire_enc_begin_cmd(&ctx->reply, WIRE_OP_REPLY, 0, h.seq);
+         call.reply = &ctx->reply;
+      }
+      atomic_fetch_add_explicit(&ctx->status->commands, 1, memory_order_relaxed);
+      atomic_store_explicit(&ctx->status->op, h.op, memory_order_relaxed);
+      atomic_store_explicit(&ctx->status->last_op, h.op, memory_order_relaxed);
+
+      gpud_validate_set_call(&call);
+      bool ok = h.op != 0 && h.op < WIRE_OP_COUNT && gpud_gen_dispatch(&call, h.op);
+      gpud_validate_set_call(NULL);
+      atomic_store_explicit(&ctx->status->op, 0, memory_order_relaxed);
+      call_cleanup(&call);
+      if (!ok) {
+         util_fd_close(&call.reply_fd);
+         if (h.op == 0 || h.op >= WIRE_OP_COUNT)
+            r = gpud_context_protocol_error(ctx, "unknown op %u", h.op);
+         else
+            r = gpud_context_protocol_error(ctx, "in %s: %s", wire_op_name(h.op),
+                                            call.dec.error ? call.dec.error : "bad command");
+         break;
+      }
+      if (call.reply && !call.deferred) {
+         wire_enc_end_cmd(&ctx->reply, 0);
+         r = gpud_context_send_reply(ctx, &ctx->reply, call.reply_fd >= 0 ? &call.reply_fd : NULL,
+                                     call.reply_fd >= 0 ? 1 : 0);
+      }
+      util_fd_close(&call.reply_fd);
+      if (r < 0)
+         break;
+      data += h.size;
+      size -= h.size;
+   }
+   free(call.touched);
+   return r;
+}

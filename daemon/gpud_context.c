@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A context's life: created for one client by its worker, it reads the
+ * client's stream in order until the client leaves, breaks the protocol or
+ * stops reading its replies, then releases everything the client held.
+ */
+#include "gpud_call.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpud_limits.h"
+#include "wire_control.h"
+
+static uint64_t
+now_ns(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Token bucket: log_burst lines at once, then log_per_second. */
+static bool
+log_allowed(struct gpud_context *ctx, unsigned *ret_suppressed)
+{
+   bool ok;
+   pthread_mutex_lock(&ctx->log_mutex);
+   uint64_t now = now_ns();
+   double burst = ctx->info.log_burst;
+   ctx->log_tokens += (double)(now - ctx->log_last_ns) / 1e9 * ctx->info.log_per_second;
+   if (ctx->log_tokens > burst)
+      ctx->log_tokens = burst;
+   ctx->log_last_ns = now;
+   ok = ctx->log_tokens >= 1.0;
+   if (ok) {
+      ctx->log_tokens -= 1.0;
+      *ret_suppressed = ctx->log_suppressed;
+      ctx->log_suppressed = 0;
+   } else {
+      ctx->log_suppressed++;
+   }
+   pthread_mutex_unlock(&ctx->log_mutex);
+   return ok;
+}
+
+void
+gpud_context_log(struct gpud_context *ctx, enum util_log_level level, const char *fmt, ...)
+{
+   unsigned suppressed = 0;
+   if (level > UTIL_LOG_ERR && !log_allowed(ctx, &suppressed))
+      return;
+   char msg[1024];
+   va_list ap;
+   va_start(ap, fmt);
+   vsnprintf(msg, sizeof(msg), fmt, ap);
+   va_end(ap);
+   const char *name = ctx->info.name[0] ? ctx->info.name : "?";
+   if (suppressed)
+      util_log(level, "client %" PRIu64 " (pid %d, %s): %u lines about this client suppressed",
+               ctx->info.id, (int)ctx->info.pid, name, suppressed);
+   util_log(level, "client %" PRIu64 " (pid %d, %s): %s", ctx->info.id, (int)ctx->info.pid,
+            name, msg);
+}
+
+/* Records why the context ends (the first reason wins) and stops it. */
+static void
+end_context(struct gpud_context *ctx, bool fault, const char *reason)
+{
+   pthread_mutex_lock(&ctx->log_mutex);
+   if (!ctx->end_reason[0]) {
+      snprintf(ctx->end_reason, sizeof(ctx->end_reason), "%s", reason);
+      ctx->fault = fault;
+   }
+   pthread_mutex_unlock(&ctx->log_mutex);
+   atomic_store(&ctx->closing, true);
+   shutdown(ctx->fd, SHUT_RDWR);
+}
+
+int
+gpud_context_send(struct gpud_context *ctx, uint32_t type, const void *data, size_t size,
+                  const int *fds, unsigned n_fds)
+{
+   pthread_mutex_lock(&ctx->send_mutex);
+   atomic_store(&ctx->status->send_blocked_since_ns, now_ns());
+   int r = util_msg_send_timeout(ctx->fd, type, data, size, fds, n_fds,
+                                 (int)ctx->info.send_timeout_ms);
+   atomic_store(&ctx->status->send_blocked_since_ns, 0);
+   pthread_mutex_unlock(&ctx->send_mutex);
+   if (r == -ETIMEDOUT) {
+      char reason[128];
+      snprintf(reason, sizeof(reason), "stopped reading its replies for %u ms",
+               ctx->info.send_timeout_ms);
+      gpud_context_log(ctx, UTIL_LOG_ERR, "dropped: %s", reason);
+      end_context(ctx, true, reason);
+   }
+   return r;
+}
+
+int
+gpud_context_send_reply(struct gpud_context *ctx, struct wire_enc *reply, const int *fds,
+                        unsigned n_fds)
+{
+   if (reply->oom)
+      return -ENOMEM;
+   return gpud_context_send(ctx, UTIL_MSG_STREAM, reply->data, reply->size, fds, n_fds);
+}
+
+int
+gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...)
+{
+   char reason[512];
+   va_list ap;
+   va_start(ap, fmt);
+   vsnprintf(reason, sizeof(reason), fmt, ap);
+   va_end(ap);
+   gpud_context_log(ctx, UTIL_LOG_ERR, "protocol error: %s", reason);
+   Gpud__Disconnect d = GPUD__DISCONNECT__INIT;
+   d.reason = reason;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
+   m.disconnect = &d;
+   size_t size;
+   void *buf = wire_control_pack(&m, &size);
+   if (buf)
+      gpud_context_send(ctx, UTIL_MSG_CONTROL, buf, size, NULL, 0);
+   free(buf);
+   char why[600];
+   snprintf(why, sizeof(why), "protocol error: %s", reason);
+   end_context(ctx, true, why);
+   return -EPROTO;
+}
+
+static const char *
+recv_error(int r)
+{
+   switch (r) {
+   case -EPROTO:
+      return "malformed packet sequence";
+   case -EMSGSIZE:
+      return "packet larger than the protocol allows";
+   default:
+      return strerror(-r);
+   }
+}
+
+int
+gpud_context_create(const struct gpud_context_info *info, const struct gpud_host *host,
+                    const struct gpud_context_ops *ops, struct gpud_status_page *status,
+                    int fd, struct gpud_context **ret_ctx)
+{
+   struct gpud_context *ctx = calloc(1, sizeof(*ctx));
+   if (!ctx) {
+      close(fd);
+      return -ENOMEM;
+   }
+   /* The server's end was non-blocking; the context reads in order and
+    * sends within its deadline (util_msg_send_timeout never blocks in
+    * sendmsg itself). */
+   int fl = fcntl(fd, F_GETFL);
+   if (fl >= 0)
+      fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+   ctx->info = *info;
+   ctx->info.name[sizeof(ctx->info.name) - 1] = '\0';
+   ctx->host = host;
+   ctx->ops = *ops;
+   ctx->status = status;
+   ctx->fd = fd;
+   pthread_mutex_init(&ctx->send_mutex, NULL);
+   pthread_mutex_init(&ctx->wait_mutex, NULL);
+   pthread_mutex_init(&ctx->log_mutex, NULL);
+   pthread_cond_init(&ctx->wait_cond, NULL);
+   util_list_init(&ctx->waiters);
+   util_list_init(&ctx->object_list);
+   util_msg_reader_init(&ctx->reader, GPUD_MAX_MESSAGE_SIZE);
+   util_idmap_init(&ctx->objects);
+   wire_enc_init(&ctx->reply);
+   ctx->log_tokens = info->log_burst;
+   ctx->log_last_ns = now_ns();
+   ctx->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
+   if (!ctx->arena) {
+      gpud_context_destroy(ctx);
+      return -ENOMEM;
+   }
+   *ret_ctx = ctx;
+   return 0;
+}
+
+void
+gpud_context_run(struct gpud_context *ctx)
+{
+   for (;;) {
+      struct util_msg msg;
+      /* The next command of a busy client usually follows at once. */
+      util_socket_spin_readable(ctx->fd, GPUD_COMMAND_SPIN_NS);
+      int r = util_msg_recv(ctx->fd, &ctx->reader, &msg);
+      if (r == -ECONNRESET || (r < 0 && atomic_load(&ctx->closing))) {
+         end_context(ctx, false, "disconnected");
+         return;
+      }
+      if (r < 0) {
+         gpud_context_protocol_error(ctx, "%s", recv_error(r));
+         return;
+      }
+      if (msg.n_fds) {
+         util_msg_close_fds(&msg);
+         gpud_context_protocol_error(ctx, "unexpected file descriptors");
+         return;
+      }
+      if (msg.type == UTIL_MSG_CONTROL) {
+         Gpud__ControlMessage *m = wire_control_unpack(msg.data, msg.size);
+         bool bye = m && m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
+         wire_control_free(m);
+         if (bye) {
+            end_context(ctx, false, "disconnected");
+            return;
+         }
+         gpud_context_protocol_error(ctx, "bad control message");
+         return;
+      }
+      if (gpud_call_process_stream(ctx, msg.data, msg.size) < 0)
+         return;
+   }
+}
+
+void
+gpud_context_destroy(struct gpud_context *ctx)
+{
+   if (!ctx)
+      return;
+   /* Stop reading and writing; waits in flight end at their next slice. */
+   atomic_store(&ctx->closing, true);
+   if (ctx->fd >= 0)
+      shutdown(ctx->fd, SHUT_RDWR);
+   uint64_t objects = ctx->n_objects;
+   uint64_t bytes = ctx->memory_bytes;
+   gpud_context_destroy_objects(ctx, NULL, NULL);
+   gpud_waiters_cancel(ctx, NULL, 0);
+   if (objects)
+      gpud_context_log(ctx, UTIL_LOG_INFO,
+                       "released %" PRIu64 " objects and %" PRIu64 " bytes of memory", objects,
+                       bytes);
+   util_idmap_finish(&ctx->objects);
+   util_msg_reader_finish(&ctx->reader);
+   wire_arena_destroy(ctx->arena);
+   wire_enc_finish(&ctx->reply);
+   util_fd_close(&ctx->fd);
+   pthread_mutex_destroy(&ctx->send_mutex);
+   pthread_mutex_destroy(&ctx->wait_mutex);
+   pthread_mutex_destroy(&ctx->log_mutex);
+   pthread_cond_destroy(&ctx->wait_cond);
+   free(ctx);
+}

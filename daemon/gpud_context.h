@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * A context: everything one client has in the daemon -- its host instances
+ * and devices, its object table, the decoder of its command stream, its
+ * blocking waits.  A context runs inside a worker (a process of its own, or
+ * a thread with --isolation=thread) and never reaches the server: what it
+ * needs from outside (memory accounting) it asks through its ops.
+ */
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <vulkan/vulkan_core.h>
+
+#include "gpud_host.h"
+#include "gpud_status.h"
+#include "util_idmap.h"
+#include "util_list.h"
+#include "util_log.h"
+#include "util_transport.h"
+#include "wire.h"
+
+/* What a context asks of the worker that runs it. */
+struct gpud_context_ops {
+   /* May the client hold bytes more of heap?  VK_SUCCESS, or the VkResult
+    * the allocation returns. */
+   VkResult (*reserve_memory)(void *data, uint32_t heap, uint64_t bytes);
+   void (*release_memory)(void *data, uint32_t heap, uint64_t bytes);
+   void *data;
+};
+
+/* Who the client is and what it may do. */
+struct gpud_context_info {
+   uint64_t id;
+   pid_t pid;
+   uid_t uid;
+   char name[64];
+   uint64_t max_objects;
+   uint32_t send_timeout_ms;
+   uint32_t log_burst;
+   uint32_t log_per_second;
+};
+
+struct gpud_context {
+   struct gpud_context_info info;
+   const struct gpud_host *host;
+   struct gpud_context_ops ops;
+   struct gpud_status_page *status; /* shared with the server */
+   int fd;                          /* the client's socket */
+
+   pthread_mutex_t send_mutex;
+   struct util_msg_reader reader;
+   struct wire_arena *arena;
+   struct wire_enc reply;
+
+   /* owned by the decoding thread */
+   struct util_idmap objects;
+   struct util_list object_list; /* struct gpud_object, in creation order */
+   uint64_t n_objects;
+   uint64_t memory_bytes;
+
+   /* blocking waits running on threads of their own (gpud_wait.c) */
+   pthread_mutex_t wait_mutex;
+   pthread_cond_t wait_cond;
+   struct util_list waiters;
+   unsigned n_waiters;
+   atomic_bool closing;
+
+   /* why the context ended (set once) */
+   char end_reason[256];
+   bool fault;
+
+   /* rate limit of log lines about this client */
+   pthread_mutex_t log_mutex;
+   double log_tokens;
+   uint64_t log_last_ns;
+   unsigned log_suppressed;
+};
+
+/* Takes ownership of fd; status must outlive the context. */
+int gpud_context_create(const struct gpud_context_info *info, const struct gpud_host *host,
+                        const struct gpud_context_ops *ops, struct gpud_status_page *status,
+                        int fd, struct gpud_context **ret_ctx);
+/* Serves the client until it leaves, breaks the protocol or stops reading;
+ * ctx->end_reason says which. */
+void gpud_context_run(struct gpud_context *ctx);
+/* Destroys every host object of the client (waiting for its work to end)
+ * and frees the context. */
+void gpud_context_destroy(struct gpud_context *ctx);
+
+/* Logs with the client's id, pid and name; lines below UTIL_LOG_ERR are
+ * rate limited per client. */
+void gpud_context_log(struct gpud_context *ctx, enum util_log_level level, const char *fmt, ...)
+   UTIL_PRINTF(3, 4);
+/* Sends a reply (with fds) to the client, within the send deadline. */
+int gpud_context_send(struct gpud_context *ctx, uint32_t type, const void *data, size_t size,
+                      const int *fds, unsigned n_fds);
+int gpud_context_send_reply(struct gpud_context *ctx, struct wire_enc *reply, const int *fds,
+                            unsigned n_fds);
+/* Ends the client for bad input: logs the reason and tells the client. */
+int gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...) UTIL_PRINTF(2, 3);

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The host driver and the one host device a daemon serves: loaded straight
+ * from the driver's ICD manifest (gpud_host.c), optionally behind the
+ * Khronos validation layer (gpud_validate.c).  A worker process loads it
+ * for itself; with --isolation=thread the server loads it once for every
+ * context.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <vulkan/vulkan_core.h>
+
+enum gpud_validate_mode {
+   GPUD_VALIDATE_OFF,
+   GPUD_VALIDATE_REPORT, /* messages to the application and the log */
+   GPUD_VALIDATE_STRICT, /* ... and a call that breaks a rule disconnects its client */
+};
+
+struct gpud_host {
+   char *manifest;
+   void *library;
+   PFN_vkGetInstanceProcAddr get_instance_proc_addr;
+   /* the served device, found once at start-up */
+   uint8_t device_uuid[VK_UUID_SIZE];
+   char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+   VkPhysicalDeviceMemoryProperties memory;
+   bool has_external_memory_host;
+   VkDeviceSize import_alignment;
+   uint32_t importable_types; /* memory types a memfd can be imported into */
+   VkPhysicalDeviceType device_type;
+   /* Validation: the host driver is reached through the Vulkan loader with
+    * the Khronos validation layer (see gpud_validate.c). */
+   enum gpud_validate_mode validate;
+   void *loader;
+};
+
+int gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_match);
+/* Reaches the host driver through the loader and the validation layer. */
+int gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode);
+void gpud_host_finish(struct gpud_host *host);
+/* Picks a host driver manifest when none was named: a GPU driver if one
+ * enumerates a GPU, else the embedded default (lavapipe). */
+char *gpud_host_default_manifest(void);

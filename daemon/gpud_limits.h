@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Every limit the daemon applies, in one place: the fixed caps on what one
+ * message or command may make the daemon hold, and the configurable limits
+ * (command-line options) with their defaults.
+ */
+
+#include <stdint.h>
+
+#define GPUD_VERSION "0.2.0"
+
+/* Fixed caps, per client. */
+#define GPUD_MAX_MESSAGE_SIZE (256u << 20)   /* one stream message */
+#define GPUD_MAX_COMMAND_MEMORY (512u << 20) /* decoded arguments of one command */
+#define GPUD_MAX_WAITERS 64                  /* blocking waits in flight */
+#define GPUD_WAIT_SLICE_NS (50ull * 1000 * 1000)
+#define GPUD_COMMAND_SPIN_NS (50ull * 1000) /* poll for the next command before sleeping */
+#define GPUD_MAX_SERVER_QUEUE (1u << 20)    /* bytes the server queues for one peer */
+#define GPUD_MAX_FAULTS 32                  /* recent faults gpudctl shows */
+
+/* A limit of this value is "no limit". */
+#define GPUD_UNLIMITED UINT64_MAX
+
+/* Configurable limits (gpud --help lists the options). */
+struct gpud_limits {
+   /* Memory, all heaps together; 0: the device's total heap size. */
+   uint64_t client_memory;
+   uint64_t uid_memory;
+   uint64_t client_objects;
+   uint32_t uid_connections;
+   uint32_t max_clients;
+   uint32_t handshake_timeout_ms; /* Hello to arrive after connecting */
+   uint32_t start_timeout_ms;     /* a worker to be ready for a new client */
+   uint32_t send_timeout_ms;      /* a client to make room for a reply */
+   uint32_t teardown_timeout_ms;  /* a worker to end after its client left */
+   uint32_t drain_timeout_ms;     /* clients to finish after SIGTERM */
+   uint32_t crash_limit;          /* crashes of one program before it is refused; 0: never */
+   uint32_t crash_cooldown_ms;    /* how long it is refused */
+   uint32_t log_burst;            /* lines about one client before rate limiting */
+   uint32_t log_per_second;       /* ... and the rate after that */
+};
+
+#define GPUD_LIMITS_DEFAULT                                                                \
+   ((struct gpud_limits){                                                                  \
+      .client_memory = 0,                                                                  \
+      .uid_memory = 0,                                                                     \
+      .client_objects = 1u << 20,                                                          \
+      .uid_connections = 64,                                                               \
+      .max_clients = 1024,                                                                 \
+      .handshake_timeout_ms = 5000,                                                        \
+      .start_timeout_ms = 20000,                                                           \
+      .send_timeout_ms = 10000,                                                            \
+      .teardown_timeout_ms = 5000,                                                         \
+      .drain_timeout_ms = 10000,                                                           \
+      .crash_limit = 3,                                                                    \
+      .crash_cooldown_ms = 60000,                                                          \
+      .log_burst = 20,                                                                     \
+      .log_per_second = 2,                                                                 \
+   })

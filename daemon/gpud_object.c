@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A context's object table: every id the client made, mapped to its host
+ * handle and what the daemon must know about it, kept in creation order so
+ * teardown can destroy newest first.
+ */
+#include "gpud_call.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+
+static void
+count_objects(struct gpud_context *ctx)
+{
+   atomic_store_explicit(&ctx->status->objects, ctx->n_objects, memory_order_relaxed);
+   atomic_store_explicit(&ctx->status->memory_bytes, ctx->memory_bytes, memory_order_relaxed);
+}
+
+VkResult
+gpud_context_reserve_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes)
+{
+   return ctx->ops.reserve_memory ? ctx->ops.reserve_memory(ctx->ops.data, heap, bytes)
+                                  : VK_SUCCESS;
+}
+
+void
+gpud_context_release_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes)
+{
+   if (ctx->ops.release_memory && bytes)
+      ctx->ops.release_memory(ctx->ops.data, heap, bytes);
+}
+
+struct gpud_object *
+gpud_object_find(struct gpud_context *ctx, uint64_t id)
+{
+   return util_idmap_get(&ctx->objects, id);
+}
+
+/* Releases what the daemon holds besides the host object (which the caller
+ * destroyed, or which died with its parent). */
+static void
+object_forget(struct gpud_context *ctx, struct gpud_object *obj)
+{
+   if (obj->type == VK_OBJECT_TYPE_DEVICE_MEMORY && !atomic_load(&ctx->closing)) {
+      /* what was bound to it can no longer be used */
+      struct gpud_object *o;
+      util_list_for_each(o, &ctx->object_list, link) {
+         if (o->memory == obj) {
+            o->memory = NULL;
+            o->bound = false;
+         }
+      }
+   }
+   util_idmap_remove(&ctx->objects, obj->id);
+   util_list_remove(&obj->link);
+   ctx->n_objects--;
+   if (obj->bytes) {
+      ctx->memory_bytes -= obj->bytes;
+      gpud_context_release_memory(ctx, obj->heap, obj->bytes);
+   }
+   count_objects(ctx);
+   if (obj->map)
+      munmap(obj->map, obj->map_size);
+   free(obj->queues);
+   free(obj->disp);
+   free(obj);
+}
+
+static struct gpud_object *
+touched_of_type(struct gpud_call *call, VkObjectType type)
+{
+   for (unsigned i = 0; i < call->n_touched; i++) {
+      if (call->touched[i]->type == type)
+         return call->touched[i];
+   }
+   return NULL;
+}
+
+/* What an instance or device keeps of the command that made it. */
+static bool
+adopt_dispatchable(struct gpud_call *call, struct gpud_object *obj)
+{
+   obj->disp = calloc(1, sizeof(*obj->disp));
+   if (!obj->disp)
+      return false;
+   if (obj->type == VK_OBJECT_TYPE_INSTANCE) {
+      obj->instance = NULL;
+      obj->messenger = call->new_messenger;
+      call->new_messenger = VK_NULL_HANDLE;
+      obj->disp->GetInstanceProcAddr = call->ctx->host->get_instance_proc_addr;
+      gpud_host_dispatch_load_instance(obj->disp, (VkInstance)(uintptr_t)obj->handle);
+   } else {
+      obj->device = NULL;
+      obj->physical_device = call->n_touched ? call->touched[0]->handle : 0;
+      obj->queues = call->new_queues;
+      obj->n_queues = call->n_new_queues;
+      call->new_queues = NULL;
+      *obj->disp = *call->instance->disp;
+      gpud_host_dispatch_load_device(obj->disp, (VkDevice)(uintptr_t)obj->handle);
+   }
+   return true;
+}
+
+void
+gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uint64_t handle)
+{
+   struct gpud_context *ctx = call->ctx;
+   struct gpud_object *obj = calloc(1, sizeof(*obj));
+   if (!obj || util_idmap_insert(&ctx->objects, id, obj) < 0) {
+      /* a duplicate id inside one command, or no memory: the host object
+       * cannot be named, so destroy it right away */
+      free(obj);
+      if (call->disp)
+         gpud_gen_destroy_object(call->disp,
+                                 call->device ? call->device->handle : call->instance->handle,
+                                 type, handle);
+      gpud_call_fail(call, "bad id for a new object");
+      return;
+   }
+   obj->id = id;
+   obj->type = type;
+   obj->handle = handle;
+   obj->instance = call->instance;
+   obj->device = call->device;
+   bool ok = true;
+   switch (type) {
+   case VK_OBJECT_TYPE_INSTANCE:
+   case VK_OBJECT_TYPE_DEVICE:
+      ok = adopt_dispatchable(call, obj);
+      break;
+   case VK_OBJECT_TYPE_COMMAND_BUFFER:
+      obj->pool = touched_of_type(call, VK_OBJECT_TYPE_COMMAND_POOL);
+      break;
+   case VK_OBJECT_TYPE_DESCRIPTOR_SET:
+      obj->pool = touched_of_type(call, VK_OBJECT_TYPE_DESCRIPTOR_POOL);
+      break;
+   case VK_OBJECT_TYPE_BUFFER:
+      obj->sparse = call->new_create_flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT;
+      obj->size = call->new_size;
+      break;
+   case VK_OBJECT_TYPE_IMAGE:
+      obj->sparse = call->new_create_flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT;
+      break;
+   case VK_OBJECT_TYPE_DEVICE_MEMORY:
+      obj->map = call->new_map;
+      obj->map_size = call->new_map_size;
+      obj->bytes = call->new_bytes;
+      obj->heap = call->new_heap;
+      call->new_map = NULL;
+      call->new_bytes = 0;
+      ctx->memory_bytes += obj->bytes;
+      break;
+   default:
+      break;
+   }
+   if (!ok) {
+      util_idmap_remove(&ctx->objects, id);
+      free(obj);
+      gpud_call_fail(call, "out of memory");
+      return;
+   }
+   util_list_add_tail(&ctx->object_list, &obj->link);
+   ctx->n_objects++;
+   count_objects(ctx);
+}
+
+void
+gpud_object_forget_children(struct gpud_context *ctx, struct gpud_object *pool)
+{
+   struct gpud_object *obj;
+   util_list_for_each_safe(obj, &ctx->object_list, link) {
+      if (obj->pool == pool)
+         object_forget(ctx, obj);
+   }
+}
+
+void
+gpud_call_forget_objects(struct gpud_call *call, VkObjectType type)
+{
+   /* the first touched object is the dispatchable parent: skip it */
+   for (unsigned i = 1; i < call->n_touched; i++) {
+      struct gpud_object *obj = call->touched[i];
+      if (!obj || obj->type != type)
+         continue;
+      /* the same object may be named twice; forget it once */
+      for (unsigned j = i + 1; j < call->n_touched; j++) {
+         if (call->touched[j] == obj)
+            call->touched[j] = NULL;
+      }
+      if (type == VK_OBJECT_TYPE_COMMAND_POOL || type == VK_OBJECT_TYPE_DESCRIPTOR_POOL)
+         gpud_object_forget_children(call->ctx, obj);
+      object_forget(call->ctx, obj);
+   }
+}
+
+/* Objects that die with their parent and need no call of their own. */
+static bool
+dies_with_parent(const struct gpud_object *obj)
+{
+   return obj->pool || obj->type == VK_OBJECT_TYPE_QUEUE ||
+          obj->type == VK_OBJECT_TYPE_PHYSICAL_DEVICE;
+}
+
+static void
+destroy_object(struct gpud_context *ctx, struct gpud_object *obj)
+{
+   if (!dies_with_parent(obj)) {
+      if (obj->type == VK_OBJECT_TYPE_DEVICE) {
+         obj->disp->DestroyDevice((VkDevice)(uintptr_t)obj->handle, NULL);
+      } else if (obj->type == VK_OBJECT_TYPE_INSTANCE) {
+         gpud_validate_instance_destroy(obj);
+         obj->disp->DestroyInstance((VkInstance)(uintptr_t)obj->handle, NULL);
+      } else if (obj->device) {
+         gpud_gen_destroy_object(obj->device->disp, obj->device->handle, obj->type,
+                                 obj->handle);
+      } else if (obj->instance) {
+         gpud_gen_destroy_object(obj->instance->disp, obj->instance->handle, obj->type,
+                                 obj->handle);
+      }
+   }
+   object_forget(ctx, obj);
+}
+
+static bool
+in_scope(const struct gpud_object *obj, const struct gpud_object *device,
+         const struct gpud_object *instance)
+{
+   if (device)
+      return obj->device == device;
+   if (instance)
+      return obj == instance || obj->instance == instance ||
+             (obj->device && obj->device->instance == instance);
+   return true;
+}
+
+void
+gpud_context_destroy_objects(struct gpud_context *ctx, struct gpud_object *device,
+                             struct gpud_object *instance)
+{
+   struct gpud_object *obj;
+   /* Let in-flight work end first. */
+   util_list_for_each(obj, &ctx->object_list, link) {
+      if (obj->type != VK_OBJECT_TYPE_DEVICE)
+         continue;
+      if (device ? obj != device : !in_scope(obj, NULL, instance))
+         continue;
+      gpud_waiters_cancel(ctx, obj, 0);
+      obj->disp->DeviceWaitIdle((VkDevice)(uintptr_t)obj->handle);
+   }
+   /* Device children, newest first.  Pool children go with their pool; a
+    * pool's children may sit anywhere, so start over after each pool. */
+   bool again = true;
+   while (again) {
+      again = false;
+      util_list_for_each_reverse_safe(obj, &ctx->object_list, link) {
+         if (!obj->device || obj->pool || !in_scope(obj, device, instance))
+            continue;
+         if (obj->type == VK_OBJECT_TYPE_COMMAND_POOL ||
+             obj->type == VK_OBJECT_TYPE_DESCRIPTOR_POOL) {
+            gpud_object_forget_children(ctx, obj);
+            destroy_object(ctx, obj);
+            again = true;
+            break;
+         }
+         destroy_object(ctx, obj);
+      }
+   }
+   /* The devices. */
+   util_list_for_each_reverse_safe(obj, &ctx->object_list, link) {
+      if (obj->type == VK_OBJECT_TYPE_DEVICE &&
+          (device ? obj == device : in_scope(obj, NULL, instance)))
+         destroy_object(ctx, obj);
+   }
+   if (device)
+      return;
+   /* Physical devices and instances. */
+   util_list_for_each_reverse_safe(obj, &ctx->object_list, link) {
+      if (in_scope(obj, NULL, instance))
+         destroy_object(ctx, obj);
+   }
+}

@@ -1,0 +1,1330 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's event loop: connections from accept to handshake to worker,
+ * workers from start to end, the accounting, signals and systemd.
+ *
+ * Nothing here ever waits for a peer: every socket is non-blocking, reads
+ * take one packet at a time (a peer cannot make the server wait for the
+ * rest of a message), and writes go through a queue drained when the
+ * socket has room.  A peer that lets its queue grow past
+ * GPUD_MAX_SERVER_QUEUE is dropped.
+ */
+#include "gpud_server.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util_log.h"
+#include "util_memfd.h"
+#include "wire_control.h"
+#include "wire_gen.h"
+
+#define MAX_STARTING 4            /* workers starting at once */
+#define ACCEPT_BACKOFF_MS 250     /* after accept() ran out of fds */
+#define SPAWN_BACKOFF_MS 1000     /* after workers failed to start */
+#define KILL_GRACE_MS 2000        /* reaping killed workers at shutdown */
+
+static uint64_t
+now_ns(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct timeval
+ms_to_tv(uint32_t ms)
+{
+   return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+}
+
+static void ensure_workers(struct gpud_server *server);
+static void worker_ended(struct gpud_worker *worker, int wstatus, bool reaped);
+static void check_stopped(struct gpud_server *server);
+
+/* ---- logging ------------------------------------------------------------- */
+
+void
+gpud_server_client_log(struct gpud_client *client, int level, const char *fmt, ...)
+{
+   char msg[768];
+   va_list ap;
+   va_start(ap, fmt);
+   vsnprintf(msg, sizeof(msg), fmt, ap);
+   va_end(ap);
+   util_log((enum util_log_level)level, "client %" PRIu64 " (pid %d, %s): %s", client->id,
+            (int)client->pid, client->name[0] ? client->name : "?", msg);
+}
+
+/* Lines about a user's connections (refusals, time-outs) are rate limited
+ * per user: a user opening connections in a loop cannot flood the log. */
+static bool
+account_log_allowed(struct gpud_server *server, struct gpud_account *a)
+{
+   uint64_t now = now_ns();
+   double burst = server->cfg.limits.log_burst;
+   a->log_tokens += (double)(now - a->log_last_ns) / 1e9 * server->cfg.limits.log_per_second;
+   if (a->log_tokens > burst)
+      a->log_tokens = burst;
+   a->log_last_ns = now;
+   if (a->log_tokens < 1.0) {
+      a->log_suppressed++;
+      return false;
+   }
+   a->log_tokens -= 1.0;
+   if (a->log_suppressed) {
+      util_warn("uid %u: %u lines about its connections suppressed", (unsigned)a->uid,
+                a->log_suppressed);
+      a->log_suppressed = 0;
+   }
+   return true;
+}
+
+/* ---- accounts ------------------------------------------------------------ */
+
+static struct gpud_account *
+account_get(struct gpud_server *server, uid_t uid)
+{
+   struct gpud_account *a;
+   util_list_for_each(a, &server->accounts, link) {
+      if (a->uid == uid)
+         return a;
+   }
+   a = calloc(1, sizeof(*a));
+   if (!a)
+      return NULL;
+   a->uid = uid;
+   a->log_tokens = server->cfg.limits.log_burst;
+   a->log_last_ns = now_ns();
+   util_list_add(&server->accounts, &a->link);
+   return a;
+}
+
+static void
+account_put(struct gpud_account *a)
+{
+   if (a && a->connections == 0 && a->memory == 0 && !a->log_suppressed) {
+      util_list_remove(&a->link);
+      free(a);
+   }
+}
+
+/* ---- clients --------------------------------------------------------------- */
+
+static void
+client_free(struct gpud_client *client)
+{
+   struct gpud_server *server = client->server;
+   if (client->worker)
+      client->worker->client = NULL;
+   if (client->read_ev)
+      event_free(client->read_ev);
+   if (client->write_ev)
+      event_free(client->write_ev);
+   if (client->timer)
+      event_free(client->timer);
+   util_msg_queue_finish(&client->out);
+   util_msg_reader_finish(&client->reader);
+   util_fd_close(&client->fd);
+   if (client->account) {
+      client->account->connections--;
+      client->account->memory -= client->memory;
+      account_put(client->account);
+   }
+   util_list_remove(&client->link);
+   server->n_clients--;
+   free(client);
+   /* an fd is free again: accept if accept() had run out */
+   if (server->accept_retry && evtimer_pending(server->accept_retry, NULL)) {
+      evtimer_del(server->accept_retry);
+      event_add(server->accept_ev, NULL);
+   }
+   check_stopped(server);
+}
+
+static void
+on_client_write(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_client *client = data;
+   int r = util_msg_queue_flush(client->fd, &client->out);
+   if (r == -EAGAIN)
+      return;
+   event_del(client->write_ev);
+   if (r < 0 && client->state != GPUD_CLIENT_SERVING)
+      client_free(client);
+}
+
+void
+gpud_server_queue(struct gpud_client *client, const void *data, size_t size)
+{
+   if (util_msg_queue_push(&client->out, UTIL_MSG_CONTROL, data, size, NULL, 0) < 0 ||
+       client->out.bytes > GPUD_MAX_SERVER_QUEUE) {
+      /* it does not read what it asked for: end it */
+      shutdown(client->fd, SHUT_RDWR);
+      return;
+   }
+   int r = util_msg_queue_flush(client->fd, &client->out);
+   if (r == -EAGAIN)
+      event_add(client->write_ev, NULL);
+}
+
+static void
+queue_control(struct gpud_client *client, const Gpud__ControlMessage *m)
+{
+   size_t size;
+   void *buf = wire_control_pack(m, &size);
+   if (buf)
+      gpud_server_queue(client, buf, size);
+   free(buf);
+}
+
+/* Tells the client why it is being let go (best effort: it never waits). */
+static void
+send_disconnect(struct gpud_client *client, const char *reason)
+{
+   Gpud__Disconnect d = GPUD__DISCONNECT__INIT;
+   d.reason = (char *)reason;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
+   m.disconnect = &d;
+   queue_control(client, &m);
+}
+
+static void
+refuse(struct gpud_client *client, bool rate_limited, const char *fmt, ...)
+   __attribute__((format(printf, 3, 4)));
+
+static void
+refuse(struct gpud_client *client, bool rate_limited, const char *fmt, ...)
+{
+   char reason[512];
+   va_list ap;
+   va_start(ap, fmt);
+   vsnprintf(reason, sizeof(reason), fmt, ap);
+   va_end(ap);
+   if (!rate_limited || !client->account ||
+       account_log_allowed(client->server, client->account))
+      gpud_server_client_log(client, UTIL_LOG_ERR, "refused: %s", reason);
+   send_disconnect(client, reason);
+   client_free(client);
+}
+
+static void on_client_read(evutil_socket_t fd, short what, void *data);
+static void on_client_timer(evutil_socket_t fd, short what, void *data);
+
+static struct gpud_client *
+client_new(struct gpud_server *server, int fd)
+{
+   struct gpud_client *client = calloc(1, sizeof(*client));
+   if (!client) {
+      close(fd);
+      return NULL;
+   }
+   client->server = server;
+   client->fd = fd;
+   client->id = ++server->next_client_id;
+   client->connected_ns = now_ns();
+   util_msg_queue_init(&client->out);
+   util_msg_reader_init(&client->reader, UTIL_PACKET_MAX_PAYLOAD);
+   util_list_add_tail(&server->clients, &client->link);
+   server->n_clients++;
+   struct ucred cred = {0};
+   socklen_t len = sizeof(cred);
+   getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+   client->pid = cred.pid;
+   client->uid = cred.uid;
+   client->read_ev = event_new(server->base, fd, EV_READ | EV_PERSIST, on_client_read, client);
+   client->write_ev = event_new(server->base, fd, EV_WRITE | EV_PERSIST, on_client_write, client);
+   client->timer = evtimer_new(server->base, on_client_timer, client);
+   client->account = account_get(server, cred.uid);
+   if (client->account)
+      client->account->connections++;
+   if (!client->read_ev || !client->write_ev || !client->timer || !client->account) {
+      client_free(client);
+      return NULL;
+   }
+
+   char reason[256];
+   bool admin = false;
+   if (!gpud_access_allowed(server, fd, cred.uid, cred.gid, reason, sizeof(reason), &admin)) {
+      refuse(client, true, "%s", reason);
+      return NULL;
+   }
+   client->admin = admin;
+   if (client->account->connections > server->cfg.limits.uid_connections) {
+      refuse(client, true, "uid %u has %u connections, the most one user may have",
+             (unsigned)cred.uid, server->cfg.limits.uid_connections);
+      return NULL;
+   }
+   if (server->n_clients > server->cfg.limits.max_clients) {
+      refuse(client, true, "the daemon serves %u connections, its most",
+             server->cfg.limits.max_clients);
+      return NULL;
+   }
+   event_add(client->read_ev, NULL);
+   struct timeval tv = ms_to_tv(server->cfg.limits.handshake_timeout_ms);
+   evtimer_add(client->timer, &tv);
+   return client;
+}
+
+/* ---- crashes -------------------------------------------------------------- */
+
+static struct gpud_crash_record *
+crash_record(struct gpud_server *server, uid_t uid, const char *name, bool create)
+{
+   struct gpud_crash_record *c;
+   util_list_for_each(c, &server->crashes, link) {
+      if (c->uid == uid && !strcmp(c->name, name))
+         return c;
+   }
+   if (!create)
+      return NULL;
+   c = calloc(1, sizeof(*c));
+   if (c) {
+      c->uid = uid;
+      snprintf(c->name, sizeof(c->name), "%s", name);
+      util_list_add(&server->crashes, &c->link);
+   }
+   return c;
+}
+
+/* Crashes of this program in the cool-down window. */
+static unsigned
+recent_crashes(struct gpud_server *server, struct gpud_crash_record *c, uint64_t *ret_last)
+{
+   uint64_t window = (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
+   uint64_t now = now_ns();
+   unsigned n = 0;
+   *ret_last = 0;
+   unsigned kept = c->count < 8 ? c->count : 8;
+   for (unsigned i = 0; i < kept; i++) {
+      uint64_t t = c->times_ns[i];
+      if (now - t <= window) {
+         n++;
+         if (t > *ret_last)
+            *ret_last = t;
+      }
+   }
+   return n;
+}
+
+static void
+record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worker_pid,
+             const char *reason, bool crash)
+{
+   struct gpud_fault *f = &server->faults[server->n_faults++ % GPUD_MAX_FAULTS];
+   f->time_ns = now_ns();
+   f->client_id = client->id;
+   f->pid = client->pid;
+   f->uid = client->uid;
+   snprintf(f->name, sizeof(f->name), "%s", client->name);
+   f->worker_pid = worker_pid;
+   snprintf(f->reason, sizeof(f->reason), "%s", reason);
+   if (!crash || !server->cfg.limits.crash_limit)
+      return;
+   struct gpud_crash_record *c = crash_record(server, client->uid, client->name, true);
+   if (c) {
+      if (c->count >= 8)
+         memmove(c->times_ns, c->times_ns + 1, sizeof(c->times_ns[0]) * 7);
+      c->times_ns[c->count < 8 ? c->count : 7] = f->time_ns;
+      c->count++;
+   }
+}
+
+/* ---- the handshake ---------------------------------------------------------- */
+
+static void
+welcome(struct gpud_client *client)
+{
+   struct gpud_server *server = client->server;
+   Gpud__Welcome welcome = GPUD__WELCOME__INIT;
+   welcome.daemon_version = (char *)GPUD_VERSION;
+   welcome.device_name = server->device_name;
+   welcome.host_driver = server->host_driver;
+   welcome.client_id = client->id;
+   Gpud__ControlMessage w = GPUD__CONTROL_MESSAGE__INIT;
+   w.msg_case = GPUD__CONTROL_MESSAGE__MSG_WELCOME;
+   w.welcome = &welcome;
+   queue_control(client, &w);
+}
+
+/* Returns false when the client was refused (and freed). */
+static bool
+check_hello(struct gpud_client *client, const Gpud__Hello *hello)
+{
+   struct gpud_server *server = client->server;
+   if (hello->client_name && hello->client_name[0]) {
+      /* keep what is printable */
+      size_t n = 0;
+      for (const char *c = hello->client_name; *c && n < sizeof(client->name) - 1; c++)
+         client->name[n++] = (*c >= 0x20 && *c < 0x7f) ? *c : '?';
+      client->name[n] = '\0';
+   }
+   if (hello->protocol_version != WIRE_PROTOCOL_VERSION) {
+      refuse(client, false, "protocol version mismatch: client speaks %u, daemon speaks %u",
+             hello->protocol_version, WIRE_PROTOCOL_VERSION);
+      return false;
+   }
+   if (hello->role != GPUD__ROLE__ROLE_CONTROL && hello->role != GPUD__ROLE__ROLE_VULKAN) {
+      refuse(client, false, "unknown role %d", hello->role);
+      return false;
+   }
+   if (hello->role == GPUD__ROLE__ROLE_VULKAN &&
+       hello->command_table_hash != WIRE_COMMAND_TABLE_HASH) {
+      refuse(client, false,
+             "command table mismatch: client %016" PRIx64 " (vk.xml %u), daemon %016llx "
+             "(vk.xml %u); install matching gpud and ICD builds",
+             hello->command_table_hash, hello->vk_header_version, WIRE_COMMAND_TABLE_HASH,
+             WIRE_VK_HEADER_VERSION);
+      return false;
+   }
+   if (hello->role == GPUD__ROLE__ROLE_VULKAN && server->cfg.limits.crash_limit) {
+      struct gpud_crash_record *c = crash_record(server, client->uid, client->name, false);
+      uint64_t last = 0;
+      unsigned n = c ? recent_crashes(server, c, &last) : 0;
+      if (n >= server->cfg.limits.crash_limit) {
+         uint64_t until = last + (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
+         refuse(client, true,
+                "its workers crashed %u times in the last %u s; refused for %" PRIu64
+                " s more",
+                n, server->cfg.limits.crash_cooldown_ms / 1000,
+                (uint64_t)((until - now_ns()) / 1000000000ull + 1));
+         return false;
+      }
+   }
+   return true;
+}
+
+static void
+handle_hello(struct gpud_client *client, const struct util_msg *msg)
+{
+   struct gpud_server *server = client->server;
+   if (msg->n_fds) {
+      refuse(client, false, "file descriptors in the handshake");
+      return;
+   }
+   Gpud__ControlMessage *m =
+      msg->type == UTIL_MSG_CONTROL ? wire_control_unpack(msg->data, msg->size) : NULL;
+   if (!m || m->msg_case != GPUD__CONTROL_MESSAGE__MSG_HELLO) {
+      wire_control_free(m);
+      refuse(client, false, "the first message is not a Hello");
+      return;
+   }
+   bool ok = check_hello(client, m->hello);
+   bool control = ok && m->hello->role == GPUD__ROLE__ROLE_CONTROL;
+   wire_control_free(m);
+   if (!ok)
+      return;
+   evtimer_del(client->timer);
+   welcome(client);
+   if (control) {
+      client->state = GPUD_CLIENT_CONTROL;
+      gpud_server_client_log(client, UTIL_LOG_DEBUG, "connected (control)");
+      return;
+   }
+   /* From here the client's stream is its worker's to read. */
+   event_del(client->read_ev);
+   client->state = GPUD_CLIENT_WAITING;
+   gpud_server_client_log(client, UTIL_LOG_INFO, "connected");
+   struct timeval tv = ms_to_tv(server->cfg.limits.start_timeout_ms);
+   evtimer_add(client->timer, &tv);
+   ensure_workers(server);
+}
+
+static void
+on_client_read(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_client *client = data;
+   struct util_msg msg;
+   int r = util_msg_recv_packet(client->fd, &client->reader, &msg);
+   if (r == -EAGAIN)
+      return;
+   if (r < 0) {
+      if (r != -ECONNRESET && client->state == GPUD_CLIENT_HANDSHAKE)
+         refuse(client, false, "%s",
+                r == -EPROTO ? "malformed or oversized handshake" : strerror(-r));
+      else
+         client_free(client);
+      return;
+   }
+   if (client->state == GPUD_CLIENT_HANDSHAKE) {
+      handle_hello(client, &msg);
+      util_msg_close_fds(&msg);
+      return;
+   }
+   /* a control connection */
+   if (msg.n_fds) {
+      util_msg_close_fds(&msg);
+      gpud_server_client_log(client, UTIL_LOG_ERR, "protocol error: unexpected file descriptors");
+      client_free(client);
+      return;
+   }
+   if (msg.type != UTIL_MSG_CONTROL) {
+      gpud_server_client_log(client, UTIL_LOG_ERR,
+                             "protocol error: commands on a control connection");
+      send_disconnect(client, "commands on a control connection");
+      client_free(client);
+      return;
+   }
+   if (gpud_control_handle(client, msg.data, msg.size) < 0)
+      client_free(client);
+}
+
+static void
+on_client_timer(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_client *client = data;
+   if (client->state == GPUD_CLIENT_HANDSHAKE)
+      refuse(client, true, "no Hello within %u ms", client->server->cfg.limits.handshake_timeout_ms);
+   else if (client->state == GPUD_CLIENT_WAITING)
+      refuse(client, false, "no worker could be started for it within %u ms",
+             client->server->cfg.limits.start_timeout_ms);
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+static void
+worker_free(struct gpud_worker *worker)
+{
+   struct gpud_server *server = worker->server;
+   if (worker->state == GPUD_WORKER_STARTING)
+      server->n_starting--;
+   if (worker->client)
+      worker->client->worker = NULL;
+   if (worker->read_ev)
+      event_free(worker->read_ev);
+   if (worker->write_ev)
+      event_free(worker->write_ev);
+   if (worker->timer)
+      event_free(worker->timer);
+   util_msg_queue_finish(&worker->out);
+   util_msg_reader_finish(&worker->reader);
+   util_fd_close(&worker->fd);
+   if (worker->status)
+      munmap(worker->status, GPUD_STATUS_PAGE_SIZE);
+   util_fd_close(&worker->status_fd);
+   util_list_remove(&worker->link);
+   free(worker);
+}
+
+static void
+worker_queue(struct gpud_worker *worker, const Gpud__WorkerMessage *m, const int *fds,
+             unsigned n_fds)
+{
+   size_t size;
+   void *buf = wire_worker_pack(m, &size);
+   int r = buf ? util_msg_queue_push(&worker->out, UTIL_MSG_CONTROL, buf, size, fds, n_fds)
+               : -ENOMEM;
+   free(buf);
+   if (r < 0 || worker->out.bytes > GPUD_MAX_SERVER_QUEUE) {
+      gpud_kill_worker(worker, "its control channel broke down");
+      return;
+   }
+   r = util_msg_queue_flush(worker->fd, &worker->out);
+   if (r == -EAGAIN)
+      event_add(worker->write_ev, NULL);
+}
+
+static void
+on_worker_write(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_worker *worker = data;
+   int r = util_msg_queue_flush(worker->fd, &worker->out);
+   if (r != -EAGAIN)
+      event_del(worker->write_ev);
+}
+
+static VkResult
+heap_full_result(struct gpud_server *server, uint32_t heap)
+{
+   return (server->heap_flags[heap] & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+             ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+             : VK_ERROR_OUT_OF_HOST_MEMORY;
+}
+
+static uint64_t
+limit_or_heaps(struct gpud_server *server, uint64_t limit)
+{
+   return limit ? limit : server->total_heap;
+}
+
+static VkResult
+reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
+{
+   struct gpud_server *server = worker->server;
+   struct gpud_client *client = worker->client;
+   if (!client || heap >= server->n_heaps)
+      return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+   const struct gpud_limits *l = &server->cfg.limits;
+   const char *over = NULL;
+   if (bytes > server->heap_size[heap] - client->heap_memory[heap])
+      over = "the heap's size";
+   else if (bytes > limit_or_heaps(server, l->client_memory) - client->memory)
+      over = "the client's memory limit";
+   else if (bytes > limit_or_heaps(server, l->uid_memory) - client->account->memory)
+      over = "the user's memory limit";
+   /* (granted sums never exceed the limits, so the subtractions hold) */
+   if (over) {
+      gpud_server_client_log(client, UTIL_LOG_INFO,
+                             "allocation of %" PRIu64 " bytes from heap %u refused: over %s",
+                             bytes, heap, over);
+      return heap_full_result(server, heap);
+   }
+   client->heap_memory[heap] += bytes;
+   client->memory += bytes;
+   client->account->memory += bytes;
+   return VK_SUCCESS;
+}
+
+static void
+release(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
+{
+   struct gpud_client *client = worker->client;
+   if (!client || heap >= worker->server->n_heaps)
+      return;
+   /* never more than was granted, whatever the worker says */
+   if (bytes > client->heap_memory[heap])
+      bytes = client->heap_memory[heap];
+   client->heap_memory[heap] -= bytes;
+   client->memory -= bytes;
+   client->account->memory -= bytes;
+}
+
+static void
+assign(struct gpud_worker *worker, struct gpud_client *client)
+{
+   struct gpud_server *server = worker->server;
+   int status_fd = -1;
+   void *page = MAP_FAILED;
+   if (util_memfd_create("gpud-status", GPUD_STATUS_PAGE_SIZE, &status_fd) == 0)
+      page = mmap(NULL, GPUD_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, status_fd, 0);
+   if (page == MAP_FAILED) {
+      util_fd_close(&status_fd);
+      refuse(client, false, "out of memory");
+      return;
+   }
+   worker->status = page;
+   worker->status_fd = status_fd;
+   worker->state = GPUD_WORKER_BUSY;
+   worker->client = client;
+   client->worker = worker;
+   client->state = GPUD_CLIENT_SERVING;
+   evtimer_del(client->timer);
+
+   const struct gpud_limits *l = &server->cfg.limits;
+   Gpud__WorkerAssign a = GPUD__WORKER_ASSIGN__INIT;
+   a.client_id = client->id;
+   a.pid = (uint32_t)client->pid;
+   a.uid = (uint32_t)client->uid;
+   a.name = client->name;
+   a.max_objects = l->client_objects;
+   a.send_timeout_ms = l->send_timeout_ms;
+   a.log_burst = l->log_burst;
+   a.log_per_second = l->log_per_second;
+   Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
+   m.msg_case = GPUD__WORKER_MESSAGE__MSG_ASSIGN;
+   m.assign = &a;
+   const int fds[2] = {client->fd, status_fd};
+   worker_queue(worker, &m, fds, 2);
+   if (worker->pid)
+      gpud_server_client_log(client, UTIL_LOG_DEBUG, "served by worker %d", (int)worker->pid);
+}
+
+static void
+worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
+{
+   struct gpud_server *server = worker->server;
+   if (worker->state != GPUD_WORKER_STARTING) {
+      gpud_kill_worker(worker, "it broke the worker protocol");
+      return;
+   }
+   server->n_starting--;
+   worker->state = GPUD_WORKER_SPARE;
+   server->start_failures = 0;
+   if (!server->have_device) {
+      snprintf(server->device_name, sizeof(server->device_name), "%s",
+               ready->device_name ? ready->device_name : "?");
+      server->n_heaps = 0;
+      server->total_heap = 0;
+      for (size_t i = 0; i < ready->n_heap_sizes && i < VK_MAX_MEMORY_HEAPS; i++) {
+         server->heap_size[i] = ready->heap_sizes[i];
+         server->heap_flags[i] = i < ready->n_heap_flags ? ready->heap_flags[i] : 0;
+         server->total_heap += ready->heap_sizes[i];
+         server->n_heaps++;
+      }
+      server->have_device = true;
+   }
+}
+
+static void
+worker_message(struct gpud_worker *worker, const struct util_msg *msg)
+{
+   Gpud__WorkerMessage *m =
+      msg->type == UTIL_MSG_CONTROL && !msg->n_fds ? wire_worker_unpack(msg->data, msg->size)
+                                                   : NULL;
+   switch (m ? m->msg_case : GPUD__WORKER_MESSAGE__MSG__NOT_SET) {
+   case GPUD__WORKER_MESSAGE__MSG_READY:
+      worker_ready(worker, m->ready);
+      ensure_workers(worker->server);
+      break;
+   case GPUD__WORKER_MESSAGE__MSG_RESERVE: {
+      Gpud__MemoryReserveReply rr = GPUD__MEMORY_RESERVE_REPLY__INIT;
+      rr.result = reserve(worker, m->reserve->heap, m->reserve->bytes);
+      Gpud__WorkerMessage reply = GPUD__WORKER_MESSAGE__INIT;
+      reply.msg_case = GPUD__WORKER_MESSAGE__MSG_RESERVE_REPLY;
+      reply.reserve_reply = &rr;
+      worker_queue(worker, &reply, NULL, 0);
+      break;
+   }
+   case GPUD__WORKER_MESSAGE__MSG_RELEASE:
+      release(worker, m->release->heap, m->release->bytes);
+      break;
+   case GPUD__WORKER_MESSAGE__MSG_GOODBYE:
+      snprintf(worker->goodbye, sizeof(worker->goodbye), "%s",
+               m->goodbye->reason && m->goodbye->reason[0] ? m->goodbye->reason : "disconnected");
+      worker->goodbye_fault = m->goodbye->fault;
+      /* the process ends next; if it does not, it is made to */
+      if (worker->pid) {
+         struct timeval tv = ms_to_tv(worker->server->cfg.limits.teardown_timeout_ms);
+         evtimer_add(worker->timer, &tv);
+      }
+      break;
+   default:
+      gpud_kill_worker(worker, "it broke the worker protocol");
+      break;
+   }
+   wire_worker_free(m);
+}
+
+/* Reads what the worker sent; false once the channel is closed. */
+static bool
+drain_worker(struct gpud_worker *worker)
+{
+   for (;;) {
+      struct util_msg msg;
+      int r = util_msg_recv_packet(worker->fd, &worker->reader, &msg);
+      if (r == -EAGAIN)
+         return true;
+      if (r < 0) {
+         if (r != -ECONNRESET)
+            gpud_kill_worker(worker, "it broke the worker protocol");
+         return false;
+      }
+      worker_message(worker, &msg);
+      util_msg_close_fds(&msg);
+   }
+}
+
+static void
+on_worker_read(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_worker *worker = data;
+   if (drain_worker(worker))
+      return;
+   event_del(worker->read_ev);
+   worker->channel_closed = true;
+   /* A thread's end is its channel's; a process's is its exit status. */
+   if (!worker->pid)
+      worker_ended(worker, 0, false);
+}
+
+static void
+on_worker_timer(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_worker *worker = data;
+   gpud_kill_worker(worker, "it did not end after its client left");
+}
+
+static struct gpud_worker *
+worker_start(struct gpud_server *server)
+{
+   struct gpud_worker *worker = calloc(1, sizeof(*worker));
+   if (!worker)
+      return NULL;
+   worker->server = server;
+   worker->fd = -1;
+   worker->status_fd = -1;
+   util_msg_queue_init(&worker->out);
+   util_msg_reader_init(&worker->reader, UTIL_PACKET_MAX_PAYLOAD);
+   util_list_add_tail(&server->workers, &worker->link);
+   worker->state = GPUD_WORKER_STARTING;
+   server->n_starting++;
+   int r = gpud_spawn_worker(server, worker);
+   if (r < 0) {
+      util_err("cannot start a worker: %s", strerror(-r));
+      worker_free(worker);
+      return NULL;
+   }
+   worker->read_ev = event_new(server->base, worker->fd, EV_READ | EV_PERSIST, on_worker_read,
+                               worker);
+   worker->write_ev = event_new(server->base, worker->fd, EV_WRITE | EV_PERSIST,
+                                on_worker_write, worker);
+   worker->timer = evtimer_new(server->base, on_worker_timer, worker);
+   if (!worker->read_ev || !worker->write_ev || !worker->timer) {
+      gpud_kill_worker(worker, "out of memory");
+      if (!worker->pid)
+         worker_free(worker);
+      return NULL;
+   }
+   event_add(worker->read_ev, NULL);
+   return worker;
+}
+
+static struct gpud_worker *
+first_worker(struct gpud_server *server, enum gpud_worker_state state)
+{
+   struct gpud_worker *w;
+   util_list_for_each(w, &server->workers, link) {
+      if (w->state == state && !w->kill_reason)
+         return w;
+   }
+   return NULL;
+}
+
+static void
+on_spawn_timer(evutil_socket_t fd, short what, void *data)
+{
+   ensure_workers(data);
+}
+
+/* Hands waiting clients to spare workers and starts workers so that every
+ * waiting client gets one and cfg.spare_workers are ready for the next. */
+static void
+ensure_workers(struct gpud_server *server)
+{
+   if (!server->have_device && server->n_starting)
+      return; /* the first worker tells what the device is */
+   unsigned waiting = 0;
+   struct gpud_client *c;
+   util_list_for_each_safe(c, &server->clients, link) {
+      if (c->state != GPUD_CLIENT_WAITING)
+         continue;
+      struct gpud_worker *w = first_worker(server, GPUD_WORKER_SPARE);
+      if (w)
+         assign(w, c);
+      else
+         waiting++;
+   }
+   if (server->stopping || evtimer_pending(server->spawn_timer, NULL))
+      return;
+   unsigned spare = 0;
+   struct gpud_worker *w;
+   util_list_for_each(w, &server->workers, link)
+      spare += w->state == GPUD_WORKER_SPARE && !w->kill_reason;
+   unsigned want = waiting + server->cfg.spare_workers;
+   if (!server->have_device && want == 0)
+      want = 1;
+   while (spare + server->n_starting < want && server->n_starting < MAX_STARTING) {
+      if (!worker_start(server)) {
+         struct timeval tv = ms_to_tv(SPAWN_BACKOFF_MS);
+         evtimer_add(server->spawn_timer, &tv);
+         break;
+      }
+   }
+}
+
+static void
+describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, size_t size,
+             bool *ret_crash)
+{
+   *ret_crash = false;
+   if (!reaped || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 && worker->goodbye[0])) {
+      snprintf(buf, size, "%s", worker->goodbye[0] ? worker->goodbye : "disconnected");
+      return;
+   }
+   if (worker->kill_reason) {
+      snprintf(buf, size, "%s", worker->kill_reason);
+      return;
+   }
+   if (WIFSIGNALED(wstatus)) {
+      /* the worker wrote these: names only for op numbers that exist */
+      uint32_t op = worker->status ? atomic_load(&worker->status->op) : 0;
+      uint32_t last = worker->status ? atomic_load(&worker->status->last_op) : 0;
+      char where[96] = "";
+      if (op && op < WIRE_OP_COUNT)
+         snprintf(where, sizeof(where), " in %s", wire_op_name(op));
+      else if (last && last < WIRE_OP_COUNT)
+         snprintf(where, sizeof(where), " (idle after %s)", wire_op_name(last));
+      const char *sig = sigabbrev_np(WTERMSIG(wstatus));
+      snprintf(buf, size, "its worker %d was killed by %s%s%s", (int)worker->pid,
+               sig ? "SIG" : "a signal", sig ? sig : "", where);
+      *ret_crash = true;
+      return;
+   }
+   snprintf(buf, size, "its worker %d exited with status %d", (int)worker->pid,
+            WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+   *ret_crash = true;
+}
+
+static void
+worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
+{
+   struct gpud_server *server = worker->server;
+   if (worker->fd >= 0 && !worker->channel_closed)
+      drain_worker(worker); /* a goodbye may still be on its way */
+   struct gpud_client *client = worker->client;
+   if (!client) {
+      if (worker->state == GPUD_WORKER_STARTING && !worker->kill_reason) {
+         server->start_failures++;
+         if (reaped && WIFSIGNALED(wstatus))
+            util_err("a worker died starting up (signal %d)", WTERMSIG(wstatus));
+         else if (reaped)
+            util_err("a worker failed to start (exit status %d)",
+                     WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+         else
+            util_err("a worker failed to start");
+         if (!server->have_device) {
+            util_err("no worker could load the host driver: giving up");
+            server->exit_status = 1;
+            event_base_loopbreak(server->base);
+         } else {
+            struct timeval tv = ms_to_tv(SPAWN_BACKOFF_MS);
+            evtimer_add(server->spawn_timer, &tv);
+         }
+      }
+      worker_free(worker);
+      check_stopped(server);
+      return;
+   }
+   char reason[256];
+   bool crash;
+   describe_end(worker, wstatus, reaped, reason, sizeof(reason), &crash);
+   bool fault = crash || worker->goodbye_fault;
+   if (crash) {
+      gpud_server_client_log(client, UTIL_LOG_ERR, "%s; its device is lost", reason);
+      record_fault(server, client, worker->pid, reason, true);
+   } else if (fault) {
+      record_fault(server, client, worker->pid, reason, false);
+   } else {
+      gpud_server_client_log(client, UTIL_LOG_INFO, "%s", reason);
+   }
+   if (crash || worker->kill_reason) {
+      char why[300];
+      snprintf(why, sizeof(why), "%s", reason);
+      send_disconnect(client, why);
+   }
+   worker->client = NULL;
+   client->worker = NULL;
+   worker_free(worker);
+   client_free(client);
+   ensure_workers(server);
+}
+
+static void
+reap_children(struct gpud_server *server)
+{
+   for (;;) {
+      int wstatus;
+      pid_t pid = waitpid(-1, &wstatus, WNOHANG);
+      if (pid <= 0)
+         return;
+      struct gpud_worker *w, *found = NULL;
+      util_list_for_each(w, &server->workers, link) {
+         if (w->pid == pid)
+            found = w;
+      }
+      if (found)
+         worker_ended(found, wstatus, true);
+   }
+}
+
+/* ---- accepting ------------------------------------------------------------ */
+
+static void
+on_accept_retry(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_server *server = data;
+   if (!server->stopping)
+      event_add(server->accept_ev, NULL);
+}
+
+static void
+on_accept(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_server *server = data;
+   for (int i = 0; i < 64; i++) {
+      int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (cfd >= 0) {
+         client_new(server, cfd);
+         continue;
+      }
+      if (errno == EINTR || errno == ECONNABORTED)
+         continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+         return;
+      /* Out of fds or memory: stop accepting for a while (or until a
+       * client leaves) instead of spinning on the listening socket. */
+      static uint64_t last_warning;
+      uint64_t now = now_ns();
+      if (now - last_warning > 10ull * 1000000000ull) {
+         util_warn("accept failed: %s; pausing new connections", strerror(errno));
+         last_warning = now;
+      }
+      event_del(server->accept_ev);
+      struct timeval tv = ms_to_tv(ACCEPT_BACKOFF_MS);
+      evtimer_add(server->accept_retry, &tv);
+      return;
+   }
+}
+
+/* ---- signals and stopping ------------------------------------------------- */
+
+static bool
+busy_workers(struct gpud_server *server)
+{
+   return !util_list_empty(&server->workers);
+}
+
+static void
+check_stopped(struct gpud_server *server)
+{
+   if (server->stopping && !busy_workers(server))
+      event_base_loopbreak(server->base);
+}
+
+static void
+on_drain_timeout(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_server *server = data;
+   if (server->drain_killed) {
+      /* killed workers are reaped as they go; these never went */
+      util_warn("workers still running %u ms after they were killed; exiting anyway",
+                KILL_GRACE_MS);
+      event_base_loopbreak(server->base);
+      return;
+   }
+   server->drain_killed = true;
+   struct gpud_worker *w;
+   unsigned n = 0;
+   util_list_for_each(w, &server->workers, link) {
+      if (w->client) {
+         gpud_kill_worker(w, "the daemon stopped");
+         n++;
+      }
+   }
+   if (server->cfg.isolation == GPUD_ISOLATION_THREAD) {
+      /* threads cannot be killed: their sockets are shut, but a thread
+       * stuck in the host driver stays stuck */
+      if (n)
+         util_warn("%u client(s) still busy after %u ms; exiting anyway", n,
+                   server->cfg.limits.drain_timeout_ms);
+      event_base_loopbreak(server->base);
+      return;
+   }
+   util_notice("%u client(s) still connected after %u ms: ended", n,
+               server->cfg.limits.drain_timeout_ms);
+   struct timeval tv = ms_to_tv(KILL_GRACE_MS);
+   evtimer_add(server->drain_timer, &tv);
+}
+
+static void
+begin_stop(struct gpud_server *server)
+{
+   if (server->stopping)
+      return;
+   server->stopping = true;
+   sd_notify(0, "STOPPING=1");
+   event_del(server->accept_ev);
+   evtimer_del(server->accept_retry);
+   if (server->own_socket)
+      unlink(server->socket_path);
+   /* Connections that have no worker yet go now; spares too. */
+   struct gpud_client *c;
+   util_list_for_each_safe(c, &server->clients, link) {
+      if (c->state != GPUD_CLIENT_SERVING)
+         client_free(c);
+   }
+   struct gpud_worker *w;
+   util_list_for_each_safe(w, &server->workers, link) {
+      if (!w->client)
+         gpud_kill_worker(w, "the daemon stopped");
+   }
+   unsigned busy = 0;
+   util_list_for_each(w, &server->workers, link)
+      busy += w->client != NULL;
+   if (busy)
+      util_notice("stopping: letting %u client(s) finish for up to %u ms", busy,
+                  server->cfg.limits.drain_timeout_ms);
+   struct timeval tv = ms_to_tv(server->cfg.limits.drain_timeout_ms);
+   evtimer_add(server->drain_timer, &tv);
+   check_stopped(server);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *data)
+{
+   struct gpud_server *server = data;
+   switch (sig) {
+   case SIGCHLD:
+      reap_children(server);
+      break;
+   case SIGHUP:
+      if (gpud_access_init(server) < 0)
+         util_err("reload: the access policy is unchanged where it could not be read");
+      else
+         util_notice("reloaded the access policy");
+      break;
+   default:
+      util_notice("signal %d: shutting down", (int)sig);
+      begin_stop(server);
+      break;
+   }
+}
+
+static void
+on_watchdog(evutil_socket_t fd, short what, void *data)
+{
+   sd_notify(0, "WATCHDOG=1");
+}
+
+/* ---- start-up --------------------------------------------------------------- */
+
+static int
+mkdir_parents(const char *path, mode_t mode)
+{
+   char *copy = strdup(path);
+   if (!copy)
+      return -ENOMEM;
+   char *slash = strrchr(copy, '/');
+   if (!slash || slash == copy) {
+      free(copy);
+      return 0;
+   }
+   *slash = '\0';
+   for (char *p = copy + 1; *p; p++) {
+      if (*p != '/')
+         continue;
+      *p = '\0';
+      if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
+         int r = -errno;
+         free(copy);
+         return r;
+      }
+      *p = '/';
+   }
+   int r = 0;
+   if (mkdir(copy, mode) < 0 && errno != EEXIST)
+      r = -errno;
+   free(copy);
+   return r;
+}
+
+static char *
+default_socket_path(void)
+{
+   char *path = NULL;
+   if (geteuid() == 0)
+      return strdup("/run/gpud/gpud.sock");
+   const char *xdg = getenv("XDG_RUNTIME_DIR");
+   if (!xdg || !*xdg)
+      return NULL;
+   if (asprintf(&path, "%s/gpud/gpud.sock", xdg) < 0)
+      return NULL;
+   return path;
+}
+
+static int
+open_socket(struct gpud_server *server)
+{
+   int n = sd_listen_fds(1);
+   if (n > 1) {
+      util_err("systemd passed %d sockets; expected one", n);
+      return -EINVAL;
+   }
+   if (n == 1 && !server->cfg.socket_path) {
+      server->listen_fd = SD_LISTEN_FDS_START;
+   } else {
+      if (n == 1)
+         util_warn("--socket given: the socket systemd passed is not used");
+      server->socket_path =
+         server->cfg.socket_path ? strdup(server->cfg.socket_path) : default_socket_path();
+      if (!server->socket_path) {
+         util_err("no socket path: pass --socket or set XDG_RUNTIME_DIR");
+         return -EINVAL;
+      }
+      int r = mkdir_parents(server->socket_path, server->root ? 0755 : 0700);
+      if (r >= 0)
+         r = util_socket_listen(server->socket_path, &server->listen_fd);
+      if (r < 0) {
+         util_err("cannot listen on %s: %s", server->socket_path, strerror(-r));
+         return r;
+      }
+      server->own_socket = true;
+      /* The kernel checks what the server checks again: a system daemon's
+       * socket is its group's, a user's daemon's its user's. */
+      if (server->root) {
+         chmod(server->socket_path, 0660);
+         if (server->have_group && chown(server->socket_path, 0, server->group) < 0)
+            util_warn("cannot give %s to group %s: %s", server->socket_path,
+                      server->group_name, strerror(errno));
+      } else {
+         chmod(server->socket_path, 0600);
+      }
+   }
+   evutil_make_socket_nonblocking(server->listen_fd);
+   fcntl(server->listen_fd, F_SETFD, FD_CLOEXEC);
+   return 0;
+}
+
+static int
+load_host(struct gpud_server *server)
+{
+   if (gpud_host_load(&server->host, server->manifest, server->cfg.device) < 0)
+      return -ENODEV;
+   if (gpud_host_enable_validation(&server->host, server->cfg.validate) < 0)
+      return -ENOENT;
+   snprintf(server->device_name, sizeof(server->device_name), "%s", server->host.device_name);
+   const VkPhysicalDeviceMemoryProperties *mem = &server->host.memory;
+   for (uint32_t i = 0; i < mem->memoryHeapCount; i++) {
+      server->heap_size[i] = mem->memoryHeaps[i].size;
+      server->heap_flags[i] = mem->memoryHeaps[i].flags;
+      server->total_heap += mem->memoryHeaps[i].size;
+   }
+   server->n_heaps = mem->memoryHeapCount;
+   server->have_device = true;
+   return 0;
+}
+
+/* Runs the loop until the first worker tells what the device is. */
+static int
+wait_for_device(struct gpud_server *server)
+{
+   ensure_workers(server);
+   while (!server->have_device && !server->exit_status && !server->stopping) {
+      if (event_base_loop(server->base, EVLOOP_ONCE) < 0)
+         return -EIO;
+   }
+   return server->have_device ? 0 : -ENODEV;
+}
+
+static void
+server_finish(struct gpud_server *server)
+{
+   struct gpud_client *c;
+   util_list_for_each_safe(c, &server->clients, link)
+      client_free(c);
+   struct gpud_worker *w;
+   util_list_for_each_safe(w, &server->workers, link) {
+      gpud_kill_worker(w, "the daemon stopped");
+      worker_free(w);
+   }
+   struct gpud_account *a;
+   util_list_for_each_safe(a, &server->accounts, link) {
+      util_list_remove(&a->link);
+      free(a);
+   }
+   struct gpud_crash_record *cr;
+   util_list_for_each_safe(cr, &server->crashes, link) {
+      util_list_remove(&cr->link);
+      free(cr);
+   }
+   for (size_t i = 0; i < sizeof(server->signal_ev) / sizeof(server->signal_ev[0]); i++) {
+      if (server->signal_ev[i])
+         event_free(server->signal_ev[i]);
+   }
+   if (server->watchdog)
+      event_free(server->watchdog);
+   if (server->accept_ev)
+      event_free(server->accept_ev);
+   if (server->accept_retry)
+      event_free(server->accept_retry);
+   if (server->drain_timer)
+      event_free(server->drain_timer);
+   if (server->spawn_timer)
+      event_free(server->spawn_timer);
+   if (server->base)
+      event_base_free(server->base);
+   if (server->listen_fd >= 0)
+      close(server->listen_fd);
+   if (server->own_socket && !server->stopping)
+      unlink(server->socket_path);
+   free(server->socket_path);
+   free(server->manifest);
+   free(server->worker_home);
+   gpud_host_finish(&server->host);
+}
+
+int
+gpud_server_run(const struct gpud_config *cfg)
+{
+   static struct gpud_server server_storage;
+   struct gpud_server *server = &server_storage;
+   server->cfg = *cfg;
+   server->listen_fd = -1;
+   server->self_path = "/proc/self/exe";
+   util_list_init(&server->clients);
+   util_list_init(&server->workers);
+   util_list_init(&server->accounts);
+   util_list_init(&server->crashes);
+
+   int status = 1;
+   if (gpud_access_init(server) < 0)
+      goto out;
+   server->manifest = cfg->manifest ? strdup(cfg->manifest) : gpud_host_default_manifest();
+   if (!server->manifest)
+      goto out;
+   server->host_driver = server->manifest;
+   if (cfg->isolation == GPUD_ISOLATION_THREAD && load_host(server) < 0)
+      goto out;
+
+   server->base = event_base_new();
+   if (!server->base) {
+      util_err("cannot create the event loop");
+      goto out;
+   }
+   if (open_socket(server) < 0)
+      goto out;
+   server->accept_ev =
+      event_new(server->base, server->listen_fd, EV_READ | EV_PERSIST, on_accept, server);
+   server->accept_retry = evtimer_new(server->base, on_accept_retry, server);
+   server->drain_timer = evtimer_new(server->base, on_drain_timeout, server);
+   server->spawn_timer = evtimer_new(server->base, on_spawn_timer, server);
+   static const int signals[] = {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD};
+   for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+      server->signal_ev[i] = evsignal_new(server->base, signals[i], on_signal, server);
+      if (server->signal_ev[i])
+         event_add(server->signal_ev[i], NULL);
+   }
+   uint64_t watchdog_usec = 0;
+   if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec) {
+      server->watchdog = event_new(server->base, -1, EV_PERSIST, on_watchdog, NULL);
+      struct timeval tv = {.tv_sec = (time_t)(watchdog_usec / 2 / 1000000),
+                           .tv_usec = (suseconds_t)(watchdog_usec / 2 % 1000000)};
+      event_add(server->watchdog, &tv);
+   }
+
+   /* In process isolation the server never loads the host driver: the
+    * first worker says what the device is. */
+   if (wait_for_device(server) < 0) {
+      if (!server->stopping)
+         util_err("cannot serve: no worker could start");
+      goto out;
+   }
+   event_add(server->accept_ev, NULL);
+   util_notice("serving %s (host driver %s) on %s, %s isolation", server->device_name,
+               server->manifest, server->socket_path ? server->socket_path : "systemd's socket",
+               cfg->isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
+   sd_notifyf(0, "READY=1\nSTATUS=serving %s", server->device_name);
+   ensure_workers(server);
+
+   server->exit_status = 0;
+   event_base_dispatch(server->base);
+   status = server->exit_status;
+out:
+   server_finish(server);
+   return status;
+}

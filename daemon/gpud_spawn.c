@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Starting workers.  A worker process is always a fresh program: the
+ * server forks and at once execs its own executable in worker mode (never
+ * a fork of a process that initialised a host driver), with nothing but
+ * the control channel as fd 3, as the workers' user, with no new
+ * privileges.  With --isolation=thread a worker is a thread of the server
+ * using the server's host driver.
+ */
+#include "gpud_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gpud_worker.h"
+#include "util_log.h"
+#include "util_thread.h"
+
+extern char **environ;
+
+struct thread_start {
+   int fd;
+   const struct gpud_host *host;
+};
+
+static void *
+worker_thread(void *data)
+{
+   struct thread_start *ts = data;
+   gpud_worker_thread_main(ts->fd, ts->host);
+   free(ts);
+   return NULL;
+}
+
+static const char *
+validate_name(enum gpud_validate_mode mode)
+{
+   switch (mode) {
+   case GPUD_VALIDATE_REPORT:
+      return "--validate=report";
+   case GPUD_VALIDATE_STRICT:
+      return "--validate=strict";
+   default:
+      return "--validate=off";
+   }
+}
+
+/* The worker's environment: the server's, with the home of the user it
+ * runs as (drivers keep shader caches there). */
+static char **
+worker_environ(struct gpud_server *server)
+{
+   size_t n = 0;
+   while (environ[n])
+      n++;
+   char **env = calloc(n + 2, sizeof(char *));
+   if (!env)
+      return NULL;
+   size_t j = 0;
+   for (size_t i = 0; i < n; i++) {
+      if (server->worker_home && !strncmp(environ[i], "HOME=", 5))
+         continue;
+      env[j++] = environ[i];
+   }
+   char *home = NULL;
+   if (server->worker_home && asprintf(&home, "HOME=%s", server->worker_home) >= 0)
+      env[j++] = home;
+   env[j] = NULL;
+   return env;
+}
+
+static void
+free_environ(struct gpud_server *server, char **env)
+{
+   if (!env)
+      return;
+   for (char **e = env; *e; e++) {
+      if (server->worker_home && !strncmp(*e, "HOME=", 5))
+         free(*e);
+   }
+   free(env);
+}
+
+static int
+spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_fd)
+{
+   char parent[32], level[16];
+   snprintf(parent, sizeof(parent), "--worker=%d", (int)getpid());
+   snprintf(level, sizeof(level), "--log-level=%d", (int)util_log_get_max_level());
+   const char *argv[16];
+   int n = 0;
+   argv[n++] = "gpud-worker";
+   argv[n++] = parent;
+   argv[n++] = "--host-driver";
+   argv[n++] = server->manifest;
+   if (server->cfg.device) {
+      argv[n++] = "--device";
+      argv[n++] = server->cfg.device;
+   }
+   argv[n++] = validate_name(server->cfg.validate);
+   argv[n++] = level;
+   if (!server->cfg.sandbox)
+      argv[n++] = "--no-sandbox";
+   argv[n] = NULL;
+   char **env = worker_environ(server);
+   if (!env)
+      return -ENOMEM;
+
+   pid_t pid = fork();
+   if (pid < 0) {
+      int r = -errno;
+      free_environ(server, env);
+      return r;
+   }
+   if (pid == 0) {
+      /* The child: async-signal-safe calls only, then exec. */
+      sigset_t all;
+      sigemptyset(&all);
+      sigprocmask(SIG_SETMASK, &all, NULL);
+      if (dup2(child_fd, 3) < 0)
+         _exit(127);
+      if (server->switch_user &&
+          (setgroups((size_t)server->n_worker_groups, server->worker_groups) < 0 ||
+           setgid(server->worker_gid) < 0 || setuid(server->worker_uid) < 0))
+         _exit(126);
+      prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+      execve(server->self_path, (char *const *)argv, env);
+      _exit(127);
+   }
+   free_environ(server, env);
+   worker->pid = pid;
+   return 0;
+}
+
+int
+gpud_spawn_worker(struct gpud_server *server, struct gpud_worker *worker)
+{
+   int sv[2];
+   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+      return -errno;
+   int r;
+   if (server->cfg.isolation == GPUD_ISOLATION_THREAD) {
+      struct thread_start *ts = malloc(sizeof(*ts));
+      r = ts ? 0 : -ENOMEM;
+      if (ts) {
+         ts->fd = sv[1];
+         ts->host = &server->host;
+         r = -util_thread_start_detached(worker_thread, ts);
+         if (r < 0)
+            free(ts);
+      }
+      if (r == 0)
+         sv[1] = -1; /* the thread owns it */
+   } else {
+      r = spawn_process(server, worker, sv[1]);
+   }
+   util_fd_close(&sv[1]);
+   if (r < 0) {
+      util_fd_close(&sv[0]);
+      return r;
+   }
+   fcntl(sv[0], F_SETFL, O_NONBLOCK);
+   worker->fd = sv[0];
+   return 0;
+}
+
+void
+gpud_kill_worker(struct gpud_worker *worker, const char *why)
+{
+   if (!worker->kill_reason)
+      worker->kill_reason = why;
+   if (worker->pid > 0) {
+      kill(worker->pid, SIGKILL);
+   } else if (worker->client) {
+      /* A thread cannot be killed: end its client's stream instead. */
+      shutdown(worker->client->fd, SHUT_RDWR);
+   } else {
+      /* a spare thread waits for a client: closing the channel ends it */
+      shutdown(worker->fd, SHUT_RDWR);
+   }
+}

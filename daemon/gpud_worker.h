@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * A worker serves one client: it loads the host driver (or, with
+ * --isolation=thread, uses the server's), tells the server it is ready,
+ * takes the client the server hands it, runs the client's context and says
+ * goodbye.  It talks to the server only over its control channel (a
+ * socketpair; gpud.proto's WorkerMessage) and the status page.
+ */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "gpud_host.h"
+
+/* What the server tells a worker process on its command line. */
+struct gpud_worker_options {
+   int control_fd;
+   pid_t parent;
+   const char *manifest;
+   const char *device;
+   enum gpud_validate_mode validate;
+   bool sandbox; /* the system-call filter (off only for debugging) */
+};
+
+/* Process isolation: the main of `gpud --worker ...`.  Returns the exit
+ * status when start-up fails; otherwise exits once its client is gone. */
+int gpud_worker_process_main(const struct gpud_worker_options *opt);
+
+/* Thread isolation: serves one client on the calling thread with the
+ * server's host driver, releases everything, closes control_fd, returns. */
+void gpud_worker_thread_main(int control_fd, const struct gpud_host *host);
+
+/* The worker's system-call filter and process hardening (gpud_sandbox.c). */
+int gpud_sandbox_enter(void);
