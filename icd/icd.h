@@ -12,11 +12,14 @@
 
 #include "icd_call.h"
 #include "icd_gen.h"
+#include "util_list.h"
 #include "util_transport.h"
 #include "wire.h"
 
 #define ICD_API_VERSION VK_API_VERSION_1_3
 #define ICD_CACHE_MAX_ENTRIES 4096
+/* Connect and handshake deadline per daemon (GPUD_CONNECT_TIMEOUT_MS). */
+#define ICD_CONNECT_TIMEOUT_MS 1000
 
 /* Debug output: GPUD_DEBUG=wire,sync,all... on stderr. */
 enum icd_debug_flags {
@@ -52,6 +55,7 @@ struct icd_cache_entry {
 struct icd_connection {
    int fd;
    char *socket_path;
+   struct icd_instance *instance; /* whose messengers get the daemon's messages */
    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
    atomic_uint_fast64_t next_id;
 
@@ -74,6 +78,12 @@ struct icd_connection {
    unsigned cache_entries;
 };
 
+uint64_t icd_connect_timeout_ns(void);
+/* Connects and sends the Hello without waiting for the answer. */
+int icd_connection_begin(const char *path, uint64_t deadline_ns,
+                         struct icd_connection **ret_conn);
+/* Waits for the Welcome until the deadline (CLOCK_MONOTONIC ns). */
+int icd_connection_complete(struct icd_connection *conn, uint64_t deadline_ns);
 int icd_connection_open(const char *path, struct icd_connection **ret_conn);
 void icd_connection_destroy(struct icd_connection *conn);
 void icd_connection_set_lost(struct icd_connection *conn, const char *why);
@@ -103,7 +113,21 @@ struct icd_instance {
    uint32_t api_version;
    uint32_t n_physical_devices;
    struct icd_physical_device **physical_devices;
+   /* VK_EXT_debug_utils messengers (icd_debug.c) */
+   pthread_mutex_t messenger_mutex;
+   struct util_list messengers;
+   bool in_create_or_destroy; /* the create info's messengers are active */
 };
+
+/* Sends a message to the instance's messengers that take it. */
+void icd_instance_message(struct icd_instance *instance,
+                          VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                          VkDebugUtilsMessageTypeFlagsEXT types,
+                          const VkDebugUtilsMessengerCallbackDataEXT *data);
+/* The messengers of a VkInstanceCreateInfo chain, for create and destroy. */
+VkResult icd_instance_add_create_messengers(struct icd_instance *instance,
+                                            const VkInstanceCreateInfo *info);
+void icd_instance_free_messengers(struct icd_instance *instance);
 
 struct icd_queue {
    struct icd_object base;

@@ -82,7 +82,7 @@ icd_vkResetCommandBuffer(VkCommandBuffer commandBuffer, VkCommandBufferResetFlag
       icd_call_begin(&call, cb->base.conn, WIRE_OP_vkResetCommandBuffer, false, false);
    wire_enc_vkResetCommandBuffer(e, commandBuffer, flags);
    icd_call_end(&call);
-   return icd_connection_is_lost(cb->base.conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
+   return icd_connection_is_lost(cb->base.conn) ? ICD_LOST_vkResetCommandBuffer : VK_SUCCESS;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

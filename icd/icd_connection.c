@@ -11,10 +11,14 @@
 #include "icd.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util_macros.h"
@@ -55,8 +59,50 @@ program_name(void)
    return program_invocation_short_name ? program_invocation_short_name : "vulkan-app";
 }
 
+static uint64_t
+now_ns(void)
+{
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* How long connecting and the handshake may take per daemon:
+ * GPUD_CONNECT_TIMEOUT_MS, default ICD_CONNECT_TIMEOUT_MS.  A daemon that
+ * does not answer (or something else listening in the socket folder) costs
+ * an application at most this at vkCreateInstance. */
+uint64_t
+icd_connect_timeout_ns(void)
+{
+   const char *env = getenv("GPUD_CONNECT_TIMEOUT_MS");
+   if (env && *env) {
+      char *end = NULL;
+      unsigned long ms = strtoul(env, &end, 10);
+      if (!*end && ms > 0 && ms < 3600000)
+         return (uint64_t)ms * 1000000ull;
+   }
+   return (uint64_t)ICD_CONNECT_TIMEOUT_MS * 1000000ull;
+}
+
 static int
-handshake(struct icd_connection *conn)
+poll_until(int fd, short events, uint64_t deadline_ns)
+{
+   for (;;) {
+      uint64_t now = now_ns();
+      if (now >= deadline_ns)
+         return -ETIMEDOUT;
+      struct pollfd p = {.fd = fd, .events = events};
+      int ms = (int)((deadline_ns - now + 999999) / 1000000);
+      int n = poll(&p, 1, ms);
+      if (n > 0)
+         return 0;
+      if (n < 0 && errno != EINTR)
+         return -errno;
+   }
+}
+
+static int
+send_hello(struct icd_connection *conn, uint64_t deadline_ns)
 {
    Gpud__Hello hello = GPUD__HELLO__INIT;
    hello.protocol_version = WIRE_PROTOCOL_VERSION;
@@ -67,14 +113,27 @@ handshake(struct icd_connection *conn)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
    m.hello = &hello;
-   int r = wire_control_send(conn->fd, &m);
-   if (r < 0)
-      return r;
+   size_t size;
+   void *buf = wire_control_pack(&m, &size);
+   if (!buf)
+      return -ENOMEM;
+   uint64_t now = now_ns();
+   int ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000) : 0;
+   int r = util_msg_send_timeout(conn->fd, UTIL_MSG_CONTROL, buf, size, NULL, 0, ms);
+   free(buf);
+   return r;
+}
 
-   struct util_msg msg;
-   r = util_msg_recv(conn->fd, &conn->reader, &msg);
+static int
+receive_welcome(struct icd_connection *conn, uint64_t deadline_ns)
+{
+   int r = poll_until(conn->fd, POLLIN, deadline_ns);
    if (r < 0)
       return r;
+   struct util_msg msg;
+   r = util_msg_recv_packet(conn->fd, &conn->reader, &msg);
+   if (r < 0)
+      return r == -EAGAIN ? -EPROTO : r;
    util_msg_close_fds(&msg);
    if (msg.type != UTIL_MSG_CONTROL)
       return -EPROTO;
@@ -97,8 +156,49 @@ handshake(struct icd_connection *conn)
    return r;
 }
 
+/* Connects without blocking: a listener whose backlog is full is tried
+ * again until the deadline. */
+static int
+connect_nonblocking(const char *path, uint64_t deadline_ns, int *ret_fd)
+{
+   struct sockaddr_un addr = {.sun_family = AF_UNIX};
+   if (strlen(path) >= sizeof(addr.sun_path))
+      return -ENAMETOOLONG;
+   memcpy(addr.sun_path, path, strlen(path) + 1);
+   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+   if (fd < 0)
+      return -errno;
+   for (;;) {
+      if (connect(fd, (const struct sockaddr *)&addr, sizeof(addr)) == 0)
+         break;
+      int e = errno;
+      if (e == EINTR)
+         continue;
+      if (e == EINPROGRESS) {
+         int r = poll_until(fd, POLLOUT, deadline_ns);
+         int err = 0;
+         socklen_t len = sizeof(err);
+         if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err)
+            r = -err;
+         if (r < 0) {
+            close(fd);
+            return r;
+         }
+         break;
+      }
+      if (e != EAGAIN || now_ns() >= deadline_ns) {
+         close(fd);
+         return e == EAGAIN ? -ETIMEDOUT : -e;
+      }
+      struct timespec ts = {0, 5 * 1000000L}; /* its backlog is full: again soon */
+      nanosleep(&ts, NULL);
+   }
+   *ret_fd = fd;
+   return 0;
+}
+
 int
-icd_connection_open(const char *path, struct icd_connection **ret_conn)
+icd_connection_begin(const char *path, uint64_t deadline_ns, struct icd_connection **ret_conn)
 {
    struct icd_connection *conn = calloc(1, sizeof(*conn));
    if (!conn)
@@ -114,15 +214,48 @@ icd_connection_open(const char *path, struct icd_connection **ret_conn)
    wire_enc_init(&conn->stream);
    util_msg_reader_init(&conn->reader, ICD_MAX_REPLY);
 
-   int r = conn->socket_path ? util_socket_connect(path, &conn->fd) : -ENOMEM;
+   int r = conn->socket_path ? connect_nonblocking(path, deadline_ns, &conn->fd) : -ENOMEM;
    if (r >= 0)
-      r = handshake(conn);
+      r = send_hello(conn, deadline_ns);
    if (r < 0) {
       icd_dbg(ICD_DEBUG_INIT, "no daemon at %s: %s", path, strerror(-r));
       icd_connection_destroy(conn);
       return r;
    }
-   icd_dbg(ICD_DEBUG_INIT, "connected to %s (%s)", path, conn->device_name);
+   *ret_conn = conn;
+   return 0;
+}
+
+int
+icd_connection_complete(struct icd_connection *conn, uint64_t deadline_ns)
+{
+   int r = receive_welcome(conn, deadline_ns);
+   if (r < 0) {
+      icd_dbg(ICD_DEBUG_INIT, "daemon at %s: %s", conn->socket_path,
+              r == -ETIMEDOUT ? "no answer in time" : strerror(-r));
+      return r;
+   }
+   /* From here on calls block (sends within the daemon's flow control). */
+   int fl = fcntl(conn->fd, F_GETFL);
+   if (fl >= 0)
+      fcntl(conn->fd, F_SETFL, fl & ~O_NONBLOCK);
+   icd_dbg(ICD_DEBUG_INIT, "connected to %s (%s)", conn->socket_path, conn->device_name);
+   return 0;
+}
+
+int
+icd_connection_open(const char *path, struct icd_connection **ret_conn)
+{
+   uint64_t deadline = now_ns() + icd_connect_timeout_ns();
+   struct icd_connection *conn;
+   int r = icd_connection_begin(path, deadline, &conn);
+   if (r < 0)
+      return r;
+   r = icd_connection_complete(conn, deadline);
+   if (r < 0) {
+      icd_connection_destroy(conn);
+      return r;
+   }
    *ret_conn = conn;
    return 0;
 }
@@ -291,17 +424,49 @@ cache_store(struct icd_call *call)
    }
 }
 
+/* A message the daemon has for this client: to its instance's messengers. */
+static void
+deliver_debug_message(struct icd_connection *conn, const Gpud__DebugMessage *dm)
+{
+   icd_dbg(ICD_DEBUG_INIT, "daemon: %s", dm->message ? dm->message : "");
+   if (!conn->instance)
+      return;
+   VkDebugUtilsMessageSeverityFlagBitsEXT severity =
+      (VkDebugUtilsMessageSeverityFlagBitsEXT)dm->severity;
+   /* one severity bit, of the four that exist */
+   if (__builtin_popcount(dm->severity) != 1 || dm->severity > 0x1000)
+      severity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+   VkDebugUtilsMessageTypeFlagsEXT types =
+      dm->types & (VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                   VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                   VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT);
+   if (!types)
+      types = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+   const VkDebugUtilsMessengerCallbackDataEXT data = {
+      .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CALLBACK_DATA_EXT,
+      .pMessageIdName = dm->message_id_name,
+      .messageIdNumber = dm->message_id_number,
+      .pMessage = dm->message ? dm->message : "",
+   };
+   icd_instance_message(conn->instance, severity, types, &data);
+}
+
 /* Hands a received reply to the call waiting for it.  recv_mutex held. */
 static bool
 deliver(struct icd_connection *conn, struct util_msg *msg)
 {
    if (msg->type == UTIL_MSG_CONTROL) {
       Gpud__ControlMessage *m = wire_control_unpack(msg->data, msg->size);
-      if (m && m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT)
+      bool ok = false;
+      if (m && m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DEBUG_MESSAGE) {
+         deliver_debug_message(conn, m->debug_message);
+         ok = true;
+      } else if (m && m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT) {
          icd_log("daemon disconnected this client: %s",
                  m->disconnect->reason ? m->disconnect->reason : "(no reason)");
+      }
       wire_control_free(m);
-      return false;
+      return ok;
    }
    struct wire_cmd_header h;
    if (msg->size < sizeof(h))

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util_macros.h"
 
@@ -343,28 +344,57 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
                               ? pCreateInfo->pApplicationInfo->apiVersion
                               : VK_API_VERSION_1_0;
 
+   pthread_mutex_init(&instance->messenger_mutex, NULL);
+   util_list_init(&instance->messengers);
+   instance->in_create_or_destroy = true;
+   if (icd_instance_add_create_messengers(instance, pCreateInfo) != VK_SUCCESS) {
+      icd_instance_free_messengers(instance);
+      icd_object_free(instance);
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   }
+
    char **paths = icd_socket_paths();
    size_t n_paths = 0;
    for (char **p = paths; p && *p; p++)
       n_paths++;
    instance->physical_devices = calloc(n_paths ? n_paths : 1, sizeof(void *));
-   if (!instance->physical_devices) {
+   struct icd_connection **conns = calloc(n_paths ? n_paths : 1, sizeof(*conns));
+   if (!instance->physical_devices || !conns) {
+      free(conns);
+      free(instance->physical_devices);
       icd_socket_paths_free(paths);
+      icd_instance_free_messengers(instance);
       icd_object_free(instance);
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    }
+   /* Every daemon is asked at once and has the same deadline: daemons that
+    * do not answer cost the application one deadline in all. */
+   struct timespec ts;
+   clock_gettime(CLOCK_MONOTONIC, &ts);
+   uint64_t deadline = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+                       icd_connect_timeout_ns();
    for (size_t i = 0; i < n_paths; i++) {
-      struct icd_connection *conn;
-      if (icd_connection_open(paths[i], &conn) < 0)
+      if (icd_connection_begin(paths[i], deadline, &conns[i]) < 0)
+         conns[i] = NULL;
+   }
+   for (size_t i = 0; i < n_paths; i++) {
+      if (!conns[i])
          continue;
-      VkResult r = attach_daemon(instance, conn, pCreateInfo);
+      if (icd_connection_complete(conns[i], deadline) < 0) {
+         icd_connection_destroy(conns[i]);
+         continue;
+      }
+      conns[i]->instance = instance;
+      VkResult r = attach_daemon(instance, conns[i], pCreateInfo);
       if (r != VK_SUCCESS) {
          icd_dbg(ICD_DEBUG_INIT, "daemon at %s: instance creation failed (%d)", paths[i], r);
-         icd_connection_destroy(conn);
+         icd_connection_destroy(conns[i]);
       }
    }
+   free(conns);
    icd_socket_paths_free(paths);
    icd_dbg(ICD_DEBUG_INIT, "%u physical device(s)", instance->n_physical_devices);
+   instance->in_create_or_destroy = false;
    *pInstance = (VkInstance)instance;
    return VK_SUCCESS;
 }
@@ -375,6 +405,7 @@ icd_vkDestroyInstance(VkInstance _instance, const VkAllocationCallbacks *pAlloca
    struct icd_instance *instance = (struct icd_instance *)_instance;
    if (!instance)
       return;
+   instance->in_create_or_destroy = true;
    for (uint32_t i = 0; i < instance->n_physical_devices; i++) {
       struct icd_physical_device *pdev = instance->physical_devices[i];
       struct icd_connection *conn = pdev->base.conn;
@@ -388,6 +419,8 @@ icd_vkDestroyInstance(VkInstance _instance, const VkAllocationCallbacks *pAlloca
       icd_object_free(pdev);
    }
    free(instance->physical_devices);
+   icd_instance_free_messengers(instance);
+   pthread_mutex_destroy(&instance->messenger_mutex);
    icd_object_free(instance);
 }
 

@@ -30,21 +30,25 @@ icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
    struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_vkAllocateMemory, true, false);
    wire_enc_vkAllocateMemory(e, device, pAllocateInfo, NULL, &handle);
    VkResult result = icd_call_end(&call);
-   VkResult ret = VK_ERROR_DEVICE_LOST;
+   VkResult ret = ICD_LOST_vkAllocateMemory;
    int fd = -1;
    if (result == VK_SUCCESS) {
       wire_decreply_vkAllocateMemory(&call.reply, &ret, device, pAllocateInfo, NULL, &handle);
       fd = icd_call_take_fd(&call);
       result = icd_call_reply_done(&call);
    }
-   if (result == VK_SUCCESS)
+   if (result != VK_SUCCESS)
+      result = ICD_LOST_vkAllocateMemory;
+   else
       result = ret;
    if (result == VK_SUCCESS && !handle)
-      result = VK_ERROR_DEVICE_LOST;
+      result = ICD_LOST_vkAllocateMemory;
    if (result == VK_SUCCESS && fd >= 0) {
       struct stat st;
       if (util_memfd_check(fd, mem->size) < 0 || fstat(fd, &st) < 0) {
-         result = VK_ERROR_DEVICE_LOST;
+         /* not memory the daemon could have sent: it is not to be trusted */
+         icd_connection_set_lost(conn, "vkAllocateMemory: a bad memfd");
+         result = ICD_LOST_vkAllocateMemory;
       } else {
          mem->map_size = (size_t)st.st_size;
          mem->map = mmap(NULL, mem->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -74,7 +78,7 @@ icd_vkMapMemory(VkDevice device, VkDeviceMemory memory, VkDeviceSize offset, VkD
 {
    struct icd_device_memory *mem = (struct icd_device_memory *)memory;
    if (icd_connection_is_lost(mem->base.conn))
-      return VK_ERROR_DEVICE_LOST;
+      return ICD_LOST_vkMapMemory;
    if (!mem->map || offset > mem->size)
       return VK_ERROR_MEMORY_MAP_FAILED;
    *ppData = (uint8_t *)mem->map + offset;

@@ -29,6 +29,7 @@ CORE_VERSIONS = ['VK_VERSION_1_0', 'VK_VERSION_1_1', 'VK_VERSION_1_2', 'VK_VERSI
 # The one list of extensions gpud supports (beyond core).  Device extensions
 # here are advertised to applications when the host driver has them.
 SUPPORTED_EXTENSIONS = [
+    'VK_EXT_debug_utils',
 ]
 
 # Commands the ICD answers alone: nothing goes on the wire.
@@ -46,6 +47,20 @@ CLIENT_ONLY = {
     'vkDestroyDescriptorUpdateTemplate': 'templates are applied in the ICD',
     'vkUpdateDescriptorSetWithTemplate':
         'the ICD turns template updates into vkUpdateDescriptorSets',
+    # VK_EXT_debug_utils: messengers live in the ICD, and the daemon sends the
+    # messages it has for a client (validation, faults) to them.  Object
+    # names and labels stay in the ICD for now.
+    'vkCreateDebugUtilsMessengerEXT': 'messengers call back into the application',
+    'vkDestroyDebugUtilsMessengerEXT': 'messengers call back into the application',
+    'vkSubmitDebugUtilsMessageEXT': 'messengers call back into the application',
+    'vkSetDebugUtilsObjectNameEXT': 'names stay in the ICD',
+    'vkSetDebugUtilsObjectTagEXT': 'tags stay in the ICD',
+    'vkQueueBeginDebugUtilsLabelEXT': 'labels stay in the ICD',
+    'vkQueueEndDebugUtilsLabelEXT': 'labels stay in the ICD',
+    'vkQueueInsertDebugUtilsLabelEXT': 'labels stay in the ICD',
+    'vkCmdBeginDebugUtilsLabelEXT': 'labels stay in the ICD',
+    'vkCmdEndDebugUtilsLabelEXT': 'labels stay in the ICD',
+    'vkCmdInsertDebugUtilsLabelEXT': 'labels stay in the ICD',
 }
 
 # Handle types the ICD represents as pointers to its own objects (they hold
@@ -108,10 +123,30 @@ DENIED_STRUCTS = {
     # SPIR-V reaches the host only through vkCreateShaderModule, which
     # validates it first.
     'VkShaderModuleCreateInfo',
+    # Meaningful in the application's process only (a callback; a handle
+    # value as the application sees it).
+    'VkDebugUtilsMessengerCreateInfoEXT', 'VkDebugUtilsObjectNameInfoEXT',
 }
 
 # Daemon executors written by hand (daemon/); the generated default is weak.
 # Listed here only for documentation: any gpud_exec_* may be overridden.
+
+# What a command returns once its daemon is gone, in order of preference:
+# the first of these that vk.xml lists among the command's error codes.  A
+# command that lists none of them gets its first listed error, and one that
+# lists no error at all VK_SUCCESS (with its outputs emptied).
+LOST_RESULTS = [
+    'VK_ERROR_DEVICE_LOST', 'VK_ERROR_OUT_OF_HOST_MEMORY', 'VK_ERROR_INITIALIZATION_FAILED',
+    'VK_ERROR_OUT_OF_DEVICE_MEMORY',
+]
+
+# Queries answered with an empty list, not an error, once the daemon is gone.
+LOST_SUCCEEDS = {
+    'vkEnumerateDeviceExtensionProperties':
+        'the loader enumerates every driver\'s devices with it: an error would '
+        'fail vkEnumeratePhysicalDevices for applications that want another GPU',
+    'vkGetPhysicalDeviceToolProperties': 'no tools is a true answer',
+}
 
 # Limits the daemon applies to output storage a client asks for.
 MAX_OUTPUT_ELEMENTS = 1 << 20
@@ -756,6 +791,36 @@ def is_sync(gen, cmd):
     return any(P(gen, cmd, p).role != 'input' for p in cmd.params)
 
 
+def lost_result(cmd):
+    """The VkResult the command returns once its daemon is gone."""
+    if cmd.name in LOST_SUCCEEDS:
+        return 'VK_SUCCESS'
+    for code in LOST_RESULTS:
+        if code in cmd.errorcodes:
+            return code
+    return cmd.errorcodes[0] if cmd.errorcodes else 'VK_SUCCESS'
+
+
+def emit_lost_outputs(gen, w, cmd, params, ind):
+    """Empties what the command outputs when there is no reply: counts are
+    0, output structs are zeroed (their sType and pNext kept)."""
+    reg = gen.reg
+    for p in params:
+        if p.role == 'out_count':
+            w(f'{ind}if ({p.name}) *{p.name} = 0;')
+        elif p.role == 'out_struct' and not p.m.len:
+            s = reg.structs[p.type]
+            if s.stype:
+                w(f'{ind}if ({p.name}) {{')
+                w(f'{ind}   void *next = {p.name}->pNext;')
+                w(f'{ind}   memset({p.name}, 0, sizeof(*{p.name}));')
+                w(f'{ind}   {p.name}->sType = {s.stype};')
+                w(f'{ind}   {p.name}->pNext = next;')
+                w(f'{ind}}}')
+            else:
+                w(f'{ind}if ({p.name}) memset({p.name}, 0, sizeof(*{p.name}));')
+
+
 def records_in_cmdbuf(cmd):
     return cmd.params[0].type == 'VkCommandBuffer'
 
@@ -1063,7 +1128,7 @@ def emit_icd(gen, w):
         first = dispatchable_first(gen, cmd)
         args = ', '.join(p.name for p in cmd.params)
         sync = is_sync(gen, cmd)
-        lost = {'VkResult': 'VK_ERROR_DEVICE_LOST', 'void': ''}.get(ret, '0')
+        lost = {'VkResult': lost_result(cmd), 'void': ''}.get(ret, '0')
         w(f'extern __typeof__(icd_gen_{name}) icd_{name} __attribute__((weak, alias("icd_gen_{name}")));')
         w(f'VKAPI_ATTR {ret} VKAPI_CALL\nicd_gen_{name}({sig})\n{{')
         if first is None:
@@ -1087,7 +1152,7 @@ def emit_icd(gen, w):
             # vkEndCommandBuffer: ship the recording, then a synchronous call
             w(f'   VkResult ship = icd_cmd_ship({first.name});')
             w('   if (ship != VK_SUCCESS)')
-            w('      return ship;')
+            w(f'      return ship == VK_ERROR_DEVICE_LOST ? {lost} : ship;')
         # output handles: create the client objects first
         for p in outs:
             n = out_len_expr(gen, cmd, p, '') or '1'
@@ -1126,7 +1191,7 @@ def emit_icd(gen, w):
                 else:
                     w(f'   icd_handle_destroy({objtype}, (uint64_t)(uintptr_t){d.name});')
             if ret == 'VkResult':
-                w('   return icd_connection_lost(conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;')
+                w(f'   return icd_connection_lost(conn) ? {lost} : VK_SUCCESS;')
             w('}\n')
             continue
         cacheable = name.startswith('vkGetPhysicalDevice') or name == 'vkEnumerateDeviceExtensionProperties'
@@ -1141,9 +1206,11 @@ def emit_icd(gen, w):
         w(f'      wire_decreply_{name}(&call.reply, {rarg}{call_args});')
         w('      transport = icd_call_reply_done(&call);')
         w('   }')
+        w('   if (transport != VK_SUCCESS) {')
         if ret == 'VkResult':
-            w('   if (transport != VK_SUCCESS)')
-            w('      ret = transport;')
+            w(f'      ret = {lost};')
+        emit_lost_outputs(gen, w, cmd, params, '      ')
+        w('   }')
         for p in outs:
             objtype = reg.handles[p.type][1]
             w(f'   for (uint32_t i = 0; i < n_{p.name}; i++) {{')
@@ -1206,6 +1273,12 @@ def emit_icd_header(gen, w):
     w('enum icd_level { ICD_LEVEL_GLOBAL, ICD_LEVEL_INSTANCE, ICD_LEVEL_PHYSICAL_DEVICE, ICD_LEVEL_DEVICE };')
     w('struct icd_entrypoint { const char *name; PFN_vkVoidFunction func; enum icd_level level; };')
     w('const struct icd_entrypoint *icd_entrypoint_lookup(const char *name);')
+    w()
+    w('/* What each command returns once its daemon is gone (legal for it). */')
+    for name in gen.commands:
+        cmd = reg.commands[name]
+        if cmd.ret == 'VkResult':
+            w(f'#define ICD_LOST_{name} {lost_result(cmd)}')
     w()
     for name in gen.commands:
         cmd = reg.commands[name]
@@ -1296,9 +1369,14 @@ def emit_gpud(gen, w, hw):
         w('      return;')
         w('   }')
         if cmd.ret == 'VkResult':
-            w('   if (gpud_call_device_lost(call))')
-            w('      a.ret = VK_ERROR_DEVICE_LOST;')
-            w('   else if (gpud_call_refused(call) != VK_SUCCESS)')
+            # on a device an asynchronous failure lost, what may be
+            # answered is (commands that cannot fail still run)
+            if lost_result(cmd) != 'VK_SUCCESS':
+                w('   if (gpud_call_device_lost(call))')
+                w(f'      a.ret = {lost_result(cmd)};')
+                w('   else if (gpud_call_refused(call) != VK_SUCCESS)')
+            else:
+                w('   if (gpud_call_refused(call) != VK_SUCCESS)')
             w('      a.ret = gpud_call_refused(call);')
             w('   else')
             w(f'      gpud_exec_{name}(call, &a);')

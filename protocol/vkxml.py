@@ -81,7 +81,8 @@ class Command:
         self.ret = proto.findtext('type')
         self.params = [Member(p) for p in elem.findall('param')
                        if 'vulkan' in (p.get('api') or 'vulkan').split(',')]
-        self.successcodes = (elem.get('successcodes') or '').split(',')
+        self.successcodes = [c for c in (elem.get('successcodes') or '').split(',') if c]
+        self.errorcodes = [c for c in (elem.get('errorcodes') or '').split(',') if c]
 
 
 class Registry:

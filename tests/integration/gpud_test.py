@@ -83,6 +83,7 @@ VARIANTS = [
 DAEMON_ARGS = {
     # every case crashes a worker: none may be refused for crashing before
     'abuse': ['--crash-limit', '0', '--isolation=process'],
+    'validate': ['--validate'],
 }
 
 # Environment variables that choose drivers; cleared for every process.
@@ -566,6 +567,28 @@ def test_abuse(fx):
     if not crashed:
         fail('no case crashed its worker: the test no longer tests isolation')
     fx.run([fx.prog('vk_compute')], fx.gpud_env(), label='after the abuse')
+
+
+def test_validate(fx):
+    """With --validate, a call that breaks a rule reaches the application's
+    own debug messenger with its VUID, and the application carries on (on
+    lavapipe directly: the layer itself, loaded by the loader)."""
+    env = fx.gpud_env(VARIANTS[1])
+    if fx.direct:
+        env['VK_INSTANCE_LAYERS'] = 'VK_LAYER_KHRONOS_validation'
+    _, out, _ = fx.run([fx.prog('vk_validate')], env)
+    if 'VUID-VkBufferCreateInfo-usage-requiredbitmask' not in out:
+        fail('the messenger did not print the VUID')
+    if fx.direct:
+        return
+    fx.check_daemon()
+    with open(fx.log_path, errors='replace') as f:
+        logged = [l for l in f if 'vk_validate' in l and 'validation:' in l]
+    if not any('VUID-VkBufferCreateInfo-usage-requiredbitmask' in l for l in logged):
+        fail('the daemon did not log the validation message')
+    with open(fx.log_path, errors='replace') as f:
+        if any('protocol error' in l for l in f):
+            fail('--validate (report) disconnected a client')
 
 
 def test_systemd(fx):
@@ -1101,6 +1124,7 @@ SUBCOMMANDS = {
     'multiclient': test_multiclient,
     'vulkaninfo': test_vulkaninfo,
     'hostile': test_hostile,
+    'validate': test_validate,
 }
 
 
