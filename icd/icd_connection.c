@@ -84,20 +84,23 @@ icd_connect_timeout_ns(void)
    return (uint64_t)ICD_CONNECT_TIMEOUT_MS * 1000000ull;
 }
 
+/* Waits for events until the deadline; what is ready already counts even
+ * when the deadline has passed (answers that came while another daemon was
+ * being waited for). */
 static int
 poll_until(int fd, short events, uint64_t deadline_ns)
 {
    for (;;) {
       uint64_t now = now_ns();
-      if (now >= deadline_ns)
-         return -ETIMEDOUT;
       struct pollfd p = {.fd = fd, .events = events};
-      int ms = (int)((deadline_ns - now + 999999) / 1000000);
+      int ms = now >= deadline_ns ? 0 : (int)((deadline_ns - now + 999999) / 1000000);
       int n = poll(&p, 1, ms);
       if (n > 0)
          return 0;
       if (n < 0 && errno != EINTR)
          return -errno;
+      if (n == 0 && ms == 0)
+         return -ETIMEDOUT;
    }
 }
 
@@ -217,6 +220,10 @@ icd_connection_begin(const char *path, uint64_t deadline_ns, struct icd_connecti
    int r = conn->socket_path ? connect_nonblocking(path, deadline_ns, &conn->fd) : -ENOMEM;
    if (r >= 0)
       r = send_hello(conn, deadline_ns);
+   /* A daemon that refuses a peer says why and closes at once, perhaps
+    * before the Hello arrived: the reason is still there to read. */
+   if (r == -ECONNRESET)
+      r = 0;
    if (r < 0) {
       icd_dbg(ICD_DEBUG_INIT, "no daemon at %s: %s", path, strerror(-r));
       icd_connection_destroy(conn);

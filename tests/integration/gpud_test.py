@@ -84,7 +84,21 @@ DAEMON_ARGS = {
     # every case crashes a worker: none may be refused for crashing before
     'abuse': ['--crash-limit', '0', '--isolation=process'],
     'validate': ['--validate'],
+    # a program whose workers crashed twice is refused for a minute
+    'crash': ['--crash-limit', '2', '--crash-cooldown', '60s', '--isolation=process'],
+    'teardown': ['--drain-timeout', '2s', '--isolation=process'],
+    'limits': ['--client-memory', '256M', '--uid-memory', '384M',
+               '--client-objects', '300', '--send-timeout', '1s'],
+    'connections': ['--handshake-timeout', '2s', '--uid-connections', '64',
+                    '--group', '4242'],
+    'access': ['--group', '4242'],
+    'races': ['--isolation=process'],
+    'killstorm': ['--crash-limit', '0', '--isolation=process'],
 }
+
+# A group and users that need not exist, for the access tests (root only).
+TEST_GID = 4242
+TEST_UID = 4243
 
 # Environment variables that choose drivers; cleared for every process.
 DRIVER_ENV = ['VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'VK_ADD_DRIVER_FILES',
@@ -370,6 +384,52 @@ def check_status_shape(status):
                  '%r' % (c,))
 
 
+def proc_status(pid):
+    """(rss kB, threads, fds, cpu seconds) of a live process."""
+    rss = threads = 0
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                rss = int(line.split()[1])
+            elif line.startswith('Threads:'):
+                threads = int(line.split()[1])
+    fds = len(os.listdir('/proc/%d/fd' % pid))
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    return rss, threads, fds, cpu
+
+
+def children(pid):
+    """Pids of pid's child processes (a daemon's workers)."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def system_python():
+    """A Python every user may run (sys.executable may be in root's home)."""
+    return '/usr/bin/python3' if os.access('/usr/bin/python3', os.X_OK) else sys.executable
+
+
+def as_user(uid, gid, groups):
+    """preexec_fn that makes a child process run as another user."""
+    def switch():
+        os.setgroups(groups)
+        os.setgid(gid)
+        os.setuid(uid)
+    return switch
+
+
 class LineReader:
     """Collects a process's stdout lines on a thread."""
 
@@ -589,6 +649,599 @@ def test_validate(fx):
     with open(fx.log_path, errors='replace') as f:
         if any('protocol error' in l for l in f):
             fail('--validate (report) disconnected a client')
+
+
+
+def test_crash(fx):
+    """A client whose valid shader crashes the host driver (lavapipe's LLVM)
+    gets VK_ERROR_DEVICE_LOST; a client computing beside it gets every
+    result right; the server keeps its pid; the next client works; gpudctl
+    lists the fault.  After --crash-limit crashes the program is refused for
+    the cool-down; other programs are not."""
+    if fx.direct:
+        raise TestSkip('the shader crashes lavapipe used directly')
+    crasher = fx.prog('vk_crashshader')
+    server_pid = fx.daemon.pid
+    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '60'],
+                             fx.gpud_env(VARIANTS[1]), label='bystander')
+    rc, out, _ = fx.run([crasher], fx.gpud_env(VARIANTS[1]), expect_rc=None, timeout=60)
+    if rc == 77:
+        bystander.kill()
+        raise TestSkip('the device lacks 16-bit shader support')
+    if rc != 0 or 'VK_ERROR_DEVICE_LOST' not in out:
+        fail('vk_crashshader: %s, expected its device lost' % describe_rc(rc))
+    faults = [f for f in fx.gpudctl_status()['faults'] if f['name'] == 'vk_crashshader']
+    if len(faults) != 1 or 'killed by SIG' not in faults[0]['reason']:
+        fail('gpudctl lists no crash of vk_crashshader: %r' % faults)
+    log('fault: %s' % faults[0]['reason'])
+    if faults[0]['worker_pid'] == server_pid or os.path.exists('/proc/%d' % faults[0]['worker_pid']):
+        fail('the crashed worker %d is still there' % faults[0]['worker_pid'])
+    finish_client(bystander, 300, 'vk_compute beside the crash')
+    if fx.daemon.pid != server_pid:
+        fail('the server changed pid')
+    fx.check_daemon()
+    fx.run([fx.prog('vk_compute')], fx.gpud_env(), label='after the crash')
+
+    # The second crash reaches the limit: the program is refused, others not.
+    fx.run([crasher], fx.gpud_env(VARIANTS[1]), label='second crash', timeout=60)
+    _, _, err = fx.run([crasher], fx.gpud_env(VARIANTS[1]), expect_rc=1,
+                       label='third try, refused')
+    if 'refused the connection: its workers crashed 2 times' not in err:
+        fail('the third try was not refused for its crashes')
+    fx.run([fx.prog('vk_compute')], fx.gpud_env(), label='another program')
+    fx.check_daemon()
+
+
+def gst_pipeline(convert):
+    return ['gst-launch-1.0', '-q', 'videotestsrc', 'num-buffers=8', 'pattern=smpte', '!',
+            'video/x-raw,format=RGBA,width=96,height=64', '!'] + convert + [
+            '!', 'video/x-raw,format=BGRA', '!', 'filesink']
+
+
+def test_gstreamer(fx):
+    """GStreamer's Vulkan elements (vulkanupload ! vulkancolorconvert !
+    vulkandownload) give through gpud the bytes they give on lavapipe
+    directly, and those of GStreamer's CPU converter."""
+    if not shutil.which('gst-launch-1.0'):
+        raise TestSkip('gst-launch-1.0 is not installed')
+    env = fx.base_env()
+    env['XDG_CACHE_HOME'] = fx.tmp
+    p = subprocess.run(['gst-inspect-1.0', 'vulkancolorconvert'], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if p.returncode != 0:
+        raise TestSkip('no GStreamer Vulkan elements (gstreamer1.0-plugins-bad)')
+    vulkan = ['vulkanupload', '!', 'vulkancolorconvert', '!',
+              'video/x-raw(memory:VulkanImage),format=BGRA', '!', 'vulkandownload']
+    outputs = {}
+    runs = [('cpu', ['videoconvert'], fx.direct_env()),
+            ('lavapipe', vulkan, fx.direct_env())]
+    if not fx.direct:
+        runs.append(('gpud', vulkan, fx.gpud_env()))
+    for name, convert, cenv in runs:
+        cenv = dict(cenv, XDG_CACHE_HOME=fx.tmp)
+        path = os.path.join(fx.tmp, name + '.raw')
+        fx.run(gst_pipeline(convert) + ['location=' + path], cenv, label=name)
+        with open(path, 'rb') as f:
+            outputs[name] = f.read()
+        log('%s: %d bytes' % (name, len(outputs[name])))
+    size = 96 * 64 * 4 * 8
+    for name, data in outputs.items():
+        if len(data) != size:
+            fail('%s wrote %d bytes, expected %d' % (name, len(data), size))
+        if data != outputs['cpu']:
+            fail('%s differs from the CPU converter' % name)
+    if not fx.direct:
+        with open(fx.log_path, errors='replace') as f:
+            if not any('gst-launch-1.0' in l and 'connected' in l for l in f):
+                fail('the gpud run never connected to the daemon')
+    fx.check_daemon()
+
+
+def test_teardown(fx):
+    """A client killed while its queue waits on a timeline value nobody will
+    signal is fully released within 5 s (its worker gone, its 1 GiB back);
+    SIGTERM with such a client connected ends the daemon within the drain
+    period (2 s here)."""
+    if fx.direct:
+        raise TestSkip('teardown is gpud\'s')
+    vk_lost = fx.prog('vk_lost')
+    p = start_client(fx, [vk_lost, '--hold-mb', '1024'], fx.gpud_env(VARIANTS[1]),
+                     label='stuck client')
+    if not p.out.wait_for('WAITING', 60):
+        p.kill()
+        fail('vk_lost never printed WAITING')
+    time.sleep(0.3)
+    mine = [c for c in fx.gpudctl_status()['clients'] if c['pid'] == p.pid]
+    if len(mine) != 1 or mine[0]['memory_bytes'] < (1 << 30):
+        fail('gpudctl does not show the client holding 1 GiB: %r' % mine)
+    worker = mine[0]['worker_pid']
+    log('client %d holds %d bytes in worker %d' % (p.pid, mine[0]['memory_bytes'], worker))
+    os.kill(p.pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    finish_client(p, 10, 'stuck client', expect_rc=-signal.SIGKILL)
+    while True:
+        status = fx.gpudctl_status()
+        left = [c for c in status['clients'] if c['pid'] == p.pid]
+        if not left and status['memory_bytes'] == 0 and not os.path.exists('/proc/%d' % worker):
+            break
+        if time.monotonic() - t0 > 5:
+            fail('5 s after the kill the client is not released: %s' % json.dumps(status))
+        time.sleep(0.05)
+    log('released %.2f s after the kill' % (time.monotonic() - t0))
+
+    p = start_client(fx, [vk_lost, '--hold-mb', '64'], fx.gpud_env(VARIANTS[1]),
+                     label='stuck client at shutdown')
+    if not p.out.wait_for('WAITING', 60):
+        p.kill()
+        fail('vk_lost never printed WAITING')
+    time.sleep(0.3)
+    d, fx.daemon = fx.daemon, None
+    d.send_signal(signal.SIGTERM)
+    t0 = time.monotonic()
+    try:
+        d.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        d.kill()
+        fail('gpud did not exit within 10 s of SIGTERM')
+    took = time.monotonic() - t0
+    log('gpud exited %.2f s after SIGTERM (%s)' % (took, describe_rc(d.returncode)))
+    if d.returncode != 0:
+        fail('gpud exited with %s after SIGTERM' % describe_rc(d.returncode))
+    if took > 2.0 + 2.5:
+        fail('gpud took %.2f s to stop, the drain period is 2 s' % took)
+    out, _ = finish_client(p, 10, 'stuck client at shutdown')
+    if 'vkWaitForFences: VK_ERROR_DEVICE_LOST' not in out:
+        fail('the client did not see its device lost')
+    if os.path.exists(fx.socket):
+        fail('gpud left its socket behind')
+    fx.start_daemon()
+
+
+def test_limits(fx):
+    """Limits answer as a driver would and the client carries on: memory
+    past the client's limit (256 MiB) and past its user's (384 MiB) fails
+    with VK_ERROR_OUT_OF_DEVICE_MEMORY and the client frees and allocates
+    again; objects past the limit (300) fail with VK_ERROR_OUT_OF_HOST_MEMORY;
+    a client that stops reading its replies is dropped after the send
+    deadline (1 s), and gpudctl shows it waiting before that."""
+    if fx.direct:
+        raise TestSkip('limits are gpud\'s')
+    vk_limits = fx.prog('vk_limits')
+    _, out, _ = fx.run([vk_limits, 'memory', '--chunk-mb', '32'], fx.gpud_env(VARIANTS[1]))
+    if 'allocated: 8 chunks of 32 MiB, then VK_ERROR_OUT_OF_DEVICE_MEMORY' not in out:
+        fail('the client limit did not stop allocations at 256 MiB with '
+             'VK_ERROR_OUT_OF_DEVICE_MEMORY')
+    if 'reallocated: VK_SUCCESS' not in out:
+        fail('the client could not allocate again after freeing')
+
+    holder = start_client(fx, [vk_limits, 'memory', '--chunk-mb', '32', '--hold'],
+                          fx.gpud_env(VARIANTS[1]), label='holds 256 MiB')
+    try:
+        if not holder.out.wait_for('READY', 60):
+            fail('the holding client never got ready')
+        _, out, _ = fx.run([vk_limits, 'memory', '--chunk-mb', '32'], fx.gpud_env(VARIANTS[1]),
+                           label='same user')
+        if 'allocated: 4 chunks of 32 MiB, then VK_ERROR_OUT_OF_DEVICE_MEMORY' not in out:
+            fail('the user limit did not stop the second client at 128 MiB')
+    finally:
+        holder.kill()
+        finish_client(holder, 10, 'holder', expect_rc=None)
+
+    _, out, _ = fx.run([vk_limits, 'objects'], fx.gpud_env(VARIANTS[1]))
+    m = re.search(r'^objects: (\d+), then (\S+)$', out, re.M)
+    if not m or m.group(2) != 'VK_ERROR_OUT_OF_HOST_MEMORY' or not 280 <= int(m.group(1)) < 300:
+        fail('the object limit (300 in all) did not answer VK_ERROR_OUT_OF_HOST_MEMORY '
+             'at its count')
+    if 'recreated: 10' not in out:
+        fail('the client could not create objects again after destroying some')
+
+    # A client that stops reading.
+    p = start_client(fx, [fx.prog('hostile_client'), fx.socket, 'no-read'], fx.base_env(),
+                     label='no-read')
+    seen_blocked = False
+    t0 = time.monotonic()
+    while p.poll() is None and time.monotonic() - t0 < 10:
+        for c in fx.gpudctl_status()['clients']:
+            if c['name'] == 'hostile-no-read' and c['send_blocked_ms'] > 0:
+                seen_blocked = True
+        time.sleep(0.1)
+    finish_client(p, 60, 'hostile_client no-read')
+    if not seen_blocked:
+        fail('gpudctl never showed the client that stopped reading')
+    with open(fx.log_path, errors='replace') as f:
+        if not any('hostile-no-read' in l and 'dropped: stopped reading its replies' in l
+                   for l in f):
+            fail('the daemon did not log dropping the client')
+    fx.run([fx.prog('vk_compute')], fx.gpud_env(), label='after the limits')
+
+
+IDLE_SCRIPT = r"""
+import socket, sys, time
+path, n, wait = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+conns = []
+refused = 0
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    conns.append(s)
+time.sleep(0.5)
+held = []
+for s in conns:
+    s.setblocking(False)
+    try:
+        data = s.recv(65536)
+        refused += 1       # a Disconnect, or the close after it
+        s.close()
+    except BlockingIOError:
+        held.append(s)
+print('refused %d held %d' % (refused, len(held)), flush=True)
+t0 = time.monotonic()
+closed_at = []
+while held and time.monotonic() - t0 < wait:
+    for s in list(held):
+        try:
+            s.recv(65536)
+            closed_at.append(time.monotonic() - t0 + 0.5)
+            held.remove(s)
+            s.close()
+        except BlockingIOError:
+            pass
+    time.sleep(0.02)
+print('closed %d first %.2f last %.2f still %d' % (
+    len(closed_at), min(closed_at or [0]), max(closed_at or [0]), len(held)), flush=True)
+"""
+
+
+def test_connections(fx):
+    """600 idle connections from one user: all but the per-user limit (64)
+    are refused at once, the rest are closed at the handshake deadline
+    (2 s), and another user's client is unaffected throughout.  At
+    RLIMIT_NOFILE the server's CPU time stays small, and it serves again once
+    fds are free."""
+    if fx.direct:
+        raise TestSkip('connection limits are gpud\'s')
+    if os.geteuid() != 0:
+        raise TestSkip('needs root to connect as another user')
+    os.chmod(fx.tmp, 0o755)
+    idle = subprocess.Popen(
+        [system_python(), '-c', IDLE_SCRIPT, fx.socket, '600', '5'], cwd='/',
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=as_user(TEST_UID, TEST_GID, [TEST_GID]))
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    fx.run([fx.prog('vk_compute')], fx.gpud_env(), label='root, beside the idle connections')
+    log('root\'s client took %.2f s' % (time.monotonic() - t0))
+    out, err = idle.communicate(timeout=60)
+    out = out.decode()
+    log(indent(out) + indent(err.decode(), '  ! '))
+    m = re.search(r'refused (\d+) held (\d+)', out)
+    c = re.search(r'closed (\d+) first ([\d.]+) last ([\d.]+) still (\d+)', out)
+    if not m or not c:
+        fail('the idle-connection script failed')
+    refused, held = int(m.group(1)), int(m.group(2))
+    if refused < 600 - 64 or held > 64:
+        fail('%d of 600 connections refused, %d held: the per-user limit is 64' % (refused, held))
+    if int(c.group(4)) or int(c.group(1)) != held:
+        fail('%s of the silent connections were never closed' % c.group(4))
+    if not 1.5 <= float(c.group(2)) and float(c.group(3)) <= 4.0:
+        fail('silent connections closed between %s and %s s, the deadline is 2 s' %
+             (c.group(2), c.group(3)))
+    with open(fx.log_path, errors='replace') as f:
+        text = f.read()
+    if 'lines about its connections suppressed' not in text:
+        fail('the refusals of one user were not rate limited in the log')
+
+    # A daemon with few fds: it must not spin when accept() runs out.
+    sock = os.path.join(fx.tmp, 'fdlimit.sock')
+    logp = os.path.join(fx.tmp, 'fdlimit.log')
+    cmd = [fx.args.gpud, '--socket', sock, '--host-driver', fx.args.lavapipe_manifest,
+           '--uid-connections', '1000', '--handshake-timeout', '30s'] + fx.daemon_args()[:2]
+    def low_fds():
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+    with open(logp, 'wb') as logf:
+        d = subprocess.Popen(cmd, env=fx.base_env(), stdout=logf, stderr=logf,
+                             stdin=subprocess.DEVNULL, preexec_fn=low_fds)
+    conns = []
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline or d.poll() is not None:
+                fail('the fd-limited daemon did not start')
+            time.sleep(0.05)
+        time.sleep(0.3)
+        for _ in range(80):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.connect(sock)
+            conns.append(s)
+        time.sleep(0.5)
+        cpu0 = proc_status(d.pid)[3]
+        time.sleep(2.0)
+        cpu = proc_status(d.pid)[3] - cpu0
+        log('out of fds with %d connections: %.3f s of CPU in 2 s' % (len(conns), cpu))
+        if cpu > 0.2:
+            fail('the server spins at its fd limit (%.2f s of CPU in 2 s)' % cpu)
+        for s in conns:
+            s.close()
+        conns = []
+        time.sleep(0.5)
+        fx.run([fx.prog('vk_compute')], fx.gpud_env(VARIANTS[1], sock),
+               label='after the fds came back')
+        if d.poll() is not None:
+            fail('the fd-limited daemon died (%s)' % describe_rc(d.returncode))
+    finally:
+        for s in conns:
+            s.close()
+        d.send_signal(signal.SIGTERM)
+        d.wait(timeout=10)
+
+
+def public_copy(fx):
+    """The ICD, its manifest and the programs another user runs, in a
+    folder that user can read (the build tree may be root's alone)."""
+    pub = os.path.join(fx.tmp, 'pub')
+    if os.path.isdir(pub):
+        return pub
+    os.makedirs(pub)
+    with open(fx.args.icd_manifest) as f:
+        manifest = json.load(f)
+    lib = manifest['ICD']['library_path']
+    shutil.copy(lib, os.path.join(pub, os.path.basename(lib)))
+    manifest['ICD']['library_path'] = os.path.join(pub, os.path.basename(lib))
+    with open(os.path.join(pub, 'gpud_icd.json'), 'w') as f:
+        json.dump(manifest, f)
+    for prog in ('vk_compute', 'vk_enum', 'vk_lost'):
+        shutil.copy(fx.prog(prog), pub)
+    shutil.copy(fx.args.gpudctl, pub)
+    for path in (fx.tmp, pub):
+        os.chmod(path, 0o755)
+    for name in os.listdir(pub):
+        os.chmod(os.path.join(pub, name), 0o755)
+    home = os.path.join(fx.tmp, 'home')
+    os.makedirs(home)
+    os.chown(home, TEST_UID, TEST_GID)
+    return pub
+
+
+def user_env(fx, pub):
+    env = fx.gpud_env(VARIANTS[1])
+    env['VK_ICD_FILENAMES'] = os.path.join(pub, 'gpud_icd.json')
+    env['HOME'] = env['XDG_RUNTIME_DIR'] = os.path.join(fx.tmp, 'home')
+    return env
+
+
+def user_gpudctl(fx, pub, args, groups):
+    cmd = [os.path.join(pub, 'gpudctl'), '--socket', fx.socket] + args
+    log('$ [uid %d] %s' % (TEST_UID, ' '.join(cmd)))
+    p = subprocess.run(cmd, env=user_env(fx, pub), cwd='/', stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=10,
+                       preexec_fn=as_user(TEST_UID, TEST_GID, groups))
+    log(indent(p.stdout.decode()) + indent(p.stderr.decode(), '  ! '))
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def test_access(fx):
+    """A root daemon serves root and its group (gid 4242 here): a user
+    outside the group cannot use it, one inside can; that user's gpudctl
+    sees and disconnects only that user's clients; root's sees and
+    disconnects all."""
+    if fx.direct:
+        raise TestSkip('access control is gpud\'s')
+    if os.geteuid() != 0:
+        raise TestSkip('needs root to run clients as other users')
+    pub = public_copy(fx)
+    env = user_env(fx, pub)
+    outsider = as_user(TEST_UID, TEST_GID + 1, [TEST_GID + 1])
+    member = as_user(TEST_UID, TEST_GID + 1, [TEST_GID])
+
+    # The socket's mode keeps an outsider out; should the mode let one in (a
+    # socket made by hand, or passed in with the wrong mode), the server
+    # refuses it itself and says why.
+    debug_env = dict(env, GPUD_DEBUG='init')
+    for mode, expect in ((None, 'Permission denied'),
+                         (0o666, 'refused the connection: uid %d is not in group %d' %
+                          (TEST_UID, TEST_GID))):
+        if mode:
+            os.chmod(fx.socket, mode)
+        log('$ [uid %d, not in %d, socket %s] GPUD_DEBUG=init vk_enum' %
+            (TEST_UID, TEST_GID, oct(os.stat(fx.socket).st_mode & 0o777)))
+        p = subprocess.run([os.path.join(pub, 'vk_enum')], env=debug_env, cwd='/',
+                           timeout=60, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           preexec_fn=outsider)
+        out, err = p.stdout.decode(), p.stderr.decode()
+        log(indent(out) + indent(err, '  ! '))
+        if parse_enum(out):
+            fail('a user outside the group got a device')
+        if expect not in err:
+            fail('the ICD did not say "%s"' % expect)
+    os.chmod(fx.socket, 0o660)
+    with open(fx.log_path, errors='replace') as f:
+        if not any('refused: uid %d is not in group' % TEST_UID in l for l in f):
+            fail('the daemon did not log why it refused the outsider')
+
+    log('$ [uid %d, in %d] vk_compute' % (TEST_UID, TEST_GID))
+    p = subprocess.run([os.path.join(pub, 'vk_compute')], env=env, cwd='/', timeout=120,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=member)
+    log(indent(p.stdout.decode()) + indent(p.stderr.decode(), '  ! '))
+    if p.returncode != 0:
+        fail('a user in the group could not compute: %s' % describe_rc(p.returncode))
+
+    root_client = start_client(fx, [fx.prog('vk_lost')], fx.gpud_env(VARIANTS[1]),
+                               label='root\'s client')
+    log('$ [uid %d, in %d] vk_lost &' % (TEST_UID, TEST_GID))
+    user_client = subprocess.Popen([os.path.join(pub, 'vk_lost')], env=env, cwd='/',
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   preexec_fn=member)
+    user_client.out = LineReader(user_client.stdout)
+    user_client.err = LineReader(user_client.stderr)
+    try:
+        for c in (root_client, user_client):
+            if not c.out.wait_for('WAITING', 60):
+                fail('a client never got going')
+        status = fx.gpudctl_status()
+        ids = {c['pid']: c['id'] for c in status['clients']}
+        if root_client.pid not in ids or user_client.pid not in ids:
+            fail('root\'s gpudctl does not see both clients: %s' % json.dumps(status))
+
+        rc, out, _ = user_gpudctl(fx, pub, ['status', '--json'], [TEST_GID])
+        seen = json.loads(out) if rc == 0 else {}
+        pids = [c['pid'] for c in seen.get('clients', [])]
+        if rc != 0 or root_client.pid in pids or user_client.pid not in pids or \
+           seen.get('hidden_clients', 0) < 1:
+            fail('the user\'s gpudctl should list its own client and hide root\'s: %r' % seen)
+        rc, _, err = user_gpudctl(fx, pub, ['disconnect', str(ids[root_client.pid])], [TEST_GID])
+        if rc == 0 or 'permission denied' not in err:
+            fail('the user could disconnect root\'s client')
+        if root_client.poll() is not None:
+            fail('root\'s client ended')
+
+        fx.run([fx.args.gpudctl, '--socket', fx.socket, 'disconnect',
+                str(ids[user_client.pid])], fx.base_env(), label='root disconnects')
+        user_client.wait(timeout=10)
+        out = user_client.out.text()
+        log(indent(out))
+        if 'vkWaitForFences: VK_ERROR_DEVICE_LOST' not in out:
+            fail('the disconnected client did not see its device lost')
+    finally:
+        for c in (root_client, user_client):
+            if c.poll() is None:
+                c.kill()
+                c.wait()
+
+
+STUCK_LISTENER = r"""
+import socket, sys, time
+a = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+a.bind(sys.argv[1]); a.listen(16)            # never accepts
+b = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+b.bind(sys.argv[2]); b.listen(16)            # accepts, never answers
+print('READY', flush=True)
+held = []
+while True:
+    c, _ = b.accept()
+    held.append(c)
+"""
+
+
+def time_enum(fx, env, label):
+    t0 = time.monotonic()
+    _, out, _ = fx.run([fx.prog('vk_enum')], env, label=label)
+    return time.monotonic() - t0, parse_enum(out)
+
+
+def test_connect(fx):
+    """Listeners in the socket folder that never answer cost an application
+    at most the connect deadline (1 s, GPUD_CONNECT_TIMEOUT_MS) in all, and
+    the daemon listed beside them is still found."""
+    if fx.direct:
+        raise TestSkip('the ICD\'s deadline is gpud\'s')
+    mute = os.path.join(fx.tmp, 'mute.sock')
+    deaf = os.path.join(fx.tmp, 'deaf.sock')
+    listener = subprocess.Popen([sys.executable, '-c', STUCK_LISTENER, mute, deaf],
+                                stdout=subprocess.PIPE)
+    try:
+        if listener.stdout.readline().strip() != b'READY':
+            fail('the stuck listener did not start')
+        base, names = time_enum(fx, fx.gpud_env(VARIANTS[1]), 'the daemon alone')
+        if len(names) != 1:
+            fail('no device from the daemon alone')
+        for timeout_ms, env_extra in ((1000, {}), (300, {'GPUD_CONNECT_TIMEOUT_MS': '300'})):
+            env = fx.gpud_env(VARIANTS[1], ':'.join([mute, deaf, fx.socket]))
+            env.update(env_extra)
+            took, names = time_enum(fx, env, 'two stuck listeners, deadline %d ms' % timeout_ms)
+            log('%.2f s with the stuck listeners, %.2f s without' % (took, base))
+            if len(names) != 1:
+                fail('the daemon beside the stuck listeners was not found: %r' % names)
+            if took - base > timeout_ms / 1000 + 0.5:
+                fail('the stuck listeners cost %.2f s, the deadline is %d ms' %
+                     (took - base, timeout_ms))
+    finally:
+        listener.kill()
+        listener.wait()
+
+
+def test_races(fx):
+    """Killing the daemon (SIGKILL: server and workers) at random points of
+    200 clients' instance creation, enumeration and first calls never
+    crashes or hangs the application."""
+    if fx.direct:
+        raise TestSkip('the races are gpud\'s')
+    import random
+    rng = random.Random(4242)
+    n = int(os.environ.get('GPUD_TEST_RACES', '200'))
+    outcomes = {}
+    env = fx.gpud_env(VARIANTS[1])
+    # kill times spread over the client's whole life
+    t0 = time.monotonic()
+    fx.run([fx.prog('vk_enum')], env, label='one undisturbed run', show_output=False)
+    life = time.monotonic() - t0
+    for i in range(n):
+        if fx.daemon is None:
+            fx.start_daemon()
+        p = subprocess.Popen([fx.prog('vk_enum')], env=env, cwd=fx.tmp,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0, life))
+        fx.kill_daemon()
+        try:
+            out, err = p.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            fail('race %d: the application hung after the daemon died' % i)
+        if p.returncode < 0 or p.returncode not in (0, 1):
+            log(indent(out.decode()) + indent(err.decode(), '  ! '))
+            fail('race %d: the application ended with %s' % (i, describe_rc(p.returncode)))
+        m = re.search(r'^devices: (\d+)$', out.decode(), re.M)
+        key = 'devices %s' % m.group(1) if m else 'exit %d' % p.returncode
+        outcomes[key] = outcomes.get(key, 0) + 1
+    log('outcomes of %d races: %s' % (n, outcomes))
+    fx.start_daemon()
+
+
+def test_killstorm(fx):
+    """50 clients killed at random points beside 2 clients computing
+    throughout: the two get every result right, everything returns to zero,
+    and the server's memory, fds and threads do not grow."""
+    if fx.direct:
+        raise TestSkip('the kill storm is gpud\'s')
+    import random
+    rng = random.Random(7)
+    programs = [[fx.prog('vk_compute'), '--elements', '65536', '--iterations', '20'],
+                [fx.prog('vk_render')], [fx.prog('vk_sync'), '--only', 'fences'],
+                [fx.prog('vk_lost')]]
+    env = fx.gpud_env(VARIANTS[1])
+    for prog in programs[:3]:   # warm up: what the server allocates once
+        fx.run(prog, env, show_output=False)
+    wait_for_cleanup(fx, set(), {'objects': 0, 'memory_bytes': 0})
+    base = proc_status(fx.daemon.pid)
+    log('server before: rss %d kB, %d threads, %d fds' % base[:3])
+    good = [start_client(fx, [fx.prog('vk_compute'), '--iterations', '400', '--elements',
+                              '262144'], env, label='good %d' % i) for i in range(2)]
+    victims = []
+    for i in range(50):
+        p = subprocess.Popen(rng.choice(programs), env=env, cwd=fx.tmp,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, 0.25))
+        p.kill()
+        p.wait()
+        victims.append(p.pid)
+    for i, g in enumerate(good):
+        finish_client(g, 600, 'good client %d' % i)
+    status = wait_for_cleanup(fx, set(victims) | {g.pid for g in good},
+                              {'objects': 0, 'memory_bytes': 0})
+    if status['clients']:
+        fail('clients left after the storm: %s' % json.dumps(status))
+    time.sleep(0.5)
+    after = proc_status(fx.daemon.pid)
+    log('server after:  rss %d kB, %d threads, %d fds' % after[:3])
+    workers = children(fx.daemon.pid)
+    if len(workers) > 2:
+        fail('%d workers left (a spare is expected): %r' % (len(workers), workers))
+    if after[1] > base[1] or after[2] > base[2] or after[0] > base[0] + 4096:
+        fail('the server grew: rss %d -> %d kB, threads %d -> %d, fds %d -> %d' %
+             (base[0], after[0], base[1], after[1], base[2], after[2]))
 
 
 def test_systemd(fx):
@@ -1125,6 +1778,15 @@ SUBCOMMANDS = {
     'vulkaninfo': test_vulkaninfo,
     'hostile': test_hostile,
     'validate': test_validate,
+    'crash': test_crash,
+    'gstreamer': test_gstreamer,
+    'teardown': test_teardown,
+    'limits': test_limits,
+    'connections': test_connections,
+    'access': test_access,
+    'connect': test_connect,
+    'races': test_races,
+    'killstorm': test_killstorm,
 }
 
 

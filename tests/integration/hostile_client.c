@@ -18,10 +18,14 @@
  *
  * Exit status: 0 when the daemon behaved, 1 when it did not, 2 on usage
  * errors.
+ *
+ * `hostile_client SOCKET no-read` (not listed) is a client that asks for
+ * replies and never reads them, for the send-deadline test.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -964,6 +968,44 @@ case_bind_overflow(struct conn *c)
    return expect_disconnect(c, "does not fit");
 }
 
+/* ---- misbehaviours: not protocol errors, but what the daemon's limits are for
+ * (not in --list; gpud_test.py runs each where it tests that limit) ----- */
+
+/* Asks for many replies and never reads them.  Exits 0 once the daemon
+ * has closed the connection (its send deadline), 1 if it has not within
+ * 60 s. */
+static int
+misbehave_no_read(struct conn *c)
+{
+   if (open_ready(c, "hostile-no-read") < 0 || enumerate_physical_device(c) < 0)
+      return -1;
+   struct wire_object_header pdev = {.id = PDEV_ID};
+   VkPhysicalDeviceProperties props;
+   wire_enc_reset(&c->enc);
+   for (unsigned i = 0; i < 4000; i++) {
+      size_t off = wire_enc_begin_cmd(&c->enc, WIRE_OP_vkGetPhysicalDeviceProperties,
+                                      WIRE_CMD_REPLY, ++c->seq);
+      wire_enc_vkGetPhysicalDeviceProperties(&c->enc, (VkPhysicalDevice)&pdev, &props);
+      wire_enc_end_cmd(&c->enc, off);
+   }
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: asked for 4000 replies; reading none", c->name);
+   struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+   int n = poll(&p, 1, 60000);
+   if (n <= 0)
+      return fail("%s: the daemon still holds the connection after 60 s", c->name);
+   note("%s: the daemon closed the connection", c->name);
+   return 0;
+}
+
+static const struct {
+   const char *name;
+   int (*run)(struct conn *c);
+} misbehaviours[] = {
+    {"no-read", misbehave_no_read},
+};
+
 static const struct {
    const char *name;
    int (*run)(struct conn *c);
@@ -1010,6 +1052,16 @@ main(int argc, char **argv)
       return 2;
    }
    socket_path = argv[1];
+   for (size_t i = 0; i < sizeof(misbehaviours) / sizeof(misbehaviours[0]); i++) {
+      if (strcmp(argv[2], misbehaviours[i].name) != 0)
+         continue;
+      struct conn c;
+      memset(&c, 0, sizeof(c));
+      c.fd = -1;
+      int r = misbehaviours[i].run(&c);
+      conn_close(&c);
+      return r < 0 ? 1 : 0;
+   }
    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
       if (strcmp(argv[2], cases[i].name) != 0)
          continue;

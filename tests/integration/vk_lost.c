@@ -16,6 +16,9 @@
  * fails with an error it may return (it has no VK_ERROR_DEVICE_LOST). The program then destroys
  * everything it created, which must not crash or hang either.
  *
+ * --hold-mb N first allocates and writes N MiB of host-visible memory, so a
+ * test can see that memory come back when the client is killed.
+ *
  * --selftest-timeout-ms N waits N ms instead of forever (for a driver with
  * no daemon to kill): the wait must give VK_TIMEOUT, then the program
  * signals the semaphore itself and expects VK_SUCCESS from the rest.
@@ -31,6 +34,7 @@ main(int argc, char **argv)
 {
    const char *device_name = NULL;
    bool selftest = false;
+   uint64_t hold_mb = 0;
    uint64_t selftest_ms = 0;
    struct vkt_context ctx;
    VkResult r;
@@ -40,12 +44,15 @@ main(int argc, char **argv)
    for (int i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "--device") && i + 1 < argc) {
          device_name = argv[++i];
+      } else if (!strcmp(argv[i], "--hold-mb") && i + 1 < argc) {
+         hold_mb = vkt_parse_u64(argv[i], argv[i + 1]);
+         i++;
       } else if (!strcmp(argv[i], "--selftest-timeout-ms")) {
          selftest = true;
          selftest_ms = vkt_parse_u64(argv[i], argv[i + 1]);
          i++;
       } else {
-         fprintf(stderr, "usage: vk_lost [--device NAME] "
+         fprintf(stderr, "usage: vk_lost [--device NAME] [--hold-mb N] "
                          "[--selftest-timeout-ms N]\n");
          return 1;
       }
@@ -71,6 +78,20 @@ main(int argc, char **argv)
    };
    VkFence fence;
    VKT_CHECK(vkCreateFence(ctx.device, &fence_info, NULL, &fence));
+
+   VkDeviceMemory held = VK_NULL_HANDLE;
+   if (hold_mb) {
+      const VkMemoryAllocateInfo hold_info = {
+         .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+         .allocationSize = hold_mb << 20,
+         .memoryTypeIndex = vkt_memory_type(&ctx, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0),
+      };
+      void *map;
+      VKT_CHECK(vkAllocateMemory(ctx.device, &hold_info, NULL, &held));
+      VKT_CHECK(vkMapMemory(ctx.device, held, 0, VK_WHOLE_SIZE, 0, &map));
+      memset(map, 0x5a, hold_info.allocationSize);
+      vkUnmapMemory(ctx.device, held);
+   }
 
    /* Some real work behind the wait. */
    struct vkt_buffer buf;
@@ -196,6 +217,8 @@ main(int argc, char **argv)
    /* Tear down: must neither crash nor hang on a lost device. */
    if (memory != VK_NULL_HANDLE)
       vkFreeMemory(ctx.device, memory, NULL);
+   if (held != VK_NULL_HANDLE)
+      vkFreeMemory(ctx.device, held, NULL);
    vkFreeCommandBuffers(ctx.device, ctx.cmd_pool, 1, &cmd);
    vkt_buffer_destroy(&ctx, &buf);
    vkDestroyFence(ctx.device, fence, NULL);
