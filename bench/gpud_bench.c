@@ -14,12 +14,18 @@
  *       touch, memset, streaming stores
  *   (c) 100k vkCmdDraw into one command buffer (re-binding the pipeline and
  *       pushing constants every 100 draws): recording, then submit + wait
+ *   (d) a new process's start: from vkCreateInstance to its first VkDevice,
+ *       and from exec to exit, with only one driver listed for it (the host
+ *       driver's manifest, or gpud's); medians of --starts runs
  *
  *   gpud_bench [--direct-only] [--calls N] [--draws N] [--mib N] [--reps N]
  */
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -34,6 +40,7 @@
 
 struct options {
    bool direct_only;
+   uint32_t starts;
    uint32_t calls;
    uint32_t draws;
    uint32_t mib;
@@ -48,6 +55,8 @@ enum metric {
    M_WRITE_STREAM,
    M_RECORD,
    M_SUBMIT_WAIT,
+   M_START_DEVICE,
+   M_START_PROCESS,
    M_COUNT,
 };
 
@@ -62,6 +71,8 @@ static const struct {
    [M_WRITE_STREAM] = { "mapped write, streaming stores, best", "GB/s" },
    [M_RECORD] = { "record draws, median", "ms" },
    [M_SUBMIT_WAIT] = { "submit + wait draws, median", "ms" },
+   [M_START_DEVICE] = { "new process: instance to 1st device, median", "ms" },
+   [M_START_PROCESS] = { "new process: exec to exit, median", "ms" },
 };
 
 static int
@@ -393,6 +404,95 @@ bench_draws(const struct vkt_context *ctx, const struct options *o,
 
 /* ---- driver ------------------------------------------------------------- */
 
+/* --start-child: what a short program does first, timed. */
+static int
+start_child(void)
+{
+   uint64_t t0 = vkt_now_ns();
+   VkInstance instance = vkt_instance_create("gpud_bench-start");
+   struct vkt_context ctx = { .prog = "gpud_bench" };
+   vkt_context_init_physical(&ctx, instance, vkt_physical_device_pick(instance, NULL), 0);
+   uint64_t t1 = vkt_now_ns();
+   vkt_context_finish(&ctx);
+   printf("%llu\n", (unsigned long long)(t1 - t0));
+   return 0;
+}
+
+/* Runs `--start-child` o->starts times with only `manifest` listed. */
+static void
+bench_start(const char *manifest, const struct options *o, double *results)
+{
+   extern char **environ;
+   uint64_t device_ns[64], process_ns[64];
+   uint32_t n = o->starts;
+   char icd[4096];
+   snprintf(icd, sizeof(icd), "VK_ICD_FILENAMES=%s", manifest);
+   size_t n_env = 0;
+   while (environ[n_env])
+      n_env++;
+   char **env = calloc(n_env + 2, sizeof(char *));
+   size_t j = 0;
+   for (size_t i = 0; i < n_env; i++) {
+      if (strncmp(environ[i], "VK_ICD_FILENAMES=", 17) && strncmp(environ[i], "VK_DRIVER_FILES=", 16))
+         env[j++] = environ[i];
+   }
+   env[j++] = icd;
+   char *const argv[] = { "gpud_bench", "--start-child", NULL };
+   for (uint32_t i = 0; i < n; i++) {
+      int out[2];
+      if (pipe(out) < 0)
+         vkt_fail("pipe failed");
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+      posix_spawn_file_actions_addclose(&fa, out[0]);
+      uint64_t t0 = vkt_now_ns();
+      pid_t pid;
+      if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, env) != 0)
+         vkt_fail("cannot start a child");
+      posix_spawn_file_actions_destroy(&fa);
+      close(out[1]);
+      char buf[64] = "";
+      ssize_t len = read(out[0], buf, sizeof(buf) - 1);
+      close(out[0]);
+      int status;
+      waitpid(pid, &status, 0);
+      process_ns[i] = vkt_now_ns() - t0;
+      if (len <= 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+         vkt_fail("the start child failed with %s", manifest);
+      device_ns[i] = strtoull(buf, NULL, 10);
+   }
+   free(env);
+   results[M_START_DEVICE] = median_us(device_ns, n) / 1e3;
+   results[M_START_PROCESS] = median_us(process_ns, n) / 1e3;
+}
+
+/* Which manifest in VK_ICD_FILENAMES is gpud's (its library is). */
+static void
+split_manifests(char *direct, char *gpud, size_t size)
+{
+   const char *list = getenv("VK_ICD_FILENAMES");
+   direct[0] = gpud[0] = '\0';
+   char *copy = strdup(list ? list : "");
+   char *save = NULL;
+   for (char *m = strtok_r(copy, ":", &save); m; m = strtok_r(NULL, ":", &save)) {
+      FILE *f = fopen(m, "r");
+      char text[4096] = "";
+      if (f) {
+         size_t r = fread(text, 1, sizeof(text) - 1, f);
+         text[r] = '\0';
+         fclose(f);
+      }
+      if (strstr(text, "vulkan_gpud")) {
+         if (!gpud[0])
+            snprintf(gpud, size, "%s", m);
+      } else if (!direct[0]) {
+         snprintf(direct, size, "%s", m);
+      }
+   }
+   free(copy);
+}
+
 static void
 bench_device(VkInstance instance, VkPhysicalDevice pdev,
              const struct options *o, double *results)
@@ -421,6 +521,7 @@ int
 main(int argc, char **argv)
 {
    struct options o = {
+      .starts = 10,
       .calls = 20000,
       .draws = 100000,
       .mib = 256,
@@ -428,6 +529,8 @@ main(int argc, char **argv)
    };
 
    vkt_set_prog("gpud_bench");
+   if (argc == 2 && !strcmp(argv[1], "--start-child"))
+      return start_child();
    for (int i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "--direct-only")) {
          o.direct_only = true;
@@ -443,9 +546,14 @@ main(int argc, char **argv)
       } else if (!strcmp(argv[i], "--reps")) {
          o.reps = parse_u32(argv[i], argv[i + 1]);
          i++;
+      } else if (!strcmp(argv[i], "--starts")) {
+         o.starts = parse_u32(argv[i], argv[i + 1]);
+         if (o.starts > 64)
+            vkt_fail("--starts: at most 64");
+         i++;
       } else {
          fprintf(stderr, "usage: gpud_bench [--direct-only] [--calls N] "
-                         "[--draws N] [--mib N] [--reps N]\n");
+                         "[--draws N] [--mib N] [--reps N] [--starts N]\n");
          return 1;
       }
    }
@@ -488,8 +596,17 @@ main(int argc, char **argv)
       bench_device(instance, gpud, &o, res_gpud);
    vkDestroyInstance(instance, NULL);
 
+   char direct_manifest[4096], gpud_manifest[4096];
+   split_manifests(direct_manifest, gpud_manifest, sizeof(direct_manifest));
+   fprintf(stderr, "gpud_bench: timing %u new processes each...\n", o.starts);
+   if (direct_manifest[0])
+      bench_start(direct_manifest, &o, res_direct);
+   if (gpud_manifest[0] && !o.direct_only)
+      bench_start(gpud_manifest, &o, res_gpud);
+
    printf("gpud_bench: %u calls, %u MiB mapped, %u draws (re-bind every "
-          "%u), %u reps\n", o.calls, o.mib, o.draws, REBIND_EVERY, o.reps);
+          "%u), %u reps, %u starts\n", o.calls, o.mib, o.draws, REBIND_EVERY, o.reps,
+          o.starts);
    printf("direct: %s\n", direct_name);
    printf("gpud:   %s\n\n", gpud_name);
    printf("%-44s %6s %12s %12s %12s\n", "metric", "unit", "direct", "gpud",

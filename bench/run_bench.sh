@@ -8,7 +8,7 @@
 #
 # BUILD_DIR defaults to ./build (an already configured Meson build dir).
 # Overrides: GPUD (daemon), GPUD_ARGS (more daemon options, for example
-# --validate=off), ICD_MANIFEST (gpud's build-dir manifest),
+# --isolation=thread or --validate), ICD_MANIFEST (gpud's build-dir manifest),
 # LAVAPIPE_MANIFEST. With --direct-only no daemon is started.
 set -eu
 
@@ -68,8 +68,13 @@ else
    [ -n "$ICD_MANIFEST" ] && [ -f "$ICD_MANIFEST" ] ||
       { echo "run_bench.sh: gpud's ICD manifest not found in $build (set ICD_MANIFEST=)" >&2; exit 1; }
    sock="$tmp/gpud.sock"
+   # as root, workers need an unprivileged user: gpud's own, else nobody
+   user_arg=
+   if [ "$(id -u)" = 0 ] && ! getent passwd gpud >/dev/null; then
+      user_arg="--user nobody"
+   fi
    # shellcheck disable=SC2086
-   env -u VK_ICD_FILENAMES "$GPUD" --socket "$sock" --host-driver "$LAVAPIPE_MANIFEST" ${GPUD_ARGS:-} \
+   env -u VK_ICD_FILENAMES "$GPUD" --socket "$sock" --host-driver "$LAVAPIPE_MANIFEST" $user_arg ${GPUD_ARGS:-} \
       2>"$tmp/gpud.log" &
    daemon_pid=$!
    i=0

@@ -220,6 +220,14 @@ refuse(struct gpud_client *client, bool rate_limited, const char *fmt, ...)
        account_log_allowed(client->server, client->account))
       gpud_server_client_log(client, UTIL_LOG_ERR, "refused: %s", reason);
    send_disconnect(client, reason);
+   /* Closing with unread input would reset the connection, and the client
+    * would read the reset instead of the reason: read what came. */
+   for (int i = 0; i < 4; i++) {
+      struct util_msg msg;
+      if (util_msg_recv_packet(client->fd, &client->reader, &msg) < 0)
+         break;
+      util_msg_close_fds(&msg);
+   }
    client_free(client);
 }
 

@@ -164,6 +164,7 @@ struct icd_command_buffer {
 struct icd_device_memory {
    struct icd_object base;
    VkDeviceSize size;
+   bool coherent;   /* flushes and invalidates need no daemon */
    void *map;       /* whole allocation mapped from the daemon's memfd */
    size_t map_size;
 };

@@ -135,8 +135,12 @@ receive_welcome(struct icd_connection *conn, uint64_t deadline_ns)
       return r;
    struct util_msg msg;
    r = util_msg_recv_packet(conn->fd, &conn->reader, &msg);
+   /* A daemon that refused and closed before reading the Hello resets the
+    * connection; its reason may still wait behind the reset. */
+   if (r == -ECONNRESET)
+      r = util_msg_recv_packet(conn->fd, &conn->reader, &msg);
    if (r < 0)
-      return r == -EAGAIN ? -EPROTO : r;
+      return r == -EAGAIN ? -ECONNRESET : r;
    util_msg_close_fds(&msg);
    if (msg.type != UTIL_MSG_CONTROL)
       return -EPROTO;

@@ -24,6 +24,13 @@ icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
    if (!mem)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    mem->size = pAllocateInfo->allocationSize;
+   /* Flushes and invalidates of coherent memory need no daemon. */
+   struct icd_device *dev = (struct icd_device *)device;
+   VkPhysicalDeviceMemoryProperties props;
+   icd_vkGetPhysicalDeviceMemoryProperties((VkPhysicalDevice)dev->physical_device, &props);
+   mem->coherent = pAllocateInfo->memoryTypeIndex < props.memoryTypeCount &&
+                   (props.memoryTypes[pAllocateInfo->memoryTypeIndex].propertyFlags &
+                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
    VkDeviceMemory handle = (VkDeviceMemory)mem;
 
    struct icd_call call;
@@ -89,4 +96,40 @@ VKAPI_ATTR void VKAPI_CALL
 icd_vkUnmapMemory(VkDevice device, VkDeviceMemory memory)
 {
    /* The mapping lives as long as the allocation. */
+}
+
+/* Both processes map the same pages: for coherent memory a flush or an
+ * invalidate has nothing to do (and the host driver, which never mapped the
+ * memory through Vulkan, would call it invalid). Non-coherent memory goes to
+ * the daemon, which maps it on the host for exactly this. */
+static bool
+all_coherent(uint32_t n, const VkMappedMemoryRange *ranges)
+{
+   for (uint32_t i = 0; i < n; i++) {
+      const struct icd_device_memory *mem = (const struct icd_device_memory *)ranges[i].memory;
+      if (!mem || !mem->coherent)
+         return false;
+   }
+   return true;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkFlushMappedMemoryRanges(VkDevice device, uint32_t memoryRangeCount,
+                              const VkMappedMemoryRange *pMemoryRanges)
+{
+   if (all_coherent(memoryRangeCount, pMemoryRanges))
+      return icd_connection_lost(icd_connection_of(device)) ? ICD_LOST_vkFlushMappedMemoryRanges
+                                                            : VK_SUCCESS;
+   return icd_gen_vkFlushMappedMemoryRanges(device, memoryRangeCount, pMemoryRanges);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkInvalidateMappedMemoryRanges(VkDevice device, uint32_t memoryRangeCount,
+                                   const VkMappedMemoryRange *pMemoryRanges)
+{
+   if (all_coherent(memoryRangeCount, pMemoryRanges))
+      return icd_connection_lost(icd_connection_of(device))
+                ? ICD_LOST_vkInvalidateMappedMemoryRanges
+                : VK_SUCCESS;
+   return icd_gen_vkInvalidateMappedMemoryRanges(device, memoryRangeCount, pMemoryRanges);
 }

@@ -26,4 +26,7 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0"
 # vulkaninfo is not instrumented but loads the instrumented ICD: the
 # sanitizer runtimes go first; nodlclose keeps unloaded drivers nameable.
 export GPUD_TEST_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so):$PWD/build-asan/tests/integration/libgpud_test_nodlclose.so"
+# Contexts on threads of the daemon, so LeakSanitizer sees the teardown of
+# every client; tests that need worker processes ask for them.
+export GPUD_TEST_DAEMON_ARGS="--isolation=thread"
 run build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug

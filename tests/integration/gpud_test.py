@@ -601,7 +601,9 @@ def test_abuse(fx):
     if not cases:
         fail('vk_abuse lists no cases')
     server_pid = fx.daemon.pid
-    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '40'],
+    until = os.path.join(fx.tmp, 'abuse-done')
+    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '2', '--elements',
+                                  '65536', '--until', until],
                              fx.gpud_env(VARIANTS[1]), label='bystander')
     pids = {}
     for case in cases:
@@ -609,6 +611,9 @@ def test_abuse(fx):
         finish_client(p, 120, 'vk_abuse ' + case)
         pids[case] = p.pid
         fx.check_daemon()
+    if bystander.poll() is not None:
+        fail('the bystander stopped before the abuse ended')
+    open(until, 'w').close()
     finish_client(bystander, 300, 'vk_compute beside the abuse')
     if fx.daemon.pid != server_pid:
         fail('the server changed pid')
@@ -662,7 +667,9 @@ def test_crash(fx):
         raise TestSkip('the shader crashes lavapipe used directly')
     crasher = fx.prog('vk_crashshader')
     server_pid = fx.daemon.pid
-    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '60'],
+    until = os.path.join(fx.tmp, 'crash-done')
+    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '2', '--elements',
+                                  '65536', '--until', until],
                              fx.gpud_env(VARIANTS[1]), label='bystander')
     rc, out, _ = fx.run([crasher], fx.gpud_env(VARIANTS[1]), expect_rc=None, timeout=60)
     if rc == 77:
@@ -676,6 +683,9 @@ def test_crash(fx):
     log('fault: %s' % faults[0]['reason'])
     if faults[0]['worker_pid'] == server_pid or os.path.exists('/proc/%d' % faults[0]['worker_pid']):
         fail('the crashed worker %d is still there' % faults[0]['worker_pid'])
+    if bystander.poll() is not None:
+        fail('the bystander stopped before the crash was dealt with')
+    open(until, 'w').close()
     finish_client(bystander, 300, 'vk_compute beside the crash')
     if fx.daemon.pid != server_pid:
         fail('the server changed pid')
@@ -1216,8 +1226,10 @@ def test_killstorm(fx):
     wait_for_cleanup(fx, set(), {'objects': 0, 'memory_bytes': 0})
     base = proc_status(fx.daemon.pid)
     log('server before: rss %d kB, %d threads, %d fds' % base[:3])
-    good = [start_client(fx, [fx.prog('vk_compute'), '--iterations', '400', '--elements',
-                              '262144'], env, label='good %d' % i) for i in range(2)]
+    until = os.path.join(fx.tmp, 'storm-over')
+    good = [start_client(fx, [fx.prog('vk_compute'), '--iterations', '2', '--elements',
+                              '65536', '--until', until], env, label='good %d' % i)
+            for i in range(2)]
     victims = []
     for i in range(50):
         p = subprocess.Popen(rng.choice(programs), env=env, cwd=fx.tmp,
@@ -1227,6 +1239,9 @@ def test_killstorm(fx):
         p.kill()
         p.wait()
         victims.append(p.pid)
+    if any(g.poll() is not None for g in good):
+        fail('a good client stopped during the storm')
+    open(until, 'w').close()
     for i, g in enumerate(good):
         finish_client(g, 600, 'good client %d' % i)
     status = wait_for_cleanup(fx, set(victims) | {g.pid for g in good},

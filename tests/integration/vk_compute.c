@@ -4,7 +4,10 @@
  * host-visible storage buffers (descriptor set + push constants) and checks
  * every element against the same integer math on the CPU.
  *
- *   vk_compute [--device NAME] [--iterations N] [--print-ready]
+ *   vk_compute [--device NAME] [--iterations N] [--print-ready] [--until FILE]
+ *
+ * --until FILE keeps iterating (at least N times) until FILE exists: a
+ * client that computes throughout whatever a test does beside it.
  *              [--elements N]
  *
  * --print-ready prints "READY" once the device exists (the multi-client test
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vkt_common.h"
 #include "compute_comp_spv.h"
@@ -91,7 +95,7 @@ check_pipeline_cache(const struct vkt_context *ctx, VkPipelineCache cache)
 static void
 usage(void)
 {
-   fprintf(stderr, "usage: vk_compute [--device NAME] [--iterations N] "
+   fprintf(stderr, "usage: vk_compute [--device NAME] [--iterations N] [--until FILE] "
                    "[--print-ready] [--elements N]\n");
    exit(1);
 }
@@ -103,6 +107,7 @@ main(int argc, char **argv)
    uint64_t iterations = 1;
    uint64_t count = 1u << 20;
    bool print_ready = false;
+   const char *until = NULL;
    struct vkt_context ctx;
 
    vkt_set_prog("vk_compute");
@@ -115,6 +120,8 @@ main(int argc, char **argv)
          count = vkt_parse_u64(argv[i], argv[i + 1]), i++;
       else if (!strcmp(argv[i], "--print-ready"))
          print_ready = true;
+      else if (!strcmp(argv[i], "--until") && i + 1 < argc)
+         until = argv[++i];
       else
          usage();
    }
@@ -264,7 +271,9 @@ main(int argc, char **argv)
       vkt_fail("%u workgroups exceed maxComputeWorkGroupCount[0] = %u",
                groups, ctx.props.limits.maxComputeWorkGroupCount[0]);
 
-   for (uint64_t it = 0; it < iterations; it++) {
+   uint64_t done = 0;
+   for (uint64_t it = 0; it < iterations || (until && access(until, F_OK) != 0); it++) {
+      done = it + 1;
       const struct params p = {
          .count = (uint32_t)count,
          .rounds = ROUNDS,
@@ -353,7 +362,7 @@ main(int argc, char **argv)
    }
 
    printf("vk_compute: OK: %llu elements x %llu iterations on '%s'\n",
-          (unsigned long long)count, (unsigned long long)iterations,
+          (unsigned long long)count, (unsigned long long)done,
           ctx.props.deviceName);
 
    vkDestroyDescriptorUpdateTemplate(ctx.device, update_template, NULL);

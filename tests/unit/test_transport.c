@@ -904,7 +904,147 @@ test_spin_readable(void)
    util_fd_close(&sv[1]);
 }
 
-UNIT_MAIN(UNIT_TEST(test_roundtrip_small), UNIT_TEST(test_spin_readable), UNIT_TEST(test_roundtrip_fds),
+
+/* ---- non-blocking queued sends, single-packet receives, send deadlines ---- */
+
+static void
+test_queue_roundtrip(void)
+{
+   int sv[2];
+   make_pair(sv);
+   set_nonblock(sv[0]);
+   struct util_msg_queue q;
+   util_msg_queue_init(&q);
+   static uint8_t big[3 * MAX_PAYLOAD + 17];
+   fill_pattern(big, sizeof(big), 9);
+   int fd = -1;
+   CHECK_OK(util_memfd_create("q", 4096, &fd));
+   CHECK_OK(util_msg_queue_push(&q, UTIL_MSG_CONTROL, "hello", 5, &fd, 1));
+   CHECK_OK(util_msg_queue_push(&q, UTIL_MSG_STREAM, big, sizeof(big), NULL, 0));
+   CHECK(q.bytes > sizeof(big));
+   CHECK_OK(util_msg_queue_flush(sv[0], &q));
+   CHECK_EQ(q.bytes, 0);
+
+   struct util_msg_reader r;
+   util_msg_reader_init(&r, 1 << 20);
+   struct util_msg msg;
+   CHECK_OK(util_msg_recv(sv[1], &r, &msg));
+   CHECK_EQ(msg.type, UTIL_MSG_CONTROL);
+   CHECK_EQ(msg.size, 5);
+   CHECK(!memcmp(msg.data, "hello", 5));
+   CHECK_EQ(msg.n_fds, 1);
+   /* the queue duplicated the fd: the caller's copy is still its own */
+   CHECK(same_file(msg.fds[0], fd));
+   util_msg_close_fds(&msg);
+   CHECK_OK(util_msg_recv(sv[1], &r, &msg));
+   CHECK_EQ(msg.size, sizeof(big));
+   CHECK(!memcmp(msg.data, big, sizeof(big)));
+   util_fd_close(&fd);
+   util_msg_reader_finish(&r);
+   util_msg_queue_finish(&q);
+   close_pair(sv);
+}
+
+/* A peer that does not read: flush stops with -EAGAIN and never blocks;
+ * reading lets the rest go. */
+static void
+test_queue_full_socket(void)
+{
+   int sv[2];
+   make_pair(sv);
+   set_nonblock(sv[0]);
+   struct util_msg_queue q;
+   util_msg_queue_init(&q);
+   static uint8_t chunk[MAX_PAYLOAD];
+   unsigned pushed = 0;
+   int r = 0;
+   while (r == 0 && pushed < 1000) {
+      CHECK_OK(util_msg_queue_push(&q, UTIL_MSG_STREAM, chunk, sizeof(chunk), NULL, 0));
+      pushed++;
+      r = util_msg_queue_flush(sv[0], &q);
+   }
+   CHECK_EQ(r, -EAGAIN);
+   CHECK(q.bytes > 0);
+   struct util_msg_reader rd;
+   util_msg_reader_init(&rd, 1 << 20);
+   unsigned received = 0;
+   set_nonblock(sv[1]);
+   while (received < pushed) {
+      struct util_msg msg;
+      int rr = util_msg_recv_packet(sv[1], &rd, &msg);
+      if (rr == -EAGAIN) {
+         int f = util_msg_queue_flush(sv[0], &q);
+         CHECK(f == 0 || f == -EAGAIN);
+         continue;
+      }
+      CHECK_OK(rr);
+      CHECK_EQ(msg.size, sizeof(chunk));
+      received++;
+   }
+   CHECK_EQ(q.bytes, 0);
+   util_msg_reader_finish(&rd);
+   util_msg_queue_finish(&q);
+   close_pair(sv);
+}
+
+static void
+test_queue_finish_closes_fds(void)
+{
+   struct util_msg_queue q;
+   util_msg_queue_init(&q);
+   int fd = -1;
+   CHECK_OK(util_memfd_create("q", 4096, &fd));
+   unsigned before = unit_count_fds();
+   CHECK_OK(util_msg_queue_push(&q, UTIL_MSG_CONTROL, "x", 1, &fd, 1));
+   CHECK_EQ(unit_count_fds(), before + 1);
+   util_msg_queue_finish(&q);
+   CHECK_EQ(unit_count_fds(), before);
+   CHECK_ERR(util_msg_queue_push(&q, 99, "x", 1, NULL, 0), EINVAL);
+   util_fd_close(&fd);
+}
+
+static void
+test_recv_packet(void)
+{
+   int sv[2];
+   make_pair(sv);
+   set_nonblock(sv[1]);
+   struct util_msg_reader r;
+   util_msg_reader_init(&r, 1 << 20);
+   struct util_msg msg;
+   /* nothing there: no waiting */
+   CHECK_ERR(util_msg_recv_packet(sv[1], &r, &msg), EAGAIN);
+   CHECK_OK(util_msg_send(sv[0], UTIL_MSG_CONTROL, "abc", 3, NULL, 0));
+   CHECK_OK(util_msg_recv_packet(sv[1], &r, &msg));
+   CHECK_EQ(msg.size, 3);
+   /* the first packet of a longer message is refused, not waited on */
+   static uint8_t zeros[MAX_PAYLOAD];
+   raw_send(sv[0], UTIL_MSG_STREAM, UTIL_PACKET_MORE, zeros, MAX_PAYLOAD, NULL, 0);
+   CHECK_ERR(util_msg_recv_packet(sv[1], &r, &msg), EPROTO);
+   util_msg_reader_finish(&r);
+   close_pair(sv);
+}
+
+static void
+test_send_timeout(void)
+{
+   int sv[2];
+   make_pair(sv);
+   static uint8_t chunk[MAX_PAYLOAD];
+   int r = 0;
+   unsigned sent = 0;
+   /* a blocking socket whose peer never reads */
+   while (r == 0 && sent < 1000) {
+      r = util_msg_send_timeout(sv[0], UTIL_MSG_STREAM, chunk, sizeof(chunk), NULL, 0, 50);
+      sent++;
+   }
+   CHECK_ERR(r, ETIMEDOUT);
+   close_pair(sv);
+}
+
+UNIT_MAIN(UNIT_TEST(test_queue_roundtrip), UNIT_TEST(test_queue_full_socket),
+          UNIT_TEST(test_queue_finish_closes_fds), UNIT_TEST(test_recv_packet),
+          UNIT_TEST(test_send_timeout), UNIT_TEST(test_roundtrip_small), UNIT_TEST(test_spin_readable), UNIT_TEST(test_roundtrip_fds),
           UNIT_TEST(test_roundtrip_multi_packet), UNIT_TEST(test_packet_layout),
           UNIT_TEST(test_many_messages), UNIT_TEST(test_truncated_header),
           UNIT_TEST(test_unknown_type), UNIT_TEST(test_oversized_packet),
