@@ -349,10 +349,6 @@ main(int argc, char **argv)
    signal(SIGPIPE, SIG_IGN);
 
    if (worker_parent) {
-      if (!cfg.manifest) {
-         fprintf(stderr, "gpud: --worker needs --host-driver\n");
-         return 2;
-      }
       const struct gpud_worker_options opt = {
          .control_fd = 3,
          .parent = worker_parent,

@@ -663,6 +663,16 @@ worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
    server->n_starting--;
    worker->state = GPUD_WORKER_SPARE;
    server->start_failures = 0;
+   if (!server->manifest) {
+      /* the driver the first worker picked: every later one loads it */
+      if (!ready->host_driver || ready->host_driver[0] != '/' ||
+          access(ready->host_driver, R_OK) < 0) {
+         gpud_kill_worker(worker, "it named no host driver");
+         return;
+      }
+      server->manifest = strdup(ready->host_driver);
+      server->host_driver = server->manifest;
+   }
    if (!server->have_device) {
       snprintf(server->device_name, sizeof(server->device_name), "%s",
                ready->device_name ? ready->device_name : "?");
@@ -1282,8 +1292,13 @@ gpud_server_run(const struct gpud_config *cfg)
    int status = 1;
    if (gpud_access_init(server) < 0)
       goto out;
-   server->manifest = cfg->manifest ? strdup(cfg->manifest) : gpud_host_default_manifest();
-   if (!server->manifest)
+   /* In process isolation without --host-driver the first worker picks
+    * the driver: the server never loads one. */
+   if (cfg->manifest)
+      server->manifest = strdup(cfg->manifest);
+   else if (cfg->isolation == GPUD_ISOLATION_THREAD)
+      server->manifest = gpud_host_default_manifest();
+   if ((cfg->manifest || cfg->isolation == GPUD_ISOLATION_THREAD) && !server->manifest)
       goto out;
    server->host_driver = server->manifest;
    if (cfg->isolation == GPUD_ISOLATION_THREAD && load_host(server) < 0)

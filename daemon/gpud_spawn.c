@@ -99,8 +99,10 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
    int n = 0;
    argv[n++] = "gpud-worker";
    argv[n++] = parent;
-   argv[n++] = "--host-driver";
-   argv[n++] = server->manifest;
+   if (server->manifest) {
+      argv[n++] = "--host-driver";
+      argv[n++] = server->manifest;
+   }
    if (server->cfg.device) {
       argv[n++] = "--device";
       argv[n++] = server->cfg.device;

@@ -273,9 +273,13 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
     * read this one's memory or attach to it. */
    prctl(PR_SET_DUMPABLE, 0);
 
+   /* The first worker picks the host driver when the server was not told
+    * one (the server never loads a driver to look). */
+   char *manifest = opt->manifest ? strdup(opt->manifest) : gpud_host_default_manifest();
    static struct gpud_host host;
-   if (gpud_host_load(&host, opt->manifest, opt->device) < 0)
+   if (!manifest || gpud_host_load(&host, manifest, opt->device) < 0)
       return 1;
+   free(manifest);
    if (gpud_host_enable_validation(&host, opt->validate) < 0)
       return 1;
    if (opt->sandbox && gpud_sandbox_enter() < 0)

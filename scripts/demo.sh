@@ -8,6 +8,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
+# the unprivileged user gpud runs each client's worker as (and the render
+# group that may use a system daemon)
+systemd-sysusers "$PWD/systemd/gpud.sysusers"
 [ -d build ] || meson setup build
 meson compile -C build
 
@@ -61,6 +64,16 @@ grep -v READY "$run/compute.out"
 echo
 echo "== an offscreen render (textured triangles, depth test, 4x MSAA resolve)"
 build/tests/integration/vk_render --output "$run/render.pam"
+
+echo
+echo "== a valid shader that crashes lavapipe, beside a client computing: only its own device is lost"
+build/tests/integration/vk_compute --iterations 2 --elements 65536 --until "$run/stop" \
+   >"$run/bystander.out" 2>&1 &
+bystander=$!
+sleep 0.3
+build/tests/integration/vk_crashshader 2>&1 || true
+touch "$run/stop"
+wait "$bystander" && cat "$run/bystander.out"
 
 # The daemon notices a client's exit a moment after the process is gone.
 i=0

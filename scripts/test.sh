@@ -7,6 +7,8 @@ set -eu
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
+# workers of a root daemon run as gpud (the tests fall back to nobody)
+systemd-sysusers "$PWD/systemd/gpud.sysusers"
 
 jobs=$(nproc)
 run() {

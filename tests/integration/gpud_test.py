@@ -91,7 +91,7 @@ DAEMON_ARGS = {
                '--client-objects', '300', '--send-timeout', '1s'],
     'connections': ['--handshake-timeout', '2s', '--uid-connections', '64',
                     '--group', '4242'],
-    'access': ['--group', '4242'],
+    'access': ['--group', '4242', '--isolation=process'],
     'races': ['--isolation=process'],
     'killstorm': ['--crash-limit', '0', '--isolation=process'],
 }
