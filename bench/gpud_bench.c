@@ -16,7 +16,8 @@
  *       pushing constants every 100 draws): recording, then submit + wait
  *   (d) a new process's start: from vkCreateInstance to its first VkDevice,
  *       and from exec to exit, with only one driver listed for it (the host
- *       driver's manifest, or gpud's); medians of --starts runs
+ *       driver's manifest, or gpud's); medians of --starts runs, 300 ms
+ *       apart
  *
  *   gpud_bench [--direct-only] [--calls N] [--draws N] [--mib N] [--reps N]
  */
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef __SSE2__
@@ -439,6 +441,10 @@ bench_start(const char *manifest, const struct options *o, double *results)
    env[j++] = icd;
    char *const argv[] = { "gpud_bench", "--start-child", NULL };
    for (uint32_t i = 0; i < n; i++) {
+      /* one application started at a time on a settled machine, as a user
+       * starts one (gpud's spare worker is ready again by then) */
+      struct timespec pause = { 0, 300 * 1000000L };
+      nanosleep(&pause, NULL);
       int out[2];
       if (pipe(out) < 0)
          vkt_fail("pipe failed");
