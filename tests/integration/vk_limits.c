@@ -74,6 +74,12 @@ test_memory(uint64_t chunk_mb, bool hold)
    uint32_t type = vkt_memory_type(&ctx, ~0u, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT, 0);
    if (type == UINT32_MAX)
       vkt_fail("no host-visible memory type");
+   /* a full device-local heap is out of device memory, another out of host
+    * memory */
+   uint32_t heap = ctx.mem_props.memoryTypes[type].heapIndex;
+   printf("heap: %u, %s\n", heap,
+          ctx.mem_props.memoryHeaps[heap].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT ? "device-local"
+                                                                                : "host");
    unsigned n = 0;
    VkResult r = VK_SUCCESS;
    while (n < MAX_CHUNKS) {
