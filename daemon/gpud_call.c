@@ -143,6 +143,16 @@ gpud_call_async_error(struct gpud_call *call, VkResult result)
                     wire_op_name(call->op), result);
    if (call->device)
       call->device->lost = true;
+   if (result == VK_ERROR_DEVICE_LOST)
+      gpud_context_host_lost(call->ctx, wire_op_name(call->op));
+}
+
+void
+gpud_call_host_lost(struct gpud_call *call)
+{
+   if (call->device)
+      call->device->lost = true;
+   gpud_context_host_lost(call->ctx, wire_op_name(call->op));
 }
 
 struct gpud_object *

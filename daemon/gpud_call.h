@@ -101,6 +101,8 @@ gpud_call_refused(const struct gpud_call *call)
    return call->refused;
 }
 void gpud_call_async_error(struct gpud_call *call, VkResult result);
+/* The host answered a command with VK_ERROR_DEVICE_LOST. */
+void gpud_call_host_lost(struct gpud_call *call);
 /* The object the command named with this host handle, or NULL. */
 struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle);
 /* Marks a buffer or image bound to memory. */

@@ -139,6 +139,18 @@ gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...)
    return -EPROTO;
 }
 
+void
+gpud_context_host_lost(struct gpud_context *ctx, const char *command)
+{
+   if (atomic_exchange(&ctx->host_lost, true))
+      return;
+   char reason[160];
+   snprintf(reason, sizeof(reason), "the host driver lost its device (%s)", command);
+   gpud_context_log(ctx, UTIL_LOG_WARNING, "%s", reason);
+   if (ctx->ops.fault)
+      ctx->ops.fault(ctx->ops.data, reason);
+}
+
 static const char *
 recv_error(int r)
 {

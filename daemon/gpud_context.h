@@ -31,6 +31,8 @@ struct gpud_context_ops {
     * the allocation returns. */
    VkResult (*reserve_memory)(void *data, uint32_t heap, uint64_t bytes);
    void (*release_memory)(void *data, uint32_t heap, uint64_t bytes);
+   /* The host driver lost the client's device: a fault to list. */
+   void (*fault)(void *data, const char *reason);
    void *data;
 };
 
@@ -71,6 +73,8 @@ struct gpud_context {
    unsigned n_waiters;
    atomic_bool closing;
 
+   atomic_bool host_lost; /* reported once */
+
    /* why the context ended (set once) */
    char end_reason[256];
    bool fault;
@@ -102,5 +106,8 @@ int gpud_context_send(struct gpud_context *ctx, uint32_t type, const void *data,
                       const int *fds, unsigned n_fds);
 int gpud_context_send_reply(struct gpud_context *ctx, struct wire_enc *reply, const int *fds,
                             unsigned n_fds);
+/* The host driver answered VK_ERROR_DEVICE_LOST for this client (a GPU
+ * fault): logged and reported as a fault, once per client. */
+void gpud_context_host_lost(struct gpud_context *ctx, const char *command);
 /* Ends the client for bad input: logs the reason and tells the client. */
 int gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...) UTIL_PRINTF(2, 3);

@@ -711,6 +711,14 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
    case GPUD__WORKER_MESSAGE__MSG_RELEASE:
       release(worker, m->release->heap, m->release->bytes);
       break;
+   case GPUD__WORKER_MESSAGE__MSG_FAULT:
+      if (worker->client) {
+         char reason[160];
+         snprintf(reason, sizeof(reason), "%s", m->fault->reason ? m->fault->reason : "?");
+         gpud_server_client_log(worker->client, UTIL_LOG_WARNING, "%s", reason);
+         record_fault(worker->server, worker->client, worker->pid, reason, false);
+      }
+      break;
    case GPUD__WORKER_MESSAGE__MSG_GOODBYE:
       snprintf(worker->goodbye, sizeof(worker->goodbye), "%s",
                m->goodbye->reason && m->goodbye->reason[0] ? m->goodbye->reason : "disconnected");
@@ -1330,14 +1338,17 @@ gpud_server_run(const struct gpud_config *cfg)
       event_add(server->watchdog, &tv);
    }
 
-   /* In process isolation the server never loads the host driver: the
-    * first worker says what the device is. */
+   /* Clients are welcomed at once, also while the first worker is still
+    * loading the host driver (their commands wait in their sockets): a
+    * client's connect deadline is short.  In process isolation the server
+    * never loads the host driver: the first worker says what the device
+    * is. */
+   event_add(server->accept_ev, NULL);
    if (wait_for_device(server) < 0) {
       if (!server->stopping)
          util_err("cannot serve: no worker could start");
       goto out;
    }
-   event_add(server->accept_ev, NULL);
    util_notice("serving %s (host driver %s) on %s, %s isolation", server->device_name,
                server->manifest, server->socket_path ? server->socket_path : "systemd's socket",
                cfg->isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");

@@ -146,6 +146,8 @@ waiter_thread(void *data)
       r = VK_ERROR_UNKNOWN;
       break;
    }
+   if (r == VK_ERROR_DEVICE_LOST && !atomic_load(&w->cancel) && !atomic_load(&w->ctx->closing))
+      gpud_context_host_lost(w->ctx, wire_op_name(w->op));
    if (!atomic_load(&w->ctx->closing))
       send_result(w, r);
 

@@ -105,6 +105,20 @@ release_memory(void *data, uint32_t heap, uint64_t bytes)
    pthread_mutex_unlock(&w->mutex);
 }
 
+static void
+report_fault(void *data, const char *reason)
+{
+   struct worker *w = data;
+   Gpud__WorkerFault f = GPUD__WORKER_FAULT__INIT;
+   f.reason = (char *)reason;
+   Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
+   m.msg_case = GPUD__WORKER_MESSAGE__MSG_FAULT;
+   m.fault = &f;
+   pthread_mutex_lock(&w->mutex);
+   send_message(w, &m);
+   pthread_mutex_unlock(&w->mutex);
+}
+
 static int
 send_ready(struct worker *w)
 {
@@ -181,6 +195,7 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
    const struct gpud_context_ops ops = {
       .reserve_memory = reserve_memory,
       .release_memory = release_memory,
+      .fault = report_fault,
       .data = w,
    };
    r = gpud_context_create(&info, w->host, &ops, w->status, util_fd_move(&fds[0]), ret_ctx);

@@ -1378,8 +1378,13 @@ def emit_gpud(gen, w, hw):
             else:
                 w('   if (gpud_call_refused(call) != VK_SUCCESS)')
             w('      a.ret = gpud_call_refused(call);')
-            w('   else')
+            w('   else {')
             w(f'      gpud_exec_{name}(call, &a);')
+            if 'VK_ERROR_DEVICE_LOST' in cmd.errorcodes:
+                # the host lost the device (a GPU fault): a fault to list
+                w('      if (a.ret == VK_ERROR_DEVICE_LOST && !call->deferred)')
+                w('         gpud_call_host_lost(call);')
+            w('   }')
         else:
             w(f'   gpud_exec_{name}(call, &a);')
         w('   if (call->deferred || call->dec.fatal)')
