@@ -313,7 +313,13 @@ gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_
       break;
    }
    free(pdevs);
-   d.DestroyInstance(instance, NULL);
+   /* The probe's instance stays: drivers set themselves up with a process's
+    * first instance and tear down with its last, so a worker waiting for a
+    * client keeps theirs set up (NVIDIA's takes tens of milliseconds). */
+   if (r < 0)
+      d.DestroyInstance(instance, NULL);
+   else
+      host->warm_instance = instance;
    if (r < 0) {
       util_err("host driver %s: no device%s%s", manifest, device_match ? " matching " : "",
                device_match ? device_match : "");

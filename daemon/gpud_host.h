@@ -36,6 +36,7 @@ struct gpud_host {
     * the Khronos validation layer (see gpud_validate.c). */
    enum gpud_validate_mode validate;
    void *loader;
+   VkInstance warm_instance; /* kept so the driver stays set up */
 };
 
 int gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_match);

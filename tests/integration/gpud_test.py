@@ -1009,6 +1009,7 @@ def public_copy(fx):
     for prog in ('vk_compute', 'vk_enum', 'vk_lost'):
         shutil.copy(fx.prog(prog), pub)
     shutil.copy(fx.args.gpudctl, pub)
+    shutil.copy(fx.args.gpud, pub)
     for path in (fx.tmp, pub):
         os.chmod(path, 0o755)
     for name in os.listdir(pub):
@@ -1040,7 +1041,7 @@ def test_access(fx):
     """A root daemon serves root and its group (gid 4242 here): a user
     outside the group cannot use it, one inside can; that user's gpudctl
     sees and disconnects only that user's clients; root's sees and
-    disconnects all."""
+    disconnects all.  A user's own daemon serves that user alone."""
     if fx.direct:
         raise TestSkip('access control is gpud\'s')
     if os.geteuid() != 0:
@@ -1123,6 +1124,38 @@ def test_access(fx):
             if c.poll() is None:
                 c.kill()
                 c.wait()
+
+    # A user's own daemon serves that user alone.
+    home = os.path.join(fx.tmp, 'home')
+    user_sock = os.path.join(home, 'gpud.sock')
+    cmd = [os.path.join(pub, 'gpud'), '--socket', user_sock, '--host-driver',
+           fx.args.lavapipe_manifest]
+    log('$ [uid %d] %s &' % (TEST_UID, ' '.join(cmd)))
+    with open(os.path.join(fx.tmp, 'user-daemon.log'), 'wb') as logf:
+        d = subprocess.Popen(cmd, env=env, cwd='/', stdout=logf, stderr=logf,
+                             stdin=subprocess.DEVNULL, preexec_fn=member)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(user_sock):
+            if time.monotonic() > deadline or d.poll() is not None:
+                fail('the user\'s daemon did not start')
+            time.sleep(0.05)
+        os.chmod(home, 0o755)
+        log('$ [uid %d] vk_compute (its own daemon)' % TEST_UID)
+        p = subprocess.run([os.path.join(pub, 'vk_compute')],
+                           env=dict(env, GPUD_SOCKET=user_sock), cwd='/', timeout=120,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=member)
+        log(indent(p.stdout.decode()) + indent(p.stderr.decode(), '  ! '))
+        if p.returncode != 0:
+            fail('the user could not use its own daemon')
+        os.chmod(user_sock, 0o666)   # the daemon checks even so
+        _, _, err = fx.run([fx.prog('vk_enum')], fx.gpud_env(VARIANTS[1], user_sock),
+                           label='root, on the user\'s daemon')
+        if 'refused the connection: uid 0 may not use the daemon of uid %d' % TEST_UID not in err:
+            fail('root was not refused by the user\'s daemon')
+    finally:
+        d.send_signal(signal.SIGTERM)
+        d.wait(timeout=10)
 
 
 STUCK_LISTENER = r"""
