@@ -19,14 +19,7 @@
 
 #include "gpud_limits.h"
 #include "wire_control.h"
-
-static uint64_t
-now_ns(void)
-{
-   struct timespec ts;
-   clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "util_time.h"
 
 /* Token bucket: log_burst lines at once, then log_per_second. */
 static bool
@@ -34,7 +27,7 @@ log_allowed(struct gpud_context *ctx, unsigned *ret_suppressed)
 {
    bool ok;
    pthread_mutex_lock(&ctx->log_mutex);
-   uint64_t now = now_ns();
+   uint64_t now = util_now_ns();
    double burst = ctx->info.log_burst;
    ctx->log_tokens += (double)(now - ctx->log_last_ns) / 1e9 * ctx->info.log_per_second;
    if (ctx->log_tokens > burst)
@@ -90,7 +83,7 @@ gpud_context_send(struct gpud_context *ctx, uint32_t type, const void *data, siz
                   const int *fds, unsigned n_fds)
 {
    pthread_mutex_lock(&ctx->send_mutex);
-   atomic_store(&ctx->status->send_blocked_since_ns, now_ns());
+   atomic_store(&ctx->status->send_blocked_since_ns, util_now_ns());
    int r = util_msg_send_timeout(ctx->fd, type, data, size, fds, n_fds,
                                  (int)ctx->info.send_timeout_ms);
    atomic_store(&ctx->status->send_blocked_since_ns, 0);
@@ -102,6 +95,18 @@ gpud_context_send(struct gpud_context *ctx, uint32_t type, const void *data, siz
       gpud_context_log(ctx, UTIL_LOG_ERR, "dropped: %s", reason);
       end_context(ctx, true, reason);
    }
+   return r;
+}
+
+int
+gpud_context_send_control(struct gpud_context *ctx, const Gpud__ControlMessage *m)
+{
+   size_t size;
+   void *buf = wire_control_pack(m, &size);
+   if (!buf)
+      return -ENOMEM;
+   int r = gpud_context_send(ctx, UTIL_MSG_CONTROL, buf, size, NULL, 0);
+   free(buf);
    return r;
 }
 
@@ -128,11 +133,7 @@ gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
    m.disconnect = &d;
-   size_t size;
-   void *buf = wire_control_pack(&m, &size);
-   if (buf)
-      gpud_context_send(ctx, UTIL_MSG_CONTROL, buf, size, NULL, 0);
-   free(buf);
+   gpud_context_send_control(ctx, &m);
    char why[600];
    snprintf(why, sizeof(why), "protocol error: %s", reason);
    end_context(ctx, true, why);
@@ -196,7 +197,7 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    util_idmap_init(&ctx->objects);
    wire_enc_init(&ctx->reply);
    ctx->log_tokens = info->log_burst;
-   ctx->log_last_ns = now_ns();
+   ctx->log_last_ns = util_now_ns();
    ctx->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
    if (!ctx->arena) {
       gpud_context_destroy(ctx);

@@ -24,6 +24,7 @@
 #include "util_log.h"
 #include "util_transport.h"
 #include "wire.h"
+#include "wire_control.h"
 
 /* What a context asks of the worker that runs it. */
 struct gpud_context_ops {
@@ -106,6 +107,8 @@ int gpud_context_send(struct gpud_context *ctx, uint32_t type, const void *data,
                       const int *fds, unsigned n_fds);
 int gpud_context_send_reply(struct gpud_context *ctx, struct wire_enc *reply, const int *fds,
                             unsigned n_fds);
+/* Sends a control message (gpud.proto) to the client. */
+int gpud_context_send_control(struct gpud_context *ctx, const Gpud__ControlMessage *m);
 /* The host driver answered VK_ERROR_DEVICE_LOST for this client (a GPU
  * fault): logged and reported as a fault, once per client. */
 void gpud_context_host_lost(struct gpud_context *ctx, const char *command);

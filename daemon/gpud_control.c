@@ -17,14 +17,7 @@
 
 #include "util_log.h"
 #include "wire_control.h"
-
-static uint64_t
-now_ns(void)
-{
-   struct timespec ts;
-   clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "util_time.h"
 
 static const char *
 state_name(const struct gpud_client *c)
@@ -70,7 +63,7 @@ static void
 status(struct gpud_client *control)
 {
    struct gpud_server *server = control->server;
-   uint64_t now = now_ns();
+   uint64_t now = util_now_ns();
    Gpud__StatusReply reply = GPUD__STATUS_REPLY__INIT;
    reply.device_name = server->device_name;
    reply.host_driver = server->host_driver;
@@ -126,11 +119,7 @@ status(struct gpud_client *control)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY;
    m.status_reply = &reply;
-   size_t size;
-   void *buf = wire_control_pack(&m, &size);
-   if (buf)
-      gpud_server_queue(control, buf, size);
-   free(buf);
+   gpud_server_queue_control(control, &m);
    free(infos);
    free(ptrs);
 }
@@ -163,11 +152,7 @@ disconnect(struct gpud_client *control, uint64_t id)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY;
    m.disconnect_client_reply = &dr;
-   size_t size;
-   void *buf = wire_control_pack(&m, &size);
-   if (buf)
-      gpud_server_queue(control, buf, size);
-   free(buf);
+   gpud_server_queue_control(control, &m);
 }
 
 int

@@ -32,24 +32,19 @@
 #include "util_memfd.h"
 #include "wire_control.h"
 #include "wire_gen.h"
+#include "util_time.h"
 
 #define MAX_STARTING 4            /* workers starting at once */
 #define ACCEPT_BACKOFF_MS 250     /* after accept() ran out of fds */
 #define SPAWN_BACKOFF_MS 1000     /* after workers failed to start */
 #define KILL_GRACE_MS 2000        /* reaping killed workers at shutdown */
 
-static uint64_t
-now_ns(void)
+/* Starts (or restarts) a timer to fire in ms milliseconds. */
+static void
+timer_in(struct event *timer, uint32_t ms)
 {
-   struct timespec ts;
-   clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static struct timeval
-ms_to_tv(uint32_t ms)
-{
-   return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+   struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+   evtimer_add(timer, &tv);
 }
 
 static void ensure_workers(struct gpud_server *server);
@@ -75,7 +70,7 @@ gpud_server_client_log(struct gpud_client *client, int level, const char *fmt, .
 static bool
 account_log_allowed(struct gpud_server *server, struct gpud_account *a)
 {
-   uint64_t now = now_ns();
+   uint64_t now = util_now_ns();
    double burst = server->cfg.limits.log_burst;
    a->log_tokens += (double)(now - a->log_last_ns) / 1e9 * server->cfg.limits.log_per_second;
    if (a->log_tokens > burst)
@@ -109,7 +104,7 @@ account_get(struct gpud_server *server, uid_t uid)
       return NULL;
    a->uid = uid;
    a->log_tokens = server->cfg.limits.log_burst;
-   a->log_last_ns = now_ns();
+   a->log_last_ns = util_now_ns();
    util_list_add(&server->accounts, &a->link);
    return a;
 }
@@ -182,8 +177,8 @@ gpud_server_queue(struct gpud_client *client, const void *data, size_t size)
       event_add(client->write_ev, NULL);
 }
 
-static void
-queue_control(struct gpud_client *client, const Gpud__ControlMessage *m)
+void
+gpud_server_queue_control(struct gpud_client *client, const Gpud__ControlMessage *m)
 {
    size_t size;
    void *buf = wire_control_pack(m, &size);
@@ -201,7 +196,7 @@ send_disconnect(struct gpud_client *client, const char *reason)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
    m.disconnect = &d;
-   queue_control(client, &m);
+   gpud_server_queue_control(client, &m);
 }
 
 static void
@@ -245,7 +240,7 @@ client_new(struct gpud_server *server, int fd)
    client->server = server;
    client->fd = fd;
    client->id = ++server->next_client_id;
-   client->connected_ns = now_ns();
+   client->connected_ns = util_now_ns();
    util_msg_queue_init(&client->out);
    util_msg_reader_init(&client->reader, UTIL_PACKET_MAX_PAYLOAD);
    util_list_add_tail(&server->clients, &client->link);
@@ -284,8 +279,7 @@ client_new(struct gpud_server *server, int fd)
       return NULL;
    }
    event_add(client->read_ev, NULL);
-   struct timeval tv = ms_to_tv(server->cfg.limits.handshake_timeout_ms);
-   evtimer_add(client->timer, &tv);
+   timer_in(client->timer, server->cfg.limits.handshake_timeout_ms);
    return client;
 }
 
@@ -315,7 +309,7 @@ static unsigned
 recent_crashes(struct gpud_server *server, struct gpud_crash_record *c, uint64_t *ret_last)
 {
    uint64_t window = (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
-   uint64_t now = now_ns();
+   uint64_t now = util_now_ns();
    unsigned n = 0;
    *ret_last = 0;
    unsigned kept = c->count < 8 ? c->count : 8;
@@ -335,7 +329,7 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
              const char *reason, bool crash)
 {
    struct gpud_fault *f = &server->faults[server->n_faults++ % GPUD_MAX_FAULTS];
-   f->time_ns = now_ns();
+   f->time_ns = util_now_ns();
    f->client_id = client->id;
    f->pid = client->pid;
    f->uid = client->uid;
@@ -367,7 +361,7 @@ welcome(struct gpud_client *client)
    Gpud__ControlMessage w = GPUD__CONTROL_MESSAGE__INIT;
    w.msg_case = GPUD__CONTROL_MESSAGE__MSG_WELCOME;
    w.welcome = &welcome;
-   queue_control(client, &w);
+   gpud_server_queue_control(client, &w);
 }
 
 /* Returns false when the client was refused (and freed). */
@@ -410,7 +404,7 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
                 "its workers crashed %u times in the last %u s; refused for %" PRIu64
                 " s more",
                 n, server->cfg.limits.crash_cooldown_ms / 1000,
-                (uint64_t)((until - now_ns()) / 1000000000ull + 1));
+                (uint64_t)((until - util_now_ns()) / 1000000000ull + 1));
          return false;
       }
    }
@@ -448,8 +442,7 @@ handle_hello(struct gpud_client *client, const struct util_msg *msg)
    event_del(client->read_ev);
    client->state = GPUD_CLIENT_WAITING;
    gpud_server_client_log(client, UTIL_LOG_INFO, "connected");
-   struct timeval tv = ms_to_tv(server->cfg.limits.start_timeout_ms);
-   evtimer_add(client->timer, &tv);
+   timer_in(client->timer, server->cfg.limits.start_timeout_ms);
    ensure_workers(server);
 }
 
@@ -725,8 +718,7 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
       worker->goodbye_fault = m->goodbye->fault;
       /* the process ends next; if it does not, it is made to */
       if (worker->pid) {
-         struct timeval tv = ms_to_tv(worker->server->cfg.limits.teardown_timeout_ms);
-         evtimer_add(worker->timer, &tv);
+         timer_in(worker->timer, worker->server->cfg.limits.teardown_timeout_ms);
       }
       break;
    default:
@@ -856,8 +848,7 @@ ensure_workers(struct gpud_server *server)
       want = 1;
    while (spare + server->n_starting < want && server->n_starting < MAX_STARTING) {
       if (!worker_start(server)) {
-         struct timeval tv = ms_to_tv(SPAWN_BACKOFF_MS);
-         evtimer_add(server->spawn_timer, &tv);
+         timer_in(server->spawn_timer, SPAWN_BACKOFF_MS);
          break;
       }
    }
@@ -918,8 +909,7 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
             server->exit_status = 1;
             event_base_loopbreak(server->base);
          } else {
-            struct timeval tv = ms_to_tv(SPAWN_BACKOFF_MS);
-            evtimer_add(server->spawn_timer, &tv);
+            timer_in(server->spawn_timer, SPAWN_BACKOFF_MS);
          }
       }
       worker_free(worker);
@@ -995,14 +985,13 @@ on_accept(evutil_socket_t fd, short what, void *data)
       /* Out of fds or memory: stop accepting for a while (or until a
        * client leaves) instead of spinning on the listening socket. */
       static uint64_t last_warning;
-      uint64_t now = now_ns();
+      uint64_t now = util_now_ns();
       if (now - last_warning > 10ull * 1000000000ull) {
          util_warn("accept failed: %s; pausing new connections", strerror(errno));
          last_warning = now;
       }
       event_del(server->accept_ev);
-      struct timeval tv = ms_to_tv(ACCEPT_BACKOFF_MS);
-      evtimer_add(server->accept_retry, &tv);
+      timer_in(server->accept_retry, ACCEPT_BACKOFF_MS);
       return;
    }
 }
@@ -1053,8 +1042,7 @@ on_drain_timeout(evutil_socket_t fd, short what, void *data)
    }
    util_notice("%u client(s) still connected after %u ms: ended", n,
                server->cfg.limits.drain_timeout_ms);
-   struct timeval tv = ms_to_tv(KILL_GRACE_MS);
-   evtimer_add(server->drain_timer, &tv);
+   timer_in(server->drain_timer, KILL_GRACE_MS);
 }
 
 static void
@@ -1085,8 +1073,7 @@ begin_stop(struct gpud_server *server)
    if (busy)
       util_notice("stopping: letting %u client(s) finish for up to %u ms", busy,
                   server->cfg.limits.drain_timeout_ms);
-   struct timeval tv = ms_to_tv(server->cfg.limits.drain_timeout_ms);
-   evtimer_add(server->drain_timer, &tv);
+   timer_in(server->drain_timer, server->cfg.limits.drain_timeout_ms);
    check_stopped(server);
 }
 

@@ -20,6 +20,7 @@
 #include "gpud_status.h"
 #include "util_list.h"
 #include "util_transport.h"
+#include "wire_control.h"
 
 struct event;
 struct event_base;
@@ -208,7 +209,8 @@ void gpud_kill_worker(struct gpud_worker *worker, const char *why);
 /* gpud_control.c: gpudctl's requests; negative when the connection ends. */
 int gpud_control_handle(struct gpud_client *control, const void *data, size_t size);
 
-/* gpud_server.c, for the files above. */
+/* gpud_server.c, for the files above: messages to a client, queued. */
 void gpud_server_queue(struct gpud_client *client, const void *data, size_t size);
+void gpud_server_queue_control(struct gpud_client *client, const Gpud__ControlMessage *m);
 void gpud_server_client_log(struct gpud_client *client, int level, const char *fmt, ...)
    __attribute__((format(printf, 3, 4)));

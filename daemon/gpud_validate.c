@@ -41,11 +41,7 @@ deliver(struct gpud_context *ctx, VkDebugUtilsMessageSeverityFlagBitsEXT severit
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DEBUG_MESSAGE;
    m.debug_message = &dm;
-   size_t size;
-   void *buf = wire_control_pack(&m, &size);
-   if (buf)
-      gpud_context_send(ctx, UTIL_MSG_CONTROL, buf, size, NULL, 0);
-   free(buf);
+   gpud_context_send_control(ctx, &m);
 }
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL

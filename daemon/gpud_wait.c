@@ -14,6 +14,7 @@
 
 #include "gpud_limits.h"
 #include "util_thread.h"
+#include "util_time.h"
 
 enum wait_kind {
    WAIT_FENCES,
@@ -50,21 +51,13 @@ struct gpud_waiter {
    uint8_t *data;
 };
 
-static uint64_t
-now_ns(void)
-{
-   struct timespec ts;
-   clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static VkResult
 wait_sliced(struct gpud_waiter *w)
 {
    for (;;) {
       if (atomic_load(&w->cancel) || atomic_load(&w->ctx->closing))
          return VK_ERROR_DEVICE_LOST;
-      uint64_t now = now_ns();
+      uint64_t now = util_now_ns();
       uint64_t left = w->deadline_ns > now ? w->deadline_ns - now : 0;
       uint64_t slice = left < GPUD_WAIT_SLICE_NS ? left : GPUD_WAIT_SLICE_NS;
       VkResult r;
@@ -221,7 +214,7 @@ waiter_start(struct gpud_call *call, struct gpud_waiter *w)
 static uint64_t
 deadline(uint64_t timeout)
 {
-   uint64_t now = now_ns();
+   uint64_t now = util_now_ns();
    return timeout > UINT64_MAX - now ? UINT64_MAX : now + timeout;
 }
 

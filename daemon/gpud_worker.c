@@ -43,6 +43,15 @@ send_message(struct worker *w, Gpud__WorkerMessage *m)
    return wire_worker_send(w->control_fd, m, NULL, 0);
 }
 
+/* From threads other than the one that may be mid-request. */
+static void
+send_locked(struct worker *w, Gpud__WorkerMessage *m)
+{
+   pthread_mutex_lock(&w->mutex);
+   send_message(w, m);
+   pthread_mutex_unlock(&w->mutex);
+}
+
 /* Receives the server's next message; NULL when the server is gone or sent
  * something malformed.  fds, if not NULL, get the message's fds. */
 static Gpud__WorkerMessage *
@@ -100,9 +109,7 @@ release_memory(void *data, uint32_t heap, uint64_t bytes)
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_RELEASE;
    m.release = &rel;
-   pthread_mutex_lock(&w->mutex);
-   send_message(w, &m);
-   pthread_mutex_unlock(&w->mutex);
+   send_locked(w, &m);
 }
 
 static void
@@ -114,9 +121,7 @@ report_fault(void *data, const char *reason)
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_FAULT;
    m.fault = &f;
-   pthread_mutex_lock(&w->mutex);
-   send_message(w, &m);
-   pthread_mutex_unlock(&w->mutex);
+   send_locked(w, &m);
 }
 
 static int
@@ -156,9 +161,7 @@ send_goodbye(struct worker *w, const char *reason, bool fault)
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_GOODBYE;
    m.goodbye = &bye;
-   pthread_mutex_lock(&w->mutex);
-   send_message(w, &m);
-   pthread_mutex_unlock(&w->mutex);
+   send_locked(w, &m);
 }
 
 /* Waits for the server to hand over a client; makes its context. */

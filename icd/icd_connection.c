@@ -24,6 +24,7 @@
 #include "util_macros.h"
 #include "wire_control.h"
 #include "wire_gen.h"
+#include "util_time.h"
 
 #define ICD_FLUSH_THRESHOLD (256u * 1024u)
 #define ICD_MAX_REPLY (512u << 20)
@@ -59,14 +60,6 @@ program_name(void)
    return program_invocation_short_name ? program_invocation_short_name : "vulkan-app";
 }
 
-static uint64_t
-now_ns(void)
-{
-   struct timespec ts;
-   clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* How long connecting and the handshake may take per daemon:
  * GPUD_CONNECT_TIMEOUT_MS, default ICD_CONNECT_TIMEOUT_MS.  A daemon that
  * does not answer (or something else listening in the socket folder) costs
@@ -91,7 +84,7 @@ static int
 poll_until(int fd, short events, uint64_t deadline_ns)
 {
    for (;;) {
-      uint64_t now = now_ns();
+      uint64_t now = util_now_ns();
       struct pollfd p = {.fd = fd, .events = events};
       int ms = now >= deadline_ns ? 0 : (int)((deadline_ns - now + 999999) / 1000000);
       int n = poll(&p, 1, ms);
@@ -120,7 +113,7 @@ send_hello(struct icd_connection *conn, uint64_t deadline_ns)
    void *buf = wire_control_pack(&m, &size);
    if (!buf)
       return -ENOMEM;
-   uint64_t now = now_ns();
+   uint64_t now = util_now_ns();
    int ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000) : 0;
    int r = util_msg_send_timeout(conn->fd, UTIL_MSG_CONTROL, buf, size, NULL, 0, ms);
    free(buf);
@@ -193,7 +186,7 @@ connect_nonblocking(const char *path, uint64_t deadline_ns, int *ret_fd)
          }
          break;
       }
-      if (e != EAGAIN || now_ns() >= deadline_ns) {
+      if (e != EAGAIN || util_now_ns() >= deadline_ns) {
          close(fd);
          return e == EAGAIN ? -ETIMEDOUT : -e;
       }
@@ -257,7 +250,7 @@ icd_connection_complete(struct icd_connection *conn, uint64_t deadline_ns)
 int
 icd_connection_open(const char *path, struct icd_connection **ret_conn)
 {
-   uint64_t deadline = now_ns() + icd_connect_timeout_ns();
+   uint64_t deadline = util_now_ns() + icd_connect_timeout_ns();
    struct icd_connection *conn;
    int r = icd_connection_begin(path, deadline, &conn);
    if (r < 0)

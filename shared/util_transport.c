@@ -14,6 +14,7 @@
 
 #include "util_macros.h"
 #include "util_transport.h"
+#include "util_time.h"
 
 /*
  * Wire rules enforced by util_msg_recv(), beyond those in the header:
@@ -631,18 +632,10 @@ util_msg_close_fds(struct util_msg *msg)
       util_fd_close(&msg->fds[i]);
 }
 
-static uint64_t
-now_ns(void)
-{
-   struct timespec ts;
-   clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 bool
 util_socket_spin_readable(int fd, uint64_t max_ns)
 {
-   uint64_t start = now_ns();
+   uint64_t start = util_now_ns();
    do {
       struct pollfd p = {.fd = fd, .events = POLLIN};
       int r = poll(&p, 1, 0);
@@ -651,6 +644,6 @@ util_socket_spin_readable(int fd, uint64_t max_ns)
       if (r < 0 && errno != EINTR)
          return false;
       sched_yield();
-   } while (now_ns() - start < max_ns);
+   } while (util_now_ns() - start < max_ns);
    return false;
 }
