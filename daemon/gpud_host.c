@@ -316,10 +316,12 @@ gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_
    /* The probe's instance stays: drivers set themselves up with a process's
     * first instance and tear down with its last, so a worker waiting for a
     * client keeps theirs set up (NVIDIA's takes tens of milliseconds). */
-   if (r < 0)
+   if (r < 0) {
       d.DestroyInstance(instance, NULL);
-   else
+   } else {
       host->warm_instance = instance;
+      host->warm_destroy = d.DestroyInstance;
+   }
    if (r < 0) {
       util_err("host driver %s: no device%s%s", manifest, device_match ? " matching " : "",
                device_match ? device_match : "");
@@ -336,6 +338,8 @@ gpud_host_finish(struct gpud_host *host)
 {
    /* The host driver stays loaded until exit: drivers keep threads and
     * atexit handlers of their own, and unloading one buys nothing. */
+   if (host->warm_instance && host->warm_destroy)
+      host->warm_destroy(host->warm_instance, NULL);
    free(host->manifest);
    memset(host, 0, sizeof(*host));
 }

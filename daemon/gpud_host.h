@@ -37,6 +37,7 @@ struct gpud_host {
    enum gpud_validate_mode validate;
    void *loader;
    VkInstance warm_instance; /* kept so the driver stays set up */
+   PFN_vkDestroyInstance warm_destroy;
 };
 
 int gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_match);

@@ -192,6 +192,7 @@ class Fixture:
         if os.path.exists(self.socket):
             os.unlink(self.socket)   # left by a daemon we killed
         env = self.base_env()
+        served = self.log_count('serving ')
         cmd = [self.args.gpud, '--socket', self.socket,
                '--host-driver', self.args.lavapipe_manifest] + self.daemon_args()
         log('$ ' + ' '.join(cmd))
@@ -206,7 +207,8 @@ class Fixture:
             if self.daemon.poll() is not None:
                 fail('gpud exited during start-up (%s)' %
                      describe_rc(self.daemon.returncode))
-            if self.socket_accepts():
+            # serving: its first worker has loaded the host driver
+            if self.socket_accepts() and self.log_count('serving ') > served:
                 break
             if time.monotonic() > deadline:
                 fail('gpud did not accept connections on %s within 10 s' %
@@ -227,6 +229,13 @@ class Fixture:
                 args += ['--user', 'nobody']
         args += os.environ.get('GPUD_TEST_DAEMON_ARGS', '').split()
         return args + DAEMON_ARGS.get(self.args.subcommand, []) + list(extra)
+
+    def log_count(self, text):
+        """Lines of the daemon's log (of every start) that say text."""
+        if not os.path.exists(self.log_path):
+            return 0
+        with open(self.log_path, errors='replace') as f:
+            return sum(text in line for line in f)
 
     def socket_accepts(self):
         # gpud speaks SOCK_SEQPACKET; a stream socket is tried too so that a
