@@ -41,7 +41,7 @@ resolve_group(const char *name, gid_t *ret)
 }
 
 static int
-resolve_user(struct gpud_server *server, const char *name)
+resolve_user(struct gpud_access *a, const char *name)
 {
    struct passwd *pw = NULL;
    char *end = NULL;
@@ -61,52 +61,62 @@ resolve_user(struct gpud_server *server, const char *name)
       util_err("workers never run as root: --user names root");
       return -EPERM;
    }
-   server->worker_uid = pw->pw_uid;
-   server->worker_gid = pw->pw_gid;
-   free(server->worker_home);
-   server->worker_home = strdup(pw->pw_dir ? pw->pw_dir : "/");
-   int n_groups = (int)(sizeof(server->worker_groups) / sizeof(server->worker_groups[0]));
-   if (getgrouplist(pw->pw_name, pw->pw_gid, server->worker_groups, &n_groups) < 0) {
+   a->worker_uid = pw->pw_uid;
+   a->worker_gid = pw->pw_gid;
+   a->worker_home = strdup(pw->pw_dir ? pw->pw_dir : "/");
+   int n_groups = (int)(sizeof(a->worker_groups) / sizeof(a->worker_groups[0]));
+   if (getgrouplist(pw->pw_name, pw->pw_gid, a->worker_groups, &n_groups) < 0) {
       /* more groups than we keep: the primary group and the first ones */
-      n_groups = (int)(sizeof(server->worker_groups) / sizeof(server->worker_groups[0]));
+      n_groups = (int)(sizeof(a->worker_groups) / sizeof(a->worker_groups[0]));
    }
-   server->n_worker_groups = n_groups;
-   server->switch_user = true;
+   a->n_worker_groups = n_groups;
+   a->switch_user = true;
    return 0;
 }
 
 int
 gpud_access_init(struct gpud_server *server)
 {
-   server->self_uid = geteuid();
-   server->root = server->self_uid == 0;
-   server->have_group = false;
-   server->have_admin_group = false;
-   if (server->cfg.admin_group) {
-      if (resolve_group(server->cfg.admin_group, &server->admin_group) < 0) {
-         util_err("--admin-group: no group '%s'", server->cfg.admin_group);
+   /* Resolved into a new policy and applied only whole: a reload that
+    * fails (a directory service down, say) leaves the old one. */
+   const struct gpud_config *cfg = &server->cfg;
+   struct gpud_access a = {.self_uid = geteuid()};
+   a.root = a.self_uid == 0;
+   if (cfg->admin_group) {
+      if (resolve_group(cfg->admin_group, &a.admin_group) < 0) {
+         util_err("--admin-group: no group '%s'", cfg->admin_group);
          return -ENOENT;
       }
-      server->have_admin_group = true;
+      a.have_admin_group = true;
    }
-   if (!server->root)
-      return 0;
-   const char *group = server->cfg.group ? server->cfg.group : "render";
-   if (resolve_group(group, &server->group) == 0) {
-      server->have_group = true;
-      struct group *g = getgrgid(server->group);
-      snprintf(server->group_name, sizeof(server->group_name), "%s", g ? g->gr_name : group);
-   } else if (server->cfg.group) {
-      util_err("--group: no group '%s'", group);
-      return -ENOENT;
-   } else {
-      util_warn("there is no group '%s': only root may use this daemon (--group names "
-                "another)",
-                group);
+   if (a.root) {
+      const char *group = cfg->group ? cfg->group : "render";
+      if (resolve_group(group, &a.group) == 0) {
+         a.have_group = true;
+         struct group *g = getgrgid(a.group);
+         snprintf(a.group_name, sizeof(a.group_name), "%s", g ? g->gr_name : group);
+      } else if (cfg->group) {
+         util_err("--group: no group '%s'", group);
+         return -ENOENT;
+      } else {
+         util_warn("there is no group '%s': only root may use this daemon (--group names "
+                   "another)",
+                   group);
+      }
+      if (cfg->isolation == GPUD_ISOLATION_PROCESS &&
+          resolve_user(&a, cfg->user ? cfg->user : "gpud") < 0)
+         return -ENOENT;
    }
-   if (server->cfg.isolation == GPUD_ISOLATION_PROCESS)
-      return resolve_user(server, server->cfg.user ? server->cfg.user : "gpud");
+   free(server->access.worker_home);
+   server->access = a;
    return 0;
+}
+
+void
+gpud_access_finish(struct gpud_access *access)
+{
+   free(access->worker_home);
+   access->worker_home = NULL;
 }
 
 /* The peer's supplementary groups include gid (SO_PEERGROUPS, Linux 4.13). */
@@ -140,11 +150,11 @@ gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid, ch
                     size_t reason_size, bool *ret_admin)
 {
    *ret_admin = false;
-   if (!server->root) {
+   if (!server->access.root) {
       /* a user's daemon is that user's */
-      if (uid != server->self_uid) {
+      if (uid != server->access.self_uid) {
          snprintf(reason, reason_size, "uid %u may not use the daemon of uid %u",
-                  (unsigned)uid, (unsigned)server->self_uid);
+                  (unsigned)uid, (unsigned)server->access.self_uid);
          return false;
       }
       *ret_admin = true;
@@ -154,15 +164,15 @@ gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid, ch
       *ret_admin = true;
       return true;
    }
-   if (server->have_admin_group && peer_in_group(fd, gid, server->admin_group))
+   if (server->access.have_admin_group && peer_in_group(fd, gid, server->access.admin_group))
       *ret_admin = true;
-   if (server->have_group && peer_in_group(fd, gid, server->group))
+   if (server->access.have_group && peer_in_group(fd, gid, server->access.group))
       return true;
    if (*ret_admin)
       return true;
-   if (server->have_group) {
+   if (server->access.have_group) {
       snprintf(reason, reason_size, "uid %u is not in group %s (gid %u)", (unsigned)uid,
-               server->group_name, (unsigned)server->group);
+               server->access.group_name, (unsigned)server->access.group);
    } else {
       snprintf(reason, reason_size, "uid %u is not root, and no group may use this daemon",
                (unsigned)uid);

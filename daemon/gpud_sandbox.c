@@ -9,6 +9,9 @@
  * programs, tracing or signalling other processes, new sockets, new
  * processes and namespaces, and the kernel's administrative interfaces.
  *
+ * (clone's flags are its first argument on x86-64 and arm64, the machines
+ * gpud is built for; s390x would need the second.)
+ *
  * It is a deny list: host drivers open device nodes, map memory, issue
  * ioctls and start threads in ways no allow list can predict across
  * vendors, and a denied call they might make fails with EPERM instead of
@@ -17,10 +20,14 @@
 #include "gpud_worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <linux/sockios.h>
 #include <unistd.h>
 
 #include "util_log.h"
@@ -36,6 +43,8 @@ static const char *const denied[] = {
    /* namespaces, mounts, identities */
    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount",
    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+   /* io_uring does I/O (sockets too) the filter cannot see */
+   "io_uring_setup", "io_uring_enter", "io_uring_register",
    /* the kernel's administrative interfaces */
    "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
    "delete_module", "reboot", "swapon", "swapoff", "acct", "settimeofday", "clock_settime",
@@ -79,6 +88,30 @@ gpud_sandbox_enter(void)
    if (r == 0)
       r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(rt_tgsigqueueinfo), 1,
                            SCMP_A0(SCMP_CMP_NE, self));
+   /* Limits of itself only, named as pid 0 as libc does (another worker of
+    * the same user could be killed with RLIMIT_CPU; a filter compares an
+    * argument once, so the worker's own pid is refused too); no priorities
+    * of a whole user or group. */
+   if (r == 0)
+      r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 1,
+                           SCMP_A0(SCMP_CMP_NE, 0));
+   if (r == 0)
+      r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(setpriority), 1,
+                           SCMP_A0(SCMP_CMP_NE, PRIO_PROCESS));
+   /* No signals by way of fd ownership (SIGIO, or any signal with F_SETSIG,
+    * to another process), no typing into a terminal. */
+   static const scmp_datum_t fcntl_denied[] = {F_SETOWN, F_SETOWN_EX, F_SETSIG};
+   for (size_t i = 0; r == 0 && i < UTIL_ARRAY_SIZE(fcntl_denied); i++)
+      r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 1,
+                           SCMP_A1(SCMP_CMP_EQ, fcntl_denied[i]));
+   static const scmp_datum_t ioctl_denied[] = {FIOSETOWN, SIOCSPGRP, TIOCSTI, TIOCLINUX};
+   for (size_t i = 0; r == 0 && i < UTIL_ARRAY_SIZE(ioctl_denied); i++)
+      r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, ioctl_denied[i]));
+   /* The filter covers every thread, also those the host driver started
+    * while it loaded. */
+   if (r == 0)
+      r = seccomp_attr_set(f, SCMP_FLTATR_CTL_TSYNC, 1);
    /* Threads, never processes: clone() must share the thread group; clone3
     * hides its flags from the filter, so it is "not implemented" and libc
     * falls back to clone(). */

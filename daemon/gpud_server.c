@@ -15,6 +15,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "util_log.h"
+#include "util_thread.h"
 #include "util_memfd.h"
 #include "wire_control.h"
 #include "wire_gen.h"
@@ -53,9 +55,15 @@ static void check_stopped(struct gpud_server *server);
 
 /* ---- logging ------------------------------------------------------------- */
 
+static bool account_log_allowed(struct gpud_server *server, struct gpud_account *a);
+
+/* Lines about one user's connections are rate limited per user (root's are
+ * not): a user connecting in a loop cannot flood the log. */
 void
 gpud_server_client_log(struct gpud_client *client, int level, const char *fmt, ...)
 {
+   if (client->account && !account_log_allowed(client->server, client->account))
+      return;
    char msg[768];
    va_list ap;
    va_start(ap, fmt);
@@ -65,10 +73,8 @@ gpud_server_client_log(struct gpud_client *client, int level, const char *fmt, .
             (int)client->pid, client->name[0] ? client->name : "?", msg);
 }
 
-/* Lines about a user's connections (refusals, time-outs) are rate limited
- * per user: a user opening connections in a loop cannot flood the log. */
-static bool
-account_log_allowed(struct gpud_server *server, struct gpud_account *a)
+static void
+account_refill(struct gpud_server *server, struct gpud_account *a)
 {
    uint64_t now = util_now_ns();
    double burst = server->cfg.limits.log_burst;
@@ -76,6 +82,14 @@ account_log_allowed(struct gpud_server *server, struct gpud_account *a)
    if (a->log_tokens > burst)
       a->log_tokens = burst;
    a->log_last_ns = now;
+}
+
+static bool
+account_log_allowed(struct gpud_server *server, struct gpud_account *a)
+{
+   if (a->uid == 0)
+      return true;
+   account_refill(server, a);
    if (a->log_tokens < 1.0) {
       a->log_suppressed++;
       return false;
@@ -87,6 +101,80 @@ account_log_allowed(struct gpud_server *server, struct gpud_account *a)
       a->log_suppressed = 0;
    }
    return true;
+}
+
+/* ---- fds peers sent ------------------------------------------------------ */
+
+/* Closing an fd can block for as long as whoever serves it likes (a file on
+ * the sender's own FUSE mount): fds that peers send are closed on a thread
+ * of their own, never in the loop. */
+static void *
+closer_thread(void *data)
+{
+   int fd = (int)(intptr_t)data;
+   for (;;) {
+      int victim;
+      ssize_t n = read(fd, &victim, sizeof(victim));
+      if (n == sizeof(victim)) {
+         close(victim);
+         continue;
+      }
+      if (n < 0 && errno == EINTR)
+         continue;
+      break; /* the server closed its end */
+   }
+   close(fd);
+   return NULL;
+}
+
+static int
+closer_start(struct gpud_server *server)
+{
+   int p[2];
+   if (pipe2(p, O_CLOEXEC) < 0)
+      return -errno;
+   fcntl(p[1], F_SETFL, O_NONBLOCK);
+   int r = util_thread_start_detached(closer_thread, (void *)(intptr_t)p[0]);
+   if (r) {
+      close(p[0]);
+      close(p[1]);
+      return -r;
+   }
+   server->closer_fd = p[1];
+   return 0;
+}
+
+static void
+discard_fd(int fd, void *data)
+{
+   struct gpud_server *server = data;
+   if (server->closer_fd >= 0 && write(server->closer_fd, &fd, sizeof(fd)) == sizeof(fd))
+      return;
+   /* The closer is stuck on one already: keep this one open rather than
+    * stall the loop (it counts against the fd limit like any other). */
+   static uint64_t last_warning;
+   uint64_t now = util_now_ns();
+   if (now - last_warning > 10ull * 1000000000ull) {
+      util_warn("fds sent by peers are not closing; keeping them open");
+      last_warning = now;
+   }
+}
+
+void
+gpud_server_discard_fds(struct gpud_server *server, struct util_msg *msg)
+{
+   for (unsigned i = 0; i < msg->n_fds && i < UTIL_MSG_MAX_FDS; i++) {
+      if (msg->fds[i] >= 0)
+         discard_fd(util_fd_move(&msg->fds[i]), server);
+   }
+}
+
+static void
+reader_init(struct gpud_server *server, struct util_msg_reader *reader)
+{
+   util_msg_reader_init(reader, UTIL_PACKET_MAX_PAYLOAD);
+   reader->close_fd = discard_fd;
+   reader->close_data = server;
 }
 
 /* ---- accounts ------------------------------------------------------------ */
@@ -109,13 +197,18 @@ account_get(struct gpud_server *server, uid_t uid)
    return a;
 }
 
+/* An account goes once nothing is charged to it and its log budget is
+ * full again (else reconnecting would reset the rate limit). */
 static void
-account_put(struct gpud_account *a)
+account_put(struct gpud_server *server, struct gpud_account *a)
 {
-   if (a && a->connections == 0 && a->memory == 0 && !a->log_suppressed) {
-      util_list_remove(&a->link);
-      free(a);
-   }
+   if (!a || a->connections || a->memory || a->log_suppressed)
+      return;
+   account_refill(server, a);
+   if (a->log_tokens < server->cfg.limits.log_burst)
+      return;
+   util_list_remove(&a->link);
+   free(a);
 }
 
 /* ---- clients --------------------------------------------------------------- */
@@ -138,7 +231,7 @@ client_free(struct gpud_client *client)
    if (client->account) {
       client->account->connections--;
       client->account->memory -= client->memory;
-      account_put(client->account);
+      account_put(server, client->account);
    }
    util_list_remove(&client->link);
    server->n_clients--;
@@ -200,20 +293,17 @@ send_disconnect(struct gpud_client *client, const char *reason)
 }
 
 static void
-refuse(struct gpud_client *client, bool rate_limited, const char *fmt, ...)
-   __attribute__((format(printf, 3, 4)));
+refuse(struct gpud_client *client, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
-refuse(struct gpud_client *client, bool rate_limited, const char *fmt, ...)
+refuse(struct gpud_client *client, const char *fmt, ...)
 {
    char reason[512];
    va_list ap;
    va_start(ap, fmt);
    vsnprintf(reason, sizeof(reason), fmt, ap);
    va_end(ap);
-   if (!rate_limited || !client->account ||
-       account_log_allowed(client->server, client->account))
-      gpud_server_client_log(client, UTIL_LOG_ERR, "refused: %s", reason);
+   gpud_server_client_log(client, UTIL_LOG_ERR, "refused: %s", reason);
    send_disconnect(client, reason);
    /* Closing with unread input would reset the connection, and the client
     * would read the reset instead of the reason: read what came. */
@@ -221,7 +311,7 @@ refuse(struct gpud_client *client, bool rate_limited, const char *fmt, ...)
       struct util_msg msg;
       if (util_msg_recv_packet(client->fd, &client->reader, &msg) < 0)
          break;
-      util_msg_close_fds(&msg);
+      gpud_server_discard_fds(client->server, &msg);
    }
    client_free(client);
 }
@@ -242,12 +332,21 @@ client_new(struct gpud_server *server, int fd)
    client->id = ++server->next_client_id;
    client->connected_ns = util_now_ns();
    util_msg_queue_init(&client->out);
-   util_msg_reader_init(&client->reader, UTIL_PACKET_MAX_PAYLOAD);
+   reader_init(server, &client->reader);
    util_list_add_tail(&server->clients, &client->link);
    server->n_clients++;
    struct ucred cred = {0};
    socklen_t len = sizeof(cred);
-   getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred)) {
+      /* a peer nobody can name is nobody's to serve */
+      util_fd_close(&client->fd);
+      util_list_remove(&client->link);
+      server->n_clients--;
+      util_msg_queue_finish(&client->out);
+      util_msg_reader_finish(&client->reader);
+      free(client);
+      return NULL;
+   }
    client->pid = cred.pid;
    client->uid = cred.uid;
    client->read_ev = event_new(server->base, fd, EV_READ | EV_PERSIST, on_client_read, client);
@@ -264,17 +363,17 @@ client_new(struct gpud_server *server, int fd)
    char reason[256];
    bool admin = false;
    if (!gpud_access_allowed(server, fd, cred.uid, cred.gid, reason, sizeof(reason), &admin)) {
-      refuse(client, true, "%s", reason);
+      refuse(client, "%s", reason);
       return NULL;
    }
    client->admin = admin;
    if (client->account->connections > server->cfg.limits.uid_connections) {
-      refuse(client, true, "uid %u has %u connections, the most one user may have",
+      refuse(client, "uid %u has %u connections, the most one user may have",
              (unsigned)cred.uid, server->cfg.limits.uid_connections);
       return NULL;
    }
    if (server->n_clients > server->cfg.limits.max_clients) {
-      refuse(client, true, "the daemon serves %u connections, its most",
+      refuse(client, "the daemon serves %u connections, its most",
              server->cfg.limits.max_clients);
       return NULL;
    }
@@ -285,14 +384,27 @@ client_new(struct gpud_server *server, int fd)
 
 /* ---- crashes -------------------------------------------------------------- */
 
+static unsigned recent_crashes(struct gpud_server *server, struct gpud_crash_record *c,
+                               uint64_t *ret_last);
+
 static struct gpud_crash_record *
 crash_record(struct gpud_server *server, uid_t uid, const char *name, bool create)
 {
-   struct gpud_crash_record *c;
-   util_list_for_each(c, &server->crashes, link) {
-      if (c->uid == uid && !strcmp(c->name, name))
-         return c;
+   struct gpud_crash_record *c, *found = NULL;
+   util_list_for_each_safe(c, &server->crashes, link) {
+      if (c->uid == uid && !strcmp(c->name, name)) {
+         found = c;
+         continue;
+      }
+      /* records whose crashes are all past the cool-down go */
+      uint64_t last;
+      if (!recent_crashes(server, c, &last)) {
+         util_list_remove(&c->link);
+         free(c);
+      }
    }
+   if (found || !create)
+      return found;
    if (!create)
       return NULL;
    c = calloc(1, sizeof(*c));
@@ -377,18 +489,17 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
       client->name[n] = '\0';
    }
    if (hello->protocol_version != WIRE_PROTOCOL_VERSION) {
-      refuse(client, false, "protocol version mismatch: client speaks %u, daemon speaks %u",
+      refuse(client, "protocol version mismatch: client speaks %u, daemon speaks %u",
              hello->protocol_version, WIRE_PROTOCOL_VERSION);
       return false;
    }
    if (hello->role != GPUD__ROLE__ROLE_CONTROL && hello->role != GPUD__ROLE__ROLE_VULKAN) {
-      refuse(client, false, "unknown role %d", hello->role);
+      refuse(client, "unknown role %d", hello->role);
       return false;
    }
    if (hello->role == GPUD__ROLE__ROLE_VULKAN &&
        hello->command_table_hash != WIRE_COMMAND_TABLE_HASH) {
-      refuse(client, false,
-             "command table mismatch: client %016" PRIx64 " (vk.xml %u), daemon %016llx "
+      refuse(client, "command table mismatch: client %016" PRIx64 " (vk.xml %u), daemon %016llx "
              "(vk.xml %u); install matching gpud and ICD builds",
              hello->command_table_hash, hello->vk_header_version, WIRE_COMMAND_TABLE_HASH,
              WIRE_VK_HEADER_VERSION);
@@ -400,8 +511,7 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
       unsigned n = c ? recent_crashes(server, c, &last) : 0;
       if (n >= server->cfg.limits.crash_limit) {
          uint64_t until = last + (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
-         refuse(client, true,
-                "its workers crashed %u times in the last %u s; refused for %" PRIu64
+         refuse(client, "its workers crashed %u times in the last %u s; refused for %" PRIu64
                 " s more",
                 n, server->cfg.limits.crash_cooldown_ms / 1000,
                 (uint64_t)((until - util_now_ns()) / 1000000000ull + 1));
@@ -416,14 +526,14 @@ handle_hello(struct gpud_client *client, const struct util_msg *msg)
 {
    struct gpud_server *server = client->server;
    if (msg->n_fds) {
-      refuse(client, false, "file descriptors in the handshake");
+      refuse(client, "file descriptors in the handshake");
       return;
    }
    Gpud__ControlMessage *m =
       msg->type == UTIL_MSG_CONTROL ? wire_control_unpack(msg->data, msg->size) : NULL;
    if (!m || m->msg_case != GPUD__CONTROL_MESSAGE__MSG_HELLO) {
       wire_control_free(m);
-      refuse(client, false, "the first message is not a Hello");
+      refuse(client, "the first message is not a Hello");
       return;
    }
    bool ok = check_hello(client, m->hello);
@@ -450,13 +560,14 @@ static void
 on_client_read(evutil_socket_t fd, short what, void *data)
 {
    struct gpud_client *client = data;
+   struct gpud_server *server = client->server; /* the client may go */
    struct util_msg msg;
    int r = util_msg_recv_packet(client->fd, &client->reader, &msg);
    if (r == -EAGAIN)
       return;
    if (r < 0) {
       if (r != -ECONNRESET && client->state == GPUD_CLIENT_HANDSHAKE)
-         refuse(client, false, "%s",
+         refuse(client, "%s",
                 r == -EPROTO ? "malformed or oversized handshake" : strerror(-r));
       else
          client_free(client);
@@ -464,12 +575,12 @@ on_client_read(evutil_socket_t fd, short what, void *data)
    }
    if (client->state == GPUD_CLIENT_HANDSHAKE) {
       handle_hello(client, &msg);
-      util_msg_close_fds(&msg);
+      gpud_server_discard_fds(server, &msg);
       return;
    }
    /* a control connection */
    if (msg.n_fds) {
-      util_msg_close_fds(&msg);
+      gpud_server_discard_fds(server, &msg);
       gpud_server_client_log(client, UTIL_LOG_ERR, "protocol error: unexpected file descriptors");
       client_free(client);
       return;
@@ -490,9 +601,9 @@ on_client_timer(evutil_socket_t fd, short what, void *data)
 {
    struct gpud_client *client = data;
    if (client->state == GPUD_CLIENT_HANDSHAKE)
-      refuse(client, true, "no Hello within %u ms", client->server->cfg.limits.handshake_timeout_ms);
+      refuse(client, "no Hello within %u ms", client->server->cfg.limits.handshake_timeout_ms);
    else if (client->state == GPUD_CLIENT_WAITING)
-      refuse(client, false, "no worker could be started for it within %u ms",
+      refuse(client, "no worker could be started for it within %u ms",
              client->server->cfg.limits.start_timeout_ms);
 }
 
@@ -615,7 +726,7 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
       page = mmap(NULL, GPUD_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, status_fd, 0);
    if (page == MAP_FAILED) {
       util_fd_close(&status_fd);
-      refuse(client, false, "out of memory");
+      refuse(client, "out of memory");
       return;
    }
    worker->status = page;
@@ -655,12 +766,13 @@ worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
    }
    server->n_starting--;
    worker->state = GPUD_WORKER_SPARE;
-   server->start_failures = 0;
+   evtimer_del(worker->timer);
    if (!server->manifest) {
       /* the driver the first worker picked: every later one loads it */
       if (!ready->host_driver || ready->host_driver[0] != '/' ||
           access(ready->host_driver, R_OK) < 0) {
          gpud_kill_worker(worker, "it named no host driver");
+         worker->failed_start = true;
          return;
       }
       server->manifest = strdup(ready->host_driver);
@@ -679,6 +791,7 @@ worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
       }
       server->have_device = true;
    }
+   server->start_failures = 0;
 }
 
 static void
@@ -689,6 +802,8 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
                                                    : NULL;
    switch (m ? m->msg_case : GPUD__WORKER_MESSAGE__MSG__NOT_SET) {
    case GPUD__WORKER_MESSAGE__MSG_READY:
+      if (worker->ended)
+         break; /* read after its end: never a spare */
       worker_ready(worker, m->ready);
       ensure_workers(worker->server);
       break;
@@ -705,7 +820,9 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
       release(worker, m->release->heap, m->release->bytes);
       break;
    case GPUD__WORKER_MESSAGE__MSG_FAULT:
-      if (worker->client) {
+      /* one per worker: what it reports is its own client's */
+      if (worker->client && !worker->reported_fault) {
+         worker->reported_fault = true;
          char reason[160];
          snprintf(reason, sizeof(reason), "%s", m->fault->reason ? m->fault->reason : "?");
          gpud_server_client_log(worker->client, UTIL_LOG_WARNING, "%s", reason);
@@ -713,6 +830,8 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
       }
       break;
    case GPUD__WORKER_MESSAGE__MSG_GOODBYE:
+      if (worker->goodbye[0])
+         break; /* one goodbye, one deadline */
       snprintf(worker->goodbye, sizeof(worker->goodbye), "%s",
                m->goodbye->reason && m->goodbye->reason[0] ? m->goodbye->reason : "disconnected");
       worker->goodbye_fault = m->goodbye->fault;
@@ -728,11 +847,15 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
    wire_worker_free(m);
 }
 
-/* Reads what the worker sent; false once the channel is closed. */
+/* Reads what the worker sent, at most a batch at a time (a worker that
+ * floods its channel cannot keep the loop from everyone else); false once
+ * the channel is closed. */
+#define WORKER_BATCH 32
+
 static bool
 drain_worker(struct gpud_worker *worker)
 {
-   for (;;) {
+   for (unsigned i = 0; i < WORKER_BATCH; i++) {
       struct util_msg msg;
       int r = util_msg_recv_packet(worker->fd, &worker->reader, &msg);
       if (r == -EAGAIN)
@@ -743,8 +866,9 @@ drain_worker(struct gpud_worker *worker)
          return false;
       }
       worker_message(worker, &msg);
-      util_msg_close_fds(&msg);
+      gpud_server_discard_fds(worker->server, &msg);
    }
+   return true;
 }
 
 static void
@@ -764,7 +888,11 @@ static void
 on_worker_timer(evutil_socket_t fd, short what, void *data)
 {
    struct gpud_worker *worker = data;
-   gpud_kill_worker(worker, "it did not end after its client left");
+   if (worker->state == GPUD_WORKER_STARTING) {
+      worker->start_timed_out = true;
+      gpud_kill_worker(worker, "it did not start in time");
+   } else
+      gpud_kill_worker(worker, "it did not end after its client left");
 }
 
 static struct gpud_worker *
@@ -777,7 +905,7 @@ worker_start(struct gpud_server *server)
    worker->fd = -1;
    worker->status_fd = -1;
    util_msg_queue_init(&worker->out);
-   util_msg_reader_init(&worker->reader, UTIL_PACKET_MAX_PAYLOAD);
+   reader_init(server, &worker->reader);
    util_list_add_tail(&server->workers, &worker->link);
    worker->state = GPUD_WORKER_STARTING;
    server->n_starting++;
@@ -799,6 +927,8 @@ worker_start(struct gpud_server *server)
       return NULL;
    }
    event_add(worker->read_ev, NULL);
+   /* a worker stuck loading the host driver must not hold its place */
+   timer_in(worker->timer, server->cfg.limits.start_timeout_ms);
    return worker;
 }
 
@@ -807,7 +937,7 @@ first_worker(struct gpud_server *server, enum gpud_worker_state state)
 {
    struct gpud_worker *w;
    util_list_for_each(w, &server->workers, link) {
-      if (w->state == state && !w->kill_reason)
+      if (w->state == state && !w->kill_reason && !w->ended)
          return w;
    }
    return NULL;
@@ -842,7 +972,7 @@ ensure_workers(struct gpud_server *server)
    unsigned spare = 0;
    struct gpud_worker *w;
    util_list_for_each(w, &server->workers, link)
-      spare += w->state == GPUD_WORKER_SPARE && !w->kill_reason;
+      spare += w->state == GPUD_WORKER_SPARE && !w->kill_reason && !w->ended;
    unsigned want = waiting + server->cfg.spare_workers;
    if (!server->have_device && want == 0)
       want = 1;
@@ -859,7 +989,7 @@ describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, si
              bool *ret_crash)
 {
    *ret_crash = false;
-   if (!reaped || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 && worker->goodbye[0])) {
+   if (!reaped || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
       snprintf(buf, size, "%s", worker->goodbye[0] ? worker->goodbye : "disconnected");
       return;
    }
@@ -891,11 +1021,22 @@ static void
 worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
 {
    struct gpud_server *server = worker->server;
-   if (worker->fd >= 0 && !worker->channel_closed)
-      drain_worker(worker); /* a goodbye may still be on its way */
+   /* Gone: never signalled again (its pid may be another process's now),
+    * never made a spare by what it sent before it went. */
+   worker->ended = true;
+   if (worker->fd >= 0 && !worker->channel_closed) {
+      while (drain_worker(worker) && !worker->channel_closed) {
+         struct pollfd p = {.fd = worker->fd, .events = POLLIN};
+         if (poll(&p, 1, 0) <= 0)
+            break; /* a goodbye may still have been on its way */
+      }
+   }
    struct gpud_client *client = worker->client;
    if (!client) {
-      if (worker->state == GPUD_WORKER_STARTING && !worker->kill_reason) {
+      /* (a starting worker killed at shutdown did not fail) */
+      bool failed = worker->failed_start || (worker->state == GPUD_WORKER_STARTING &&
+                                             (!worker->kill_reason || worker->start_timed_out));
+      if (failed) {
          server->start_failures++;
          if (reaped && WIFSIGNALED(wstatus))
             util_err("a worker died starting up (signal %d)", WTERMSIG(wstatus));
@@ -914,6 +1055,7 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
       }
       worker_free(worker);
       check_stopped(server);
+      ensure_workers(server); /* a spare that went is replaced */
       return;
    }
    char reason[256];
@@ -1169,7 +1311,7 @@ open_socket(struct gpud_server *server)
          util_err("no socket path: pass --socket or set XDG_RUNTIME_DIR");
          return -EINVAL;
       }
-      int r = mkdir_parents(server->socket_path, server->root ? 0755 : 0700);
+      int r = mkdir_parents(server->socket_path, server->access.root ? 0755 : 0700);
       if (r >= 0)
          r = util_socket_listen(server->socket_path, &server->listen_fd);
       if (r < 0) {
@@ -1179,11 +1321,11 @@ open_socket(struct gpud_server *server)
       server->own_socket = true;
       /* The kernel checks what the server checks again: a system daemon's
        * socket is its group's, a user's daemon's its user's. */
-      if (server->root) {
+      if (server->access.root) {
          chmod(server->socket_path, 0660);
-         if (server->have_group && chown(server->socket_path, 0, server->group) < 0)
+         if (server->access.have_group && chown(server->socket_path, 0, server->access.group) < 0)
             util_warn("cannot give %s to group %s: %s", server->socket_path,
-                      server->group_name, strerror(errno));
+                      server->access.group_name, strerror(errno));
       } else {
          chmod(server->socket_path, 0600);
       }
@@ -1267,7 +1409,8 @@ server_finish(struct gpud_server *server)
       unlink(server->socket_path);
    free(server->socket_path);
    free(server->manifest);
-   free(server->worker_home);
+   gpud_access_finish(&server->access);
+   util_fd_close(&server->closer_fd);
    gpud_host_finish(&server->host);
 }
 
@@ -1278,6 +1421,7 @@ gpud_server_run(const struct gpud_config *cfg)
    struct gpud_server *server = &server_storage;
    server->cfg = *cfg;
    server->listen_fd = -1;
+   server->closer_fd = -1;
    server->self_path = "/proc/self/exe";
    util_list_init(&server->clients);
    util_list_init(&server->workers);
@@ -1299,6 +1443,10 @@ gpud_server_run(const struct gpud_config *cfg)
    if (cfg->isolation == GPUD_ISOLATION_THREAD && load_host(server) < 0)
       goto out;
 
+   if (closer_start(server) < 0) {
+      util_err("cannot start a thread");
+      goto out;
+   }
    server->base = event_base_new();
    if (!server->base) {
       util_err("cannot create the event loop");
@@ -1345,6 +1493,12 @@ gpud_server_run(const struct gpud_config *cfg)
    server->exit_status = 0;
    event_base_dispatch(server->base);
    status = server->exit_status;
+   if (cfg->isolation == GPUD_ISOLATION_THREAD && !util_list_empty(&server->workers)) {
+      /* contexts stuck in the host driver still use what would be freed */
+      util_warn("exiting with %zu client thread(s) still in the host driver",
+                util_list_length(&server->workers));
+      _exit(status);
+   }
 out:
    server_finish(server);
    return status;

@@ -45,6 +45,24 @@ struct gpud_config {
    struct gpud_limits limits;
 };
 
+/* Who may connect, and who workers run as (gpud_access.c). */
+struct gpud_access {
+   bool root;
+   uid_t self_uid;
+   bool have_group;
+   gid_t group;
+   char group_name[64];
+   bool have_admin_group;
+   gid_t admin_group;
+   /* workers' identity (root daemons) */
+   bool switch_user;
+   uid_t worker_uid;
+   gid_t worker_gid;
+   gid_t worker_groups[32];
+   int n_worker_groups;
+   char *worker_home;
+};
+
 /* Per-user accounting. */
 struct gpud_account {
    struct util_list link;
@@ -113,6 +131,10 @@ struct gpud_worker {
    bool goodbye_fault;
    const char *kill_reason; /* why the server killed it */
    bool channel_closed;
+   bool ended;            /* reaped (or its thread gone) */
+   bool start_timed_out;
+   bool failed_start;     /* its start did not give what the server needs */
+   bool reported_fault;
 };
 
 struct gpud_fault {
@@ -139,6 +161,7 @@ struct gpud_server {
    char *manifest;        /* the host driver's manifest */
    struct event_base *base;
    int listen_fd;
+   int closer_fd;         /* fds peers sent go here to be closed */
    bool own_socket;
    char *socket_path;
    struct event *accept_ev;
@@ -161,21 +184,7 @@ struct gpud_server {
    uint64_t total_heap;
    struct gpud_host host; /* --isolation=thread: loaded here */
 
-   /* access policy */
-   bool root;
-   uid_t self_uid;
-   bool have_group;
-   gid_t group;
-   char group_name[64];
-   bool have_admin_group;
-   gid_t admin_group;
-   /* workers' identity (root daemons) */
-   bool switch_user;
-   uid_t worker_uid;
-   gid_t worker_gid;
-   gid_t worker_groups[32];
-   int n_worker_groups;
-   char *worker_home;
+   struct gpud_access access;
 
    struct util_list clients;
    struct util_list workers;
@@ -192,8 +201,10 @@ struct gpud_server {
 /* Runs the server until SIGTERM; returns the exit status. */
 int gpud_server_run(const struct gpud_config *cfg);
 
-/* gpud_access.c: who may do what. */
+/* gpud_access.c: who may do what.  init (again, on SIGHUP) resolves the
+ * groups and the workers' user; on failure the policy stays as it was. */
 int gpud_access_init(struct gpud_server *server);
+void gpud_access_finish(struct gpud_access *access);
 /* Whether the peer may connect; when not, why in reason. */
 bool gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid,
                          char *reason, size_t reason_size, bool *ret_admin);
@@ -208,6 +219,10 @@ void gpud_kill_worker(struct gpud_worker *worker, const char *why);
 
 /* gpud_control.c: gpudctl's requests; negative when the connection ends. */
 int gpud_control_handle(struct gpud_client *control, const void *data, size_t size);
+
+/* Closes fds a peer sent, on the closer thread (a peer's fd may take
+ * forever to close: a file on its own FUSE mount, say). */
+void gpud_server_discard_fds(struct gpud_server *server, struct util_msg *msg);
 
 /* gpud_server.c, for the files above: messages to a client, queued. */
 void gpud_server_queue(struct gpud_client *client, const void *data, size_t size);

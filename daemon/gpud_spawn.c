@@ -54,7 +54,8 @@ validate_name(enum gpud_validate_mode mode)
 }
 
 /* The worker's environment: the server's, with the home of the user it
- * runs as (drivers keep shader caches there). */
+ * runs as (drivers keep shader caches there) and without systemd's
+ * notification and socket variables. */
 static char **
 worker_environ(struct gpud_server *server)
 {
@@ -65,13 +66,22 @@ worker_environ(struct gpud_server *server)
    if (!env)
       return NULL;
    size_t j = 0;
+   static const char *const dropped[] = {
+      /* systemd's, for the server alone */
+      "NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=", "LISTEN_FDS=", "LISTEN_PID=",
+      "LISTEN_FDNAMES=",
+   };
    for (size_t i = 0; i < n; i++) {
-      if (server->worker_home && !strncmp(environ[i], "HOME=", 5))
+      if (server->access.worker_home && !strncmp(environ[i], "HOME=", 5))
          continue;
-      env[j++] = environ[i];
+      bool drop = false;
+      for (size_t k = 0; k < sizeof(dropped) / sizeof(dropped[0]); k++)
+         drop |= !strncmp(environ[i], dropped[k], strlen(dropped[k]));
+      if (!drop)
+         env[j++] = environ[i];
    }
    char *home = NULL;
-   if (server->worker_home && asprintf(&home, "HOME=%s", server->worker_home) >= 0)
+   if (server->access.worker_home && asprintf(&home, "HOME=%s", server->access.worker_home) >= 0)
       env[j++] = home;
    env[j] = NULL;
    return env;
@@ -83,7 +93,7 @@ free_environ(struct gpud_server *server, char **env)
    if (!env)
       return;
    for (char **e = env; *e; e++) {
-      if (server->worker_home && !strncmp(*e, "HOME=", 5))
+      if (server->access.worker_home && !strncmp(*e, "HOME=", 5))
          free(*e);
    }
    free(env);
@@ -116,27 +126,45 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
    if (!env)
       return -ENOMEM;
 
+   /* No signal runs the server's handlers in the child between fork and
+    * exec (they would write to the server's signal socketpair). */
+   sigset_t all, old_mask;
+   sigfillset(&all);
+   sigprocmask(SIG_SETMASK, &all, &old_mask);
    pid_t pid = fork();
    if (pid < 0) {
       int r = -errno;
+      sigprocmask(SIG_SETMASK, &old_mask, NULL);
       free_environ(server, env);
       return r;
    }
    if (pid == 0) {
       /* The child: async-signal-safe calls only, then exec. */
-      sigset_t all;
-      sigemptyset(&all);
-      sigprocmask(SIG_SETMASK, &all, NULL);
-      if (dup2(child_fd, 3) < 0)
+      struct sigaction dfl = {.sa_handler = SIG_DFL};
+      for (int sig = 1; sig < NSIG; sig++) {
+         if (sig != SIGKILL && sig != SIGSTOP && sig != SIGPIPE)
+            sigaction(sig, &dfl, NULL);
+      }
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, NULL);
+      if (child_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(child_fd, 3) < 0)
          _exit(127);
-      if (server->switch_user &&
-          (setgroups((size_t)server->n_worker_groups, server->worker_groups) < 0 ||
-           setgid(server->worker_gid) < 0 || setuid(server->worker_uid) < 0))
+      /* no terminal to read from (or to type into) */
+      int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (null >= 0 && null != 0) {
+         dup2(null, 0);
+         close(null);
+      }
+      if (server->access.switch_user &&
+          (setgroups((size_t)server->access.n_worker_groups, server->access.worker_groups) < 0 ||
+           setgid(server->access.worker_gid) < 0 || setuid(server->access.worker_uid) < 0))
          _exit(126);
       prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
       execve(server->self_path, (char *const *)argv, env);
       _exit(127);
    }
+   sigprocmask(SIG_SETMASK, &old_mask, NULL);
    free_environ(server, env);
    worker->pid = pid;
    return 0;
@@ -179,13 +207,15 @@ gpud_kill_worker(struct gpud_worker *worker, const char *why)
 {
    if (!worker->kill_reason)
       worker->kill_reason = why;
+   if (worker->ended)
+      return; /* reaped: its pid may be another process's */
    if (worker->pid > 0) {
       kill(worker->pid, SIGKILL);
-   } else if (worker->client) {
-      /* A thread cannot be killed: end its client's stream instead. */
-      shutdown(worker->client->fd, SHUT_RDWR);
-   } else {
-      /* a spare thread waits for a client: closing the channel ends it */
-      shutdown(worker->fd, SHUT_RDWR);
+      return;
    }
+   /* A thread cannot be killed: end its client's stream, and its channel
+    * (a thread still waiting for its client ends with that). */
+   if (worker->client)
+      shutdown(worker->client->fd, SHUT_RDWR);
+   shutdown(worker->fd, SHUT_RDWR);
 }

@@ -30,7 +30,7 @@
 
 struct worker {
    int control_fd;
-   atomic_bool said_goodbye;
+   bool said_goodbye; /* under mutex */
    pthread_mutex_t mutex; /* one request on the channel at a time */
    struct util_msg_reader reader;
    const struct gpud_host *host;
@@ -150,18 +150,23 @@ send_ready(struct worker *w)
    return send_message(w, &m);
 }
 
+/* Once, from whichever thread ends the worker first; the other waits on
+ * the lock until it has gone out, so neither exits before it is sent. */
 static void
 send_goodbye(struct worker *w, const char *reason, bool fault)
 {
-   if (atomic_exchange(&w->said_goodbye, true))
-      return;
    Gpud__WorkerGoodbye bye = GPUD__WORKER_GOODBYE__INIT;
    bye.reason = (char *)(reason[0] ? reason : "disconnected");
    bye.fault = fault;
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_GOODBYE;
    m.goodbye = &bye;
-   send_locked(w, &m);
+   pthread_mutex_lock(&w->mutex);
+   if (!w->said_goodbye) {
+      w->said_goodbye = true;
+      send_message(w, &m);
+   }
+   pthread_mutex_unlock(&w->mutex);
 }
 
 /* Waits for the server to hand over a client; makes its context. */

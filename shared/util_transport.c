@@ -238,8 +238,10 @@ util_msg_send_timeout(int fd, uint32_t type, const void *data, size_t size, cons
    union fd_cmsg_buf cmsg_buf;
    const uint8_t *p = data;
    size_t off = 0;
-   /* With a time limit, never block inside sendmsg(): poll instead. */
+   /* With a time limit, never block inside sendmsg(): poll instead, for what
+    * is left of the limit (one limit for the whole message). */
    int flags = MSG_NOSIGNAL | (timeout_ms >= 0 ? MSG_DONTWAIT : 0);
+   uint64_t deadline = timeout_ms >= 0 ? util_now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
 
    do {
       struct util_packet_header hdr;
@@ -264,7 +266,14 @@ util_msg_send_timeout(int fd, uint32_t type, const void *data, size_t size, cons
          if (errno == EINTR)
             continue;
          if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int r = wait_fd(fd, POLLOUT, timeout_ms);
+            int left = -1;
+            if (timeout_ms >= 0) {
+               uint64_t now = util_now_ns();
+               if (now >= deadline)
+                  return -ETIMEDOUT;
+               left = (int)((deadline - now + 999999) / 1000000);
+            }
+            int r = wait_fd(fd, POLLOUT, left);
             if (r < 0)
                return r;
             continue;
@@ -405,6 +414,8 @@ util_msg_reader_init(struct util_msg_reader *r, size_t max_size)
    r->size = 0;
    r->cap = 0;
    r->max_size = max_size;
+   r->close_fd = NULL;
+   r->close_data = NULL;
 }
 
 void
@@ -443,10 +454,19 @@ reader_reserve(struct util_msg_reader *r, size_t *ret_room)
 }
 
 static void
-close_fds(int *fds, unsigned n)
+close_fd(struct util_msg_reader *r, int *fd)
+{
+   if (r->close_fd && *fd >= 0)
+      r->close_fd(util_fd_move(fd), r->close_data);
+   else
+      util_fd_close(fd);
+}
+
+static void
+close_fds(struct util_msg_reader *r, int *fds, unsigned n)
 {
    for (unsigned i = 0; i < n; i++)
-      util_fd_close(&fds[i]);
+      close_fd(r, &fds[i]);
 }
 
 /* Moves the fds of every SCM_RIGHTS message into fds[*n_fds...], up to
@@ -455,7 +475,8 @@ close_fds(int *fds, unsigned n)
  * RECV_MAX_FDS-sized control buffers).  Other control messages carry no
  * fds and are ignored. */
 static unsigned
-collect_fds(struct msghdr *mh, int *fds, unsigned *n_fds, unsigned max_fds)
+collect_fds(struct util_msg_reader *r, struct msghdr *mh, int *fds, unsigned *n_fds,
+            unsigned max_fds)
 {
    unsigned arrived = 0;
    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
@@ -470,7 +491,7 @@ collect_fds(struct msghdr *mh, int *fds, unsigned *n_fds, unsigned max_fds)
          if (*n_fds < max_fds) {
             fds[(*n_fds)++] = fd;
          } else {
-            util_fd_close(&fd);
+            close_fd(r, &fd);
          }
       }
    }
@@ -534,7 +555,7 @@ recv_message(int fd, struct util_msg_reader *r, struct util_msg *ret_msg, bool o
          goto err_close_fds;
       }
 
-      unsigned arrived = collect_fds(&mh, fds, &n_fds, UTIL_ARRAY_SIZE(fds));
+      unsigned arrived = collect_fds(r, &mh, fds, &n_fds, UTIL_ARRAY_SIZE(fds));
 
       if (n == 0) {
          /* Orderly shutdown (every real packet has a header). */
@@ -606,7 +627,7 @@ recv_message(int fd, struct util_msg_reader *r, struct util_msg *ret_msg, bool o
    return 0;
 
 err_close_fds:
-   close_fds(fds, n_fds);
+   close_fds(r, fds, n_fds);
    r->size = 0;
    return ret;
 }

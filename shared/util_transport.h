@@ -45,6 +45,10 @@ struct util_msg_reader {
    size_t size;
    size_t cap;
    size_t max_size; /* messages larger than this are a protocol error */
+   /* How the fds of a refused message are closed (NULL: close()); a server
+    * may want that off its loop. */
+   void (*close_fd)(int fd, void *data);
+   void *close_data;
 };
 
 struct util_msg {
@@ -72,9 +76,9 @@ bool util_socket_spin_readable(int fd, uint64_t max_ns);
 int util_msg_send(int fd, uint32_t type, const void *data, size_t size,
                   const int *fds, unsigned n_fds);
 
-/* The same with a time limit: at most timeout_ms (-1: none) waiting for
- * room in the socket at a time, never blocking inside sendmsg(); returns
- * -ETIMEDOUT when the peer stopped reading.  Part of the message may have
+/* The same with a time limit: the whole message goes out within timeout_ms
+ * (-1: no limit), never blocking inside sendmsg(); returns -ETIMEDOUT when
+ * the peer did not read it in time.  Part of the message may have
  * gone out then: the connection is unusable. */
 int util_msg_send_timeout(int fd, uint32_t type, const void *data, size_t size,
                           const int *fds, unsigned n_fds, int timeout_ms);
