@@ -57,6 +57,8 @@ usage(FILE *f)
            "      --uid-connections N  connections one user may have (default: %u)\n"
            "      --max-clients N      connections in all (default: %u)\n"
            "      --handshake-timeout TIME  close connections silent this long (%u ms)\n"
+           "      --start-timeout TIME kill a worker not ready this long, and let a client\n"
+           "                           go that waited this long for one (%u ms)\n"
            "      --send-timeout TIME  drop a client that does not read for this long (%u ms)\n"
            "      --teardown-timeout TIME   kill a worker this long after its client left\n"
            "                           if it has not ended (%u ms)\n"
@@ -65,10 +67,13 @@ usage(FILE *f)
            "                           within the cool-down (default: %u; 0: never)\n"
            "      --crash-cooldown TIME     (default: %u ms)\n"
            "      --spare-workers N    workers kept ready for new clients (default: 1)\n"
+           "      --log-burst N        log lines about one client (or one user's\n"
+           "                           connections) before rate limiting (default: %u)\n"
+           "      --log-rate N         ... and per second after that (default: %u)\n"
            "      --no-sandbox         no system-call filter in workers (debugging)\n",
            GPUD_LAVAPIPE_MANIFEST, d.client_objects, d.uid_connections, d.max_clients,
-           d.handshake_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms, d.drain_timeout_ms,
-           d.crash_limit, d.crash_cooldown_ms);
+           d.handshake_timeout_ms, d.start_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms,
+           d.drain_timeout_ms, d.crash_limit, d.crash_cooldown_ms, d.log_burst, d.log_per_second);
 }
 
 static int
@@ -164,6 +169,9 @@ enum {
    OPT_CRASH_LIMIT,
    OPT_CRASH_COOLDOWN,
    OPT_SPARE_WORKERS,
+   OPT_START_TIMEOUT,
+   OPT_LOG_BURST,
+   OPT_LOG_RATE,
    OPT_NO_SANDBOX,
    OPT_WORKER,
 };
@@ -199,6 +207,9 @@ main(int argc, char **argv)
       {"crash-limit", required_argument, NULL, OPT_CRASH_LIMIT},
       {"crash-cooldown", required_argument, NULL, OPT_CRASH_COOLDOWN},
       {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
+      {"start-timeout", required_argument, NULL, OPT_START_TIMEOUT},
+      {"log-burst", required_argument, NULL, OPT_LOG_BURST},
+      {"log-rate", required_argument, NULL, OPT_LOG_RATE},
       {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
       {"worker", required_argument, NULL, OPT_WORKER},
       {"log-level", required_argument, NULL, 'l'},
@@ -306,6 +317,20 @@ main(int argc, char **argv)
          if (parse_u64(optarg, 64, &v) < 0)
             return bad_value("spare-workers", optarg, "a number from 0 to 64");
          cfg.spare_workers = (unsigned)v;
+         break;
+      case OPT_START_TIMEOUT:
+         if (parse_time(optarg, &l->start_timeout_ms) < 0 || !l->start_timeout_ms)
+            return bad_value("start-timeout", optarg, "a time (such as 20s)");
+         break;
+      case OPT_LOG_BURST:
+         if (parse_u64(optarg, 1u << 20, &v) < 0 || !v)
+            return bad_value("log-burst", optarg, "a positive number");
+         l->log_burst = (uint32_t)v;
+         break;
+      case OPT_LOG_RATE:
+         if (parse_u64(optarg, 1u << 20, &v) < 0 || !v)
+            return bad_value("log-rate", optarg, "a positive number");
+         l->log_per_second = (uint32_t)v;
          break;
       case OPT_NO_SANDBOX:
          cfg.sandbox = false;

@@ -666,6 +666,31 @@ def test_validate(fx):
         if any('protocol error' in l for l in f):
             fail('--validate (report) disconnected a client')
 
+    # --validate=strict: the call is not passed on and the client goes.
+    sock = os.path.join(fx.tmp, 'strict.sock')
+    logp = os.path.join(fx.tmp, 'strict.log')
+    cmd = [fx.args.gpud, '--socket', sock, '--host-driver', fx.args.lavapipe_manifest,
+           '--validate=strict'] + fx.daemon_args()[:2]
+    log('$ ' + ' '.join(cmd) + ' &')
+    with open(logp, 'wb') as logf:
+        d = subprocess.Popen(cmd, env=fx.base_env(), stdout=logf, stderr=logf,
+                             stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline or d.poll() is not None:
+                fail('the strict daemon did not start')
+            time.sleep(0.05)
+        fx.run([fx.prog('vk_validate')], fx.gpud_env(VARIANTS[1], sock), expect_rc=1,
+               label='--validate=strict')
+        with open(logp, errors='replace') as f:
+            if not any('protocol error' in l and
+                       'breaks VUID-VkBufferCreateInfo-usage-requiredbitmask' in l for l in f):
+                fail('--validate=strict did not disconnect the client for the rule it broke')
+    finally:
+        d.send_signal(signal.SIGTERM)
+        d.wait(timeout=10)
+
 
 
 def test_crash(fx):
