@@ -43,7 +43,8 @@ send_message(struct worker *w, Gpud__WorkerMessage *m)
    return wire_worker_send(w->control_fd, m, NULL, 0);
 }
 
-/* From threads other than the one that may be mid-request. */
+/* Any thread: one message at a time on the channel (a reserve request
+ * holds the lock until its reply is in). */
 static void
 send_locked(struct worker *w, Gpud__WorkerMessage *m)
 {
