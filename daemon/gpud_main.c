@@ -5,6 +5,7 @@
  * server with --worker, each client's worker.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -157,24 +158,74 @@ enum {
    OPT_USER,
    OPT_GROUP,
    OPT_ADMIN_GROUP,
-   OPT_CLIENT_MEMORY,
-   OPT_UID_MEMORY,
-   OPT_CLIENT_OBJECTS,
-   OPT_UID_CONNECTIONS,
-   OPT_MAX_CLIENTS,
-   OPT_HANDSHAKE_TIMEOUT,
-   OPT_SEND_TIMEOUT,
-   OPT_TEARDOWN_TIMEOUT,
-   OPT_DRAIN_TIMEOUT,
-   OPT_CRASH_LIMIT,
-   OPT_CRASH_COOLDOWN,
    OPT_SPARE_WORKERS,
-   OPT_START_TIMEOUT,
-   OPT_LOG_BURST,
-   OPT_LOG_RATE,
    OPT_NO_SANDBOX,
    OPT_WORKER,
+   OPT_LIMIT, /* OPT_LIMIT + i: limit_options[i] */
 };
+
+enum limit_kind {
+   LIMIT_SIZE,  /* uint64_t bytes, K/M/G/T, 'none' */
+   LIMIT_COUNT, /* uint64_t or uint32_t count */
+   LIMIT_TIME,  /* uint32_t milliseconds, or with s */
+};
+
+/* The options that set struct gpud_limits, one line each. */
+static const struct limit_option {
+   const char *name;
+   enum limit_kind kind;
+   size_t offset;
+   size_t size;
+   uint64_t min, max;
+   const char *expected;
+} limit_options[] = {
+#define LIMIT(name, kind, field, min, max, expected)                                       \
+   {name, kind, offsetof(struct gpud_limits, field),                                      \
+    sizeof(((struct gpud_limits *)0)->field), min, max, expected}
+   LIMIT("client-memory", LIMIT_SIZE, client_memory, 1, UINT64_MAX, "a size (such as 512M) or 'none'"),
+   LIMIT("uid-memory", LIMIT_SIZE, uid_memory, 1, UINT64_MAX, "a size (such as 4G) or 'none'"),
+   LIMIT("client-objects", LIMIT_COUNT, client_objects, 1, UINT64_MAX, "a positive number"),
+   LIMIT("uid-connections", LIMIT_COUNT, uid_connections, 1, 1u << 20, "a positive number"),
+   LIMIT("max-clients", LIMIT_COUNT, max_clients, 1, 1u << 20, "a positive number"),
+   LIMIT("handshake-timeout", LIMIT_TIME, handshake_timeout_ms, 1, UINT32_MAX / 2, "a time (such as 500 or 5s)"),
+   LIMIT("start-timeout", LIMIT_TIME, start_timeout_ms, 1, UINT32_MAX / 2, "a time (such as 20s)"),
+   LIMIT("send-timeout", LIMIT_TIME, send_timeout_ms, 1, UINT32_MAX / 2, "a time (such as 500 or 5s)"),
+   LIMIT("teardown-timeout", LIMIT_TIME, teardown_timeout_ms, 1, UINT32_MAX / 2, "a time (such as 500 or 5s)"),
+   LIMIT("drain-timeout", LIMIT_TIME, drain_timeout_ms, 0, UINT32_MAX / 2, "a time (such as 500 or 5s)"),
+   LIMIT("crash-limit", LIMIT_COUNT, crash_limit, 0, 1000, "a number (0: never refuse)"),
+   LIMIT("crash-cooldown", LIMIT_TIME, crash_cooldown_ms, 0, UINT32_MAX / 2, "a time (such as 60s)"),
+   LIMIT("log-burst", LIMIT_COUNT, log_burst, 1, 1u << 20, "a positive number"),
+   LIMIT("log-rate", LIMIT_COUNT, log_per_second, 1, 1u << 20, "a positive number"),
+#undef LIMIT
+};
+
+static int
+set_limit(const struct limit_option *o, const char *arg, struct gpud_limits *l)
+{
+   uint64_t v;
+   uint32_t ms;
+   int r;
+   switch (o->kind) {
+   case LIMIT_SIZE:
+      r = parse_size(arg, &v);
+      break;
+   case LIMIT_TIME:
+      r = parse_time(arg, &ms);
+      v = ms;
+      break;
+   default:
+      r = parse_u64(arg, UINT64_MAX, &v);
+      break;
+   }
+   if (r < 0 || v < o->min || v > o->max)
+      return -EINVAL;
+   void *field = (char *)l + o->offset;
+   if (o->size == sizeof(uint64_t))
+      *(uint64_t *)field = v;
+   else
+      *(uint32_t *)field = (uint32_t)v;
+   return 0;
+}
 
 static int
 bad_value(const char *option, const char *value, const char *expected)
@@ -186,7 +237,7 @@ bad_value(const char *option, const char *value, const char *expected)
 int
 main(int argc, char **argv)
 {
-   static const struct option options[] = {
+   static const struct option fixed_options[] = {
       {"socket", required_argument, NULL, 's'},
       {"host-driver", required_argument, NULL, 'd'},
       {"device", required_argument, NULL, 'D'},
@@ -195,28 +246,19 @@ main(int argc, char **argv)
       {"user", required_argument, NULL, OPT_USER},
       {"group", required_argument, NULL, OPT_GROUP},
       {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
-      {"client-memory", required_argument, NULL, OPT_CLIENT_MEMORY},
-      {"uid-memory", required_argument, NULL, OPT_UID_MEMORY},
-      {"client-objects", required_argument, NULL, OPT_CLIENT_OBJECTS},
-      {"uid-connections", required_argument, NULL, OPT_UID_CONNECTIONS},
-      {"max-clients", required_argument, NULL, OPT_MAX_CLIENTS},
-      {"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT},
-      {"send-timeout", required_argument, NULL, OPT_SEND_TIMEOUT},
-      {"teardown-timeout", required_argument, NULL, OPT_TEARDOWN_TIMEOUT},
-      {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
-      {"crash-limit", required_argument, NULL, OPT_CRASH_LIMIT},
-      {"crash-cooldown", required_argument, NULL, OPT_CRASH_COOLDOWN},
       {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
-      {"start-timeout", required_argument, NULL, OPT_START_TIMEOUT},
-      {"log-burst", required_argument, NULL, OPT_LOG_BURST},
-      {"log-rate", required_argument, NULL, OPT_LOG_RATE},
       {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
       {"worker", required_argument, NULL, OPT_WORKER},
       {"log-level", required_argument, NULL, 'l'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
-      {0},
    };
+   struct option options[UTIL_ARRAY_SIZE(fixed_options) + UTIL_ARRAY_SIZE(limit_options) + 1];
+   memcpy(options, fixed_options, sizeof(fixed_options));
+   for (size_t i = 0; i < UTIL_ARRAY_SIZE(limit_options); i++)
+      options[UTIL_ARRAY_SIZE(fixed_options) + i] =
+         (struct option){limit_options[i].name, required_argument, NULL, OPT_LIMIT + (int)i};
+   memset(&options[UTIL_ARRAY_SIZE(options) - 1], 0, sizeof(struct option));
    struct gpud_config cfg = {
       .validate = GPUD_VALIDATE_OFF,
       .isolation = GPUD_ISOLATION_PROCESS,
@@ -224,7 +266,6 @@ main(int argc, char **argv)
       .spare_workers = 1,
       .limits = GPUD_LIMITS_DEFAULT,
    };
-   struct gpud_limits *l = &cfg.limits;
    pid_t worker_parent = 0;
    uint64_t v;
    int c;
@@ -266,71 +307,10 @@ main(int argc, char **argv)
       case OPT_ADMIN_GROUP:
          cfg.admin_group = optarg;
          break;
-      case OPT_CLIENT_MEMORY:
-         if (parse_size(optarg, &l->client_memory) < 0)
-            return bad_value("client-memory", optarg, "a size (such as 512M) or 'none'");
-         break;
-      case OPT_UID_MEMORY:
-         if (parse_size(optarg, &l->uid_memory) < 0)
-            return bad_value("uid-memory", optarg, "a size (such as 4G) or 'none'");
-         break;
-      case OPT_CLIENT_OBJECTS:
-         if (parse_u64(optarg, UINT64_MAX, &l->client_objects) < 0 || !l->client_objects)
-            return bad_value("client-objects", optarg, "a positive number");
-         break;
-      case OPT_UID_CONNECTIONS:
-         if (parse_u64(optarg, 1u << 20, &v) < 0 || !v)
-            return bad_value("uid-connections", optarg, "a positive number");
-         l->uid_connections = (uint32_t)v;
-         break;
-      case OPT_MAX_CLIENTS:
-         if (parse_u64(optarg, 1u << 20, &v) < 0 || !v)
-            return bad_value("max-clients", optarg, "a positive number");
-         l->max_clients = (uint32_t)v;
-         break;
-      case OPT_HANDSHAKE_TIMEOUT:
-         if (parse_time(optarg, &l->handshake_timeout_ms) < 0 || !l->handshake_timeout_ms)
-            return bad_value("handshake-timeout", optarg, "a time (such as 500 or 5s)");
-         break;
-      case OPT_SEND_TIMEOUT:
-         if (parse_time(optarg, &l->send_timeout_ms) < 0 || !l->send_timeout_ms)
-            return bad_value("send-timeout", optarg, "a time (such as 500 or 5s)");
-         break;
-      case OPT_TEARDOWN_TIMEOUT:
-         if (parse_time(optarg, &l->teardown_timeout_ms) < 0 || !l->teardown_timeout_ms)
-            return bad_value("teardown-timeout", optarg, "a time (such as 500 or 5s)");
-         break;
-      case OPT_DRAIN_TIMEOUT:
-         if (parse_time(optarg, &l->drain_timeout_ms) < 0)
-            return bad_value("drain-timeout", optarg, "a time (such as 500 or 5s)");
-         break;
-      case OPT_CRASH_LIMIT:
-         if (parse_u64(optarg, 1000, &v) < 0)
-            return bad_value("crash-limit", optarg, "a number (0: never refuse)");
-         l->crash_limit = (uint32_t)v;
-         break;
-      case OPT_CRASH_COOLDOWN:
-         if (parse_time(optarg, &l->crash_cooldown_ms) < 0)
-            return bad_value("crash-cooldown", optarg, "a time (such as 60s)");
-         break;
       case OPT_SPARE_WORKERS:
          if (parse_u64(optarg, 64, &v) < 0)
             return bad_value("spare-workers", optarg, "a number from 0 to 64");
          cfg.spare_workers = (unsigned)v;
-         break;
-      case OPT_START_TIMEOUT:
-         if (parse_time(optarg, &l->start_timeout_ms) < 0 || !l->start_timeout_ms)
-            return bad_value("start-timeout", optarg, "a time (such as 20s)");
-         break;
-      case OPT_LOG_BURST:
-         if (parse_u64(optarg, 1u << 20, &v) < 0 || !v)
-            return bad_value("log-burst", optarg, "a positive number");
-         l->log_burst = (uint32_t)v;
-         break;
-      case OPT_LOG_RATE:
-         if (parse_u64(optarg, 1u << 20, &v) < 0 || !v)
-            return bad_value("log-rate", optarg, "a positive number");
-         l->log_per_second = (uint32_t)v;
          break;
       case OPT_NO_SANDBOX:
          cfg.sandbox = false;
@@ -357,6 +337,12 @@ main(int argc, char **argv)
          printf("gpud %s\n", GPUD_VERSION);
          return 0;
       default:
+         if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)UTIL_ARRAY_SIZE(limit_options)) {
+            const struct limit_option *o = &limit_options[c - OPT_LIMIT];
+            if (set_limit(o, optarg, &cfg.limits) < 0)
+               return bad_value(o->name, optarg, o->expected);
+            break;
+         }
          usage(stderr);
          return 2;
       }
