@@ -152,14 +152,14 @@ gpud_exec_vkGetPhysicalDeviceMemoryProperties2(
    patch_memory(call, &a->pMemoryProperties->memoryProperties);
 }
 
-static bool
+static const struct wire_extension *
 extension_carried(const char *name)
 {
    for (unsigned i = 0; i < wire_extension_count; i++) {
       if (wire_extensions[i].device && !strcmp(wire_extensions[i].name, name))
-         return true;
+         return &wire_extensions[i];
    }
-   return false;
+   return NULL;
 }
 
 void
@@ -181,8 +181,12 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
    call->disp->EnumerateDeviceExtensionProperties(pdev, NULL, &n, all);
    uint32_t total = 0;
    for (uint32_t i = 0; i < n; i++) {
-      if (!extension_carried(all[i].extensionName))
+      const struct wire_extension *ext = extension_carried(all[i].extensionName);
+      if (!ext)
          continue;
+      /* A newer revision on the host may have structures gpud does not
+       * carry: the application sees the one gpud knows. */
+      all[i].specVersion = UTIL_MIN(all[i].specVersion, ext->spec_version);
       if (a->pProperties && total < a->pProperties_cap && total < *a->pPropertyCount)
          a->pProperties[total] = all[i];
       total++;

@@ -240,7 +240,7 @@ icd_vkEnumerateInstanceExtensionProperties(const char *pLayerName, uint32_t *pPr
       memset(&pProperties[n], 0, sizeof(pProperties[n]));
       snprintf(pProperties[n].extensionName, sizeof(pProperties[n].extensionName), "%s",
                wire_extensions[i].name);
-      pProperties[n].specVersion = 1;
+      pProperties[n].specVersion = wire_extensions[i].spec_version;
       n++;
    }
    *pPropertyCount = n;

@@ -95,6 +95,7 @@ LATEX_LENS = {
     ('VkShaderModuleCreateInfo', 'pCode'): ('codeSize', str(4 * ARRAY_LEN)),
     ('VkPipelineMultisampleStateCreateInfo', 'pSampleMask'):
         ('rasterizationSamples', 'VK_SAMPLE_COUNT_64_BIT'),
+    ('vkCmdSetSampleMaskEXT', 'pSampleMask'): ('samples', 'VK_SAMPLE_COUNT_64_BIT'),
 }
 
 # Nesting depth of input structs (pointers and pNext) before giving up.
@@ -385,7 +386,12 @@ class Case:
             first = m.len[0]
             n = OUTPUT_CAP if p.role != 'input' else self.array_len(m)
             if first.startswith('latexmath'):
-                raise SystemExit(f'gen_roundtrip: {name}.{m.name}: latexmath length')
+                if (name, m.name) not in LATEX_LENS:
+                    raise SystemExit(f'gen_roundtrip: {name}.{m.name}: add its length '
+                                     f'formula {m.altlen!r} to LATEX_LENS')
+                field, value = LATEX_LENS[(name, m.name)]
+                scalar_lens[field] = value
+                continue
             if '->' in first:
                 base, field = first.split('->')
                 overrides.setdefault(base, {})[field] = str(n)
@@ -876,7 +882,7 @@ def emit_fillout(gen, w):
         if s.stype:
             w(f'static void\nrt_fillout_{sname}({sname} *s, uint32_t *seed)\n{{')
             w(f'   rt_fillout_body_{sname}(s, seed);')
-            w('   rt_fillout_chain(s->pNext, seed);')
+            w('   rt_fillout_chain((void *)s->pNext, seed);')
             w('}\n')
 
 

@@ -26,11 +26,48 @@ import vkxml  # noqa: E402
 # Core versions carried on the wire.
 CORE_VERSIONS = ['VK_VERSION_1_0', 'VK_VERSION_1_1', 'VK_VERSION_1_2', 'VK_VERSION_1_3']
 
-# The one list of extensions gpud supports (beyond core).  Device extensions
-# here are advertised to applications when the host driver has them.
-SUPPORTED_EXTENSIONS = [
-    'VK_EXT_debug_utils',
-]
+# Extensions are carried by default: every extension in vk.xml that is not
+# for another platform nor provisional, whose commands and structures can
+# all be put on the wire, and whose required extensions are carried.  Device
+# extensions are advertised to applications where the host driver has them.
+# These are not carried, each for its reason:
+WSI = 'WSI lives in the application\'s process (the WSI issue)'
+FDS = 'its fds need their own path across the socket (the extension issue)'
+DENIED_EXTENSIONS = {
+    **{e: WSI for e in (
+        'VK_KHR_surface', 'VK_KHR_swapchain', 'VK_KHR_display', 'VK_KHR_display_swapchain',
+        'VK_KHR_get_surface_capabilities2', 'VK_KHR_get_display_properties2',
+        'VK_KHR_incremental_present', 'VK_KHR_shared_presentable_image',
+        'VK_KHR_surface_protected_capabilities', 'VK_KHR_swapchain_mutable_format',
+        'VK_KHR_present_id', 'VK_KHR_present_wait', 'VK_EXT_headless_surface',
+        'VK_EXT_surface_maintenance1', 'VK_EXT_swapchain_maintenance1',
+        'VK_EXT_swapchain_colorspace', 'VK_EXT_hdr_metadata', 'VK_EXT_display_surface_counter',
+        'VK_EXT_display_control', 'VK_EXT_direct_mode_display', 'VK_EXT_acquire_drm_display',
+        'VK_EXT_full_screen_exclusive', 'VK_GOOGLE_display_timing', 'VK_GOOGLE_surfaceless_query',
+        'VK_AMD_display_native_hdr', 'VK_NV_present_barrier', 'VK_EXT_image_compression_control_swapchain')},
+    **{e: FDS for e in (
+        'VK_KHR_external_memory_fd', 'VK_KHR_external_semaphore_fd', 'VK_KHR_external_fence_fd',
+        'VK_EXT_external_memory_dma_buf', 'VK_EXT_image_drm_format_modifier',
+        'VK_EXT_physical_device_drm')},
+    'VK_EXT_external_memory_host':
+        'its host pointers are addresses in the application\'s process',
+    'VK_EXT_debug_report': 'its callbacks would live in the ICD, which carries debug_utils',
+    'VK_EXT_validation_flags': 'a layer\'s',
+    'VK_EXT_validation_features': 'a layer\'s',
+    'VK_EXT_layer_settings': 'a layer\'s',
+    'VK_KHR_portability_enumeration': 'the loader\'s',
+    'VK_LUNARG_direct_driver_loading': 'the loader\'s',
+    'VK_KHR_push_descriptor': 'push descriptors with templates need the ICD (the extension issue)',
+    'VK_EXT_memory_budget': 'its budget must follow gpud\'s limits (the extension issue)',
+    'VK_KHR_deferred_host_operations':
+        'deferred operations run on the application\'s threads',
+    'VK_EXT_pipeline_creation_feedback':
+        'its output pointers sit inside input structures',
+    'VK_NV_external_memory_capabilities':
+        'an instance extension the host may lack: the ICD\'s instance extensions are those it '
+        'serves on every host',
+}
+
 
 # Commands the ICD answers alone: nothing goes on the wire.
 CLIENT_ONLY = {
@@ -68,6 +105,34 @@ CLIENT_ONLY = {
 ICD_POINTER_HANDLES = {
     'VkInstance', 'VkPhysicalDevice', 'VkDevice', 'VkQueue', 'VkCommandBuffer',
     'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate',
+}
+
+# Synchronous queries whose answer depends only on their arguments and the
+# physical device: the ICD keeps each answer and asks once.  Every query of
+# a physical device must be listed here or in UNCACHED.
+CACHED = {
+    'vkGetPhysicalDeviceProperties', 'vkGetPhysicalDeviceProperties2',
+    'vkGetPhysicalDeviceFeatures', 'vkGetPhysicalDeviceFeatures2',
+    'vkGetPhysicalDeviceQueueFamilyProperties', 'vkGetPhysicalDeviceQueueFamilyProperties2',
+    'vkGetPhysicalDeviceMemoryProperties',
+    'vkGetPhysicalDeviceFormatProperties', 'vkGetPhysicalDeviceFormatProperties2',
+    'vkGetPhysicalDeviceImageFormatProperties', 'vkGetPhysicalDeviceImageFormatProperties2',
+    'vkGetPhysicalDeviceSparseImageFormatProperties',
+    'vkGetPhysicalDeviceSparseImageFormatProperties2',
+    'vkGetPhysicalDeviceExternalBufferProperties', 'vkGetPhysicalDeviceExternalSemaphoreProperties',
+    'vkGetPhysicalDeviceExternalFenceProperties', 'vkEnumerateDeviceExtensionProperties',
+    'vkGetPhysicalDeviceMultisamplePropertiesEXT', 'vkGetPhysicalDeviceCalibrateableTimeDomainsEXT',
+    'vkGetPhysicalDeviceCooperativeMatrixPropertiesNV',
+    'vkEnumeratePhysicalDeviceQueueFamilyPerformanceQueryCountersKHR',
+    'vkGetPhysicalDeviceQueueFamilyPerformanceQueryPassesKHR',
+    'vkGetPhysicalDeviceSupportedFramebufferMixedSamplesCombinationsNV',
+    'vkGetPhysicalDeviceFragmentShadingRatesKHR', 'vkGetPhysicalDeviceVideoCapabilitiesKHR',
+    'vkGetPhysicalDeviceVideoFormatPropertiesKHR', 'vkGetPhysicalDeviceOpticalFlowImageFormatsNV',
+}
+UNCACHED = {
+    'vkCreateDevice': 'creates an object',
+    'vkGetPhysicalDeviceMemoryProperties2': 'VkPhysicalDeviceMemoryBudgetPropertiesEXT changes',
+    'vkGetPhysicalDeviceToolProperties': 'tools come and go with layers',
 }
 
 # Calls that must reach the daemon before returning even though they return
@@ -157,44 +222,99 @@ MAX_OUTPUT_ELEMENTS = 1 << 20
 class Gen:
     def __init__(self, reg):
         self.reg = reg
+        self.walked = False
         self.types = set()
         self.commands = []
         for name, number, cmds, types in reg.features:
             if name in CORE_VERSIONS:
                 self.types.update(types)
                 self.commands += [c for c in cmds if c not in self.commands]
-        self.extensions = []
-        for ext in SUPPORTED_EXTENSIONS:
-            e, cmds, types = reg.extensions[ext]
-            self.types.update(types)
-            self.commands += [c for c in cmds if c not in self.commands]
-            self.extensions.append((ext, e.get('type')))
-        self.types = {reg.resolve_type(t) for t in self.types}
-        # Extensions promoted to a carried core version whose commands and
-        # types are all in core are advertised too: they cost nothing, and
-        # applications and tools look for them by name.
         core_cmds = set(self.commands)
+        core_types = {reg.resolve_type(t) for t in self.types}
+        self.denied = {}
+        candidates = []
         for name, (e, cmds, types) in sorted(reg.extensions.items()):
-            if e.get('promotedto') not in CORE_VERSIONS or name in SUPPORTED_EXTENSIONS:
+            if e.get('platform'):
+                self.denied[name] = 'for the ' + e.get('platform') + ' platform'
+            elif e.get('provisional') == 'true':
+                self.denied[name] = 'provisional'
+            elif name in DENIED_EXTENSIONS:
+                self.denied[name] = DENIED_EXTENSIONS[name]
+            else:
+                candidates.append(name)
+        # What cannot go on the wire takes its extension out, and with it the
+        # extensions that require it: repeat until nothing changes.
+        while True:
+            self.analyze(core_cmds, core_types, candidates)
+            dropped = False
+            for name in list(candidates):
+                e = reg.extensions[name][0]
+                why = None
+                for c in self.own_commands(e):
+                    if c in self.bad_commands:
+                        why = f'{c}: {self.bad_commands[c]}'
+                        break
+                for r in (e.get('requires') or '').split(','):
+                    if r and r not in candidates and not why:
+                        why = f'requires {r}'
+                if why:
+                    self.denied[name] = why
+                    candidates.remove(name)
+                    dropped = True
+            if not dropped:
+                break
+        self.extensions = [(n, reg.extensions[n][0].get('type')) for n in candidates]
+        for c in self.wire_commands:
+            if reg.resolve_type(reg.commands[c].params[0].type) == 'VkPhysicalDevice' and \
+                    c not in CACHED and c not in UNCACHED:
+                raise SystemExit(f'gen_wire: {c}: list it in CACHED or UNCACHED')
+        # stable order
+        self.structs_all = sorted(self.structs_in | self.structs_out)
+        self.walked = True
+
+    @staticmethod
+    def own_commands(e):
+        """An extension's commands, without those of its interplay with
+        another extension."""
+        cmds = []
+        for req in e.findall('require'):
+            if 'vulkan' not in (req.get('api') or 'vulkan').split(','):
                 continue
-            cmds, types = [], []
-            for req in e.findall('require'):
-                if req.get('extension') or req.get('depends') or req.get('feature'):
-                    continue
+            if not req.get('extension'):
                 cmds += [c.get('name') for c in req.findall('command')]
-                types += [t.get('name') for t in req.findall('type')]
-            if all(reg.command_alias.get(c, c) in core_cmds for c in cmds) and \
-               all(reg.resolve_type(t) in self.types for t in types):
-                self.extensions.append((name, e.get('type')))
-        self.commands = [c for c in self.commands if c in reg.commands]
+        return cmds
+
+    def analyze(self, core_cmds, core_types, carried):
+        """Commands, types and structs of core plus the carried extensions;
+        bad_commands: the commands that cannot go on the wire, and why."""
+        reg = self.reg
+        commands = list(core_cmds)
+        types = set(core_types)
+        for name in carried:
+            e, cmds, ts = reg.extensions[name]
+            types.update(reg.resolve_type(t) for t in ts)
+            cmds = self.own_commands(e)
+            # commands of its interplay with another extension, where that one
+            # is carried too
+            for req in e.findall('require'):
+                if req.get('extension') in carried:
+                    cmds += [c.get('name') for c in req.findall('command')]
+            commands += [c for c in cmds if c in reg.commands and c not in commands]
+        # vk.xml's order: core first, then extensions in name order
+        order = {c: i for i, c in enumerate(reg.commands)}
+        self.commands = sorted(set(commands), key=lambda c: order[c])
+        self.types = types
         self.wire_commands = [c for c in self.commands if c not in CLIENT_ONLY]
         self.unsupported = {}
         self.structs_in = set()
         self.structs_out = set()
+        self.bad_commands = {}
         for name in self.wire_commands:
-            self.walk_command(reg.commands[name])
-        # stable order
-        self.structs_all = sorted(self.structs_in | self.structs_out)
+            why = self.walk_command(reg.commands[name])
+            if why:
+                self.bad_commands[name] = why
+        self.wire_commands = [c for c in self.wire_commands if c not in self.bad_commands]
+        self.commands = [c for c in self.commands if c not in self.bad_commands]
 
     # ---- classification -------------------------------------------------
 
@@ -202,13 +322,16 @@ class Gen:
         return self.reg.resolve_type(t) in ICD_POINTER_HANDLES
 
     def chain_members(self, sname, output):
-        """Structs allowed in the pNext chain of sname."""
+        """Structs allowed in the pNext chain of sname (those that cannot go
+        on the wire are skipped by the encoder, refused by the decoder)."""
         s = self.reg.structs[sname]
         names = {sname} | set(s.aliases)
         out = []
         for x in sorted(self.types):
             xs = self.reg.structs.get(x)
-            if not xs or not xs.stype or x in DENIED_STRUCTS:
+            if not xs or not xs.stype or x in DENIED_STRUCTS or x in self.unsupported:
+                continue
+            if self.walked and x not in (self.structs_out if output else self.structs_in):
                 continue
             if not names & set(xs.structextends):
                 continue
@@ -272,7 +395,9 @@ class Gen:
                     target.discard(sname)
                     self.unsupported[sname] = f'member {m.name}'
                     return False
-            elif k in ('funcpointer', 'other') or (k == 'void' and not m.len):
+            elif (k in ('funcpointer', 'other') or (k == 'void' and not m.len) or
+                  (m.ptr > 1 and m.type != 'char') or
+                  (output and (m.ptr or k == 'handle'))):
                 target.discard(sname)
                 self.unsupported[sname] = f'member {m.name} ({m.text})'
                 return False
@@ -295,13 +420,26 @@ class Gen:
         return 'out_scalar'
 
     def walk_command(self, cmd):
+        """Walks what the command puts on the wire; returns why it cannot be
+        carried, or None."""
         for p in cmd.params:
             k = self.reg.kind(p.type)
             if p.type == 'VkAllocationCallbacks':
                 continue
             role = self.param_role(cmd, p)
             if k in ('struct', 'union'):
-                self.walk_struct(p.type, role != 'input')
+                if not self.walk_struct(p.type, role != 'input'):
+                    return f'{p.name}: {self.unsupported.get(self.reg.resolve_type(p.type), "?")}'
+            elif k in ('funcpointer', 'other'):
+                return f'{p.name} ({p.text})'
+            elif k == 'void' and not p.len:
+                return f'{p.name} is memory without a size'
+            elif p.ptr > 1 and not (k == 'scalar' and p.type == 'char'):
+                return f'{p.name} ({p.text})'
+            elif k not in ('handle', 'void') and p.type != 'char' and \
+                    self.reg.scalar_info(p.type) is None:
+                return f'{p.name} ({p.text}) is no value the wire knows'
+        return None
 
     # ---- naming ---------------------------------------------------------
 
@@ -441,6 +579,9 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
             w(f'{ind}   wire_enc_u64(e, 0);')
         w(f'{ind}}}')
         return
+    if m.ptr == 0 and m.objecttype:
+        w(f'{ind}wire_enc_u64(e, wire_typed_handle_id((VkObjectType){prefix}{m.objecttype}, {v}));')
+        return
     if m.ptr == 0:
         emit_enc_value(gen, w, ind, m.type, v, m.dims)
         return
@@ -490,6 +631,9 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
     ctype = reg.resolve_type(m.type) if k not in ('void',) else 'uint8_t'
     if k == 'scalar':
         ctype = m.type
+    if m.ptr == 0 and m.objecttype:
+        w(f'{ind}{v} = wire_dec_handle(d, (VkObjectType){prefix}{m.objecttype}, false);')
+        return
     if m.ptr == 0:
         emit_dec_value(gen, w, ind, m.type, v, m.dims, nullable)
         return
@@ -912,7 +1056,8 @@ def emit_cmd_encoders(gen, w, hw):
                 wt = gen.wire_scalar(m.type)
                 w(f'   if ({p.name}) {{')
                 w(f'      uint64_t v = wire_dec_{WIRE_FN[wt]}(d);')
-                w(f'      if (v > cap_{p.name} && {" || ".join([f"{q.name}" for q in params if count_param_of(cmd, q) is m]) or "false"})')
+                arrays = ' || '.join(q.name for q in params if count_param_of(cmd, q) is m) or 'false'
+                w(f'      if (v > cap_{p.name} && ({arrays}))')
                 w('         wire_dec_fail(d, "reply count exceeds capacity");')
                 w(f'      else *{p.name} = ({m.type})v;')
                 w('   }')
@@ -1194,7 +1339,7 @@ def emit_icd(gen, w):
                 w(f'   return icd_connection_lost(conn) ? {lost} : VK_SUCCESS;')
             w('}\n')
             continue
-        cacheable = name.startswith('vkGetPhysicalDevice') or name == 'vkEnumerateDeviceExtensionProperties'
+        cacheable = name in CACHED
         w('   struct icd_call call;')
         w(f'   struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_{name}, true, {"true" if cacheable else "false"});')
         w(f'   wire_enc_{name}(e, {call_args});')
@@ -1485,7 +1630,10 @@ def main():
     hw()
     hw(f'#define WIRE_VK_HEADER_VERSION {reg.header_version}')
     hw(f'#define WIRE_COMMAND_TABLE_HASH 0x{table_hash(gen)}ull')
-    hw('#define WIRE_MAX_CHAIN_LENGTH 64')
+    # A chain holds each of its parent's extending structs once at most
+    # (vulkaninfo chains every feature struct the device has).
+    longest = max(len(gen.chain_members(x, x in gen.structs_out)) for x in gen.structs_all)
+    hw(f'#define WIRE_MAX_CHAIN_LENGTH {max(64, longest)}')
     hw(f'#define WIRE_MAX_OUTPUT_ELEMENTS {MAX_OUTPUT_ELEMENTS}u')
     hw('#define WIRE_MAX_OUTPUT_BYTES (256ull << 20)')
     hw()
@@ -1495,12 +1643,26 @@ def main():
     hw(f'   WIRE_OP_COUNT = {len(gen.wire_commands) + 1},')
     hw('};')
     hw()
+    hw('/* The wire id of a handle given with its object type (a uint64_t that')
+    hw(' * vk.xml marks objecttype): its header\'s id for the types the ICD hands')
+    hw(' * out as pointers, the value itself for the others. */')
+    hw('static inline uint64_t\nwire_typed_handle_id(VkObjectType type, uint64_t handle)\n{')
+    hw('   switch (type) {')
+    for t in sorted(ICD_POINTER_HANDLES):
+        hw(f'   case {reg.handles[t][1]}:')
+    hw('      return wire_object_id((const void *)(uintptr_t)handle);')
+    hw('   default:')
+    hw('      return handle;')
+    hw('   }')
+    hw('}')
+    hw()
     hw('const char *wire_op_name(uint32_t op);')
     hw('/* Whether the op expects a reply (a synchronous call). */')
     hw('bool wire_op_is_sync(uint32_t op);')
     hw()
-    hw('/* Extensions gpud carries, beyond core: name, is-device-extension. */')
-    hw('struct wire_extension { const char *name; bool device; };')
+    hw('/* Extensions gpud carries, beyond core: name, is-device-extension and')
+    hw(' * the revision vk.xml describes. */')
+    hw('struct wire_extension { const char *name; bool device; uint32_t spec_version; };')
     hw(f'extern const struct wire_extension wire_extensions[{max(1, len(gen.extensions))}];')
     hw('extern const unsigned wire_extension_count;')
     hw()
@@ -1511,9 +1673,12 @@ def main():
     cw()
     cw('const struct wire_extension wire_extensions[] = {')
     for ext, typ in gen.extensions:
-        cw(f'   {{"{ext}", {"true" if typ == "device" else "false"}}},')
+        e = reg.extensions[ext][0]
+        spec = next((x.get('value') for x in e.iter('enum')
+                     if (x.get('name') or '').endswith('_SPEC_VERSION')), '1')
+        cw(f'   {{"{ext}", {"true" if typ == "device" else "false"}, {spec}}},')
     if not gen.extensions:
-        cw('   {NULL, false},')
+        cw('   {NULL, false, 0},')
     cw('};\n')
     cw(f'const unsigned wire_extension_count = {len(gen.extensions)};\n')
     cw('const char *\nwire_op_name(uint32_t op)\n{\n   switch (op) {')

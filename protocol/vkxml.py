@@ -50,6 +50,8 @@ class Member:
         self.noautovalidity = elem.get('noautovalidity') == 'true'
         self.values = elem.get('values')
         self.selector = elem.get('selector')
+        # a uint64_t holding a handle of the type another member names
+        self.objecttype = elem.get('objecttype')
 
     @property
     def is_optional(self):
