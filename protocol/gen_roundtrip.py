@@ -407,6 +407,8 @@ class Case:
                         raise SystemExit(f'gen_roundtrip: {name}.{first}: arrays of different lengths')
                     scalar_lens[key] = n
 
+        # a strided array's elements lie their size apart in the sample
+        strides = {p.m.stride: f'sizeof({p.m.type})' for p in params if p.m.stride}
         self.w(f'rt_begin(t, "{name}", "{self.variant}");')
         self.w(f'uint32_t seed = {self.index * 1000 + (501 if self.sparse else 1)}u;')
         self.w('(void)seed;')
@@ -429,6 +431,8 @@ class Case:
                     self.fill_value(x, m.type, m.dims, 0)
                 elif m.ptr == 0 and p.name in scalar_lens:
                     self.w(f'const {decl} = ({m.type}){scalar_lens[p.name]};')
+                elif m.ptr == 0 and p.name in strides:
+                    self.w(f'const {decl} = ({m.type}){strides[p.name]};')
                 elif m.ptr == 0 and p.kind == 'handle' and self.absent(name, m):
                     self.w(f'const {decl} = VK_NULL_HANDLE;')
                 elif m.ptr == 0 and p.kind == 'handle':

@@ -254,6 +254,9 @@ class Gen:
                     if c in self.bad_commands:
                         why = f'{c}: {self.bad_commands[c]}'
                         break
+                for t in self.own_items(e, 'type'):
+                    if reg.resolve_type(t) in self.unsupported and not why:
+                        why = f'{t}: {self.unsupported[reg.resolve_type(t)]}'
                 for r in (e.get('requires') or '').split(','):
                     if r and r not in candidates and not why:
                         why = f'requires {r}'
@@ -273,16 +276,20 @@ class Gen:
         self.walked = True
 
     @staticmethod
-    def own_commands(e):
-        """An extension's commands, without those of its interplay with
-        another extension."""
-        cmds = []
+    def own_items(e, tag):
+        """An extension's commands or types, without those of its interplay
+        with another extension."""
+        items = []
         for req in e.findall('require'):
             if 'vulkan' not in (req.get('api') or 'vulkan').split(','):
                 continue
             if not req.get('extension'):
-                cmds += [c.get('name') for c in req.findall('command')]
-        return cmds
+                items += [c.get('name') for c in req.findall(tag)]
+        return items
+
+    @staticmethod
+    def own_commands(e):
+        return Gen.own_items(e, 'command')
 
     def analyze(self, core_cmds, core_types, carried):
         """Commands, types and structs of core plus the carried extensions;
@@ -427,6 +434,8 @@ class Gen:
             if p.type == 'VkAllocationCallbacks':
                 continue
             role = self.param_role(cmd, p)
+            if p.type in ('VkBaseOutStructure', 'VkBaseInStructure'):
+                return f'{p.name}: a struct of a type the application chooses'
             if k in ('struct', 'union'):
                 if not self.walk_struct(p.type, role != 'input'):
                     return f'{p.name}: {self.unsupported.get(self.reg.resolve_type(p.type), "?")}'
@@ -609,6 +618,11 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
     w(f'{ind}   wire_enc_u32(e, n);')
     if k == 'void':
         w(f'{ind}   wire_enc_bytes(e, {v}, n);')
+    elif m.stride:
+        # packed on the wire; the daemon passes its own stride
+        w(f'{ind}   for (uint32_t i = 0; i < n; i++)')
+        emit_enc_value(gen, w, ind + '      ', m.type,
+                       f'*(const {m.type} *)((const char *){v} + (size_t)i * {prefix}{m.stride})')
     elif k in ('struct', 'handle', 'union'):
         w(f'{ind}   for (uint32_t i = 0; i < n; i++)')
         emit_enc_value(gen, w, ind + '      ', m.type, f'{v}[i]')
@@ -687,12 +701,27 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
         w(f'{ind}   if (arr) wire_dec_bytes(d, arr, (size_t){n_name} * sizeof(*arr));')
     w(f'{ind}   {v} = arr;')
     w(f'{ind}}}')
+    if m.stride:
+        # a statement, not a check: the array is packed now
+        checks.append((f'{prefix}{m.stride} = sizeof({ctype})', None))
     if m.len[0].startswith('latexmath'):
         checks.append((f'(!{v} || (uint64_t){n_name} >= (uint64_t)({n}))', f'{m.name} too short'))
     else:
         checks.append((f'(!{v} || (uint64_t){n_name} == (uint64_t)({n}))', f'{m.name} length mismatch'))
     if not nullable:
         checks.append((f'({v} || ({n}) == 0)', f'missing {m.name}'))
+
+
+def emit_checks(w, owner, checks):
+    """The conditions emit_member_dec collected, once everything of the
+    owner is decoded (a None reason: a statement to run)."""
+    for cond, why in checks:
+        if why is None:
+            w(f'   if (!d->fatal)')
+            w(f'      {cond};')
+        else:
+            w(f'   if (!d->fatal && !({cond}))')
+            w(f'      wire_dec_fail(d, "{owner}: {why}");')
 
 
 def emit_structs(gen, w):
@@ -765,9 +794,7 @@ def emit_structs(gen, w):
             if m.name in ('sType', 'pNext'):
                 continue
             emit_member_dec(gen, w, sname, s.members, m, 's->', checks)
-        for cond, why in checks:
-            w(f'   if (!d->fatal && !({cond}))')
-            w(f'      wire_dec_fail(d, "{sname}: {why}");')
+        emit_checks(w, sname, checks)
         checks = []
         if s.stype:
             w('}\n')
@@ -802,9 +829,7 @@ def emit_structs(gen, w):
             w('      *tail = c;')
             w('      tail = &c->pNext;')
             w('   }')
-        for cond, why in checks:
-            w(f'   if (!d->fatal && !({cond}))')
-            w(f'      wire_dec_fail(d, "{sname}: {why}");')
+        emit_checks(w, sname, checks)
         w('}\n')
         if sname not in gen.structs_out:
             continue
@@ -1189,9 +1214,7 @@ def emit_cmd_decoders(gen, w, hw):
                     w(f'      if (a->{p.name}) wire_decshape_{p.type}(d, a->{p.name});')
                 w('   }')
                 w(f'   if (!a->{p.name}) wire_dec_fail(d, "{name}: missing {p.name}");')
-        for cond, why in checks:
-            w(f'   if (!d->fatal && !({cond}))')
-            w(f'      wire_dec_fail(d, "{name}: {why}");')
+        emit_checks(w, name, checks)
         w('   return !d->fatal;')
         w('}\n')
 

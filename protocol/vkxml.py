@@ -52,6 +52,8 @@ class Member:
         self.selector = elem.get('selector')
         # a uint64_t holding a handle of the type another member names
         self.objecttype = elem.get('objecttype')
+        # an array whose elements lie this parameter's bytes apart
+        self.stride = elem.get('stride')
 
     @property
     def is_optional(self):
