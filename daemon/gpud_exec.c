@@ -704,3 +704,18 @@ gpud_exec_vkCmdCopyBuffer2(struct gpud_call *call, struct wire_args_vkCmdCopyBuf
                   info->pRegions))
       gpud_gen_exec_vkCmdCopyBuffer2(call, a);
 }
+
+/* A write's dstSet is ignored only when it is pushed (the decoder lets it be
+ * null for that); an update must name its set. */
+void
+gpud_exec_vkUpdateDescriptorSets(struct gpud_call *call,
+                                 struct wire_args_vkUpdateDescriptorSets *a)
+{
+   for (uint32_t i = 0; i < a->descriptorWriteCount; i++) {
+      if (!a->pDescriptorWrites[i].dstSet) {
+         gpud_call_fail(call, "vkUpdateDescriptorSets: a write without a set");
+         return;
+      }
+   }
+   gpud_gen_exec_vkUpdateDescriptorSets(call, a);
+}

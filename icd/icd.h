@@ -172,6 +172,7 @@ struct icd_device_memory {
 struct icd_descriptor_update_template {
    struct icd_object base;
    VkDescriptorUpdateTemplateType type;
+   VkPipelineBindPoint bind_point; /* of a push descriptor template */
    uint32_t n_entries;
    VkDescriptorUpdateTemplateEntry *entries;
 };

@@ -55,6 +55,8 @@ int icd_call_take_fd(struct icd_call *call);
 /* Command buffers record locally into their own stream. */
 struct wire_enc *icd_cmd_stream(VkCommandBuffer cb, uint32_t op);
 void icd_cmd_stream_end(VkCommandBuffer cb);
+/* Recording failed in the ICD: vkEndCommandBuffer will say so. */
+void icd_cmd_buffer_fail(VkCommandBuffer cb);
 /* Sends the recorded stream (vkEndCommandBuffer). */
 VkResult icd_cmd_ship(VkCommandBuffer cb);
 

@@ -22,6 +22,13 @@ icd_cmd_stream_end(VkCommandBuffer commandBuffer)
    wire_enc_end_cmd(&cb->stream, cb->cmd_offset);
 }
 
+/* Recording failed in the ICD: vkEndCommandBuffer will say so. */
+void
+icd_cmd_buffer_fail(VkCommandBuffer commandBuffer)
+{
+   ((struct icd_command_buffer *)commandBuffer)->stream.oom = true;
+}
+
 VkResult
 icd_cmd_ship(VkCommandBuffer commandBuffer)
 {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Descriptor update templates live in the ICD: an update with a template is
- * turned into the equivalent vkUpdateDescriptorSets, so the daemon never
- * reads application memory laid out by a template.
+ * turned into the equivalent vkUpdateDescriptorSets (or, for push
+ * descriptors, vkCmdPushDescriptorSetKHR), so the daemon never reads
+ * application memory laid out by a template.
  */
 #include "icd.h"
 
@@ -20,6 +21,7 @@ icd_vkCreateDescriptorUpdateTemplate(VkDevice device,
    if (!t)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    t->type = pCreateInfo->templateType;
+   t->bind_point = pCreateInfo->pipelineBindPoint;
    t->n_entries = pCreateInfo->descriptorUpdateEntryCount;
    t->entries = calloc(t->n_entries ? t->n_entries : 1, sizeof(*t->entries));
    if (!t->entries) {
@@ -44,15 +46,13 @@ icd_vkDestroyDescriptorUpdateTemplate(VkDevice device, VkDescriptorUpdateTemplat
    icd_object_free(t);
 }
 
-VKAPI_ATTR void VKAPI_CALL
-icd_vkUpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet descriptorSet,
-                                      VkDescriptorUpdateTemplate descriptorUpdateTemplate,
-                                      const void *pData)
+/* The writes a template update makes from pData; what they point at lives
+ * in *infos and *inline_blocks, freed by the caller. */
+static VkWriteDescriptorSet *
+template_writes(const struct icd_descriptor_update_template *t, VkDescriptorSet set,
+                const void *pData, void **infos_ret, void **inline_ret)
 {
-   struct icd_descriptor_update_template *t =
-      (struct icd_descriptor_update_template *)descriptorUpdateTemplate;
    const uint8_t *data = pData;
-
    size_t n_infos = 0;
    for (uint32_t i = 0; i < t->n_entries; i++)
       n_infos += t->entries[i].descriptorCount;
@@ -65,15 +65,19 @@ icd_vkUpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet descripto
    if (sizeof(VkDescriptorBufferInfo) > info_size)
       info_size = sizeof(VkDescriptorBufferInfo);
    uint8_t *infos = calloc(n_infos ? n_infos : 1, info_size);
-   if (!writes || !inline_blocks || !infos)
-      goto out;
+   *infos_ret = infos;
+   *inline_ret = inline_blocks;
+   if (!writes || !inline_blocks || !infos) {
+      free(writes);
+      return NULL;
+   }
 
    uint8_t *next_info = infos;
    for (uint32_t i = 0; i < t->n_entries; i++) {
       const VkDescriptorUpdateTemplateEntry *entry = &t->entries[i];
       VkWriteDescriptorSet *w = &writes[i];
       w->sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      w->dstSet = descriptorSet;
+      w->dstSet = set;
       w->dstBinding = entry->dstBinding;
       w->dstArrayElement = entry->dstArrayElement;
       w->descriptorCount = entry->descriptorCount;
@@ -106,8 +110,66 @@ icd_vkUpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet descripto
       }
       next_info += info_size * entry->descriptorCount;
    }
-   icd_vkUpdateDescriptorSets(device, t->n_entries, writes, 0, NULL);
-out:
+   return writes;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkUpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet descriptorSet,
+                                      VkDescriptorUpdateTemplate descriptorUpdateTemplate,
+                                      const void *pData)
+{
+   const struct icd_descriptor_update_template *t =
+      (const struct icd_descriptor_update_template *)descriptorUpdateTemplate;
+   void *infos, *inline_blocks;
+   VkWriteDescriptorSet *writes = template_writes(t, descriptorSet, pData, &infos, &inline_blocks);
+   if (writes)
+      icd_vkUpdateDescriptorSets(device, t->n_entries, writes, 0, NULL);
+   free(writes);
+   free(inline_blocks);
+   free(infos);
+}
+
+/* A pushed write's dstSet is ignored: it goes as VK_NULL_HANDLE, whatever
+ * the application left there. */
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdPushDescriptorSetKHR(VkCommandBuffer commandBuffer, VkPipelineBindPoint pipelineBindPoint,
+                              VkPipelineLayout layout, uint32_t set,
+                              uint32_t descriptorWriteCount,
+                              const VkWriteDescriptorSet *pDescriptorWrites)
+{
+   VkWriteDescriptorSet stack[16] = {0};
+   VkWriteDescriptorSet *writes = stack;
+   if (descriptorWriteCount > UTIL_ARRAY_SIZE(stack)) {
+      writes = malloc(sizeof(*writes) * descriptorWriteCount);
+      if (!writes) {
+         icd_cmd_buffer_fail(commandBuffer);
+         return;
+      }
+   }
+   for (uint32_t i = 0; i < descriptorWriteCount; i++) {
+      writes[i] = pDescriptorWrites[i];
+      writes[i].dstSet = VK_NULL_HANDLE;
+   }
+   icd_gen_vkCmdPushDescriptorSetKHR(commandBuffer, pipelineBindPoint, layout, set,
+                                     descriptorWriteCount, writes);
+   if (writes != stack)
+      free(writes);
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdPushDescriptorSetWithTemplateKHR(VkCommandBuffer commandBuffer,
+                                          VkDescriptorUpdateTemplate descriptorUpdateTemplate,
+                                          VkPipelineLayout layout, uint32_t set, const void *pData)
+{
+   const struct icd_descriptor_update_template *t =
+      (const struct icd_descriptor_update_template *)descriptorUpdateTemplate;
+   void *infos, *inline_blocks;
+   VkWriteDescriptorSet *writes = template_writes(t, VK_NULL_HANDLE, pData, &infos, &inline_blocks);
+   if (writes)
+      icd_gen_vkCmdPushDescriptorSetKHR(commandBuffer, t->bind_point, layout, set, t->n_entries,
+                                        writes);
+   else
+      icd_cmd_buffer_fail(commandBuffer);
    free(writes);
    free(inline_blocks);
    free(infos);

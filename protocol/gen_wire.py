@@ -57,7 +57,6 @@ DENIED_EXTENSIONS = {
     'VK_EXT_layer_settings': 'a layer\'s',
     'VK_KHR_portability_enumeration': 'the loader\'s',
     'VK_LUNARG_direct_driver_loading': 'the loader\'s',
-    'VK_KHR_push_descriptor': 'push descriptors with templates need the ICD (the extension issue)',
     'VK_EXT_memory_budget': 'its budget must follow gpud\'s limits (the extension issue)',
     'VK_KHR_deferred_host_operations':
         'deferred operations run on the application\'s threads',
@@ -84,6 +83,8 @@ CLIENT_ONLY = {
     'vkDestroyDescriptorUpdateTemplate': 'templates are applied in the ICD',
     'vkUpdateDescriptorSetWithTemplate':
         'the ICD turns template updates into vkUpdateDescriptorSets',
+    'vkCmdPushDescriptorSetWithTemplateKHR':
+        'the ICD turns template pushes into vkCmdPushDescriptorSetKHR',
     # VK_EXT_debug_utils: messengers live in the ICD, and the daemon sends the
     # messages it has for a client (validation, faults) to them.  Object
     # names and labels stay in the ICD for now.
