@@ -60,8 +60,6 @@ DENIED_EXTENSIONS = {
     'VK_EXT_memory_budget': 'its budget must follow gpud\'s limits (the extension issue)',
     'VK_KHR_deferred_host_operations':
         'deferred operations run on the application\'s threads',
-    'VK_EXT_pipeline_creation_feedback':
-        'its output pointers sit inside input structures',
     'VK_NV_external_memory_capabilities':
         'an instance extension the host may lack: the ICD\'s instance extensions are those it '
         'serves on every host',
@@ -176,6 +174,13 @@ CONDITIONAL_MEMBERS = {
     ('VkDescriptorImageInfo', 'sampler'): 'wire_descriptor_type_uses_sampler(e->descriptor_type)',
     ('VkDescriptorImageInfo', 'imageView'):
         'e->descriptor_type != VK_DESCRIPTOR_TYPE_SAMPLER',
+}
+
+# Output pointers inside input structures: the host writes through them, the
+# reply carries what it wrote back into the application's storage.
+WRITEBACK_MEMBERS = {
+    ('VkPipelineCreationFeedbackCreateInfo', 'pPipelineCreationFeedback'),
+    ('VkPipelineCreationFeedbackCreateInfo', 'pPipelineStageCreationFeedbacks'),
 }
 
 # Structs the daemon never accepts in a client's pNext chain: they would
@@ -1117,7 +1122,133 @@ def emit_cmd_encoders(gen, w, hw):
                     else:
                         w(f'      wire_dec_bytes(d, {p.name}, (size_t)n * sizeof(*{p.name}));')
                 w('   }')
+        for p, n in writeback_params(gen, cmd):
+            w(f'   for (uint32_t i = 0; {p.name} && i < (uint32_t)({n}) && !d->fatal; i++)')
+            w(f'      wire_decback_{gen.reg.resolve_type(p.type)}(d, &{p.name}[i]);')
         w('}\n')
+
+
+def writeback_structs(gen):
+    """Input structs through which a WRITEBACK_MEMBERS member is reached:
+    the struct itself, by a member, or by its pNext chain."""
+    reg = gen.reg
+    found = {x for x, _ in WRITEBACK_MEMBERS if x in gen.structs_in}
+    while True:
+        more = set()
+        for x in gen.structs_in - found:
+            st = reg.structs[x]
+            if any(reg.resolve_type(m.type) in found for m in st.members if m.name != 'pNext') or \
+               any(y in found for y in gen.chain_members(x, False)):
+                more.add(x)
+        if not more:
+            return found
+        found |= more
+
+
+def emit_writeback(gen, w):
+    """wire_encback_X (daemon, after the call: what the host wrote) and
+    wire_decback_X (ICD: into the application's storage), for each struct
+    leading to a write-back member.  The _body variants leave out the pNext
+    chain, which the struct heading it walks."""
+    reg = gen.reg
+    found = sorted(writeback_structs(gen))
+    for x in found:
+        for kind in ('enc', 'dec'):
+            arg = 'struct wire_enc *e' if kind == 'enc' else 'struct wire_dec *d'
+            w(f'static void wire_{kind}back_{x}({arg}, const {x} *s) __attribute__((unused));')
+            w(f'static void wire_{kind}back_body_{x}({arg}, const {x} *s) __attribute__((unused));')
+    w()
+    for x in found:
+        st = reg.structs[x]
+        members = [m for m in st.members if m.name not in ('sType', 'pNext')]
+        chain = [y for y in gen.chain_members(x, False) if y in found]
+        # body
+        for kind in ('enc', 'dec'):
+            arg = 'struct wire_enc *e' if kind == 'enc' else 'struct wire_dec *d'
+            w(f'static void\nwire_{kind}back_body_{x}({arg}, const {x} *s)\n{{')
+            w(f'   (void){"e" if kind == "enc" else "d"};')
+            w('   (void)s;')
+            for m in members:
+                t = reg.resolve_type(m.type)
+                v = 's->' + m.name
+                n = member_len(gen, st.members, m, 's->') if m.len else None
+                if (x, m.name) in WRITEBACK_MEMBERS:
+                    n = n or '1'
+                    if kind == 'enc':
+                        w(f'   wire_enc_u32(e, {v} != NULL);')
+                        w(f'   if ({v}) {{')
+                        w(f'      wire_enc_u32(e, (uint32_t)({n}));')
+                        w(f'      for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
+                        emit_enc_value(gen, w, '         ', m.type, f'{v}[i]')
+                        w('   }')
+                    else:
+                        w('   if (wire_dec_u32(d)) {')
+                        w('      uint32_t n = wire_dec_u32(d);')
+                        w(f'      if (!{v} || n != (uint32_t)({n})) {{')
+                        w(f'         wire_dec_fail(d, "{x}.{m.name}: write-back does not fit");')
+                        w('         return;')
+                        w('      }')
+                        w('      for (uint32_t i = 0; i < n && !d->fatal; i++)')
+                        emit_dec_value(gen, w, '         ', m.type, f'{v}[i]')
+                        w('   }')
+                elif t in found:
+                    idx = '' if not m.ptr else '[i]'
+                    ref = f'&{v}{idx}' if m.ptr else f'&{v}'
+                    cnt = n or '1'
+                    w(f'   if ({"true" if not m.ptr else v})')
+                    w(f'      for (uint32_t i = 0; i < (uint32_t)({cnt if m.ptr else "1"}); i++)')
+                    w(f'         wire_{kind}back_{t}({"e" if kind == "enc" else "d"}, {ref});')
+            w('}\n')
+        # with the chain
+        w(f'static void\nwire_encback_{x}(struct wire_enc *e, const {x} *s)\n{{')
+        w(f'   wire_encback_body_{x}(e, s);')
+        if st.stype:
+            w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
+            w('      switch ((int)c->sType) {')
+            for y in chain:
+                w(f'      case {reg.structs[y].stype}:')
+                w('         wire_enc_u32(e, (uint32_t)c->sType);')
+                w(f'         wire_encback_body_{y}(e, (const {y} *)c);')
+                w('         break;')
+            w('      default:')
+            w('         break;')
+            w('      }')
+            w('   }')
+            w('   wire_enc_u32(e, 0);')
+        w('}\n')
+        w(f'static void\nwire_decback_{x}(struct wire_dec *d, const {x} *s)\n{{')
+        w(f'   wire_decback_body_{x}(d, s);')
+        if st.stype:
+            w('   const VkBaseInStructure *c = s->pNext;')
+            w('   for (;;) {')
+            w('      uint32_t stype = wire_dec_u32(d);')
+            w('      if (!stype || d->fatal)')
+            w('         break;')
+            w('      while (c && (uint32_t)c->sType != stype)')
+            w('         c = c->pNext;')
+            w('      switch (c ? (int)stype : 0) {')
+            for y in chain:
+                w(f'      case {reg.structs[y].stype}:')
+                w(f'         wire_decback_body_{y}(d, (const {y} *)c);')
+                w('         break;')
+            w('      default:')
+            w(f'         wire_dec_fail(d, "{x}: write-back for a struct not in the chain");')
+            w('         return;')
+            w('      }')
+            w('      c = c->pNext;')
+            w('   }')
+        w('}\n')
+
+
+def writeback_params(gen, cmd):
+    """(param, element count) of the command's inputs that lead to write-backs."""
+    found = writeback_structs(gen)
+    out = []
+    for p in cmd_params(gen, cmd):
+        if p.role == 'input' and p.m.ptr == 1 and gen.reg.resolve_type(p.type) in found:
+            n = member_len(gen, cmd.params, p.m, '') if p.m.len else '1'
+            out.append((p, n))
+    return out
 
 
 def args_struct_name(name):
@@ -1258,6 +1389,9 @@ def emit_cmd_decoders(gen, w, hw):
                 else:
                     w(f'      wire_enc_bytes(e, a->{p.name}, (size_t)n * sizeof(*a->{p.name}));')
                 w('   }')
+        for p, n in writeback_params(gen, cmd):
+            w(f'   for (uint32_t i = 0; a->{p.name} && i < (uint32_t)({member_len(gen, cmd.params, p.m, "a->") if p.m.len else "1"}); i++)')
+            w(f'      wire_encback_{gen.reg.resolve_type(p.type)}(e, &a->{p.name}[i]);')
         w('}\n')
 
 
@@ -1716,6 +1850,7 @@ def main():
             cw(f'   case WIRE_OP_{name}:')
     cw('      return true;\n   default:\n      return false;\n   }\n}\n')
     emit_structs(gen, cw)
+    emit_writeback(gen, cw)
     emit_cmd_encoders(gen, cw, hw)
     emit_cmd_decoders(gen, cw, hw)
 

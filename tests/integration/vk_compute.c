@@ -215,8 +215,18 @@ main(int argc, char **argv)
 
    VkShaderModule module =
       vkt_shader_module(&ctx, compute_comp_spv, sizeof(compute_comp_spv));
+   /* Creation feedback: the driver writes it through pointers inside the
+    * create info (core in 1.3). */
+   VkPipelineCreationFeedback feedback = {0}, stage_feedback = {0};
+   VkPipelineCreationFeedbackCreateInfo feedback_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+      .pPipelineCreationFeedback = &feedback,
+      .pipelineStageCreationFeedbackCount = 1,
+      .pPipelineStageCreationFeedbacks = &stage_feedback,
+   };
    const VkComputePipelineCreateInfo pipeline_info = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .pNext = &feedback_info,
       .stage = {
          .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
          .stage = VK_SHADER_STAGE_COMPUTE_BIT,
@@ -234,6 +244,9 @@ main(int argc, char **argv)
    VKT_CHECK(vkCreateComputePipelines(ctx.device, cache, 1, &pipeline_info,
                                       NULL, &pipeline));
    vkDestroyShaderModule(ctx.device, module, NULL);
+   /* (lavapipe leaves the per-stage feedback alone) */
+   if (!(feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT))
+      vkt_fail("pipeline creation feedback not written (flags 0x%x)", feedback.flags);
    check_pipeline_cache(&ctx, cache);
    vkDestroyPipelineCache(ctx.device, cache, NULL);
 
