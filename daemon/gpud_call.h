@@ -137,4 +137,7 @@ void gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResu
 
 /* Memory accounting, through the worker (gpud_object.c) */
 VkResult gpud_context_reserve_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes);
+/* The client's usage and budget per heap (VK_EXT_memory_budget); false when
+ * the server could not say. */
+bool gpud_context_memory_budget(struct gpud_context *ctx, struct gpud_memory_budget *budget);
 void gpud_context_release_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes);

@@ -26,11 +26,20 @@
 #include "wire.h"
 #include "wire_control.h"
 
+/* A client's memory per heap, as the server accounts it. */
+struct gpud_memory_budget {
+   uint32_t n_heaps;
+   uint64_t usage[VK_MAX_MEMORY_HEAPS];  /* what it holds */
+   uint64_t budget[VK_MAX_MEMORY_HEAPS]; /* what it may hold in all */
+};
+
 /* What a context asks of the worker that runs it. */
 struct gpud_context_ops {
    /* May the client hold bytes more of heap?  VK_SUCCESS, or the VkResult
-    * the allocation returns. */
-   VkResult (*reserve_memory)(void *data, uint32_t heap, uint64_t bytes);
+    * the allocation returns; budget (may be NULL) receives the accounts
+    * after it.  bytes 0 only asks for the budget. */
+   VkResult (*reserve_memory)(void *data, uint32_t heap, uint64_t bytes,
+                              struct gpud_memory_budget *budget);
    void (*release_memory)(void *data, uint32_t heap, uint64_t bytes);
    /* The host driver lost the client's device: a fault to list. */
    void (*fault)(void *data, const char *reason);

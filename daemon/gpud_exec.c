@@ -148,8 +148,34 @@ void
 gpud_exec_vkGetPhysicalDeviceMemoryProperties2(
    struct gpud_call *call, struct wire_args_vkGetPhysicalDeviceMemoryProperties2 *a)
 {
+   VkPhysicalDeviceMemoryBudgetPropertiesEXT *budget = NULL;
+   for (VkBaseOutStructure *c = a->pMemoryProperties->pNext; c; c = c->pNext) {
+      if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT) {
+         budget = (VkPhysicalDeviceMemoryBudgetPropertiesEXT *)c;
+         /* zero where the host has no VK_EXT_memory_budget */
+         memset(budget->heapBudget, 0, sizeof(budget->heapBudget));
+         memset(budget->heapUsage, 0, sizeof(budget->heapUsage));
+      }
+   }
    gpud_gen_exec_vkGetPhysicalDeviceMemoryProperties2(call, a);
    patch_memory(call, &a->pMemoryProperties->memoryProperties);
+   /* VK_EXT_memory_budget: what the client holds, and what gpud's limits
+    * and the host (where it says) let it hold in all. */
+   struct gpud_memory_budget ours;
+   if (budget && gpud_context_memory_budget(call->ctx, &ours)) {
+      uint32_t heaps = a->pMemoryProperties->memoryProperties.memoryHeapCount;
+      for (uint32_t h = 0; h < VK_MAX_MEMORY_HEAPS; h++) {
+         if (h >= heaps || h >= ours.n_heaps) {
+            budget->heapBudget[h] = budget->heapUsage[h] = 0;
+            continue;
+         }
+         VkDeviceSize total = ours.budget[h];
+         if (budget->heapBudget[h])
+            total = UTIL_MIN(total, budget->heapBudget[h]);
+         budget->heapUsage[h] = ours.usage[h];
+         budget->heapBudget[h] = UTIL_MAX(total, ours.usage[h]);
+      }
+   }
 }
 
 static const struct wire_extension *
@@ -160,6 +186,16 @@ extension_carried(const char *name)
          return &wire_extensions[i];
    }
    return NULL;
+}
+
+static bool
+host_has_extension(const VkExtensionProperties *exts, uint32_t n, const char *name)
+{
+   for (uint32_t i = 0; i < n; i++) {
+      if (!strcmp(exts[i].extensionName, name))
+         return true;
+   }
+   return false;
 }
 
 void
@@ -179,6 +215,24 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
       return;
    }
    call->disp->EnumerateDeviceExtensionProperties(pdev, NULL, &n, all);
+   /* gpud's own extensions, where the host lacks them */
+   for (unsigned j = 0; j < wire_extension_count; j++) {
+      if (!wire_extensions[j].device || !wire_extensions[j].own ||
+          host_has_extension(all, n, wire_extensions[j].name))
+         continue;
+      VkExtensionProperties *more = wire_dec_alloc(&call->dec, sizeof(*all) * (n + 1));
+      if (!more) {
+         a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+         return;
+      }
+      memcpy(more, all, sizeof(*all) * n);
+      memset(&more[n], 0, sizeof(more[n]));
+      snprintf(more[n].extensionName, sizeof(more[n].extensionName), "%s",
+               wire_extensions[j].name);
+      more[n].specVersion = wire_extensions[j].spec_version;
+      all = more;
+      n++;
+   }
    uint32_t total = 0;
    for (uint32_t i = 0; i < n; i++) {
       const struct wire_extension *ext = extension_carried(all[i].extensionName);
@@ -213,13 +267,26 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
    }
+   uint32_t n_host = 0;
+   call->disp->EnumerateDeviceExtensionProperties(a->physicalDevice, NULL, &n_host, NULL);
+   VkExtensionProperties *host_exts =
+      wire_dec_alloc(&call->dec, sizeof(*host_exts) * (n_host ? n_host : 1));
+   if (!host_exts) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   call->disp->EnumerateDeviceExtensionProperties(a->physicalDevice, NULL, &n_host, host_exts);
    uint32_t n = 0;
    for (uint32_t i = 0; i < in->enabledExtensionCount; i++) {
-      if (!extension_carried(in->ppEnabledExtensionNames[i])) {
+      const char *name = in->ppEnabledExtensionNames[i];
+      const struct wire_extension *ext = extension_carried(name);
+      bool on_host = host_has_extension(host_exts, n_host, name);
+      if (!ext || (!on_host && !ext->own)) {
          a->ret = VK_ERROR_EXTENSION_NOT_PRESENT;
          return;
       }
-      exts[n++] = in->ppEnabledExtensionNames[i];
+      if (on_host)
+         exts[n++] = name;
    }
    if (host->has_external_memory_host)
       exts[n++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;

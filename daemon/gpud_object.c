@@ -19,8 +19,16 @@ count_objects(struct gpud_context *ctx)
 VkResult
 gpud_context_reserve_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes)
 {
-   return ctx->ops.reserve_memory ? ctx->ops.reserve_memory(ctx->ops.data, heap, bytes)
+   return ctx->ops.reserve_memory ? ctx->ops.reserve_memory(ctx->ops.data, heap, bytes, NULL)
                                   : VK_SUCCESS;
+}
+
+bool
+gpud_context_memory_budget(struct gpud_context *ctx, struct gpud_memory_budget *budget)
+{
+   budget->n_heaps = 0;
+   return ctx->ops.reserve_memory &&
+          ctx->ops.reserve_memory(ctx->ops.data, 0, 0, budget) == VK_SUCCESS && budget->n_heaps;
 }
 
 void

@@ -702,6 +702,25 @@ reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
    return VK_SUCCESS;
 }
 
+/* What the worker's client holds of each heap, and what it may hold in all
+ * (VK_EXT_memory_budget's usage and budget). */
+static void
+budget(struct gpud_worker *worker, uint64_t *usage, uint64_t *total)
+{
+   struct gpud_server *server = worker->server;
+   struct gpud_client *client = worker->client;
+   const struct gpud_limits *l = &server->cfg.limits;
+   for (uint32_t h = 0; h < server->n_heaps; h++) {
+      usage[h] = client ? client->heap_memory[h] : 0;
+      uint64_t more = server->heap_size[h] - usage[h];
+      if (client) {
+         more = UTIL_MIN(more, limit_or_heaps(server, l->client_memory) - client->memory);
+         more = UTIL_MIN(more, limit_or_heaps(server, l->uid_memory) - client->account->memory);
+      }
+      total[h] = usage[h] + more;
+   }
+}
+
 static void
 release(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
 {
@@ -809,7 +828,13 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
       break;
    case GPUD__WORKER_MESSAGE__MSG_RESERVE: {
       Gpud__MemoryReserveReply rr = GPUD__MEMORY_RESERVE_REPLY__INIT;
-      rr.result = reserve(worker, m->reserve->heap, m->reserve->bytes);
+      rr.result = m->reserve->bytes ? reserve(worker, m->reserve->heap, m->reserve->bytes)
+                                    : VK_SUCCESS;
+      uint64_t usage[VK_MAX_MEMORY_HEAPS], total[VK_MAX_MEMORY_HEAPS];
+      budget(worker, usage, total);
+      rr.n_heap_usage = rr.n_heap_budget = worker->server->n_heaps;
+      rr.heap_usage = usage;
+      rr.heap_budget = total;
       Gpud__WorkerMessage reply = GPUD__WORKER_MESSAGE__INIT;
       reply.msg_case = GPUD__WORKER_MESSAGE__MSG_RESERVE_REPLY;
       reply.reserve_reply = &rr;

@@ -79,7 +79,7 @@ receive_message(struct worker *w, int *fds, unsigned max_fds, unsigned *ret_n_fd
 }
 
 static VkResult
-reserve_memory(void *data, uint32_t heap, uint64_t bytes)
+reserve_memory(void *data, uint32_t heap, uint64_t bytes, struct gpud_memory_budget *budget)
 {
    struct worker *w = data;
    Gpud__MemoryReserve req = GPUD__MEMORY_RESERVE__INIT;
@@ -92,8 +92,18 @@ reserve_memory(void *data, uint32_t heap, uint64_t bytes)
    pthread_mutex_lock(&w->mutex);
    if (send_message(w, &m) == 0) {
       Gpud__WorkerMessage *reply = receive_message(w, NULL, 0, NULL);
-      if (reply && reply->msg_case == GPUD__WORKER_MESSAGE__MSG_RESERVE_REPLY)
-         result = (VkResult)reply->reserve_reply->result;
+      if (reply && reply->msg_case == GPUD__WORKER_MESSAGE__MSG_RESERVE_REPLY) {
+         const Gpud__MemoryReserveReply *rr = reply->reserve_reply;
+         result = (VkResult)rr->result;
+         if (budget) {
+            budget->n_heaps = (uint32_t)UTIL_MIN(UTIL_MIN(rr->n_heap_usage, rr->n_heap_budget),
+                                                 (size_t)VK_MAX_MEMORY_HEAPS);
+            for (uint32_t h = 0; h < budget->n_heaps; h++) {
+               budget->usage[h] = rr->heap_usage[h];
+               budget->budget[h] = rr->heap_budget[h];
+            }
+         }
+      }
       wire_worker_free(reply);
    }
    pthread_mutex_unlock(&w->mutex);

@@ -57,7 +57,6 @@ DENIED_EXTENSIONS = {
     'VK_EXT_layer_settings': 'a layer\'s',
     'VK_KHR_portability_enumeration': 'the loader\'s',
     'VK_LUNARG_direct_driver_loading': 'the loader\'s',
-    'VK_EXT_memory_budget': 'its budget must follow gpud\'s limits (the extension issue)',
     'VK_KHR_deferred_host_operations':
         'deferred operations run on the application\'s threads',
     'VK_NV_external_memory_capabilities':
@@ -65,6 +64,11 @@ DENIED_EXTENSIONS = {
         'serves on every host',
 }
 
+# Device extensions gpud implements itself: advertised whether the host has
+# them or not (and enabled on the host only where it has them).
+OWN_EXTENSIONS = {
+    'VK_EXT_memory_budget': 'the budget is what gpud\'s limits leave the client',
+}
 
 # Commands the ICD answers alone: nothing goes on the wire.
 CLIENT_ONLY = {
@@ -1818,9 +1822,9 @@ def main():
     hw('/* Whether the op expects a reply (a synchronous call). */')
     hw('bool wire_op_is_sync(uint32_t op);')
     hw()
-    hw('/* Extensions gpud carries, beyond core: name, is-device-extension and')
-    hw(' * the revision vk.xml describes. */')
-    hw('struct wire_extension { const char *name; bool device; uint32_t spec_version; };')
+    hw('/* Extensions gpud carries, beyond core: name, is-device-extension, the')
+    hw(' * revision vk.xml describes, and whether gpud implements it itself. */')
+    hw('struct wire_extension { const char *name; bool device; uint32_t spec_version; bool own; };')
     hw(f'extern const struct wire_extension wire_extensions[{max(1, len(gen.extensions))}];')
     hw('extern const unsigned wire_extension_count;')
     hw()
@@ -1834,9 +1838,10 @@ def main():
         e = reg.extensions[ext][0]
         spec = next((x.get('value') for x in e.iter('enum')
                      if (x.get('name') or '').endswith('_SPEC_VERSION')), '1')
-        cw(f'   {{"{ext}", {"true" if typ == "device" else "false"}, {spec}}},')
+        own = 'true' if ext in OWN_EXTENSIONS else 'false'
+        cw(f'   {{"{ext}", {"true" if typ == "device" else "false"}, {spec}, {own}}},')
     if not gen.extensions:
-        cw('   {NULL, false, 0},')
+        cw('   {NULL, false, 0, false},')
     cw('};\n')
     cw(f'const unsigned wire_extension_count = {len(gen.extensions)};\n')
     cw('const char *\nwire_op_name(uint32_t op)\n{\n   switch (op) {')

@@ -861,6 +861,9 @@ def test_limits(fx):
             else 'VK_ERROR_OUT_OF_HOST_MEMORY')
     if 'allocated: 8 chunks of 32 MiB, then %s' % full not in out:
         fail('the client limit did not stop allocations at 256 MiB with %s' % full)
+    # VK_EXT_memory_budget (gpud's own) says what the limit leaves
+    if not re.search(r'^budget: heap \d+ usage %d budget %d$' % (256 << 20, 256 << 20), out, re.M):
+        fail('VK_EXT_memory_budget did not report 256 MiB used of a 256 MiB budget')
     if 'reallocated: VK_SUCCESS' not in out:
         fail('the client could not allocate again after freeing')
 
@@ -873,6 +876,9 @@ def test_limits(fx):
                            label='same user')
         if 'allocated: 4 chunks of 32 MiB, then %s' % full not in out:
             fail('the user limit did not stop the second client at 128 MiB')
+        if not re.search(r'^budget: heap \d+ usage %d budget %d$' % (128 << 20, 128 << 20),
+                         out, re.M):
+            fail('VK_EXT_memory_budget did not report the user limit\'s 128 MiB')
     finally:
         holder.kill()
         finish_client(holder, 10, 'holder', expect_rc=None)

@@ -8,7 +8,10 @@
  *        allocated: K chunks of N MiB, then RESULT
  *      then frees one chunk, checks the device still fills a buffer right
  *      and allocates the chunk again (must succeed).  With --hold it then prints
- *      READY and keeps everything until it is killed.
+ *      READY and keeps everything until it is killed.  Where the device has
+ *      VK_EXT_memory_budget, the heap's usage must be what was allocated and
+ *      its budget less than a chunk more, at the limit; prints
+ *        budget: heap H usage U budget B
  *   vk_limits objects [--device NAME]
  *      Creates buffers (no memory) until creation fails; prints
  *        objects: K, then RESULT
@@ -66,6 +69,46 @@ check_device(void)
    vkt_buffer_destroy(&ctx, &buf);
 }
 
+static bool
+has_memory_budget(void)
+{
+   uint32_t n = 0;
+   VKT_CHECK(vkEnumerateDeviceExtensionProperties(ctx.physical_device, NULL, &n, NULL));
+   VkExtensionProperties *exts = calloc(n ? n : 1, sizeof(*exts));
+   if (!exts)
+      vkt_fail("out of memory");
+   VKT_CHECK(vkEnumerateDeviceExtensionProperties(ctx.physical_device, NULL, &n, exts));
+   bool found = false;
+   for (uint32_t i = 0; i < n; i++)
+      found |= !strcmp(exts[i].extensionName, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+   free(exts);
+   return found;
+}
+
+/* At the limit: usage is what was allocated, and the budget leaves less
+ * than another chunk. */
+static bool
+check_budget(uint32_t heap, VkDeviceSize allocated, VkDeviceSize chunk)
+{
+   VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT,
+   };
+   VkPhysicalDeviceMemoryProperties2 props = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+      .pNext = &budget,
+   };
+   vkGetPhysicalDeviceMemoryProperties2(ctx.physical_device, &props);
+   printf("budget: heap %u usage %llu budget %llu\n", heap,
+          (unsigned long long)budget.heapUsage[heap], (unsigned long long)budget.heapBudget[heap]);
+   if (budget.heapUsage[heap] < allocated || budget.heapBudget[heap] < budget.heapUsage[heap]) {
+      fprintf(stderr, "vk_limits: FAIL: heap usage %llu, budget %llu after allocating %llu\n",
+              (unsigned long long)budget.heapUsage[heap],
+              (unsigned long long)budget.heapBudget[heap], (unsigned long long)allocated);
+      return false;
+   }
+   return true;
+}
+
 static int
 test_memory(uint64_t chunk_mb, bool hold)
 {
@@ -94,6 +137,8 @@ test_memory(uint64_t chunk_mb, bool hold)
    bool ok = r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY;
    if (!ok)
       fprintf(stderr, "vk_limits: FAIL: the allocation failed with %s\n", vkt_result_name(r));
+   if (has_memory_budget() && !check_budget(heap, n * size, size))
+      ok = false;
    if (n > 0) {
       /* with one chunk freed the device works, and the chunk comes back */
       vkFreeMemory(ctx.device, chunks[--n], NULL);
