@@ -11,7 +11,7 @@ packages="
    glslang-tools spirv-tools
    libprotobuf-c-dev protobuf-c-compiler libevent-dev libsystemd-dev
    libdrm-dev libxcb1-dev libwayland-dev libseccomp-dev systemd
-   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-bad
+   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-bad ffmpeg
 "
 
 missing=

@@ -198,9 +198,132 @@ check_features(VkPhysicalDevice pdev, uint32_t features)
       vkt_fail("device lacks the occlusionQueryPrecise feature");
 }
 
-void
-vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
-                          VkPhysicalDevice pdev, uint32_t features)
+/*
+ * Extension feature structs vkt_context_init_ext accepts in its chain: their
+ * size and how many VkBool32 members follow sType and pNext (up to and
+ * including `last`, so that trailing padding is never read).
+ */
+#define FEATURE_STRUCT(stype, type, last)                                    \
+   { stype, #type, sizeof(type),                                             \
+     (offsetof(type, last) + sizeof(VkBool32) -                              \
+      sizeof(VkBaseOutStructure)) / sizeof(VkBool32) }
+
+static const struct feature_struct {
+   VkStructureType stype;
+   const char *name;
+   size_t size;
+   uint32_t bools;
+} feature_structs[] = {
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT,
+                  VkPhysicalDeviceConditionalRenderingFeaturesEXT,
+                  inheritedConditionalRendering),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CUSTOM_BORDER_COLOR_FEATURES_EXT,
+                  VkPhysicalDeviceCustomBorderColorFeaturesEXT,
+                  customBorderColorWithoutFormat),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TRANSFORM_FEEDBACK_FEATURES_EXT,
+                  VkPhysicalDeviceTransformFeedbackFeaturesEXT,
+                  geometryStreams),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MULTI_DRAW_FEATURES_EXT,
+                  VkPhysicalDeviceMultiDrawFeaturesEXT, multiDraw),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_FEATURES_EXT,
+                  VkPhysicalDeviceExtendedDynamicStateFeaturesEXT,
+                  extendedDynamicState),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_2_FEATURES_EXT,
+                  VkPhysicalDeviceExtendedDynamicState2FeaturesEXT,
+                  extendedDynamicState2PatchControlPoints),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_3_FEATURES_EXT,
+                  VkPhysicalDeviceExtendedDynamicState3FeaturesEXT,
+                  extendedDynamicState3ShadingRateImageEnable),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT,
+                  VkPhysicalDeviceRobustness2FeaturesEXT, nullDescriptor),
+};
+
+#undef FEATURE_STRUCT
+
+static const struct feature_struct *
+find_feature_struct(VkStructureType stype)
+{
+   for (unsigned i = 0; i < VKT_ARRAY_SIZE(feature_structs); i++)
+      if (feature_structs[i].stype == stype)
+         return &feature_structs[i];
+   vkt_fail("feature struct with sType %d in the device's pNext chain is "
+            "not in vkt_common.c's feature_structs table", (int)stype);
+}
+
+static void
+check_extensions(VkPhysicalDevice pdev, const char *device_name,
+                 const char *const *exts, uint32_t n_exts)
+{
+   VkExtensionProperties *props;
+   uint32_t count = 0;
+
+   if (!n_exts)
+      return;
+   VKT_CHECK(vkEnumerateDeviceExtensionProperties(pdev, NULL, &count, NULL));
+   props = calloc(count ? count : 1, sizeof(*props));
+   if (!props)
+      vkt_fail("out of memory");
+   VKT_CHECK(vkEnumerateDeviceExtensionProperties(pdev, NULL, &count, props));
+   for (uint32_t i = 0; i < n_exts; i++) {
+      uint32_t j;
+
+      for (j = 0; j < count; j++)
+         if (!strcmp(props[j].extensionName, exts[i]))
+            break;
+      if (j == count)
+         vkt_fail("device '%s' does not advertise %s (%u device extensions "
+                  "listed)", device_name, exts[i], count);
+   }
+   free(props);
+}
+
+/*
+ * Queries a copy of each struct of the chain and checks that every VkBool32
+ * member wanted (VK_TRUE in the chain) is supported.
+ */
+static void
+check_ext_features(VkPhysicalDevice pdev, const char *device_name,
+                   const void *pnext)
+{
+   VkPhysicalDeviceFeatures2 f = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+   };
+   VkBaseOutStructure **tail = (VkBaseOutStructure **)&f.pNext;
+
+   for (const VkBaseInStructure *in = pnext; in; in = in->pNext) {
+      const struct feature_struct *fs = find_feature_struct(in->sType);
+      VkBaseOutStructure *copy = calloc(1, fs->size);
+
+      if (!copy)
+         vkt_fail("out of memory");
+      copy->sType = in->sType;
+      *tail = copy;
+      tail = &copy->pNext;
+   }
+   vkGetPhysicalDeviceFeatures2(pdev, &f);
+
+   const VkBaseInStructure *in = pnext;
+   VkBaseOutStructure *got = f.pNext;
+   for (; in; in = in->pNext) {
+      const struct feature_struct *fs = find_feature_struct(in->sType);
+      const VkBool32 *want_b = (const VkBool32 *)(in + 1);
+      const VkBool32 *got_b = (const VkBool32 *)(got + 1);
+      VkBaseOutStructure *next = got->pNext;
+
+      for (uint32_t i = 0; i < fs->bools; i++)
+         if (want_b[i] && !got_b[i])
+            vkt_fail("device '%s' lacks a feature: %s's VkBool32 member "
+                     "%u (counting from 0 after pNext) is VK_FALSE",
+                     device_name, fs->name, i);
+      free(got);
+      got = next;
+   }
+}
+
+static void
+context_init_device(struct vkt_context *ctx, VkInstance instance,
+                    VkPhysicalDevice pdev, uint32_t features,
+                    const char *const *exts, uint32_t n_exts, void *pnext)
 {
    VkQueueFamilyProperties families[16];
    uint32_t family_count = VKT_ARRAY_SIZE(families);
@@ -227,9 +350,12 @@ vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
                ctx->props.deviceName);
 
    check_features(pdev, features);
+   check_extensions(pdev, ctx->props.deviceName, exts, n_exts);
+   check_ext_features(pdev, ctx->props.deviceName, pnext);
 
    VkPhysicalDeviceVulkan13Features f13 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+      .pNext = pnext,
       .dynamicRendering = !!(features & VKT_FEATURE_DYNAMIC_RENDERING),
       .synchronization2 = !!(features & VKT_FEATURE_SYNCHRONIZATION2),
    };
@@ -252,6 +378,8 @@ vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
       .pNext = &f12,
       .queueCreateInfoCount = 1,
       .pQueueCreateInfos = &queue_info,
+      .enabledExtensionCount = n_exts,
+      .ppEnabledExtensionNames = exts,
       .pEnabledFeatures = &f10,
    };
    VKT_CHECK(vkCreateDevice(pdev, &device_info, NULL, &ctx->device));
@@ -267,8 +395,16 @@ vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
 }
 
 void
-vkt_context_init(struct vkt_context *ctx, const char *prog,
-                 const char *device_name, uint32_t features)
+vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
+                          VkPhysicalDevice pdev, uint32_t features)
+{
+   context_init_device(ctx, instance, pdev, features, NULL, 0, NULL);
+}
+
+void
+vkt_context_init_ext(struct vkt_context *ctx, const char *prog,
+                     const char *device_name, uint32_t features,
+                     const char *const *exts, uint32_t n_exts, void *pnext)
 {
    VkInstance instance;
 
@@ -276,9 +412,27 @@ vkt_context_init(struct vkt_context *ctx, const char *prog,
    ctx->prog = prog;
    vkt_set_prog(prog);
    instance = vkt_instance_create(prog);
-   vkt_context_init_physical(ctx, instance,
-                             vkt_physical_device_pick(instance, device_name),
-                             features);
+   context_init_device(ctx, instance,
+                       vkt_physical_device_pick(instance, device_name),
+                       features, exts, n_exts, pnext);
+}
+
+void
+vkt_context_init(struct vkt_context *ctx, const char *prog,
+                 const char *device_name, uint32_t features)
+{
+   vkt_context_init_ext(ctx, prog, device_name, features, NULL, 0, NULL);
+}
+
+PFN_vkVoidFunction
+vkt_device_proc(const struct vkt_context *ctx, const char *name)
+{
+   PFN_vkVoidFunction fn = vkGetDeviceProcAddr(ctx->device, name);
+
+   if (!fn)
+      vkt_fail("vkGetDeviceProcAddr(%s) returned NULL on '%s'", name,
+               ctx->props.deviceName);
+   return fn;
 }
 
 void

@@ -101,6 +101,25 @@ void vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
 void vkt_context_finish_device(struct vkt_context *ctx);
 
 /*
+ * vkt_context_init that also enables device extensions and extension
+ * features. Each of the n_exts names in exts must be advertised by
+ * vkEnumerateDeviceExtensionProperties. pnext, when not NULL, is a chain of
+ * extension feature structs (VkPhysicalDevice*Features*, not the Vulkan
+ * 1.1-1.3 ones) with the wanted members set to VK_TRUE: every such member
+ * must be true in what vkGetPhysicalDeviceFeatures2 reports, and the chain
+ * goes to vkCreateDevice. Anything missing fails with its name. The structs
+ * vkt_common.c knows are listed in its feature_structs table.
+ */
+void vkt_context_init_ext(struct vkt_context *ctx, const char *prog,
+                          const char *device_name, uint32_t features,
+                          const char *const *exts, uint32_t n_exts,
+                          void *pnext);
+
+/* vkGetDeviceProcAddr(ctx->device, name); fails when it answers NULL. */
+PFN_vkVoidFunction vkt_device_proc(const struct vkt_context *ctx,
+                                   const char *name);
+
+/*
  * Memory type index allowed by `type_bits` that has all of `required`,
  * preferring one that also has `preferred`; UINT32_MAX when none.
  */

@@ -1,0 +1,1339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vk_extensions: device extensions at work, each sub-test on a device of its
+ * own with only the extensions and features it needs, each checking the
+ * numbers or pixels the GPU produced.
+ *
+ *   push         VK_KHR_push_descriptor: a uniform buffer (a, b) and an
+ *                array of two storage buffers pushed with
+ *                vkCmdPushDescriptorSetKHR (dstSet garbage: it is ignored),
+ *                then, in the same command buffer, other a, b and buffers
+ *                pushed with vkCmdPushDescriptorSetWithTemplateKHR from a
+ *                struct with padding, offsets and a stride; both dispatches
+ *                are checked (out[i] = a * i + b and its complement).
+ *   conditional  VK_EXT_conditional_rendering: dispatches that write 1s under
+ *                conditions 0 and non-zero, plain and inverted, and one with
+ *                no condition; only those whose condition holds may write.
+ *   border       VK_EXT_custom_border_color: a 4x4 RGBA8 image sampled
+ *                (nearest, CLAMP_TO_BORDER, custom border colour) inside and
+ *                outside [0,1] by a compute shader.
+ *   xfb          VK_EXT_transform_feedback + VK_EXT_multi_draw: points
+ *                captured from three draws of one vkCmdDrawMultiEXT whose
+ *                draw array has a stride larger than VkMultiDrawInfoEXT,
+ *                then from one instanced multi-draw, with rasterizer discard
+ *                in dynamic rendering without attachments; the captured
+ *                vertices and the counter buffer are checked.
+ *   dynamic      VK_EXT_extended_dynamic_state3 colour write mask with the
+ *                core dynamic cull mode and primitive topology: three draws
+ *                into a 32x32 RGBA8 image, every pixel checked.
+ *
+ *   vk_extensions [--device NAME] [--test NAME]...
+ *
+ * Without --test every sub-test runs, in the order above. Each prints one
+ * line "vk_extensions: NAME: OK: what was checked"; any mismatch exits with
+ * 1 and says what differed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vkt_common.h"
+#include "ext_push_comp_spv.h"
+#include "ext_cond_comp_spv.h"
+#include "ext_border_comp_spv.h"
+#include "ext_xfb_vert_spv.h"
+#include "ext_dyn_vert_spv.h"
+#include "ext_white_frag_spv.h"
+
+#define PROG "vk_extensions"
+
+/* Loads a device command or fails. */
+#define LOAD(ctx, fn) ((PFN_##fn)vkt_device_proc((ctx), #fn))
+
+/* The device the last sub-test ran on, for the summary. */
+static char device_used[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+
+/* vkt_context_init_ext; prog is "vk_extensions: SUBTEST", so that failures
+ * say which sub-test failed. */
+static void
+context_init(struct vkt_context *ctx, const char *prog,
+             const char *device_name, uint32_t features,
+             const char *const *exts, uint32_t n_exts, void *pnext)
+{
+   vkt_context_init_ext(ctx, prog, device_name, features, exts, n_exts,
+                        pnext);
+   snprintf(device_used, sizeof(device_used), "%s", ctx->props.deviceName);
+}
+
+/* ---- shared helpers ----------------------------------------------------- */
+
+static VkPipeline
+compute_pipeline(const struct vkt_context *ctx, const uint32_t *code,
+                 size_t size, VkPipelineLayout layout)
+{
+   VkShaderModule module = vkt_shader_module(ctx, code, size);
+   const VkComputePipelineCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .stage = {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+         .module = module,
+         .pName = "main",
+      },
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+
+   VKT_CHECK(vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &info,
+                                      NULL, &pipeline));
+   vkDestroyShaderModule(ctx->device, module, NULL);
+   return pipeline;
+}
+
+static VkPipelineLayout
+pipeline_layout(const struct vkt_context *ctx, const VkDescriptorSetLayout *set,
+                const VkPushConstantRange *push)
+{
+   const VkPipelineLayoutCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+      .setLayoutCount = set ? 1 : 0,
+      .pSetLayouts = set,
+      .pushConstantRangeCount = push ? 1 : 0,
+      .pPushConstantRanges = push,
+   };
+   VkPipelineLayout layout;
+
+   VKT_CHECK(vkCreatePipelineLayout(ctx->device, &info, NULL, &layout));
+   return layout;
+}
+
+/* Makes writes of the stages in src_stage visible to the host. */
+static void
+barrier_to_host(VkCommandBuffer cmd, VkPipelineStageFlags src_stage,
+                VkAccessFlags src_access)
+{
+   const VkMemoryBarrier barrier = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+      .srcAccessMask = src_access,
+      .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+   };
+
+   vkCmdPipelineBarrier(cmd, src_stage, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                        &barrier, 0, NULL, 0, NULL);
+}
+
+static void
+image_barrier(VkCommandBuffer cmd, VkImage image, VkImageLayout old_layout,
+              VkImageLayout new_layout, VkPipelineStageFlags src_stage,
+              VkAccessFlags src_access, VkPipelineStageFlags dst_stage,
+              VkAccessFlags dst_access)
+{
+   const VkImageMemoryBarrier barrier = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
+      .srcAccessMask = src_access,
+      .dstAccessMask = dst_access,
+      .oldLayout = old_layout,
+      .newLayout = new_layout,
+      .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+      .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+      .image = image,
+      .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1 },
+   };
+
+   vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 0, NULL, 0, NULL, 1,
+                        &barrier);
+}
+
+struct image {
+   VkImage image;
+   VkDeviceMemory memory;
+   VkImageView view;
+};
+
+static void
+image_create(const struct vkt_context *ctx, uint32_t width, uint32_t height,
+             VkImageUsageFlags usage, struct image *img)
+{
+   const VkImageCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+      .imageType = VK_IMAGE_TYPE_2D,
+      .format = VK_FORMAT_R8G8B8A8_UNORM,
+      .extent = { width, height, 1 },
+      .mipLevels = 1,
+      .arrayLayers = 1,
+      .samples = VK_SAMPLE_COUNT_1_BIT,
+      .tiling = VK_IMAGE_TILING_OPTIMAL,
+      .usage = usage,
+      .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+      .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+   };
+   VKT_CHECK(vkCreateImage(ctx->device, &info, NULL, &img->image));
+   img->memory = vkt_image_bind_memory(ctx, img->image);
+
+   const VkImageViewCreateInfo view_info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
+      .image = img->image,
+      .viewType = VK_IMAGE_VIEW_TYPE_2D,
+      .format = info.format,
+      .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1 },
+   };
+   VKT_CHECK(vkCreateImageView(ctx->device, &view_info, NULL, &img->view));
+}
+
+static void
+image_destroy(const struct vkt_context *ctx, struct image *img)
+{
+   vkDestroyImageView(ctx->device, img->view, NULL);
+   vkDestroyImage(ctx->device, img->image, NULL);
+   vkFreeMemory(ctx->device, img->memory, NULL);
+}
+
+/* ---- push: VK_KHR_push_descriptor --------------------------------------- */
+
+#define PUSH_COUNT 256                /* uints per output range */
+#define PUSH_REGION 2048              /* bytes between output ranges */
+#define PUSH_PARAMS_2 256             /* offset of the second a, b */
+#define PUSH_SENTINEL 0xa5a5a5a5u
+
+struct push_params {
+   uint32_t a, b;
+};
+
+/* The template's data: binding 1's two buffers are elements of an array
+ * with a cookie before each (stride 32, first one at offset 16), binding 0's
+ * buffer comes after them. */
+struct push_out_elem {
+   uint64_t cookie;
+   VkDescriptorBufferInfo info;
+};
+
+struct push_template_data {
+   uint32_t magic;
+   struct push_out_elem outs[2];
+   VkDescriptorBufferInfo params;
+};
+
+/* Checks output range `region` against a * i + b (complemented when
+ * `invert`) and that the rest of the region was not written. */
+static void
+push_check(const uint32_t *out, unsigned region, const struct push_params *p,
+           bool invert, const char *what)
+{
+   const uint32_t *data = out + region * (PUSH_REGION / 4);
+
+   for (uint32_t i = 0; i < PUSH_REGION / 4; i++) {
+      uint32_t want = i < PUSH_COUNT ? p->a * i + p->b : PUSH_SENTINEL;
+
+      if (i < PUSH_COUNT && invert)
+         want = ~want;
+      if (data[i] != want)
+         vkt_fail("%s: output %u element %u is 0x%08x, expected 0x%08x%s",
+                  what, region, i, data[i], want,
+                  i < PUSH_COUNT ? "" : " (beyond the bound range)");
+   }
+}
+
+static void
+test_push(const char *device_name)
+{
+   static const char *const exts[] = { VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME };
+   struct vkt_context ctx;
+
+   context_init(&ctx, PROG ": push", device_name, 0, exts,
+                VKT_ARRAY_SIZE(exts), NULL);
+   PFN_vkCmdPushDescriptorSetKHR push_set =
+      LOAD(&ctx, vkCmdPushDescriptorSetKHR);
+   PFN_vkCmdPushDescriptorSetWithTemplateKHR push_template =
+      LOAD(&ctx, vkCmdPushDescriptorSetWithTemplateKHR);
+
+   const VkDescriptorSetLayoutBinding bindings[] = {
+      { 0, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+        NULL },
+      { 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2, VK_SHADER_STAGE_COMPUTE_BIT,
+        NULL },
+   };
+   const VkDescriptorSetLayoutCreateInfo set_layout_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+      .bindingCount = VKT_ARRAY_SIZE(bindings),
+      .pBindings = bindings,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL,
+                                         &set_layout));
+   VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, NULL);
+   VkPipeline pipeline = compute_pipeline(&ctx, ext_push_comp_spv,
+                                          sizeof(ext_push_comp_spv), layout);
+
+   /* Both a, b pairs in one uniform buffer; the second at offset 256, which
+    * every minUniformBufferOffsetAlignment (at most 256) divides. */
+   const struct push_params p1 = { 3, 1000 }, p2 = { 0x10001u, 0xdead0000u };
+   struct vkt_buffer ubo, out;
+   vkt_buffer_create(&ctx, 512, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, true,
+                     &ubo);
+   memset(ubo.map, 0xee, ubo.size);
+   memcpy(ubo.map, &p1, sizeof(p1));
+   memcpy((uint8_t *)ubo.map + PUSH_PARAMS_2, &p2, sizeof(p2));
+   vkt_buffer_flush(&ctx, &ubo);
+   vkt_buffer_create(&ctx, 4 * PUSH_REGION, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                     true, &out);
+   memset(out.map, 0xa5, out.size);
+   vkt_buffer_flush(&ctx, &out);
+
+   /* The push template: binding 1 first in the data's order, binding 0
+    * last. */
+   const VkDescriptorUpdateTemplateEntry entries[] = {
+      {
+         .dstBinding = 1,
+         .dstArrayElement = 0,
+         .descriptorCount = 2,
+         .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+         .offset = offsetof(struct push_template_data, outs[0].info),
+         .stride = sizeof(struct push_out_elem),
+      },
+      {
+         .dstBinding = 0,
+         .dstArrayElement = 0,
+         .descriptorCount = 1,
+         .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+         .offset = offsetof(struct push_template_data, params),
+         .stride = sizeof(struct push_template_data),
+      },
+   };
+   const VkDescriptorUpdateTemplateCreateInfo template_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_UPDATE_TEMPLATE_CREATE_INFO,
+      .descriptorUpdateEntryCount = VKT_ARRAY_SIZE(entries),
+      .pDescriptorUpdateEntries = entries,
+      .templateType = VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS_KHR,
+      .pipelineBindPoint = VK_PIPELINE_BIND_POINT_COMPUTE,
+      .pipelineLayout = layout,
+      .set = 0,
+   };
+   VkDescriptorUpdateTemplate update_template;
+   VKT_CHECK(vkCreateDescriptorUpdateTemplate(ctx.device, &template_info,
+                                              NULL, &update_template));
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+
+   /* First dispatch: a plain push into output ranges 0 and 1. dstSet is
+    * ignored for pushes: a garbage value must not matter. The structs are
+    * consumed when recorded, so they are scribbled over right after. */
+   VkDescriptorBufferInfo params_info = { ubo.buffer, 0, sizeof(p1) };
+   VkDescriptorBufferInfo out_infos[2] = {
+      { out.buffer, 0 * PUSH_REGION, PUSH_COUNT * 4 },
+      { out.buffer, 1 * PUSH_REGION, PUSH_COUNT * 4 },
+   };
+   const VkDescriptorSet garbage_set =
+      (VkDescriptorSet)(uintptr_t)0x5eadbeef0000f00dull;
+   VkWriteDescriptorSet writes[2] = {
+      {
+         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+         .dstSet = garbage_set,
+         .dstBinding = 0,
+         .descriptorCount = 1,
+         .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+         .pBufferInfo = &params_info,
+      },
+      {
+         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+         .dstSet = garbage_set,
+         .dstBinding = 1,
+         .dstArrayElement = 0,
+         .descriptorCount = 2,
+         .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+         .pBufferInfo = out_infos,
+      },
+   };
+   push_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0,
+            VKT_ARRAY_SIZE(writes), writes);
+   memset(&params_info, 0xcc, sizeof(params_info));
+   memset(out_infos, 0xcc, sizeof(out_infos));
+   vkCmdDispatch(cmd, PUSH_COUNT / 64, 1, 1);
+
+   /* Second dispatch: the template push into output ranges 2 and 3. */
+   struct push_template_data data;
+   memset(&data, 0x77, sizeof(data));   /* padding, too */
+   data.magic = 0xfeedfaceu;
+   data.outs[0].cookie = 0x1111111111111111ull;
+   data.outs[0].info = (VkDescriptorBufferInfo){ out.buffer, 2 * PUSH_REGION,
+                                                 PUSH_COUNT * 4 };
+   data.outs[1].cookie = 0x2222222222222222ull;
+   data.outs[1].info = (VkDescriptorBufferInfo){ out.buffer, 3 * PUSH_REGION,
+                                                 PUSH_COUNT * 4 };
+   data.params = (VkDescriptorBufferInfo){ ubo.buffer, PUSH_PARAMS_2,
+                                           sizeof(p2) };
+   push_template(cmd, update_template, layout, 0, &data);
+   memset(&data, 0xcc, sizeof(data));
+   vkCmdDispatch(cmd, PUSH_COUNT / 64, 1, 1);
+
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_SHADER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &out);
+
+   push_check(out.map, 0, &p1, false, "vkCmdPushDescriptorSetKHR");
+   push_check(out.map, 1, &p1, true, "vkCmdPushDescriptorSetKHR");
+   push_check(out.map, 2, &p2, false,
+              "vkCmdPushDescriptorSetWithTemplateKHR");
+   push_check(out.map, 3, &p2, true, "vkCmdPushDescriptorSetWithTemplateKHR");
+
+   printf(PROG ": push: OK: vkCmdPushDescriptorSetKHR (garbage dstSet) "
+          "a=%u b=%u and vkCmdPushDescriptorSetWithTemplateKHR (stride %zu, "
+          "offsets %zu and %zu) a=0x%x b=0x%x: 4 x %u uints, and the rest "
+          "of each range untouched\n",
+          p1.a, p1.b, sizeof(struct push_out_elem),
+          offsetof(struct push_template_data, outs[0].info),
+          offsetof(struct push_template_data, params), p2.a, p2.b,
+          PUSH_COUNT);
+
+   vkDestroyDescriptorUpdateTemplate(ctx.device, update_template, NULL);
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkt_buffer_destroy(&ctx, &out);
+   vkt_buffer_destroy(&ctx, &ubo);
+   vkt_context_finish(&ctx);
+}
+
+/* ---- conditional: VK_EXT_conditional_rendering -------------------------- */
+
+#define COND_GROUP 64                 /* uints each case's dispatch writes */
+#define COND_NONZERO_OFFSET 16
+#define COND_NONZERO 0x00010000u      /* only bit 16: not a low byte */
+
+static const struct cond_case {
+   const char *what;
+   bool conditional;
+   VkDeviceSize offset;               /* of the condition */
+   VkConditionalRenderingFlagsEXT flags;
+   uint32_t expect;
+} cond_cases[] = {
+   { "condition 0", true, 0, 0, 0 },
+   { "condition 0x10000", true, COND_NONZERO_OFFSET, 0, 1 },
+   { "inverted, condition 0", true, 0,
+     VK_CONDITIONAL_RENDERING_INVERTED_BIT_EXT, 1 },
+   { "inverted, condition 0x10000", true, COND_NONZERO_OFFSET,
+     VK_CONDITIONAL_RENDERING_INVERTED_BIT_EXT, 0 },
+   { "no condition", false, 0, 0, 1 },
+};
+
+static void
+test_conditional(const char *device_name)
+{
+   static const char *const exts[] = {
+      VK_EXT_CONDITIONAL_RENDERING_EXTENSION_NAME,
+   };
+   VkPhysicalDeviceConditionalRenderingFeaturesEXT cond_features = {
+      .sType =
+         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT,
+      .conditionalRendering = VK_TRUE,
+   };
+   struct vkt_context ctx;
+
+   context_init(&ctx, PROG ": conditional", device_name, 0, exts,
+                VKT_ARRAY_SIZE(exts), &cond_features);
+   PFN_vkCmdBeginConditionalRenderingEXT begin_cond =
+      LOAD(&ctx, vkCmdBeginConditionalRenderingEXT);
+   PFN_vkCmdEndConditionalRenderingEXT end_cond =
+      LOAD(&ctx, vkCmdEndConditionalRenderingEXT);
+
+   const unsigned n_cases = VKT_ARRAY_SIZE(cond_cases);
+   struct vkt_buffer cond, out;
+   vkt_buffer_create(&ctx, 64, VK_BUFFER_USAGE_CONDITIONAL_RENDERING_BIT_EXT,
+                     true, &cond);
+   memset(cond.map, 0, cond.size);
+   ((uint32_t *)cond.map)[COND_NONZERO_OFFSET / 4] = COND_NONZERO;
+   vkt_buffer_flush(&ctx, &cond);
+   vkt_buffer_create(&ctx, n_cases * COND_GROUP * 4,
+                     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &out);
+   memset(out.map, 0, out.size);
+   vkt_buffer_flush(&ctx, &out);
+
+   const VkDescriptorSetLayoutBinding binding = {
+      0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+      NULL
+   };
+   const VkDescriptorSetLayoutCreateInfo set_layout_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = 1,
+      .pBindings = &binding,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL,
+                                         &set_layout));
+   const VkPushConstantRange push_range = {
+      VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(uint32_t)
+   };
+   VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, &push_range);
+   VkPipeline pipeline = compute_pipeline(&ctx, ext_cond_comp_spv,
+                                          sizeof(ext_cond_comp_spv), layout);
+
+   const VkDescriptorPoolSize pool_size = {
+      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1
+   };
+   const VkDescriptorPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = 1,
+      .poolSizeCount = 1,
+      .pPoolSizes = &pool_size,
+   };
+   VkDescriptorPool pool;
+   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &pool_info, NULL, &pool));
+   const VkDescriptorSetAllocateInfo set_alloc = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+      .descriptorPool = pool,
+      .descriptorSetCount = 1,
+      .pSetLayouts = &set_layout,
+   };
+   VkDescriptorSet set;
+   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &set_alloc, &set));
+   const VkDescriptorBufferInfo out_info = { out.buffer, 0, VK_WHOLE_SIZE };
+   const VkWriteDescriptorSet write = {
+      .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+      .dstSet = set,
+      .dstBinding = 0,
+      .descriptorCount = 1,
+      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+      .pBufferInfo = &out_info,
+   };
+   vkUpdateDescriptorSets(ctx.device, 1, &write, 0, NULL);
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+   vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1,
+                           &set, 0, NULL);
+   for (unsigned c = 0; c < n_cases; c++) {
+      const struct cond_case *cc = &cond_cases[c];
+      const uint32_t base = c * COND_GROUP;
+      const VkConditionalRenderingBeginInfoEXT begin = {
+         .sType = VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT,
+         .buffer = cond.buffer,
+         .offset = cc->offset,
+         .flags = cc->flags,
+      };
+
+      vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                         sizeof(base), &base);
+      if (cc->conditional)
+         begin_cond(cmd, &begin);
+      vkCmdDispatch(cmd, 1, 1, 1);
+      if (cc->conditional)
+         end_cond(cmd);
+   }
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_SHADER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &out);
+
+   const uint32_t *data = out.map;
+   for (unsigned c = 0; c < n_cases; c++) {
+      for (uint32_t i = 0; i < COND_GROUP; i++) {
+         uint32_t got = data[c * COND_GROUP + i];
+
+         if (got != cond_cases[c].expect)
+            vkt_fail("dispatch with %s: element %u is %u, expected %u (the "
+                     "dispatch should %s)", cond_cases[c].what, i, got,
+                     cond_cases[c].expect,
+                     cond_cases[c].expect ? "have run" : "have been skipped");
+      }
+   }
+
+   printf(PROG ": conditional: OK: dispatches with condition 0 (skipped), "
+          "0x%x (ran), inverted 0 (ran), inverted 0x%x (skipped), no "
+          "condition (ran): %u x %u uints\n", COND_NONZERO, COND_NONZERO,
+          n_cases, COND_GROUP);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorPool(ctx.device, pool, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkt_buffer_destroy(&ctx, &out);
+   vkt_buffer_destroy(&ctx, &cond);
+   vkt_context_finish(&ctx);
+}
+
+/* ---- border: VK_EXT_custom_border_color --------------------------------- */
+
+#define BORDER_SIZE 4
+
+static const float border_color[4] = { 0.25f, 0.5f, 0.75f, 1.0f };
+
+/* Coordinates outside [0,1] (nearest: a texel index outside 0..3). */
+static const float border_outside[][2] = {
+   { -0.5f, 0.5f }, { 1.5f, 0.5f }, { 0.5f, -0.5f }, { 0.5f, 1.25f },
+   { -1.0f, -1.0f }, { 2.0f, 2.0f }, { -0.1f, 0.375f }, { 1.05f, 0.625f },
+};
+
+struct border_sample {
+   float uv[4];
+   float color[4];
+};
+
+static void
+border_texel(uint32_t x, uint32_t y, uint8_t rgba[4])
+{
+   rgba[0] = (uint8_t)(20 + 60 * x);
+   rgba[1] = (uint8_t)(30 + 50 * y);
+   rgba[2] = (uint8_t)(255 - 17 * (x + BORDER_SIZE * y));
+   rgba[3] = (uint8_t)(100 + 10 * (x + y));
+}
+
+static void
+test_border(const char *device_name)
+{
+   static const char *const exts[] = {
+      VK_EXT_CUSTOM_BORDER_COLOR_EXTENSION_NAME,
+   };
+   VkPhysicalDeviceCustomBorderColorFeaturesEXT border_features = {
+      .sType =
+         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CUSTOM_BORDER_COLOR_FEATURES_EXT,
+      .customBorderColors = VK_TRUE,
+   };
+   struct vkt_context ctx;
+
+   context_init(&ctx, PROG ": border", device_name, 0, exts,
+                VKT_ARRAY_SIZE(exts), &border_features);
+
+   /* The image, uploaded from a staging buffer. */
+   struct vkt_buffer staging;
+   vkt_buffer_create(&ctx, BORDER_SIZE * BORDER_SIZE * 4,
+                     VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, &staging);
+   for (uint32_t y = 0; y < BORDER_SIZE; y++)
+      for (uint32_t x = 0; x < BORDER_SIZE; x++)
+         border_texel(x, y,
+                      (uint8_t *)staging.map + (y * BORDER_SIZE + x) * 4);
+   vkt_buffer_flush(&ctx, &staging);
+   struct image tex;
+   image_create(&ctx, BORDER_SIZE, BORDER_SIZE,
+                VK_IMAGE_USAGE_SAMPLED_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+                &tex);
+
+   /* Samples: every texel's centre, then the coordinates outside. */
+   const uint32_t n_inside = BORDER_SIZE * BORDER_SIZE;
+   const uint32_t n_samples = n_inside + VKT_ARRAY_SIZE(border_outside);
+   struct vkt_buffer samples;
+   vkt_buffer_create(&ctx, n_samples * sizeof(struct border_sample),
+                     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &samples);
+   struct border_sample *s = samples.map;
+   for (uint32_t i = 0; i < n_samples; i++) {
+      if (i < n_inside) {
+         s[i].uv[0] = ((i % BORDER_SIZE) + 0.5f) / BORDER_SIZE;
+         s[i].uv[1] = ((i / BORDER_SIZE) + 0.5f) / BORDER_SIZE;
+      } else {
+         s[i].uv[0] = border_outside[i - n_inside][0];
+         s[i].uv[1] = border_outside[i - n_inside][1];
+      }
+      s[i].uv[2] = s[i].uv[3] = 0.0f;
+      for (int c = 0; c < 4; c++)
+         s[i].color[c] = -1.0f;
+   }
+   vkt_buffer_flush(&ctx, &samples);
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   image_barrier(cmd, tex.image, VK_IMAGE_LAYOUT_UNDEFINED,
+                 VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                 VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+   const VkBufferImageCopy upload = {
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1 },
+      .imageExtent = { BORDER_SIZE, BORDER_SIZE, 1 },
+   };
+   vkCmdCopyBufferToImage(cmd, staging.buffer, tex.image,
+                          VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &upload);
+   image_barrier(cmd, tex.image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                 VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                 VK_ACCESS_SHADER_READ_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+
+   const VkSamplerCustomBorderColorCreateInfoEXT custom = {
+      .sType = VK_STRUCTURE_TYPE_SAMPLER_CUSTOM_BORDER_COLOR_CREATE_INFO_EXT,
+      .customBorderColor = { .float32 = { border_color[0], border_color[1],
+                                          border_color[2],
+                                          border_color[3] } },
+      .format = VK_FORMAT_R8G8B8A8_UNORM,
+   };
+   const VkSamplerCreateInfo sampler_info = {
+      .sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
+      .pNext = &custom,
+      .magFilter = VK_FILTER_NEAREST,
+      .minFilter = VK_FILTER_NEAREST,
+      .mipmapMode = VK_SAMPLER_MIPMAP_MODE_NEAREST,
+      .addressModeU = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER,
+      .addressModeV = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER,
+      .addressModeW = VK_SAMPLER_ADDRESS_MODE_CLAMP_TO_BORDER,
+      .maxLod = 0.0f,
+      .borderColor = VK_BORDER_COLOR_FLOAT_CUSTOM_EXT,
+   };
+   VkSampler sampler;
+   VKT_CHECK(vkCreateSampler(ctx.device, &sampler_info, NULL, &sampler));
+
+   const VkDescriptorSetLayoutBinding bindings[] = {
+      { 0, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1,
+        VK_SHADER_STAGE_COMPUTE_BIT, NULL },
+      { 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+        NULL },
+   };
+   const VkDescriptorSetLayoutCreateInfo set_layout_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = VKT_ARRAY_SIZE(bindings),
+      .pBindings = bindings,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL,
+                                         &set_layout));
+   VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, NULL);
+   VkPipeline pipeline = compute_pipeline(&ctx, ext_border_comp_spv,
+                                          sizeof(ext_border_comp_spv), layout);
+
+   const VkDescriptorPoolSize pool_sizes[] = {
+      { VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1 },
+      { VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1 },
+   };
+   const VkDescriptorPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = 1,
+      .poolSizeCount = VKT_ARRAY_SIZE(pool_sizes),
+      .pPoolSizes = pool_sizes,
+   };
+   VkDescriptorPool pool;
+   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &pool_info, NULL, &pool));
+   const VkDescriptorSetAllocateInfo set_alloc = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+      .descriptorPool = pool,
+      .descriptorSetCount = 1,
+      .pSetLayouts = &set_layout,
+   };
+   VkDescriptorSet set;
+   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &set_alloc, &set));
+   const VkDescriptorImageInfo image_info = {
+      sampler, tex.view, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
+   };
+   const VkDescriptorBufferInfo samples_info = {
+      samples.buffer, 0, VK_WHOLE_SIZE
+   };
+   const VkWriteDescriptorSet writes[] = {
+      {
+         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+         .dstSet = set,
+         .dstBinding = 0,
+         .descriptorCount = 1,
+         .descriptorType = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+         .pImageInfo = &image_info,
+      },
+      {
+         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+         .dstSet = set,
+         .dstBinding = 1,
+         .descriptorCount = 1,
+         .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+         .pBufferInfo = &samples_info,
+      },
+   };
+   vkUpdateDescriptorSets(ctx.device, VKT_ARRAY_SIZE(writes), writes, 0,
+                          NULL);
+
+   cmd = vkt_cmd_begin(&ctx);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+   vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1,
+                           &set, 0, NULL);
+   vkCmdDispatch(cmd, n_samples, 1, 1);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   VK_ACCESS_SHADER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &samples);
+
+   for (uint32_t i = 0; i < n_samples; i++) {
+      float want[4];
+      double tolerance;
+
+      if (i < n_inside) {
+         uint8_t rgba[4];
+
+         border_texel(i % BORDER_SIZE, i / BORDER_SIZE, rgba);
+         for (int c = 0; c < 4; c++)
+            want[c] = rgba[c] / 255.0f;
+         tolerance = 0.5 / 255.0;   /* the texel's own value */
+      } else {
+         memcpy(want, border_color, sizeof(want));
+         tolerance = 1.0 / 255.0;   /* may be rounded to the format */
+      }
+      for (int c = 0; c < 4; c++) {
+         if (fabs(s[i].color[c] - want[c]) <= tolerance)
+            continue;
+         vkt_fail("sample at (%g, %g) %s: got (%.4f, %.4f, %.4f, %.4f), "
+                  "expected (%.4f, %.4f, %.4f, %.4f)", s[i].uv[0], s[i].uv[1],
+                  i < n_inside ? "(a texel's centre)"
+                               : "(outside: the custom border colour)",
+                  s[i].color[0], s[i].color[1], s[i].color[2], s[i].color[3],
+                  want[0], want[1], want[2], want[3]);
+      }
+   }
+
+   printf(PROG ": border: OK: %u samples outside [0,1] gave the custom "
+          "border colour (%.2f, %.2f, %.2f, %.2f) within 1/255, %u texel "
+          "centres gave the image's texels\n",
+          (unsigned)VKT_ARRAY_SIZE(border_outside), border_color[0],
+          border_color[1], border_color[2], border_color[3], n_inside);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorPool(ctx.device, pool, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkDestroySampler(ctx.device, sampler, NULL);
+   image_destroy(&ctx, &tex);
+   vkt_buffer_destroy(&ctx, &samples);
+   vkt_buffer_destroy(&ctx, &staging);
+   vkt_context_finish(&ctx);
+}
+
+/* ---- xfb: VK_EXT_transform_feedback + VK_EXT_multi_draw ------------------ */
+
+#define XFB_BYTES 512
+#define XFB_STRIDE 16
+#define XFB_COUNTER_OFFSET 12
+
+/* vkCmdDrawMultiEXT's array, with a stride of 20 bytes: the padding holds
+ * draws that must not be made. */
+struct padded_draw {
+   VkMultiDrawInfoEXT info;
+   uint32_t poison[3];
+};
+
+static const struct padded_draw xfb_draws[] = {
+   { { 0, 3 }, { 1000, 1, 2000 } },
+   { { 10, 2 }, { 3000, 1, 4000 } },
+   { { 100, 4 }, { 5000, 1, 6000 } },
+   /* the second call's */
+   { { 200, 3 }, { 7000, 1, 8000 } },
+};
+
+/*
+ * The vkCmdDrawMultiEXT calls, captured one after the other. Several draws
+ * go with one instance only: lavapipe (Mesa 22.3) runs a multi-draw
+ * instance by instance, each instance through every draw, so with more the
+ * capture order would depend on the driver. Instances get a call of one
+ * draw.
+ */
+static const struct xfb_call {
+   uint32_t first_draw, n_draws;
+   uint32_t instances, first_instance;
+} xfb_calls[] = {
+   { 0, 3, 1, 5 },
+   { 3, 1, 2, 7 },
+};
+
+/* Must match ext_xfb.vert. */
+static void
+xfb_expected(uint32_t vertex, uint32_t instance, float v[4])
+{
+   v[0] = (float)vertex;
+   v[1] = (float)instance;
+   v[2] = (float)(vertex * 7 + instance * 1000);
+   v[3] = 42.0f;
+}
+
+static void
+test_xfb(const char *device_name)
+{
+   static const char *const exts[] = {
+      VK_EXT_TRANSFORM_FEEDBACK_EXTENSION_NAME,
+      VK_EXT_MULTI_DRAW_EXTENSION_NAME,
+   };
+   VkPhysicalDeviceMultiDrawFeaturesEXT multi_draw_features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MULTI_DRAW_FEATURES_EXT,
+      .multiDraw = VK_TRUE,
+   };
+   VkPhysicalDeviceTransformFeedbackFeaturesEXT xfb_features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TRANSFORM_FEEDBACK_FEATURES_EXT,
+      .pNext = &multi_draw_features,
+      .transformFeedback = VK_TRUE,
+   };
+   struct vkt_context ctx;
+
+   context_init(&ctx, PROG ": xfb", device_name,
+                VKT_FEATURE_DYNAMIC_RENDERING, exts,
+                VKT_ARRAY_SIZE(exts), &xfb_features);
+   PFN_vkCmdBindTransformFeedbackBuffersEXT bind_xfb =
+      LOAD(&ctx, vkCmdBindTransformFeedbackBuffersEXT);
+   PFN_vkCmdBeginTransformFeedbackEXT begin_xfb =
+      LOAD(&ctx, vkCmdBeginTransformFeedbackEXT);
+   PFN_vkCmdEndTransformFeedbackEXT end_xfb =
+      LOAD(&ctx, vkCmdEndTransformFeedbackEXT);
+   PFN_vkCmdDrawMultiEXT draw_multi = LOAD(&ctx, vkCmdDrawMultiEXT);
+
+   uint32_t n_vertices = 0;
+   for (unsigned c = 0; c < VKT_ARRAY_SIZE(xfb_calls); c++)
+      for (unsigned d = 0; d < xfb_calls[c].n_draws; d++)
+         n_vertices +=
+            xfb_draws[xfb_calls[c].first_draw + d].info.vertexCount *
+            xfb_calls[c].instances;
+   const uint32_t captured_bytes = n_vertices * XFB_STRIDE;
+   if (captured_bytes > XFB_BYTES)
+      vkt_fail("xfb: %u bytes to capture do not fit %u", captured_bytes,
+               XFB_BYTES);
+
+   struct vkt_buffer xfb, counter;
+   vkt_buffer_create(&ctx, XFB_BYTES,
+                     VK_BUFFER_USAGE_TRANSFORM_FEEDBACK_BUFFER_BIT_EXT, true,
+                     &xfb);
+   memset(xfb.map, 0xa5, xfb.size);
+   vkt_buffer_flush(&ctx, &xfb);
+   vkt_buffer_create(&ctx, 64,
+                     VK_BUFFER_USAGE_TRANSFORM_FEEDBACK_COUNTER_BUFFER_BIT_EXT,
+                     true, &counter);
+   memset(counter.map, 0xa5, counter.size);
+   vkt_buffer_flush(&ctx, &counter);
+
+   /* A vertex shader only: rasterizer discard, no attachments. The
+    * viewport, multisample and blend states are ignored and left out. */
+   VkPipelineLayout layout = pipeline_layout(&ctx, NULL, NULL);
+   VkShaderModule vs =
+      vkt_shader_module(&ctx, ext_xfb_vert_spv, sizeof(ext_xfb_vert_spv));
+   const VkPipelineShaderStageCreateInfo stage = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+      .stage = VK_SHADER_STAGE_VERTEX_BIT,
+      .module = vs,
+      .pName = "main",
+   };
+   const VkPipelineVertexInputStateCreateInfo vertex_input = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+   };
+   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+      .topology = VK_PRIMITIVE_TOPOLOGY_POINT_LIST,
+   };
+   const VkPipelineRasterizationStateCreateInfo raster = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+      .rasterizerDiscardEnable = VK_TRUE,
+      .polygonMode = VK_POLYGON_MODE_FILL,
+      .cullMode = VK_CULL_MODE_NONE,
+      .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
+      .lineWidth = 1.0f,
+   };
+   const VkPipelineRenderingCreateInfo rendering_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+   };
+   const VkGraphicsPipelineCreateInfo pipeline_info = {
+      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+      .pNext = &rendering_info,
+      .stageCount = 1,
+      .pStages = &stage,
+      .pVertexInputState = &vertex_input,
+      .pInputAssemblyState = &input_assembly,
+      .pRasterizationState = &raster,
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+   VKT_CHECK(vkCreateGraphicsPipelines(ctx.device, VK_NULL_HANDLE, 1,
+                                       &pipeline_info, NULL, &pipeline));
+   vkDestroyShaderModule(ctx.device, vs, NULL);
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   const VkRenderingInfo rendering = {
+      .sType = VK_STRUCTURE_TYPE_RENDERING_INFO,
+      .renderArea = { { 0, 0 }, { 16, 16 } },
+      .layerCount = 1,
+   };
+   const VkDeviceSize xfb_offset = 0, xfb_size = XFB_BYTES;
+   const VkDeviceSize counter_offset = XFB_COUNTER_OFFSET;
+   vkCmdBeginRendering(cmd, &rendering);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
+   bind_xfb(cmd, 0, 1, &xfb.buffer, &xfb_offset, &xfb_size);
+   begin_xfb(cmd, 0, 0, NULL, NULL);
+   for (unsigned c = 0; c < VKT_ARRAY_SIZE(xfb_calls); c++)
+      draw_multi(cmd, xfb_calls[c].n_draws,
+                 &xfb_draws[xfb_calls[c].first_draw].info,
+                 xfb_calls[c].instances, xfb_calls[c].first_instance,
+                 sizeof(struct padded_draw));
+   end_xfb(cmd, 0, 1, &counter.buffer, &counter_offset);
+   vkCmdEndRendering(cmd);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_TRANSFORM_FEEDBACK_BIT_EXT,
+                   VK_ACCESS_TRANSFORM_FEEDBACK_WRITE_BIT_EXT |
+                      VK_ACCESS_TRANSFORM_FEEDBACK_COUNTER_WRITE_BIT_EXT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &xfb);
+   vkt_buffer_invalidate(&ctx, &counter);
+
+   /* Call by call, draw by draw, instance by instance, vertex by vertex. */
+   const float *got = xfb.map;
+   uint32_t n = 0;
+   for (unsigned c = 0; c < VKT_ARRAY_SIZE(xfb_calls); c++) {
+      const struct xfb_call *call = &xfb_calls[c];
+
+      for (unsigned d = call->first_draw;
+           d < call->first_draw + call->n_draws; d++) {
+         const VkMultiDrawInfoEXT *info = &xfb_draws[d].info;
+
+         for (uint32_t inst = call->first_instance;
+              inst < call->first_instance + call->instances; inst++) {
+            for (uint32_t v = info->firstVertex;
+                 v < info->firstVertex + info->vertexCount; v++, n++) {
+               const float *g = got + n * (XFB_STRIDE / sizeof(float));
+               float want[4];
+
+               xfb_expected(v, inst, want);
+               if (memcmp(g, want, sizeof(want)))
+                  vkt_fail("captured vertex %u (call %u, draw %u, instance "
+                           "%u, vertex %u): got (%g, %g, %g, %g), expected "
+                           "(%g, %g, %g, %g)", n, c, d, inst, v, g[0], g[1],
+                           g[2], g[3], want[0], want[1], want[2], want[3]);
+            }
+         }
+      }
+   }
+   const uint8_t *rest = (const uint8_t *)xfb.map + captured_bytes;
+   for (uint32_t i = 0; i < XFB_BYTES - captured_bytes; i++)
+      if (rest[i] != 0xa5)
+         vkt_fail("byte %u of the transform feedback buffer, after the %u "
+                  "captured bytes, was written (0x%02x)",
+                  captured_bytes + i, captured_bytes, rest[i]);
+   uint32_t count;
+   memcpy(&count, (const uint8_t *)counter.map + XFB_COUNTER_OFFSET,
+          sizeof(count));
+   if (count != captured_bytes)
+      vkt_fail("counter buffer holds %u (0x%08x) bytes, expected %u", count,
+               count, captured_bytes);
+
+   printf(PROG ": xfb: OK: vkCmdDrawMultiEXT of %u draws (stride %zu, "
+          "first instance %u), then of %u draw x %u instances, captured the "
+          "%u expected vertices (%u bytes) and nothing more; counter buffer "
+          "says %u bytes\n",
+          xfb_calls[0].n_draws, sizeof(struct padded_draw),
+          xfb_calls[0].first_instance, xfb_calls[1].n_draws,
+          xfb_calls[1].instances, n_vertices, captured_bytes, count);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkt_buffer_destroy(&ctx, &counter);
+   vkt_buffer_destroy(&ctx, &xfb);
+   vkt_context_finish(&ctx);
+}
+
+/* ---- dynamic: VK_EXT_extended_dynamic_state3 colour write mask ---------- */
+
+#define DYN_SIZE 32
+
+struct dyn_vertices {
+   float pos[6][4];
+};
+
+static void
+dyn_draw(VkCommandBuffer cmd, VkPipelineLayout layout,
+         const float (*verts)[2], uint32_t count)
+{
+   struct dyn_vertices v;
+
+   memset(&v, 0, sizeof(v));
+   for (uint32_t i = 0; i < count; i++) {
+      v.pos[i][0] = verts[i][0];
+      v.pos[i][1] = verts[i][1];
+   }
+   vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_VERTEX_BIT, 0, sizeof(v),
+                      &v);
+   vkCmdDraw(cmd, count, 1, 0, 0);
+}
+
+static void
+test_dynamic(const char *device_name)
+{
+   static const char *const exts[] = {
+      VK_EXT_EXTENDED_DYNAMIC_STATE_3_EXTENSION_NAME,
+   };
+   VkPhysicalDeviceExtendedDynamicState3FeaturesEXT eds3_features = {
+      .sType =
+         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTENDED_DYNAMIC_STATE_3_FEATURES_EXT,
+      .extendedDynamicState3ColorWriteMask = VK_TRUE,
+   };
+   struct vkt_context ctx;
+
+   context_init(&ctx, PROG ": dynamic", device_name,
+                VKT_FEATURE_DYNAMIC_RENDERING, exts,
+                VKT_ARRAY_SIZE(exts), &eds3_features);
+   PFN_vkCmdSetColorWriteMaskEXT set_write_mask =
+      LOAD(&ctx, vkCmdSetColorWriteMaskEXT);
+
+   struct image target;
+   image_create(&ctx, DYN_SIZE, DYN_SIZE,
+                VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT |
+                   VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+                &target);
+   struct vkt_buffer readback;
+   vkt_buffer_create(&ctx, DYN_SIZE * DYN_SIZE * 4,
+                     VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &readback);
+   memset(readback.map, 0xa5, readback.size);
+   vkt_buffer_flush(&ctx, &readback);
+
+   const VkPushConstantRange push_range = {
+      VK_SHADER_STAGE_VERTEX_BIT, 0, sizeof(struct dyn_vertices)
+   };
+   VkPipelineLayout layout = pipeline_layout(&ctx, NULL, &push_range);
+   VkShaderModule vs =
+      vkt_shader_module(&ctx, ext_dyn_vert_spv, sizeof(ext_dyn_vert_spv));
+   VkShaderModule fs =
+      vkt_shader_module(&ctx, ext_white_frag_spv, sizeof(ext_white_frag_spv));
+   const VkPipelineShaderStageCreateInfo stages[] = {
+      {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_VERTEX_BIT,
+         .module = vs,
+         .pName = "main",
+      },
+      {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
+         .module = fs,
+         .pName = "main",
+      },
+   };
+   const VkPipelineVertexInputStateCreateInfo vertex_input = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+   };
+   /* Topology, cull mode and write mask are dynamic: what the pipeline
+    * says of them (a list, no culling, all channels) must not count. */
+   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+   };
+   const VkViewport viewport = { 0, 0, DYN_SIZE, DYN_SIZE, 0.0f, 1.0f };
+   const VkRect2D scissor = { { 0, 0 }, { DYN_SIZE, DYN_SIZE } };
+   const VkPipelineViewportStateCreateInfo viewport_state = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
+      .viewportCount = 1,
+      .pViewports = &viewport,
+      .scissorCount = 1,
+      .pScissors = &scissor,
+   };
+   const VkPipelineRasterizationStateCreateInfo raster = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+      .polygonMode = VK_POLYGON_MODE_FILL,
+      .cullMode = VK_CULL_MODE_NONE,
+      .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
+      .lineWidth = 1.0f,
+   };
+   const VkPipelineMultisampleStateCreateInfo multisample = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+      .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
+   };
+   const VkPipelineColorBlendAttachmentState blend_attachment = {
+      .blendEnable = VK_FALSE,
+      .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
+                        VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
+   };
+   const VkPipelineColorBlendStateCreateInfo blend = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+      .attachmentCount = 1,
+      .pAttachments = &blend_attachment,
+   };
+   const VkDynamicState dynamic_states[] = {
+      VK_DYNAMIC_STATE_COLOR_WRITE_MASK_EXT,
+      VK_DYNAMIC_STATE_CULL_MODE,
+      VK_DYNAMIC_STATE_PRIMITIVE_TOPOLOGY,
+   };
+   const VkPipelineDynamicStateCreateInfo dynamic = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
+      .dynamicStateCount = VKT_ARRAY_SIZE(dynamic_states),
+      .pDynamicStates = dynamic_states,
+   };
+   const VkFormat color_format = VK_FORMAT_R8G8B8A8_UNORM;
+   const VkPipelineRenderingCreateInfo rendering_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+      .colorAttachmentCount = 1,
+      .pColorAttachmentFormats = &color_format,
+   };
+   const VkGraphicsPipelineCreateInfo pipeline_info = {
+      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+      .pNext = &rendering_info,
+      .stageCount = VKT_ARRAY_SIZE(stages),
+      .pStages = stages,
+      .pVertexInputState = &vertex_input,
+      .pInputAssemblyState = &input_assembly,
+      .pViewportState = &viewport_state,
+      .pRasterizationState = &raster,
+      .pMultisampleState = &multisample,
+      .pColorBlendState = &blend,
+      .pDynamicState = &dynamic,
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+   VKT_CHECK(vkCreateGraphicsPipelines(ctx.device, VK_NULL_HANDLE, 1,
+                                       &pipeline_info, NULL, &pipeline));
+   vkDestroyShaderModule(ctx.device, vs, NULL);
+   vkDestroyShaderModule(ctx.device, fs, NULL);
+
+   /* Clip space, y down. */
+   static const float full_screen[3][2] = {
+      { -1.0f, -1.0f }, { 3.0f, -1.0f }, { -1.0f, 3.0f },
+   };
+   static const float left_half_list[6][2] = {
+      { -1.0f, -1.0f }, { 0.0f, -1.0f }, { -1.0f, 1.0f },
+      { -1.0f, 1.0f }, { 0.0f, -1.0f }, { 0.0f, 1.0f },
+   };
+   /* As a list, only its first triangle would be drawn: half of it. */
+   static const float right_half_strip[4][2] = {
+      { 0.0f, -1.0f }, { 1.0f, -1.0f }, { 0.0f, 1.0f }, { 1.0f, 1.0f },
+   };
+   const VkColorComponentFlags mask_ra =
+      VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_A_BIT;
+   const VkColorComponentFlags mask_all =
+      VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
+      VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT;
+   const VkColorComponentFlags mask_g = VK_COLOR_COMPONENT_G_BIT;
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   image_barrier(cmd, target.image, VK_IMAGE_LAYOUT_UNDEFINED,
+                 VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                 VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
+                 VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                 VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT);
+   const VkRenderingAttachmentInfo color_attachment = {
+      .sType = VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO,
+      .imageView = target.view,
+      .imageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+      .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+      .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+      .clearValue = { .color = { .float32 = { 0.0f, 0.0f, 0.0f, 1.0f } } },
+   };
+   const VkRenderingInfo rendering = {
+      .sType = VK_STRUCTURE_TYPE_RENDERING_INFO,
+      .renderArea = { { 0, 0 }, { DYN_SIZE, DYN_SIZE } },
+      .layerCount = 1,
+      .colorAttachmentCount = 1,
+      .pColorAttachments = &color_attachment,
+   };
+   vkCmdBeginRendering(cmd, &rendering);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
+
+   /* 1: everything, red and alpha only -> (255, 0, 0, 255). */
+   vkCmdSetPrimitiveTopology(cmd, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST);
+   vkCmdSetCullMode(cmd, VK_CULL_MODE_NONE);
+   set_write_mask(cmd, 0, 1, &mask_ra);
+   dyn_draw(cmd, layout, full_screen, 3);
+
+   /* 2: the left half, all channels, but culled: nothing changes (were it
+    * drawn, the left half would turn white). */
+   vkCmdSetCullMode(cmd, VK_CULL_MODE_FRONT_AND_BACK);
+   set_write_mask(cmd, 0, 1, &mask_all);
+   dyn_draw(cmd, layout, left_half_list, 6);
+
+   /* 3: the right half as a strip, green only -> (255, 255, 0, 255). */
+   vkCmdSetPrimitiveTopology(cmd, VK_PRIMITIVE_TOPOLOGY_TRIANGLE_STRIP);
+   vkCmdSetCullMode(cmd, VK_CULL_MODE_NONE);
+   set_write_mask(cmd, 0, 1, &mask_g);
+   dyn_draw(cmd, layout, right_half_strip, 4);
+
+   vkCmdEndRendering(cmd);
+   image_barrier(cmd, target.image, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                 VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                 VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                 VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+                 VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+   const VkBufferImageCopy region = {
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1 },
+      .imageExtent = { DYN_SIZE, DYN_SIZE, 1 },
+   };
+   vkCmdCopyImageToBuffer(cmd, target.image,
+                          VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                          readback.buffer, 1, &region);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_TRANSFER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &readback);
+
+   static const uint8_t want_left[4] = { 255, 0, 0, 255 };
+   static const uint8_t want_right[4] = { 255, 255, 0, 255 };
+   const uint8_t *px = readback.map;
+   for (uint32_t y = 0; y < DYN_SIZE; y++) {
+      for (uint32_t x = 0; x < DYN_SIZE; x++) {
+         const uint8_t *got = px + (y * DYN_SIZE + x) * 4;
+         const uint8_t *want = x < DYN_SIZE / 2 ? want_left : want_right;
+
+         if (memcmp(got, want, 4))
+            vkt_fail("pixel (%u,%u) in the %s half is (%u, %u, %u, %u), "
+                     "expected (%u, %u, %u, %u)", x, y,
+                     x < DYN_SIZE / 2 ? "left" : "right", got[0], got[1],
+                     got[2], got[3], want[0], want[1], want[2], want[3]);
+      }
+   }
+
+   printf(PROG ": dynamic: OK: write mask R|A, culled left half "
+          "(FRONT_AND_BACK), then write mask G on a right-half strip: "
+          "%u left pixels (255, 0, 0, 255), %u right pixels "
+          "(255, 255, 0, 255)\n",
+          DYN_SIZE * DYN_SIZE / 2, DYN_SIZE * DYN_SIZE / 2);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkt_buffer_destroy(&ctx, &readback);
+   image_destroy(&ctx, &target);
+   vkt_context_finish(&ctx);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static const struct {
+   const char *name;
+   void (*run)(const char *device_name);
+} tests[] = {
+   { "push", test_push },
+   { "conditional", test_conditional },
+   { "border", test_border },
+   { "xfb", test_xfb },
+   { "dynamic", test_dynamic },
+};
+
+static void
+usage(void)
+{
+   fprintf(stderr, "usage: vk_extensions [--device NAME] [--test NAME]...\n"
+                   "tests:");
+   for (unsigned i = 0; i < VKT_ARRAY_SIZE(tests); i++)
+      fprintf(stderr, " %s", tests[i].name);
+   fprintf(stderr, "\n");
+   exit(1);
+}
+
+int
+main(int argc, char **argv)
+{
+   const char *device_name = NULL;
+   bool selected[VKT_ARRAY_SIZE(tests)] = { false };
+   bool any_selected = false;
+
+   vkt_set_prog(PROG);
+   for (int i = 1; i < argc; i++) {
+      if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+         device_name = argv[++i];
+      } else if (!strcmp(argv[i], "--test") && i + 1 < argc) {
+         const char *name = argv[++i];
+         unsigned t;
+
+         for (t = 0; t < VKT_ARRAY_SIZE(tests); t++)
+            if (!strcmp(tests[t].name, name))
+               break;
+         if (t == VKT_ARRAY_SIZE(tests)) {
+            fprintf(stderr, PROG ": no sub-test named '%s'\n", name);
+            usage();
+         }
+         selected[t] = any_selected = true;
+      } else {
+         usage();
+      }
+   }
+
+   unsigned run = 0;
+   for (unsigned t = 0; t < VKT_ARRAY_SIZE(tests); t++) {
+      if (any_selected && !selected[t])
+         continue;
+      tests[t].run(device_name);
+      fflush(stdout);
+      run++;
+   }
+   vkt_set_prog(PROG);
+   printf(PROG ": OK: %u sub-test%s passed on '%s'\n", run,
+          run == 1 ? "" : "s", device_used);
+   return 0;
+}
