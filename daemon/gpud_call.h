@@ -40,6 +40,7 @@ struct gpud_object {
    size_t map_size;
    uint64_t bytes;
    uint32_t heap;
+   char *name; /* VK_EXT_debug_utils */
 };
 
 /* One command being executed. */
@@ -137,6 +138,8 @@ void gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResu
 
 /* Memory accounting, through the worker (gpud_object.c) */
 VkResult gpud_context_reserve_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes);
+/* The object's debug name (NULL or "": none), shown by gpudctl. */
+void gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, const char *name);
 /* The client's usage and budget per heap (VK_EXT_memory_budget); false when
  * the server could not say. */
 bool gpud_context_memory_budget(struct gpud_context *ctx, struct gpud_memory_budget *budget);

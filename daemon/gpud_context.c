@@ -190,6 +190,7 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    pthread_mutex_init(&ctx->send_mutex, NULL);
    pthread_mutex_init(&ctx->wait_mutex, NULL);
    pthread_mutex_init(&ctx->log_mutex, NULL);
+   pthread_mutex_init(&ctx->names_mutex, NULL);
    pthread_cond_init(&ctx->wait_cond, NULL);
    util_list_init(&ctx->waiters);
    util_list_init(&ctx->object_list);
@@ -269,6 +270,7 @@ gpud_context_destroy(struct gpud_context *ctx)
    pthread_mutex_destroy(&ctx->send_mutex);
    pthread_mutex_destroy(&ctx->wait_mutex);
    pthread_mutex_destroy(&ctx->log_mutex);
+   pthread_mutex_destroy(&ctx->names_mutex);
    pthread_cond_destroy(&ctx->wait_cond);
    free(ctx);
 }

@@ -17,6 +17,7 @@
 
 #include "util_log.h"
 #include "wire_control.h"
+#include "wire_gen.h"
 #include "util_time.h"
 
 static const char *
@@ -32,6 +33,76 @@ state_name(const struct gpud_client *c)
    default:
       return "control";
    }
+}
+
+/* The names the worker published, read whole (the sequence count the same,
+ * and even, around the copy); NULL when they kept changing. */
+static bool
+read_names(const struct gpud_status_page *page, struct gpud_status_name *names)
+{
+   for (int tries = 0; tries < 8; tries++) {
+      uint32_t seq = atomic_load_explicit(&page->names_seq, memory_order_acquire);
+      if (seq & 1)
+         continue;
+      memcpy(names, (const void *)page->names, sizeof(page->names));
+      atomic_thread_fence(memory_order_acquire);
+      if (atomic_load_explicit(&page->names_seq, memory_order_relaxed) == seq)
+         return true;
+   }
+   return false;
+}
+
+static void
+fill_names(Gpud__ClientInfo *info, const struct gpud_status_page *page)
+{
+   struct gpud_status_name names[GPUD_STATUS_NAMES];
+   if (!read_names(page, names))
+      return;
+   size_t n = 0;
+   for (unsigned i = 0; i < GPUD_STATUS_NAMES; i++)
+      n += names[i].id != 0;
+   if (!n)
+      return;
+   Gpud__ObjectName *objs = calloc(n, sizeof(*objs));
+   Gpud__ObjectName **ptrs = calloc(n, sizeof(*ptrs));
+   char *text = calloc(n, GPUD_STATUS_NAME_SIZE);
+   if (!objs || !ptrs || !text) {
+      free(objs);
+      free(ptrs);
+      free(text);
+      return;
+   }
+   size_t j = 0;
+   for (unsigned i = 0; i < GPUD_STATUS_NAMES; i++) {
+      if (!names[i].id)
+         continue;
+      /* the worker wrote these: bounded, printable, or not shown */
+      char *name = text + j * GPUD_STATUS_NAME_SIZE;
+      memcpy(name, names[i].name, GPUD_STATUS_NAME_SIZE - 1);
+      for (char *p = name; *p; p++) {
+         if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+      }
+      const char *type = wire_object_type_name((VkObjectType)names[i].type);
+      gpud__object_name__init(&objs[j]);
+      objs[j].id = names[i].id;
+      objs[j].type = (char *)(type ? type : "object");
+      objs[j].name = name;
+      ptrs[j] = &objs[j];
+      j++;
+   }
+   info->n_names = j;
+   info->names = ptrs;
+}
+
+static void
+free_names(Gpud__ClientInfo *info)
+{
+   if (!info->n_names)
+      return;
+   free(info->names[0]->name); /* the text of all */
+   free(info->names[0]);       /* the array of all */
+   free(info->names);
 }
 
 static void
@@ -55,6 +126,7 @@ fill_client(Gpud__ClientInfo *info, const struct gpud_client *c, uint64_t now)
          uint64_t since = atomic_load(&w->status->send_blocked_since_ns);
          if (since && since < now)
             info->send_blocked_ms = (now - since) / 1000000;
+         fill_names(info, w->status);
       }
    }
 }
@@ -120,6 +192,8 @@ status(struct gpud_client *control)
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY;
    m.status_reply = &reply;
    gpud_server_queue_control(control, &m);
+   for (size_t k = 0; k < i; k++)
+      free_names(&infos[k]);
    free(infos);
    free(ptrs);
 }

@@ -22,7 +22,9 @@ gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInst
 {
    const struct gpud_host *host = call->ctx->host;
    /* The host instance is the daemon's: its own layers (none) and
-    * extensions (none needed), and the highest version gpud carries. */
+    * extensions (VK_EXT_debug_utils where the host has it, for object names
+    * and labels), and the highest version gpud carries. */
+   static const char *const debug_utils = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
    VkApplicationInfo app = {
       .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
       .pApplicationName = call->ctx->info.name,
@@ -36,6 +38,8 @@ gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInst
    VkInstanceCreateInfo ci = {
       .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
       .pApplicationInfo = &app,
+      .enabledExtensionCount = host->has_debug_utils ? 1 : 0,
+      .ppEnabledExtensionNames = &debug_utils,
    };
    VkDebugUtilsMessengerCreateInfoEXT messenger;
    gpud_validate_instance_info(call, &ci, &messenger);
@@ -785,4 +789,17 @@ gpud_exec_vkUpdateDescriptorSets(struct gpud_call *call,
       }
    }
    gpud_gen_exec_vkUpdateDescriptorSets(call, a);
+}
+
+/* VK_EXT_debug_utils: the name is kept for gpudctl and goes on to the host
+ * where it has the extension. */
+void
+gpud_exec_vkSetDebugUtilsObjectNameEXT(struct gpud_call *call,
+                                       struct wire_args_vkSetDebugUtilsObjectNameEXT *a)
+{
+   /* the named object is the last handle the command decoded */
+   if (call->n_touched >= 2)
+      gpud_object_set_name(call->ctx, call->touched[call->n_touched - 1],
+                           a->pNameInfo->pObjectName);
+   gpud_gen_exec_vkSetDebugUtilsObjectNameEXT(call, a);
 }

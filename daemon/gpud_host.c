@@ -280,6 +280,20 @@ gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_
    if (r < 0)
       return r;
 
+   PFN_vkEnumerateInstanceExtensionProperties enum_exts =
+      (PFN_vkEnumerateInstanceExtensionProperties)host->get_instance_proc_addr(
+         NULL, "vkEnumerateInstanceExtensionProperties");
+   uint32_t n_exts = 0;
+   if (enum_exts && enum_exts(NULL, &n_exts, NULL) == VK_SUCCESS && n_exts) {
+      VkExtensionProperties *exts = calloc(n_exts, sizeof(*exts));
+      if (exts && enum_exts(NULL, &n_exts, exts) >= VK_SUCCESS) {
+         for (uint32_t i = 0; i < n_exts; i++)
+            host->has_debug_utils |=
+               !strcmp(exts[i].extensionName, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+      }
+      free(exts);
+   }
+
    VkInstance instance;
    VkResult vr = create_probe_instance(host, &instance);
    if (vr != VK_SUCCESS) {

@@ -29,6 +29,7 @@ struct gpud_host {
    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
    VkPhysicalDeviceMemoryProperties memory;
    bool has_external_memory_host;
+   bool has_debug_utils; /* instance extension: object names and labels reach the host */
    VkDeviceSize import_alignment;
    uint32_t importable_types; /* memory types a memfd can be imported into */
    VkPhysicalDeviceType device_type;

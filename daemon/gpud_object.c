@@ -6,7 +6,9 @@
  */
 #include "gpud_call.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 static void
@@ -36,6 +38,46 @@ gpud_context_release_memory(struct gpud_context *ctx, uint32_t heap, uint64_t by
 {
    if (ctx->ops.release_memory && bytes)
       ctx->ops.release_memory(ctx->ops.data, heap, bytes);
+}
+
+/* The status page's table of named objects: one writer at a time, a
+ * sequence count around each change for the server's reads. */
+static void
+publish_name(struct gpud_context *ctx, const struct gpud_object *obj, const char *name)
+{
+   struct gpud_status_page *page = ctx->status;
+   if (!page)
+      return;
+   pthread_mutex_lock(&ctx->names_mutex);
+   atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_acq_rel);
+   struct gpud_status_name *slot = NULL;
+   for (unsigned i = 0; i < GPUD_STATUS_NAMES && !slot; i++) {
+      if (page->names[i].id == obj->id)
+         slot = &page->names[i];
+   }
+   if (!slot && name) {
+      for (unsigned i = 0; i < GPUD_STATUS_NAMES && !slot; i++) {
+         if (!page->names[i].id)
+            slot = &page->names[i];
+      }
+      if (!slot)
+         slot = &page->names[ctx->next_name_slot++ % GPUD_STATUS_NAMES];
+   }
+   if (slot) {
+      slot->id = name ? obj->id : 0;
+      slot->type = (uint32_t)obj->type;
+      snprintf(slot->name, sizeof(slot->name), "%s", name ? name : "");
+   }
+   atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_release);
+   pthread_mutex_unlock(&ctx->names_mutex);
+}
+
+void
+gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, const char *name)
+{
+   free(obj->name);
+   obj->name = name && *name ? strndup(name, 255) : NULL;
+   publish_name(ctx, obj, obj->name);
 }
 
 struct gpud_object *
@@ -69,6 +111,9 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
    count_objects(ctx);
    if (obj->map)
       munmap(obj->map, obj->map_size);
+   if (obj->name)
+      publish_name(ctx, obj, NULL);
+   free(obj->name);
    free(obj->queues);
    free(obj->disp);
    free(obj);

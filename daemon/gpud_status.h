@@ -12,6 +12,15 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* An object the application named (VK_EXT_debug_utils). */
+#define GPUD_STATUS_NAMES 24
+#define GPUD_STATUS_NAME_SIZE 48
+struct gpud_status_name {
+   uint64_t id;   /* the client's object id; 0: a free slot */
+   uint32_t type; /* VkObjectType */
+   char name[GPUD_STATUS_NAME_SIZE];
+};
+
 struct gpud_status_page {
    atomic_uint_least32_t op;            /* the command executing now; 0 between commands */
    atomic_uint_least32_t last_op;       /* the last command that started */
@@ -20,6 +29,9 @@ struct gpud_status_page {
    atomic_uint_least64_t objects;       /* live objects */
    atomic_uint_least64_t memory_bytes;  /* memory held */
    atomic_uint_least64_t send_blocked_since_ns; /* CLOCK_MONOTONIC; 0: not blocked */
+   /* the most recently named live objects; odd while the worker writes them */
+   atomic_uint_least32_t names_seq;
+   struct gpud_status_name names[GPUD_STATUS_NAMES];
 };
 
 #define GPUD_STATUS_PAGE_SIZE 4096u

@@ -111,9 +111,17 @@ print_status(const Gpud__StatusReply *s, bool json)
          json_string(c->state);
          printf(", \"worker_pid\": %u, \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
                 ", \"commands\": %" PRIu64 ", \"send_blocked_ms\": %" PRIu64
-                ", \"connected_ms\": %" PRIu64 "}",
+                ", \"connected_ms\": %" PRIu64 ", \"names\": [",
                 c->worker_pid, c->objects, c->memory_bytes, c->commands, c->send_blocked_ms,
                 c->connected_ms);
+         for (size_t k = 0; k < c->n_names; k++) {
+            printf("%s{\"id\": %" PRIu64 ", \"type\": ", k ? ", " : "", c->names[k]->id);
+            json_string(c->names[k]->type);
+            printf(", \"name\": ");
+            json_string(c->names[k]->name);
+            printf("}");
+         }
+         printf("]}");
       }
       printf("], \"faults\": [");
       for (size_t i = 0; i < s->n_faults; i++) {
@@ -150,6 +158,8 @@ print_status(const Gpud__StatusReply *s, bool json)
          printf("%6" PRIu64 " %8u %6u %-20s %-9s %8u %9" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n",
                 c->id, c->pid, c->uid, c->name, state, c->worker_pid, c->objects,
                 c->memory_bytes, c->commands);
+         for (size_t k = 0; k < c->n_names; k++)
+            printf("%6s named %s '%s'\n", "", c->names[k]->type, c->names[k]->name);
       }
    }
    if (s->n_faults) {

@@ -51,7 +51,6 @@ DENIED_EXTENSIONS = {
         'VK_EXT_physical_device_drm')},
     'VK_EXT_external_memory_host':
         'its host pointers are addresses in the application\'s process',
-    'VK_EXT_debug_report': 'its callbacks would live in the ICD, which carries debug_utils',
     'VK_EXT_validation_flags': 'a layer\'s',
     'VK_EXT_validation_features': 'a layer\'s',
     'VK_EXT_layer_settings': 'a layer\'s',
@@ -68,6 +67,7 @@ DENIED_EXTENSIONS = {
 # them or not (and enabled on the host only where it has them).
 OWN_EXTENSIONS = {
     'VK_EXT_memory_budget': 'the budget is what gpud\'s limits leave the client',
+    'VK_EXT_debug_marker': 'the ICD turns it into VK_EXT_debug_utils names and labels',
 }
 
 # Commands the ICD answers alone: nothing goes on the wire.
@@ -87,20 +87,31 @@ CLIENT_ONLY = {
         'the ICD turns template updates into vkUpdateDescriptorSets',
     'vkCmdPushDescriptorSetWithTemplateKHR':
         'the ICD turns template pushes into vkCmdPushDescriptorSetKHR',
-    # VK_EXT_debug_utils: messengers live in the ICD, and the daemon sends the
-    # messages it has for a client (validation, faults) to them.  Object
-    # names and labels stay in the ICD for now.
+    # VK_EXT_debug_utils and VK_EXT_debug_report: messengers and callbacks
+    # live in the ICD, and the daemon sends the messages it has for a client
+    # (validation, faults) to them.  Object names, tags and labels go to the
+    # daemon (DEBUG_NAMES).
     'vkCreateDebugUtilsMessengerEXT': 'messengers call back into the application',
     'vkDestroyDebugUtilsMessengerEXT': 'messengers call back into the application',
     'vkSubmitDebugUtilsMessageEXT': 'messengers call back into the application',
-    'vkSetDebugUtilsObjectNameEXT': 'names stay in the ICD',
-    'vkSetDebugUtilsObjectTagEXT': 'tags stay in the ICD',
-    'vkQueueBeginDebugUtilsLabelEXT': 'labels stay in the ICD',
-    'vkQueueEndDebugUtilsLabelEXT': 'labels stay in the ICD',
-    'vkQueueInsertDebugUtilsLabelEXT': 'labels stay in the ICD',
-    'vkCmdBeginDebugUtilsLabelEXT': 'labels stay in the ICD',
-    'vkCmdEndDebugUtilsLabelEXT': 'labels stay in the ICD',
-    'vkCmdInsertDebugUtilsLabelEXT': 'labels stay in the ICD',
+    'vkCreateDebugReportCallbackEXT': 'callbacks call back into the application',
+    'vkDestroyDebugReportCallbackEXT': 'callbacks call back into the application',
+    'vkDebugReportMessageEXT': 'callbacks call back into the application',
+    # VK_EXT_debug_marker is VK_EXT_debug_utils by other names
+    'vkDebugMarkerSetObjectNameEXT': 'the ICD sends it as vkSetDebugUtilsObjectNameEXT',
+    'vkDebugMarkerSetObjectTagEXT': 'the ICD sends it as vkSetDebugUtilsObjectTagEXT',
+    'vkCmdDebugMarkerBeginEXT': 'the ICD records it as vkCmdBeginDebugUtilsLabelEXT',
+    'vkCmdDebugMarkerEndEXT': 'the ICD records it as vkCmdEndDebugUtilsLabelEXT',
+    'vkCmdDebugMarkerInsertEXT': 'the ICD records it as vkCmdInsertDebugUtilsLabelEXT',
+}
+
+# Commands the daemon runs where the host has them and skips where it has
+# not: what they do is for tools, and changes nothing the device does.
+HOST_OPTIONAL = {
+    'vkSetDebugUtilsObjectNameEXT', 'vkSetDebugUtilsObjectTagEXT',
+    'vkQueueBeginDebugUtilsLabelEXT', 'vkQueueEndDebugUtilsLabelEXT',
+    'vkQueueInsertDebugUtilsLabelEXT', 'vkCmdBeginDebugUtilsLabelEXT',
+    'vkCmdEndDebugUtilsLabelEXT', 'vkCmdInsertDebugUtilsLabelEXT',
 }
 
 # Handle types the ICD represents as pointers to its own objects (they hold
@@ -149,6 +160,8 @@ FORCE_SYNC = {
 # returns VK_ERROR_DEVICE_LOST), as a GPU fault would.
 FORCE_ASYNC = {
     'vkQueueSubmit', 'vkQueueSubmit2', 'vkQueueBindSparse',
+    # names and tags only fail for want of memory
+    'vkSetDebugUtilsObjectNameEXT', 'vkSetDebugUtilsObjectTagEXT',
 }
 
 # Struct members the API says are ignored under a condition; the ICD sends
@@ -201,6 +214,7 @@ DENIED_STRUCTS = {
     # Meaningful in the application's process only (a callback; a handle
     # value as the application sees it).
     'VkDebugUtilsMessengerCreateInfoEXT', 'VkDebugUtilsObjectNameInfoEXT',
+    'VkDebugReportCallbackCreateInfoEXT',
 }
 
 # Daemon executors written by hand (daemon/); the generated default is weak.
@@ -1654,7 +1668,11 @@ def emit_gpud(gen, w, hw):
         args = ', '.join('NULL' if p.skip else f'a->{p.name}' for p in params)
         fn = f'gpud_call_dispatch(call)->{name[2:]}'
         w(f'   if (!{fn}) {{')
-        w(f'      gpud_call_fail(call, "host driver lacks {name}");')
+        if name in HOST_OPTIONAL:
+            if cmd.ret == 'VkResult':
+                w('      a->ret = VK_SUCCESS;')
+        else:
+            w(f'      gpud_call_fail(call, "host driver lacks {name}");')
         w('      return;')
         w('   }')
         if cmd.ret != 'void':
@@ -1818,6 +1836,8 @@ def main():
     hw('   }')
     hw('}')
     hw()
+    hw('/* "buffer", "device memory", ... (NULL for an unknown type). */')
+    hw('const char *wire_object_type_name(VkObjectType type);')
     hw('const char *wire_op_name(uint32_t op);')
     hw('/* Whether the op expects a reply (a synchronous call). */')
     hw('bool wire_op_is_sync(uint32_t op);')
@@ -1844,6 +1864,16 @@ def main():
         cw('   {NULL, false, 0, false},')
     cw('};\n')
     cw(f'const unsigned wire_extension_count = {len(gen.extensions)};\n')
+    cw('const char *\nwire_object_type_name(VkObjectType type)\n{\n   switch ((int)type) {')
+    seen = set()
+    for h, v in sorted(reg.handles.items()):
+        objtype = v[1]
+        if h not in gen.types or not objtype or objtype in seen:
+            continue
+        seen.add(objtype)
+        words = objtype[len('VK_OBJECT_TYPE_'):].lower().replace('_', ' ')
+        cw(f'   case {objtype}: return "{words}";')
+    cw('   default: return NULL;\n   }\n}\n')
     cw('const char *\nwire_op_name(uint32_t op)\n{\n   switch (op) {')
     for name in gen.wire_commands:
         cw(f'   case WIRE_OP_{name}: return "{name}";')
