@@ -190,6 +190,7 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->n_new_ids = 0;
    call->refused = VK_SUCCESS;
    call->new_map = NULL;
+   call->new_fd = -1;
    call->new_bytes = 0;
    call->new_heap = 0;
    call->new_create_flags = 0;
@@ -207,6 +208,7 @@ call_cleanup(struct gpud_call *call)
       munmap(call->new_map, call->new_map_size);
       call->new_map = NULL;
    }
+   util_fd_close(&call->new_fd);
    if (call->new_bytes) {
       gpud_context_release_memory(call->ctx, call->new_heap, call->new_bytes);
       call->new_bytes = 0;
@@ -216,12 +218,14 @@ call_cleanup(struct gpud_call *call)
 }
 
 int
-gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size)
+gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size, int *fds,
+                         unsigned n_fds)
 {
    struct gpud_call call;
    memset(&call, 0, sizeof(call));
    call.ctx = ctx;
    call.reply_fd = -1;
+   call.new_fd = -1;
    int r = 0;
    while (size > 0) {
       struct wire_cmd_header h;
@@ -241,6 +245,8 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
       call.dec.lookup = lookup;
       call.dec.new_id = new_id;
       call.dec.user = &call;
+      call.dec.fds = fds;
+      call.dec.n_fds = n_fds;
       if (h.flags & WIRE_CMD_REPLY) {
          wire_enc_reset(&ctx->reply);
          wire_enc_begin_cmd(&ctx->reply, WIRE_OP_REPLY, 0, h.seq);
@@ -264,10 +270,28 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
                                             call.dec.error ? call.dec.error : "bad command");
          break;
       }
+      /* every fd of a message is one its commands name */
+      bool stray = false;
+      for (unsigned i = 0; h.size == size && i < n_fds; i++)
+         stray |= fds[i] >= 0;
+      if (stray) {
+         for (unsigned i = 0; call.reply && i < ctx->reply.n_fds; i++)
+            close(ctx->reply.fds[i]);
+         util_fd_close(&call.reply_fd);
+         r = gpud_context_protocol_error(ctx, "unexpected file descriptors: no command names them");
+         break;
+      }
       if (call.reply && !call.deferred) {
          wire_enc_end_cmd(&ctx->reply, 0);
-         r = gpud_context_send_reply(ctx, &ctx->reply, call.reply_fd >= 0 ? &call.reply_fd : NULL,
-                                     call.reply_fd >= 0 ? 1 : 0);
+         /* the fds the outputs named, then the memory's memfd */
+         if (call.reply_fd >= 0 && ctx->reply.n_fds < WIRE_MAX_FDS)
+            ctx->reply.fds[ctx->reply.n_fds++] = util_fd_move(&call.reply_fd);
+         r = gpud_context_send_reply(ctx, &ctx->reply, ctx->reply.fds, ctx->reply.n_fds);
+      }
+      if (call.reply) {
+         for (unsigned i = 0; i < ctx->reply.n_fds; i++)
+            close(ctx->reply.fds[i]);
+         ctx->reply.n_fds = 0;
       }
       util_fd_close(&call.reply_fd);
       if (r < 0)
@@ -276,5 +300,7 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
       size -= h.size;
    }
    free(call.touched);
+   for (unsigned i = 0; i < n_fds; i++)
+      util_fd_close(&fds[i]);
    return r;
 }

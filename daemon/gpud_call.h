@@ -40,6 +40,7 @@ struct gpud_object {
    size_t map_size;
    uint64_t bytes;
    uint32_t heap;
+   int fd; /* exportable host-visible memory: its memfd; else -1 */
    char *name; /* VK_EXT_debug_utils */
 };
 
@@ -66,6 +67,7 @@ struct gpud_call {
     * host-visible memory), attached to its object or released */
    void *new_map;
    size_t new_map_size;
+   int new_fd; /* its memfd, kept for export */
    uint64_t new_bytes;
    uint32_t new_heap;
    /* validation messenger of a new instance */
@@ -81,7 +83,18 @@ struct gpud_call {
 
 /* Decodes and runs every command in a stream message; negative when the
  * client must be disconnected (the reason is logged and sent). */
-int gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size);
+/* Checks an fd a client gives for a memory import (gpud_external.c): a
+ * sealed memfd of at least size bytes for host-visible (shared) memory, the
+ * host's kind of handle otherwise.  VK_ERROR_INVALID_EXTERNAL_HANDLE (and
+ * the fd closed) when it is not. */
+VkResult gpud_external_check_memory_import(struct gpud_call *call,
+                                           VkImportMemoryFdInfoKHR *import, bool shared,
+                                           uint64_t size);
+
+/* Runs the commands of one message; fds are the message's (-1 once a
+ * command took one), the rest are closed. */
+int gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size,
+                             int *fds, unsigned n_fds);
 
 static inline const struct gpud_host_dispatch *
 gpud_call_dispatch(struct gpud_call *call)

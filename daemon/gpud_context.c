@@ -224,7 +224,7 @@ gpud_context_run(struct gpud_context *ctx)
          gpud_context_protocol_error(ctx, "%s", recv_error(r));
          return;
       }
-      if (msg.n_fds) {
+      if (msg.n_fds && msg.type != UTIL_MSG_STREAM) {
          util_msg_close_fds(&msg);
          gpud_context_protocol_error(ctx, "unexpected file descriptors");
          return;
@@ -240,7 +240,7 @@ gpud_context_run(struct gpud_context *ctx)
          gpud_context_protocol_error(ctx, "bad control message");
          return;
       }
-      if (gpud_call_process_stream(ctx, msg.data, msg.size) < 0)
+      if (gpud_call_process_stream(ctx, msg.data, msg.size, msg.fds, msg.n_fds) < 0)
          return;
    }
 }

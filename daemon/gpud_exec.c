@@ -6,6 +6,7 @@
  */
 #include "gpud_call.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,17 @@
 
 #include "util_macros.h"
 #include "util_memfd.h"
+
+/* A struct of the given type in a decoded (so writable) chain, or NULL. */
+static void *
+find_in_chain(const void *chain, VkStructureType type)
+{
+   for (VkBaseOutStructure *c = (VkBaseOutStructure *)chain; c; c = c->pNext) {
+      if (c->sType == type)
+         return c;
+   }
+   return NULL;
+}
 
 /* ---- instances and physical devices --------------------------------------- */
 
@@ -405,20 +417,43 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
       }
       size = (size + host->import_alignment - 1) & ~(host->import_alignment - 1);
    }
+   /* External memory: an fd to import (the daemon's now), and whether
+    * the memory may be exported. */
+   VkImportMemoryFdInfoKHR *import =
+      find_in_chain(info->pNext, VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR);
+   VkExportMemoryAllocateInfo *export =
+      find_in_chain(info->pNext, VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO);
+   if (import) {
+      a->ret = gpud_external_check_memory_import(call, import, shared, size);
+      if (a->ret != VK_SUCCESS)
+         return;
+   }
+
    /* The worker's limits (per client, per user, the heap's size) first:
     * past them the allocation fails as a full heap would. */
    a->ret = gpud_context_reserve_memory(call->ctx, type->heapIndex, size);
-   if (a->ret != VK_SUCCESS)
+   if (a->ret != VK_SUCCESS) {
+      if (import)
+         util_fd_close(&import->fd);
       return;
+   }
    call->new_bytes = size;
    call->new_heap = type->heapIndex;
    if (!shared) {
+      /* the host's own memory: its import and export as they are */
+      if (export)
+         export->handleTypes &= VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT |
+                                VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT;
       a->ret = call->disp->AllocateMemory(a->device, info, NULL, a->pMemory);
+      if (a->ret != VK_SUCCESS && import)
+         util_fd_close(&import->fd); /* the host took it only on success */
       return;
    }
 
    int fd = -1;
-   if (util_memfd_create("gpud-memory", size, &fd) < 0) {
+   if (import) {
+      fd = util_fd_move(&import->fd); /* checked: gpud memory of this size */
+   } else if (util_memfd_create("gpud-memory", size, &fd) < 0) {
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
    }
@@ -442,19 +477,29 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
          chain = &flags_info;
       }
    }
-   VkImportMemoryHostPointerInfoEXT import = {
+   VkImportMemoryHostPointerInfoEXT host_import = {
       .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
       .pNext = chain,
       .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
       .pHostPointer = map,
    };
    VkMemoryAllocateInfo ai = *info;
-   ai.pNext = &import;
+   ai.pNext = &host_import;
    ai.allocationSize = size;
    a->ret = call->disp->AllocateMemory(a->device, &ai, NULL, a->pMemory);
    if (a->ret != VK_SUCCESS) {
       util_fd_close(&fd);
       return;
+   }
+   /* exportable: its memfd stays with the object */
+   if (export && (export->handleTypes & VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT)) {
+      call->new_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+      if (call->new_fd < 0) {
+         call->disp->FreeMemory(a->device, *a->pMemory, NULL);
+         util_fd_close(&fd);
+         a->ret = VK_ERROR_TOO_MANY_OBJECTS;
+         return;
+      }
    }
    /* Flushes and invalidates of non-coherent memory reach the host on the
     * host's own mapping of it, as the API requires. */
@@ -650,13 +695,25 @@ gpud_exec_vkCreateBuffer(struct gpud_call *call, struct wire_args_vkCreateBuffer
       .pNext = info->pNext,
       .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
    };
+   /* the application's own external handle types stay; host-visible memory
+    * is a host allocation besides */
+   VkExternalMemoryBufferCreateInfo *theirs =
+      (VkExternalMemoryBufferCreateInfo *)find_in_chain(info->pNext,
+         VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO);
+   VkExternalMemoryHandleTypeFlags their_types = theirs ? theirs->handleTypes : 0;
    if (call->ctx->host->has_external_memory_host &&
-       !(info->flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT))
-      info->pNext = &external;
+       !(info->flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT)) {
+      if (theirs)
+         theirs->handleTypes |= VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+      else
+         info->pNext = &external;
+   }
    call->new_create_flags = info->flags;
    call->new_size = info->size;
    gpud_gen_exec_vkCreateBuffer(call, a);
    info->pNext = external.pNext;
+   if (theirs)
+      theirs->handleTypes = their_types;
 }
 
 void
@@ -668,6 +725,10 @@ gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *
       .pNext = info->pNext,
       .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
    };
+   VkExternalMemoryImageCreateInfo *theirs =
+      (VkExternalMemoryImageCreateInfo *)find_in_chain(info->pNext,
+         VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO);
+   VkExternalMemoryHandleTypeFlags their_types = theirs ? theirs->handleTypes : 0;
    if (call->ctx->host->has_external_memory_host && call->device->physical_device &&
        !(info->flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT)) {
       /* only where the host can import memory for such an image */
@@ -695,12 +756,18 @@ gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *
              (VkPhysicalDevice)(uintptr_t)call->device->physical_device, &fmt, &props) ==
              VK_SUCCESS &&
           (ext_props.externalMemoryProperties.externalMemoryFeatures &
-           VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT))
-         info->pNext = &external;
+           VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT)) {
+         if (theirs)
+            theirs->handleTypes |= VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+         else
+            info->pNext = &external;
+      }
    }
    call->new_create_flags = info->flags;
    gpud_gen_exec_vkCreateImage(call, a);
    info->pNext = external.pNext;
+   if (theirs)
+      theirs->handleTypes = their_types;
 }
 
 /* ---- transfers -------------------------------------------------------------- */

@@ -111,6 +111,7 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
    count_objects(ctx);
    if (obj->map)
       munmap(obj->map, obj->map_size);
+   util_fd_close(&obj->fd);
    if (obj->name)
       publish_name(ctx, obj, NULL);
    free(obj->name);
@@ -173,6 +174,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    obj->id = id;
    obj->type = type;
    obj->handle = handle;
+   obj->fd = -1;
    obj->instance = call->instance;
    obj->device = call->device;
    bool ok = true;
@@ -197,6 +199,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    case VK_OBJECT_TYPE_DEVICE_MEMORY:
       obj->map = call->new_map;
       obj->map_size = call->new_map_size;
+      obj->fd = util_fd_move(&call->new_fd);
       obj->bytes = call->new_bytes;
       obj->heap = call->new_heap;
       call->new_map = NULL;

@@ -321,9 +321,10 @@ flush_locked(struct icd_connection *conn)
       wire_enc_reset(&conn->stream);
       return VK_ERROR_DEVICE_LOST;
    }
-   icd_dbg(ICD_DEBUG_WIRE, "send %zu bytes", conn->stream.size);
+   icd_dbg(ICD_DEBUG_WIRE, "send %zu bytes, %u fds", conn->stream.size, conn->stream.n_fds);
+   /* the application's fds the commands name (the daemon gets copies) */
    int r = util_msg_send(conn->fd, UTIL_MSG_STREAM, conn->stream.data, conn->stream.size,
-                         NULL, 0);
+                         conn->stream.fds, conn->stream.n_fds);
    wire_enc_reset(&conn->stream);
    if (r < 0) {
       icd_connection_set_lost(conn, strerror(-r));
@@ -609,6 +610,8 @@ icd_call_end(struct icd_call *call)
       return r;
    }
    wire_dec_init(&call->reply, call->reply_data, call->reply_size, NULL);
+   call->reply.fds = call->fds;
+   call->reply.n_fds = call->n_fds;
    return VK_SUCCESS;
 }
 
@@ -639,7 +642,9 @@ icd_call_reply_done(struct icd_call *call)
 int
 icd_call_take_fd(struct icd_call *call)
 {
-   if (call->n_fds == 0)
-      return -1;
-   return util_fd_move(&call->fds[0]);
+   for (unsigned i = 0; i < call->n_fds; i++) {
+      if (call->fds[i] >= 0)
+         return util_fd_move(&call->fds[i]);
+   }
+   return -1;
 }

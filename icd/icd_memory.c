@@ -76,7 +76,38 @@ icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
       return result;
    }
    *pMemory = (VkDeviceMemory)mem;
+   /* An imported fd belongs to the implementation once the import
+    * succeeded: the daemon has its copy. */
+   for (const VkBaseInStructure *c = pAllocateInfo->pNext; c; c = c->pNext) {
+      if (c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR) {
+         int imported = ((const VkImportMemoryFdInfoKHR *)c)->fd;
+         util_fd_close(&imported);
+      }
+   }
    return VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkImportSemaphoreFdKHR(VkDevice device,
+                           const VkImportSemaphoreFdInfoKHR *pImportSemaphoreFdInfo)
+{
+   VkResult r = icd_gen_vkImportSemaphoreFdKHR(device, pImportSemaphoreFdInfo);
+   if (r == VK_SUCCESS) {
+      int fd = pImportSemaphoreFdInfo->fd;
+      util_fd_close(&fd);
+   }
+   return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkImportFenceFdKHR(VkDevice device, const VkImportFenceFdInfoKHR *pImportFenceFdInfo)
+{
+   VkResult r = icd_gen_vkImportFenceFdKHR(device, pImportFenceFdInfo);
+   if (r == VK_SUCCESS) {
+      int fd = pImportFenceFdInfo->fd;
+      util_fd_close(&fd);
+   }
+   return r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

@@ -552,7 +552,9 @@ class Case:
         self.w('/* reply: the daemon fills the outputs, the ICD decodes them */')
         if ret != 'void':
             if ret == 'VkResult':
-                ret_value = 'VK_INCOMPLETE'
+                # an fd comes back with VK_SUCCESS only
+                fd_out = any((name, p.name) in gen_wire.FD_MEMBERS for p in outs)
+                ret_value = 'VK_SUCCESS' if fd_out else 'VK_INCOMPLETE'
             else:
                 info = reg.scalar_info(ret)
                 ret_value = f'({ret})0x123456789abcull' if info and info[1] == 8 \

@@ -32,7 +32,6 @@ CORE_VERSIONS = ['VK_VERSION_1_0', 'VK_VERSION_1_1', 'VK_VERSION_1_2', 'VK_VERSI
 # extensions are advertised to applications where the host driver has them.
 # These are not carried, each for its reason:
 WSI = 'WSI lives in the application\'s process (the WSI issue)'
-FDS = 'its fds need their own path across the socket (the extension issue)'
 DENIED_EXTENSIONS = {
     **{e: WSI for e in (
         'VK_KHR_surface', 'VK_KHR_swapchain', 'VK_KHR_display', 'VK_KHR_display_swapchain',
@@ -45,10 +44,6 @@ DENIED_EXTENSIONS = {
         'VK_EXT_display_control', 'VK_EXT_direct_mode_display', 'VK_EXT_acquire_drm_display',
         'VK_EXT_full_screen_exclusive', 'VK_GOOGLE_display_timing', 'VK_GOOGLE_surfaceless_query',
         'VK_AMD_display_native_hdr', 'VK_NV_present_barrier', 'VK_EXT_image_compression_control_swapchain')},
-    **{e: FDS for e in (
-        'VK_KHR_external_memory_fd', 'VK_KHR_external_semaphore_fd', 'VK_KHR_external_fence_fd',
-        'VK_EXT_external_memory_dma_buf', 'VK_EXT_image_drm_format_modifier',
-        'VK_EXT_physical_device_drm')},
     'VK_EXT_external_memory_host':
         'its host pointers are addresses in the application\'s process',
     'VK_EXT_validation_flags': 'a layer\'s',
@@ -193,6 +188,15 @@ CONDITIONAL_MEMBERS = {
         'e->descriptor_type != VK_DESCRIPTOR_TYPE_SAMPLER',
 }
 
+# File descriptors (vk.xml says only `int`): they travel beside the bytes
+# with SCM_RIGHTS, named by index.  An fd the daemon receives is its own; it
+# checks each before the host driver sees it (daemon/gpud_fd.c).
+FD_MEMBERS = {
+    ('VkImportMemoryFdInfoKHR', 'fd'), ('VkImportSemaphoreFdInfoKHR', 'fd'),
+    ('VkImportFenceFdInfoKHR', 'fd'), ('vkGetMemoryFdPropertiesKHR', 'fd'),
+    ('vkGetMemoryFdKHR', 'pFd'), ('vkGetSemaphoreFdKHR', 'pFd'), ('vkGetFenceFdKHR', 'pFd'),
+}
+
 # Output pointers inside input structures: the host writes through them, the
 # reply carries what it wrote back into the application's storage.
 WRITEBACK_MEMBERS = {
@@ -204,10 +208,7 @@ WRITEBACK_MEMBERS = {
 # make the host driver touch memory or fds the client chose, or bypass a
 # check.
 DENIED_STRUCTS = {
-    'VkImportMemoryHostPointerInfoEXT', 'VkImportMemoryFdInfoKHR',
-    'VkExportMemoryAllocateInfo', 'VkImportSemaphoreFdInfoKHR',
-    'VkImportFenceFdInfoKHR', 'VkExportSemaphoreCreateInfo', 'VkExportFenceCreateInfo',
-    'VkExternalMemoryBufferCreateInfo', 'VkExternalMemoryImageCreateInfo',
+    'VkImportMemoryHostPointerInfoEXT',
     # SPIR-V reaches the host only through vkCreateShaderModule, which
     # validates it first.
     'VkShaderModuleCreateInfo',
@@ -615,6 +616,9 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
     if m.ptr == 0 and m.objecttype:
         w(f'{ind}wire_enc_u64(e, wire_typed_handle_id((VkObjectType){prefix}{m.objecttype}, {v}));')
         return
+    if m.ptr == 0 and (sname, m.name) in FD_MEMBERS:
+        w(f'{ind}wire_enc_fd(e, {v});')
+        return
     if m.ptr == 0:
         emit_enc_value(gen, w, ind, m.type, v, m.dims)
         return
@@ -671,6 +675,9 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
         ctype = m.type
     if m.ptr == 0 and m.objecttype:
         w(f'{ind}{v} = wire_dec_handle(d, (VkObjectType){prefix}{m.objecttype}, false);')
+        return
+    if m.ptr == 0 and (sname, m.name) in FD_MEMBERS:
+        w(f'{ind}{v} = wire_dec_fd(d);')
         return
     if m.ptr == 0:
         emit_dec_value(gen, w, ind, m.type, v, m.dims, nullable)
@@ -1120,7 +1127,9 @@ def emit_cmd_encoders(gen, w, hw):
                 w('         wire_dec_fail(d, "unexpected output");')
                 w('         return;')
                 w('      }')
-                if p.role == 'out_scalar':
+                if p.role == 'out_scalar' and (name, p.name) in FD_MEMBERS:
+                    w(f'      *{p.name} = wire_dec_fd(d);')
+                elif p.role == 'out_scalar':
                     emit_dec_value(gen, w, '      ', m.type, f'*{p.name}')
                 elif p.role == 'out_struct':
                     w(f'      wire_decout_{p.type}(d, {p.name});')
@@ -1385,7 +1394,9 @@ def emit_cmd_decoders(gen, w, hw):
             elif p.role in ('out_scalar', 'out_struct'):
                 w(f'   wire_enc_u32(e, a->{p.name} != NULL);')
                 w(f'   if (a->{p.name}) {{')
-                if p.role == 'out_scalar':
+                if p.role == 'out_scalar' and (name, p.name) in FD_MEMBERS:
+                    w(f'      wire_enc_fd(e, a->ret == VK_SUCCESS ? *a->{p.name} : -1);')
+                elif p.role == 'out_scalar':
                     emit_enc_value(gen, w, '      ', m.type, f'*a->{p.name}')
                 else:
                     w(f'      wire_enc_{p.type}(e, a->{p.name});')

@@ -21,6 +21,7 @@ wire_enc_reset(struct wire_enc *e)
 {
    e->size = 0;
    e->oom = false;
+   e->n_fds = 0;
 }
 
 void *

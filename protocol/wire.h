@@ -55,12 +55,22 @@ wire_object_id(const void *object)
 
 /* ---- encoder ---------------------------------------------------------- */
 
+/* File descriptors travel beside the bytes of a message (SCM_RIGHTS); the
+ * bytes name one by its index among the message's fds, or WIRE_NO_FD for
+ * -1.  The same bound as the transport's. */
+#define WIRE_MAX_FDS 8
+#define WIRE_NO_FD UINT32_MAX
+
 struct wire_enc {
    uint8_t *data;
    size_t size;
    size_t cap;
    bool oom; /* sticky: an allocation failed, the content is incomplete */
    VkDescriptorType descriptor_type; /* of the descriptor write being encoded */
+   /* fds to send with the bytes: borrowed (the ICD sends the application's;
+    * the daemon closes its own once sent) */
+   int fds[WIRE_MAX_FDS];
+   unsigned n_fds;
 };
 
 void wire_enc_init(struct wire_enc *e);
@@ -124,6 +134,21 @@ wire_enc_double(struct wire_enc *e, double v)
 }
 
 static inline void
+wire_enc_fd(struct wire_enc *e, int fd)
+{
+   if (fd < 0) {
+      wire_enc_u32(e, WIRE_NO_FD);
+      return;
+   }
+   if (e->n_fds == WIRE_MAX_FDS) {
+      e->oom = true;
+      return;
+   }
+   wire_enc_u32(e, e->n_fds);
+   e->fds[e->n_fds++] = fd;
+}
+
+static inline void
 wire_enc_bytes(struct wire_enc *e, const void *src, size_t n)
 {
    uint8_t *p = wire_enc_reserve(e, n);
@@ -171,6 +196,10 @@ struct wire_dec {
     * non-zero and unused. */
    wire_new_id_fn new_id;
    void *user;
+   /* the fds that came with the message; one decoded is taken (-1 here)
+    * and belongs to the decoder's caller */
+   int *fds;
+   unsigned n_fds;
 };
 
 static inline void
@@ -287,6 +316,22 @@ wire_dec_count(struct wire_dec *d, size_t min_wire_size)
       return 0;
    }
    return n;
+}
+
+/* An fd: taken from the message's fds (the caller owns it), or -1. */
+static inline int
+wire_dec_fd(struct wire_dec *d)
+{
+   uint32_t i = wire_dec_u32(d);
+   if (d->fatal || i == WIRE_NO_FD)
+      return -1;
+   if (i >= d->n_fds || !d->fds || d->fds[i] < 0) {
+      wire_dec_fail(d, "bad file descriptor index");
+      return -1;
+   }
+   int fd = d->fds[i];
+   d->fds[i] = -1;
+   return fd;
 }
 
 /* A handle: the client's id, translated into the host handle. */

@@ -126,6 +126,10 @@ rt_dec_init(struct rt *t, struct wire_dec *d, const struct wire_enc *e)
 {
    dec_init(d, e->data, e->size, t->arena);
    d->user = t;
+   /* fds "travel" as the numbers the encoder was given */
+   memcpy(t->fds, e->fds, sizeof(t->fds));
+   d->fds = t->fds;
+   d->n_fds = e->n_fds;
 }
 
 bool

@@ -38,6 +38,7 @@ struct rt {
    struct wire_enc r2;   /* reply re-encoded from what the ICD decoded */
    struct wire_arena *arena;   /* decoded arguments of the command under test */
    struct wire_arena *scratch; /* truncated and corrupted decodes */
+   int fds[WIRE_MAX_FDS];      /* the decoder's copy of the fds encoded */
    struct rt_stats {     /* shared with the child running each case */
       unsigned truncations;
       unsigned corruptions;
