@@ -42,6 +42,32 @@ op_allows_unbound(uint32_t op)
    }
 }
 
+/* ---- what the generated handlers call (wire_gpud.h) ------------------------ */
+
+const struct gpud_host_dispatch *
+gpud_call_dispatch(struct gpud_call *call)
+{
+   return call->disp;
+}
+
+bool
+gpud_call_device_lost(const struct gpud_call *call)
+{
+   return call->device && call->device->lost;
+}
+
+VkResult
+gpud_call_refused(const struct gpud_call *call)
+{
+   return call->refused;
+}
+
+bool
+gpud_call_deferred(const struct gpud_call *call)
+{
+   return call->deferred;
+}
+
 /* The dispatchable first parameter sets the scope of the command. */
 static bool
 set_scope(struct gpud_call *call, struct gpud_object *obj)
@@ -257,7 +283,8 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
       atomic_store_explicit(&ctx->status->last_op, h.op, memory_order_relaxed);
 
       gpud_validate_set_call(&call);
-      bool ok = h.op != 0 && h.op < WIRE_OP_COUNT && gpud_gen_dispatch(&call, h.op);
+      bool ok = h.op != 0 && h.op < WIRE_OP_COUNT &&
+                gpud_gen_dispatch(&call, &call.dec, call.reply, h.op);
       gpud_validate_set_call(NULL);
       atomic_store_explicit(&ctx->status->op, 0, memory_order_relaxed);
       call_cleanup(&call);

@@ -9,6 +9,7 @@
 
 #include "gpud_context.h"
 #include "gpud_gen.h"
+#include "wire_gpud.h"
 
 struct gpud_queue_info {
    uint32_t family;
@@ -96,27 +97,6 @@ VkResult gpud_external_check_memory_import(struct gpud_call *call,
 int gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size,
                              int *fds, unsigned n_fds);
 
-static inline const struct gpud_host_dispatch *
-gpud_call_dispatch(struct gpud_call *call)
-{
-   return call->disp;
-}
-
-void gpud_call_fail(struct gpud_call *call, const char *why);
-static inline bool
-gpud_call_device_lost(const struct gpud_call *call)
-{
-   return call->device && call->device->lost;
-}
-/* The result a command gets without running (VK_SUCCESS: it runs). */
-static inline VkResult
-gpud_call_refused(const struct gpud_call *call)
-{
-   return call->refused;
-}
-void gpud_call_async_error(struct gpud_call *call, VkResult result);
-/* The host answered a command with VK_ERROR_DEVICE_LOST. */
-void gpud_call_host_lost(struct gpud_call *call);
 /* The object the command named with this host handle, or NULL. */
 struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle);
 /* Marks a buffer or image bound to memory. */
@@ -125,10 +105,6 @@ void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t ha
 
 /* Object table (gpud_object.c) */
 struct gpud_object *gpud_object_find(struct gpud_context *ctx, uint64_t id);
-void gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uint64_t handle);
-/* Forgets the objects of this type the command named (it destroyed them),
- * and for pools their children. */
-void gpud_call_forget_objects(struct gpud_call *call, VkObjectType type);
 /* Forgets the children of a pool (vkResetDescriptorPool). */
 void gpud_object_forget_children(struct gpud_context *ctx, struct gpud_object *pool);
 /* Destroys every host object of the client that belongs to device (or to

@@ -10,7 +10,7 @@
 #include <vulkan/vk_icd.h>
 #include <vulkan/vulkan_core.h>
 
-#include "icd_call.h"
+#include "wire_icd.h"
 #include "icd_gen.h"
 #include "util_list.h"
 #include "util_transport.h"

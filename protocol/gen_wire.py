@@ -511,6 +511,41 @@ def c_len_expr(expr, names, prefix):
     return re.sub(r'[A-Za-z_][A-Za-z0-9_]*', repl, expr)
 
 
+def function_side(fname):
+    """Which side calls a generated wire function: 'icd', 'gpud' or both."""
+    if fname.startswith(('wire_decargs_', 'wire_encreply_', 'wire_encback_', 'wire_decshape_')):
+        return {'gpud'}
+    if fname.startswith(('wire_decreply_', 'wire_decout_', 'wire_encshape_', 'wire_decback_')):
+        return {'icd'}
+    if fname.startswith('wire_enc_vk'):
+        return {'icd'}
+    # struct encoders and decoders: requests, replies' outputs and write-backs
+    # (the compiler drops a side's unused ones)
+    return {'icd', 'gpud'}
+
+
+def split_sides(lines):
+    """Splits emitted C into the ICD's and the daemon's functions.  A
+    function starts at its return type's line, followed by its name's; a
+    prototype (one line) goes where its function goes."""
+    sides = {'icd': [], 'gpud': []}
+    current = {'icd', 'gpud'}
+    types = ('void', 'static void', 'bool', 'static bool')
+    for i, line in enumerate(lines):
+        head = line.split('\n')
+        target = current
+        m = re.match(r'(?:static )?(?:void|bool) (wire_\w+)\(.*;$', head[0])
+        if m:
+            target = function_side(m.group(1))
+        elif head[0] in types and len(head) > 1 and head[1].startswith('wire_'):
+            current = target = function_side(head[1].split('(')[0])
+        elif head[0] in types and i + 1 < len(lines) and lines[i + 1].startswith('wire_'):
+            current = target = function_side(lines[i + 1].split('(')[0])
+        for side in target:
+            sides[side].append(line)
+    return sides['icd'], sides['gpud']
+
+
 class Writer:
     def __init__(self):
         self.lines = []
@@ -1600,7 +1635,7 @@ def emit_icd_header(gen, w):
     reg = gen.reg
     w('#pragma once')
     w('#include "wire_gen.h"')
-    w('#include "icd_call.h"')
+    w('#include "wire_icd.h"')
     w()
     w('enum icd_level { ICD_LEVEL_GLOBAL, ICD_LEVEL_INSTANCE, ICD_LEVEL_PHYSICAL_DEVICE, ICD_LEVEL_DEVICE };')
     w('struct icd_entrypoint { const char *name; PFN_vkVoidFunction func; enum icd_level level; };')
@@ -1643,7 +1678,8 @@ def emit_gpud(gen, w, hw):
     hw('void gpud_host_dispatch_load_instance(struct gpud_host_dispatch *d, VkInstance instance);')
     hw('void gpud_host_dispatch_load_device(struct gpud_host_dispatch *d, VkDevice device);')
     hw('/* Runs one decoded command; returns false when the stream is malformed. */')
-    hw('bool gpud_gen_dispatch(struct gpud_call *call, uint32_t op);')
+    hw('bool gpud_gen_dispatch(struct gpud_call *call, struct wire_dec *d, struct wire_enc *reply,')
+    hw('                       uint32_t op);')
     hw('/* Destroys a host object of the given type with the right vkDestroy/vkFree. */')
     hw('void gpud_gen_destroy_object(const struct gpud_host_dispatch *d, uint64_t parent,')
     hw('                             VkObjectType type, uint64_t handle);')
@@ -1653,7 +1689,7 @@ def emit_gpud(gen, w, hw):
         hw(f'void gpud_gen_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
 
     w('#include "gpud_gen.h"')
-    w('#include "gpud_call.h"')
+    w('#include "wire_gpud.h"')
     w()
     # dispatch loading
     w('void\ngpud_host_dispatch_load_instance(struct gpud_host_dispatch *d, VkInstance instance)\n{')
@@ -1695,13 +1731,13 @@ def emit_gpud(gen, w, hw):
     for name in gen.wire_commands:
         cmd = reg.commands[name]
         params = cmd_params(gen, cmd)
-        w(f'static void\nhandle_{name}(struct gpud_call *call)\n{{')
+        w(f'static void\nhandle_{name}(struct gpud_call *call, struct wire_dec *d, struct wire_enc *reply)\n{{')
         w(f'   struct {args_struct_name(name)} a;')
         w('   memset(&a, 0, sizeof(a));')
-        w(f'   if (!wire_decargs_{name}(&call->dec, &a))')
+        w(f'   if (!wire_decargs_{name}(d, &a))')
         w('      return;')
-        w('   if (wire_dec_remaining(&call->dec)) {')
-        w('      wire_dec_fail(&call->dec, "trailing bytes after the command");')
+        w('   if (wire_dec_remaining(d)) {')
+        w('      wire_dec_fail(d, "trailing bytes after the command");')
         w('      return;')
         w('   }')
         if cmd.ret == 'VkResult':
@@ -1718,12 +1754,12 @@ def emit_gpud(gen, w, hw):
             w(f'      gpud_exec_{name}(call, &a);')
             if 'VK_ERROR_DEVICE_LOST' in cmd.errorcodes:
                 # the host lost the device (a GPU fault): a fault to list
-                w('      if (a.ret == VK_ERROR_DEVICE_LOST && !call->deferred)')
+                w('      if (a.ret == VK_ERROR_DEVICE_LOST && !gpud_call_deferred(call))')
                 w('         gpud_call_host_lost(call);')
             w('   }')
         else:
             w(f'   gpud_exec_{name}(call, &a);')
-        w('   if (call->deferred || call->dec.fatal)')
+        w('   if (gpud_call_deferred(call) || d->fatal)')
         w('      return;')
         for p in params:
             if p.role != 'out_handle':
@@ -1742,23 +1778,23 @@ def emit_gpud(gen, w, hw):
             objtype = reg.handles[dp.type][1]
             w(f'   gpud_call_forget_objects(call, {objtype});')
         if is_sync(gen, cmd):
-            w('   if (call->reply)')
-            w(f'      wire_encreply_{name}(call->reply, &a);')
+            w('   if (reply)')
+            w(f'      wire_encreply_{name}(reply, &a);')
         elif cmd.ret == 'VkResult':
             w('   if (a.ret < 0)')
             w('      gpud_call_async_error(call, a.ret);')
         w('}\n')
-    w('bool\ngpud_gen_dispatch(struct gpud_call *call, uint32_t op)\n{')
+    w('bool\ngpud_gen_dispatch(struct gpud_call *call, struct wire_dec *d, struct wire_enc *reply, uint32_t op)\n{')
     w('   switch (op) {')
     for name in gen.wire_commands:
         w(f'   case WIRE_OP_{name}:')
-        w(f'      handle_{name}(call);')
+        w(f'      handle_{name}(call, d, reply);')
         w('      break;')
     w('   default:')
-    w('      wire_dec_fail(&call->dec, "unknown op");')
+    w('      wire_dec_fail(d, "unknown op");')
     w('      break;')
     w('   }')
-    w('   return !call->dec.fatal;')
+    w('   return !d->fatal;')
     w('}\n')
     # destroy table
     w('void\ngpud_gen_destroy_object(const struct gpud_host_dispatch *d, uint64_t parent,')
@@ -1895,10 +1931,26 @@ def main():
         if is_sync(gen, reg.commands[name]):
             cw(f'   case WIRE_OP_{name}:')
     cw('      return true;\n   default:\n      return false;\n   }\n}\n')
-    emit_structs(gen, cw)
-    emit_writeback(gen, cw)
-    emit_cmd_encoders(gen, cw, hw)
-    emit_cmd_decoders(gen, cw, hw)
+    # The struct and command code, split by who calls it: the ICD encodes
+    # requests and decodes replies, the daemon the other way round.
+    sw = Writer()
+    emit_structs(gen, sw)
+    emit_writeback(gen, sw)
+    emit_cmd_encoders(gen, sw, hw)
+    emit_cmd_decoders(gen, sw, hw)
+    icd_side, gpud_side = split_sides(sw.lines)
+    ew = Writer()
+    ew(stamp)
+    ew('/* The ICD\'s side of the wire: request encoders, reply decoders. */')
+    ew('#include "wire_gen.h"')
+    ew()
+    ew.lines += icd_side
+    dw = Writer()
+    dw(stamp)
+    dw('/* The daemon\'s side of the wire: request decoders, reply encoders. */')
+    dw('#include "wire_gen.h"')
+    dw()
+    dw.lines += gpud_side
 
     iw = Writer()
     iw(stamp)
@@ -1914,8 +1966,8 @@ def main():
     emit_gpud(gen, gw, ghw)
 
     outputs = {
-        'wire_gen.h': hw, 'wire_gen.c': cw, 'icd_gen.c': iw, 'icd_gen.h': ihw,
-        'gpud_gen.c': gw, 'gpud_gen.h': ghw,
+        'wire_gen.h': hw, 'wire_gen.c': cw, 'wire_icd_gen.c': ew, 'wire_gpud_gen.c': dw,
+        'icd_gen.c': iw, 'icd_gen.h': ihw, 'gpud_gen.c': gw, 'gpud_gen.h': ghw,
     }
     for fname, writer in outputs.items():
         path = os.path.join(args.out_dir, fname)

@@ -84,6 +84,8 @@ DAEMON_ARGS = {
     # every case crashes a worker: none may be refused for crashing before
     'abuse': ['--crash-limit', '0', '--isolation=process'],
     'validate': ['--validate'],
+    # what gpud passes on (names, tags, labels) must not upset the layer
+    'debugnames': ['--validate'],
     # a program whose workers crashed twice is refused for a minute
     'crash': ['--crash-limit', '2', '--crash-cooldown', '60s', '--isolation=process'],
     'teardown': ['--drain-timeout', '2s', '--isolation=process'],
@@ -317,14 +319,16 @@ class Fixture:
         return path
 
     def run(self, argv, env, timeout=180, expect_rc=0, label='',
-            show_output=True):
-        """Runs a program to completion; checks its exit status."""
+            show_output=True, input=None):
+        """Runs a program to completion (input, bytes, on its stdin);
+        checks its exit status."""
         shown = ' '.join(argv)
         log('$ %s%s' % ('[%s] ' % label if label else '', shown))
         t0 = time.monotonic()
         try:
             p = subprocess.run(argv, env=env, cwd=self.tmp,
-                               stdin=subprocess.DEVNULL,
+                               stdin=subprocess.DEVNULL if input is None else None,
+                               input=input,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                timeout=timeout)
         except subprocess.TimeoutExpired as e:
@@ -476,9 +480,9 @@ class LineReader:
             return '\n'.join(self.lines)
 
 
-def start_client(fx, argv, env, label=''):
+def start_client(fx, argv, env, label='', stdin=subprocess.DEVNULL):
     log('$ %s%s &' % ('[%s] ' % label if label else '', ' '.join(argv)))
-    p = subprocess.Popen(argv, env=env, cwd=fx.tmp, stdin=subprocess.DEVNULL,
+    p = subprocess.Popen(argv, env=env, cwd=fx.tmp, stdin=stdin,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.out = LineReader(p.stdout)
     p.err = LineReader(p.stderr)
@@ -647,14 +651,18 @@ def test_abuse(fx):
 
 def test_validate(fx):
     """With --validate, a call that breaks a rule reaches the application's
-    own debug messenger with its VUID, and the application carries on (on
-    lavapipe directly: the layer itself, loaded by the loader)."""
+    own debug messenger with its VUID and its debug report callback as an
+    error, each naming the device as the application named it, and the
+    application carries on (on lavapipe directly: the layer itself, loaded
+    by the loader)."""
     env = fx.gpud_env(VARIANTS[1])
     if fx.direct:
         env['VK_INSTANCE_LAYERS'] = 'VK_LAYER_KHRONOS_validation'
     _, out, _ = fx.run([fx.prog('vk_validate')], env)
     if 'VUID-VkBufferCreateInfo-usage-requiredbitmask' not in out:
         fail('the messenger did not print the VUID')
+    if not re.search(r'^report: .*VUID-VkBufferCreateInfo-usage-requiredbitmask', out, re.M):
+        fail('the debug report callback did not print the VUID')
     if fx.direct:
         return
     fx.check_daemon()
@@ -691,6 +699,155 @@ def test_validate(fx):
         d.send_signal(signal.SIGTERM)
         d.wait(timeout=10)
 
+
+
+# What vk_debugnames names (see its comment): shown by gpudctl while it
+# holds them, as (type, name) ...
+DEBUGNAMES_SHOWN = [('device', 'dbgnames-device'), ('queue', 'dbgnames-queue'),
+                    ('buffer', 'dbgnames-buffer-renamed'),
+                    ('device memory', 'dbgnames-memory')]
+# ... and not: renamed, destroyed (the pool, and its command buffer with
+# it), unnamed, or objects the daemon never sees.
+DEBUGNAMES_HIDDEN = ['dbgnames-buffer-first', 'dbgnames-pool', 'dbgnames-cmd',
+                     'dbgnames-fence', 'dbgnames-template', 'dbgnames-messenger',
+                     'dbgnames-report']
+# A name with a control character and more bytes than gpudctl shows: shown
+# (in part: whole characters only) with the control character replaced.
+DEBUGNAMES_LONG = ('descriptor set layout', 'dbgnames-layout?' + '\u00e9' * 20)
+# After "many": the 24 most recently named live objects, newest last.
+DEBUGNAMES_MANY = (['dbgnames-event-%02d' % i for i in range(18, 31)] +
+                   ['dbgnames-event-late'] +
+                   ['dbgnames-event-%02d' % i for i in range(31, 41)])
+
+
+def debugnames_check(status, pid):
+    """None when the client pid's names in status are what vk_debugnames
+    leaves before READY; else what is wrong."""
+    mine = [c for c in status['clients'] if c['pid'] == pid]
+    if len(mine) != 1:
+        return 'gpudctl lists %d clients with pid %d' % (len(mine), pid)
+    names = mine[0].get('names')
+    if not isinstance(names, list):
+        return 'the client has no "names" list'
+    for n in names:
+        if (not isinstance(n, dict) or not isinstance(n.get('id'), int) or
+                n['id'] <= 0 or not isinstance(n.get('type'), str) or
+                not isinstance(n.get('name'), str)):
+            return 'a name is not {"id": N, "type": S, "name": S}: %r' % (n,)
+    ids = [n['id'] for n in names]
+    if len(set(ids)) != len(ids):
+        return 'an object is listed twice'
+    shown = [(n['type'], n['name']) for n in names]
+    missing = [want for want in DEBUGNAMES_SHOWN if want not in shown]
+    if missing:
+        return 'missing %s' % ', '.join('%s "%s"' % m for m in missing)
+    hidden = [n for n in names if n['name'] in DEBUGNAMES_HIDDEN]
+    if hidden:
+        return 'listed though renamed, destroyed, unnamed or the ICD\'s own: %r' % hidden
+    kind, full = DEBUGNAMES_LONG
+    long = [n for n in shown if n[0] == kind and n[1].startswith(full[:16])]
+    if len(long) != 1 or not full.startswith(long[0][1]):
+        return ('the %s "dbgnames-layout<TAB>éé..." is not shown as a part of %r: %r' %
+                (kind, full, long))
+    return None
+
+
+def test_debugnames(fx):
+    """Object names, tags and labels (VK_EXT_debug_utils, and
+    VK_EXT_debug_marker turned into them), with messengers and debug report
+    callbacks listening: the device keeps working, and `gpudctl status`
+    (text and --json) shows the objects a client named while they live, by
+    their latest name, the 24 most recently named at most, newest last; not
+    those destroyed or unnamed, nor the ICD's own.  The daemon validates: what
+    gpud passes on must break no rule the layer checks (vk_debugnames fails
+    on an error message).  On lavapipe directly: the program alone, also
+    under the validation layer."""
+    prog = fx.prog('vk_debugnames')
+    if fx.direct:
+        # see vk_debugnames' comment: what Mesa and the loader get wrong
+        argv = [prog, '--no-loader-handles', '--no-null-names']
+        for variant in VARIANTS:
+            fx.run(argv, fx.direct_env(variant), label=variant[0])
+        env = fx.direct_env(VARIANTS[1])
+        env['VK_INSTANCE_LAYERS'] = 'VK_LAYER_KHRONOS_validation'
+        _, out, _ = fx.run(argv, env, label='validation layer, "many"', input=b'many\n')
+        if 'MANY' not in out.splitlines():
+            fail('vk_debugnames did not print MANY')
+        return
+
+    argv = [prog, '--require-marker']
+    fx.run(argv, fx.gpud_env(VARIANTS[1]), label=VARIANTS[1][0])
+    fx.check_daemon()
+
+    # Held at READY (stdin open) while gpudctl looks.
+    p = start_client(fx, argv, fx.gpud_env(VARIANTS[0]), label=VARIANTS[0][0],
+                     stdin=subprocess.PIPE)
+    try:
+        if not p.out.wait_for('READY', 60):
+            p.kill()
+            finish_client(p, 10, 'vk_debugnames', expect_rc=None)
+            fail('vk_debugnames never printed READY')
+        # Names travel asynchronously, but the program's last call before
+        # READY (vkDeviceWaitIdle) answered after them: no waiting needed.
+        # A few tries all the same, so a failure says what it saw.
+        deadline = time.monotonic() + 3
+        while True:
+            status = fx.gpudctl_status()
+            wrong = debugnames_check(status, p.pid)
+            if not wrong or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        mine = [c for c in status['clients'] if c['pid'] == p.pid]
+        log('names in gpudctl status: %s' %
+            json.dumps(mine[0].get('names') if mine else None))
+        if wrong:
+            fail('gpudctl status --json, client pid %d: %s\nstatus: %s' %
+                 (p.pid, wrong, json.dumps(status)))
+
+        cmd = [fx.args.gpudctl, '--socket', fx.socket, 'status']
+        _, text, _ = fx.run(cmd, fx.base_env(), timeout=10)
+        lines = [l.strip() for l in text.splitlines()]
+        for kind, name in DEBUGNAMES_SHOWN:
+            if "named %s '%s'" % (kind, name) not in lines:
+                fail("gpudctl status does not show \"named %s '%s'\"" % (kind, name))
+        if "named %s '%s" % (DEBUGNAMES_LONG[0], DEBUGNAMES_LONG[1][:16]) not in text:
+            fail('gpudctl status does not show the %s' % DEBUGNAMES_LONG[0])
+        for name in DEBUGNAMES_HIDDEN:
+            if "'%s'" % name in text:
+                fail('gpudctl status shows %s' % name)
+        if p.poll() is not None:
+            fail('vk_debugnames exited while held (%s)' % describe_rc(p.returncode))
+
+        # More names than gpudctl lists: the newest live ones, newest last.
+        p.stdin.write(b'many\n')
+        p.stdin.flush()
+        if not p.out.wait_for('MANY', 60):
+            fail('vk_debugnames never printed MANY')
+        mine = [c for c in fx.gpudctl_status()['clients'] if c['pid'] == p.pid]
+        got = [(n['type'], n['name']) for n in (mine[0]['names'] if mine else [])]
+        want = [('event', name) for name in DEBUGNAMES_MANY]
+        if got != want:
+            fail('after naming 41 events and destroying one, gpudctl status '
+                 'lists (type, name):\n  %r\nnot the 24 newest live, newest '
+                 'last:\n  %r' % (got, want))
+        log('names after "many": the 24 newest, in order')
+    finally:
+        p.stdin.close()
+    out, _ = finish_client(p, 60, 'vk_debugnames')
+    if 'vk_debugnames: OK' not in out:
+        fail('vk_debugnames exited 0 without its OK line')
+    fx.check_daemon()
+
+    # Its names go with it.
+    deadline = time.monotonic() + 5
+    while any(c['pid'] == p.pid for c in fx.gpudctl_status()['clients']):
+        if time.monotonic() > deadline:
+            fail('gpudctl still lists vk_debugnames (pid %d) 5 s after it exited' % p.pid)
+        time.sleep(0.2)
+    with open(fx.log_path, errors='replace') as f:
+        bad = [l for l in f if 'protocol error' in l or 'device lost' in l]
+    if bad:
+        fail('the daemon logged:\n%s' % ''.join(bad))
 
 
 def test_crash(fx):
@@ -2002,6 +2159,7 @@ SUBCOMMANDS = {
     'vulkaninfo': test_vulkaninfo,
     'hostile': test_hostile,
     'validate': test_validate,
+    'debugnames': test_debugnames,
     'crash': test_crash,
     'gstreamer': test_gstreamer,
     'ffmpeg': test_ffmpeg,

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* What the generated entrypoints (icd_gen.c) call: the connection of an
- * object, calls to the daemon, command-buffer streams and handle objects. */
+/*
+ * The client side's interface to the generated entrypoints (icd_gen.c):
+ * what they call, and the ICD implements: the connection of an object, calls
+ * to the daemon, command-buffer streams and handle objects.  The generated
+ * code is written against this header alone.
+ */
 
 #include <stdbool.h>
 #include <stdint.h>
