@@ -36,6 +36,8 @@ op_allows_unbound(uint32_t op)
    case WIRE_OP_vkGetImageSubresourceLayout:
    case WIRE_OP_vkSetPrivateData:
    case WIRE_OP_vkGetPrivateData:
+   case WIRE_OP_vkSetDebugUtilsObjectNameEXT:
+   case WIRE_OP_vkSetDebugUtilsObjectTagEXT:
       return true;
    default:
       return false;
@@ -66,6 +68,13 @@ bool
 gpud_call_deferred(const struct gpud_call *call)
 {
    return call->deferred;
+}
+
+void
+gpud_call_host_failed(struct gpud_call *call, const char *command, VkResult result)
+{
+   gpud_context_log(call->ctx, UTIL_LOG_INFO, "%s failed on the host (%d); ignored", command,
+                    result);
 }
 
 /* The dispatchable first parameter sets the scope of the command. */

@@ -92,7 +92,6 @@ struct gpud_context {
    /* rate limit of log lines about this client */
    pthread_mutex_t log_mutex;
    pthread_mutex_t names_mutex; /* the status page's names */
-   unsigned next_name_slot;
    double log_tokens;
    uint64_t log_last_ns;
    unsigned log_suppressed;

@@ -868,5 +868,12 @@ gpud_exec_vkSetDebugUtilsObjectNameEXT(struct gpud_call *call,
    if (call->n_touched >= 2)
       gpud_object_set_name(call->ctx, call->touched[call->n_touched - 1],
                            a->pNameInfo->pObjectName);
+   /* NULL and "" both unname; some hosts (Mesa 22.3) fail a NULL name */
+   const VkDebugUtilsObjectNameInfoEXT *given = a->pNameInfo;
+   VkDebugUtilsObjectNameInfoEXT info = *given;
+   if (!info.pObjectName)
+      info.pObjectName = "";
+   a->pNameInfo = &info;
    gpud_gen_exec_vkSetDebugUtilsObjectNameEXT(call, a);
+   a->pNameInfo = given;
 }

@@ -41,7 +41,9 @@ gpud_context_release_memory(struct gpud_context *ctx, uint32_t heap, uint64_t by
 }
 
 /* The status page's table of named objects: one writer at a time, a
- * sequence count around each change for the server's reads. */
+ * sequence count around each change for the server's reads.  The table has
+ * no gaps and goes in the order of naming, newest last: a name (or a new
+ * one) goes last, and when the table is full the oldest goes out. */
 static void
 publish_name(struct gpud_context *ctx, const struct gpud_object *obj, const char *name)
 {
@@ -50,24 +52,26 @@ publish_name(struct gpud_context *ctx, const struct gpud_object *obj, const char
       return;
    pthread_mutex_lock(&ctx->names_mutex);
    atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_acq_rel);
-   struct gpud_status_name *slot = NULL;
-   for (unsigned i = 0; i < GPUD_STATUS_NAMES && !slot; i++) {
-      if (page->names[i].id == obj->id)
-         slot = &page->names[i];
+   struct gpud_status_name *names = page->names;
+   unsigned n = 0, at = GPUD_STATUS_NAMES;
+   for (; n < GPUD_STATUS_NAMES && names[n].id; n++) {
+      if (names[n].id == obj->id)
+         at = n;
    }
-   if (!slot && name) {
-      for (unsigned i = 0; i < GPUD_STATUS_NAMES && !slot; i++) {
-         if (!page->names[i].id)
-            slot = &page->names[i];
-      }
-      if (!slot)
-         slot = &page->names[ctx->next_name_slot++ % GPUD_STATUS_NAMES];
+   if (at < n || (name && n == GPUD_STATUS_NAMES)) {
+      if (at >= n)
+         at = 0; /* full: the oldest goes */
+      memmove(&names[at], &names[at + 1], (n - at - 1) * sizeof(*names));
+      n--;
    }
-   if (slot) {
-      slot->id = name ? obj->id : 0;
-      slot->type = (uint32_t)obj->type;
-      snprintf(slot->name, sizeof(slot->name), "%s", name ? name : "");
+   if (name) {
+      names[n].id = obj->id;
+      names[n].type = (uint32_t)obj->type;
+      snprintf(names[n].name, sizeof(names[n].name), "%s", name);
+      n++;
    }
+   if (n < GPUD_STATUS_NAMES)
+      memset(&names[n], 0, sizeof(names[n]));
    atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_release);
    pthread_mutex_unlock(&ctx->names_mutex);
 }

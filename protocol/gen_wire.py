@@ -1782,7 +1782,11 @@ def emit_gpud(gen, w, hw):
             w(f'      wire_encreply_{name}(reply, &a);')
         elif cmd.ret == 'VkResult':
             w('   if (a.ret < 0)')
-            w('      gpud_call_async_error(call, a.ret);')
+            if name in HOST_OPTIONAL:
+                # for tools only: a host that fails it loses nothing
+                w(f'      gpud_call_host_failed(call, "{name}", a.ret);')
+            else:
+                w('      gpud_call_async_error(call, a.ret);')
         w('}\n')
     w('bool\ngpud_gen_dispatch(struct gpud_call *call, struct wire_dec *d, struct wire_enc *reply, uint32_t op)\n{')
     w('   switch (op) {')

@@ -28,6 +28,9 @@ VkResult gpud_call_refused(const struct gpud_call *call);
 bool gpud_call_deferred(const struct gpud_call *call);
 /* An asynchronous command failed: its device is lost from now on. */
 void gpud_call_async_error(struct gpud_call *call, VkResult result);
+/* An asynchronous command for tools only (HOST_OPTIONAL) failed on the
+ * host: logged, and nothing is lost. */
+void gpud_call_host_failed(struct gpud_call *call, const char *command, VkResult result);
 /* The host answered a command with VK_ERROR_DEVICE_LOST. */
 void gpud_call_host_lost(struct gpud_call *call);
 /* A new object: the client's id for the host handle. */
