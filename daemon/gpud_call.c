@@ -7,6 +7,7 @@
  */
 #include "gpud_call.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -176,6 +177,12 @@ gpud_call_async_error(struct gpud_call *call, VkResult result)
     * every later call on it says so. */
    gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s failed (%d): device lost",
                     wire_op_name(call->op), result);
+   char why[160];
+   snprintf(why, sizeof(why), "%s failed on the host (%d): the device is lost",
+            wire_op_name(call->op), result);
+   gpud_context_debug_message(call->ctx, VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, "gpud-device-lost", 0,
+                              why);
    if (call->device)
       call->device->lost = true;
    if (result == VK_ERROR_DEVICE_LOST)

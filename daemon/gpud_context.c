@@ -141,6 +141,27 @@ gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...)
 }
 
 void
+gpud_context_debug_message(struct gpud_context *ctx,
+                           VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                           VkDebugUtilsMessageTypeFlagsEXT types, const char *id_name,
+                           int32_t id_number, const char *message)
+{
+   if (!(atomic_load(&ctx->message_severities) & severity) ||
+       !(atomic_load(&ctx->message_types) & types))
+      return; /* no messenger of the client's takes it */
+   Gpud__DebugMessage dm = GPUD__DEBUG_MESSAGE__INIT;
+   dm.severity = severity;
+   dm.types = types;
+   dm.message_id_name = (char *)(id_name ? id_name : "");
+   dm.message_id_number = id_number;
+   dm.message = (char *)(message ? message : "");
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DEBUG_MESSAGE;
+   m.debug_message = &dm;
+   gpud_context_send_control(ctx, &m);
+}
+
+void
 gpud_context_host_lost(struct gpud_context *ctx, const char *command)
 {
    if (atomic_exchange(&ctx->host_lost, true))
@@ -148,6 +169,9 @@ gpud_context_host_lost(struct gpud_context *ctx, const char *command)
    char reason[160];
    snprintf(reason, sizeof(reason), "the host driver lost its device (%s)", command);
    gpud_context_log(ctx, UTIL_LOG_WARNING, "%s", reason);
+   gpud_context_debug_message(ctx, VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, "gpud-device-lost", 0,
+                              reason);
    if (ctx->ops.fault)
       ctx->ops.fault(ctx->ops.data, reason);
 }
@@ -191,6 +215,8 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    pthread_mutex_init(&ctx->wait_mutex, NULL);
    pthread_mutex_init(&ctx->log_mutex, NULL);
    pthread_mutex_init(&ctx->names_mutex, NULL);
+   atomic_init(&ctx->message_severities, UINT32_MAX); /* until the ICD says */
+   atomic_init(&ctx->message_types, UINT32_MAX);
    pthread_cond_init(&ctx->wait_cond, NULL);
    util_list_init(&ctx->waiters);
    util_list_init(&ctx->object_list);

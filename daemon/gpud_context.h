@@ -92,6 +92,9 @@ struct gpud_context {
    /* rate limit of log lines about this client */
    pthread_mutex_t log_mutex;
    pthread_mutex_t names_mutex; /* the status page's names */
+   /* what the client's messengers take (vkSetMessageFilterGPUD) */
+   _Atomic uint32_t message_severities;
+   _Atomic uint32_t message_types;
    double log_tokens;
    uint64_t log_last_ns;
    unsigned log_suppressed;
@@ -119,6 +122,13 @@ int gpud_context_send_reply(struct gpud_context *ctx, struct wire_enc *reply, co
                             unsigned n_fds);
 /* Sends a control message (gpud.proto) to the client. */
 int gpud_context_send_control(struct gpud_context *ctx, const Gpud__ControlMessage *m);
+/* A message for the client's debug messengers (validation, device loss),
+ * if its messengers take messages of this severity and type
+ * (vkSetMessageFilterGPUD). */
+void gpud_context_debug_message(struct gpud_context *ctx,
+                                VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                VkDebugUtilsMessageTypeFlagsEXT types, const char *id_name,
+                                int32_t id_number, const char *message);
 /* The host driver answered VK_ERROR_DEVICE_LOST for this client (a GPU
  * fault): logged and reported as a fault, once per client. */
 void gpud_context_host_lost(struct gpud_context *ctx, const char *command);

@@ -877,3 +877,13 @@ gpud_exec_vkSetDebugUtilsObjectNameEXT(struct gpud_call *call,
    gpud_gen_exec_vkSetDebugUtilsObjectNameEXT(call, a);
    a->pNameInfo = given;
 }
+
+/* gpud's own: what the client's debug messengers take, so that nothing else
+ * is sent. */
+void
+gpud_exec_vkSetMessageFilterGPUD(struct gpud_call *call,
+                                 struct wire_args_vkSetMessageFilterGPUD *a)
+{
+   atomic_store(&call->ctx->message_severities, a->severities);
+   atomic_store(&call->ctx->message_types, a->types);
+}

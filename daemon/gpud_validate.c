@@ -28,22 +28,6 @@ gpud_validate_set_call(struct gpud_call *call)
    current_call = call;
 }
 
-static void
-deliver(struct gpud_context *ctx, VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-        VkDebugUtilsMessageTypeFlagsEXT types, const VkDebugUtilsMessengerCallbackDataEXT *data)
-{
-   Gpud__DebugMessage dm = GPUD__DEBUG_MESSAGE__INIT;
-   dm.severity = severity;
-   dm.types = types;
-   dm.message_id_name = (char *)(data->pMessageIdName ? data->pMessageIdName : "");
-   dm.message_id_number = data->messageIdNumber;
-   dm.message = (char *)(data->pMessage ? data->pMessage : "");
-   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
-   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DEBUG_MESSAGE;
-   m.debug_message = &dm;
-   gpud_context_send_control(ctx, &m);
-}
-
 static VKAPI_ATTR VkBool32 VKAPI_CALL
 on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
            VkDebugUtilsMessageTypeFlagsEXT types,
@@ -60,7 +44,8 @@ on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
    }
    gpud_context_log(call->ctx, error ? UTIL_LOG_WARNING : UTIL_LOG_INFO, "validation: %s",
                     text);
-   deliver(call->ctx, severity, types, data);
+   gpud_context_debug_message(call->ctx, severity, types, data->pMessageIdName,
+                              data->messageIdNumber, data->pMessage);
    if (host->validate != GPUD_VALIDATE_STRICT || !error ||
        !(types & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT))
       return VK_FALSE;

@@ -117,6 +117,9 @@ struct icd_instance {
    pthread_mutex_t messenger_mutex;
    struct util_list messengers;
    bool in_create_or_destroy; /* the create info's messengers are active */
+   /* what the daemons were last told the messengers take */
+   bool filter_sent;
+   uint32_t filter_severities, filter_types;
 };
 
 /* Sends a message to the instance's messengers that take it. */
@@ -128,6 +131,9 @@ void icd_instance_message(struct icd_instance *instance,
 VkResult icd_instance_add_create_messengers(struct icd_instance *instance,
                                             const VkInstanceCreateInfo *info);
 void icd_instance_free_messengers(struct icd_instance *instance);
+/* Tells each daemon what the instance's messengers take (so it sends
+ * nothing else). */
+void icd_instance_update_message_filter(struct icd_instance *instance);
 
 struct icd_queue {
    struct icd_object base;

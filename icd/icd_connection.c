@@ -467,8 +467,17 @@ deliver(struct icd_connection *conn, struct util_msg *msg)
          deliver_debug_message(conn, m->debug_message);
          ok = true;
       } else if (m && m->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT) {
-         icd_log("daemon disconnected this client: %s",
-                 m->disconnect->reason ? m->disconnect->reason : "(no reason)");
+         const char *reason = m->disconnect->reason ? m->disconnect->reason : "(no reason)";
+         icd_log("daemon disconnected this client: %s", reason);
+         /* why the device is lost, for the application's messengers too */
+         char text[512];
+         snprintf(text, sizeof(text), "gpud disconnected this client: %s", reason);
+         Gpud__DebugMessage dm = GPUD__DEBUG_MESSAGE__INIT;
+         dm.severity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+         dm.types = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+         dm.message_id_name = (char *)"gpud-disconnected";
+         dm.message = text;
+         deliver_debug_message(conn, &dm);
       }
       wire_control_free(m);
       return ok;

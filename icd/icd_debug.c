@@ -131,6 +131,52 @@ icd_instance_message(struct icd_instance *instance,
    pthread_mutex_unlock(&instance->messenger_mutex);
 }
 
+/* What a report callback's flags take, as severities and types. */
+static void
+report_takes(VkDebugReportFlagsEXT flags, uint32_t *severities, uint32_t *types)
+{
+   if (flags & VK_DEBUG_REPORT_ERROR_BIT_EXT)
+      *severities |= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+   if (flags & (VK_DEBUG_REPORT_WARNING_BIT_EXT | VK_DEBUG_REPORT_PERFORMANCE_WARNING_BIT_EXT))
+      *severities |= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+   if (flags & VK_DEBUG_REPORT_INFORMATION_BIT_EXT)
+      *severities |= VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
+   if (flags & VK_DEBUG_REPORT_DEBUG_BIT_EXT)
+      *severities |= VK_DEBUG_UTILS_MESSAGE_SEVERITY_VERBOSE_BIT_EXT;
+   *types |= VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+             VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+             VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+}
+
+void
+icd_instance_update_message_filter(struct icd_instance *instance)
+{
+   uint32_t severities = 0, types = 0;
+   pthread_mutex_lock(&instance->messenger_mutex);
+   struct icd_messenger *m;
+   util_list_for_each(m, &instance->messengers, link) {
+      if (m->create_only)
+         continue; /* nothing comes from the daemon during create or destroy */
+      if (m->callback) {
+         severities |= m->severities;
+         types |= m->types;
+      }
+      if (m->report)
+         report_takes(m->report_flags, &severities, &types);
+   }
+   bool same = instance->filter_sent && severities == instance->filter_severities &&
+               types == instance->filter_types;
+   instance->filter_sent = true;
+   instance->filter_severities = severities;
+   instance->filter_types = types;
+   pthread_mutex_unlock(&instance->messenger_mutex);
+   if (same)
+      return;
+   for (uint32_t i = 0; i < instance->n_physical_devices; i++)
+      icd_gen_vkSetMessageFilterGPUD((VkPhysicalDevice)instance->physical_devices[i], severities,
+                                     types);
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkCreateDebugUtilsMessengerEXT(VkInstance _instance,
                                    const VkDebugUtilsMessengerCreateInfoEXT *pCreateInfo,
@@ -141,6 +187,7 @@ icd_vkCreateDebugUtilsMessengerEXT(VkInstance _instance,
    if (!m)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    *pMessenger = (VkDebugUtilsMessengerEXT)(uintptr_t)m;
+   icd_instance_update_message_filter((struct icd_instance *)_instance);
    return VK_SUCCESS;
 }
 
@@ -156,6 +203,8 @@ icd_vkDestroyDebugUtilsMessengerEXT(VkInstance _instance, VkDebugUtilsMessengerE
    util_list_remove(&m->link);
    pthread_mutex_unlock(&instance->messenger_mutex);
    free(m);
+   if (!instance->in_create_or_destroy)
+      icd_instance_update_message_filter(instance);
 }
 
 VKAPI_ATTR void VKAPI_CALL
@@ -181,6 +230,7 @@ icd_vkCreateDebugReportCallbackEXT(VkInstance instance,
    if (!m)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    *pCallback = (VkDebugReportCallbackEXT)(uintptr_t)m;
+   icd_instance_update_message_filter((struct icd_instance *)instance);
    return VK_SUCCESS;
 }
 

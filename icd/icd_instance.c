@@ -395,6 +395,7 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
    icd_socket_paths_free(paths);
    icd_dbg(ICD_DEBUG_INIT, "%u physical device(s)", instance->n_physical_devices);
    instance->in_create_or_destroy = false;
+   icd_instance_update_message_filter(instance);
    *pInstance = (VkInstance)instance;
    return VK_SUCCESS;
 }

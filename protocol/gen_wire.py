@@ -19,6 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vkxml  # noqa: E402
+import xml.etree.ElementTree as ET  # noqa: E402
 
 # --------------------------------------------------------------------------
 # The tables: everything hand-decided lives here.
@@ -57,6 +58,23 @@ DENIED_EXTENSIONS = {
         'an instance extension the host may lack: the ICD\'s instance extensions are those it '
         'serves on every host',
 }
+
+# gpud's own commands, between the ICD and the daemon only (what Venus does
+# with VK_MESA_venus_protocol): declared as vk.xml declares commands, they get
+# encoders, decoders and round-trip tests like every Vulkan command, and wire
+# ops after Vulkan's.  Applications never see them (no entrypoint); the ICD
+# calls icd_gen_<name> and the daemon implements gpud_exec_<name> (there is
+# no host command to default to).
+PRIVATE_COMMANDS = """
+<commands>
+  <command>
+    <proto><type>void</type> <name>vkSetMessageFilterGPUD</name></proto>
+    <param><type>VkPhysicalDevice</type> <name>physicalDevice</name></param>
+    <param optional="true"><type>VkDebugUtilsMessageSeverityFlagsEXT</type> <name>severities</name></param>
+    <param optional="true"><type>VkDebugUtilsMessageTypeFlagsEXT</type> <name>types</name></param>
+  </command>
+</commands>
+"""
 
 # Device extensions gpud implements itself: advertised whether the host has
 # them or not (and enabled on the host only where it has them).
@@ -140,6 +158,7 @@ CACHED = {
 }
 UNCACHED = {
     'vkCreateDevice': 'creates an object',
+    'vkSetMessageFilterGPUD': 'sets what the daemon sends',
     'vkGetPhysicalDeviceMemoryProperties2': 'VkPhysicalDeviceMemoryBudgetPropertiesEXT changes',
     'vkGetPhysicalDeviceToolProperties': 'tools come and go with layers',
 }
@@ -292,6 +311,17 @@ class Gen:
             if not dropped:
                 break
         self.extensions = [(n, reg.extensions[n][0].get('type')) for n in candidates]
+        # gpud's own commands
+        self.private = []
+        for elem in ET.fromstring(PRIVATE_COMMANDS).findall('command'):
+            cmd = vkxml.Command(elem)
+            reg.commands[cmd.name] = cmd
+            why = self.walk_command(cmd)
+            if why:
+                raise SystemExit(f'gen_wire: {cmd.name}: {why}')
+            self.private.append(cmd.name)
+            self.commands.append(cmd.name)
+            self.wire_commands.append(cmd.name)
         for c in self.wire_commands:
             if reg.resolve_type(reg.commands[c].params[0].type) == 'VkPhysicalDevice' and \
                     c not in CACHED and c not in UNCACHED:
@@ -1598,7 +1628,7 @@ def emit_icd(gen, w):
 
     # lookup table
     w('static const struct icd_entrypoint icd_entrypoints[] = {')
-    names = {n: n for n in gen.commands}
+    names = {n: n for n in gen.commands if n not in gen.private}
     for alias, target in reg.command_alias.items():
         if target in gen.commands:
             names[alias] = target
@@ -1670,7 +1700,7 @@ def emit_gpud(gen, w, hw):
     hw('   PFN_vkGetInstanceProcAddr GetInstanceProcAddr;')
     hw('   PFN_vkGetDeviceProcAddr GetDeviceProcAddr;')
     for name in gen.commands:
-        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr'):
+        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr') or name in gen.private:
             continue
         hw(f'   PFN_{name} {name[2:]};')
     hw('};')
@@ -1686,7 +1716,8 @@ def emit_gpud(gen, w, hw):
     hw()
     for name in gen.wire_commands:
         hw(f'void gpud_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
-        hw(f'void gpud_gen_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
+        if name not in gen.private:
+            hw(f'void gpud_gen_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
 
     w('#include "gpud_gen.h"')
     w('#include "wire_gpud.h"')
@@ -1694,7 +1725,7 @@ def emit_gpud(gen, w, hw):
     # dispatch loading
     w('void\ngpud_host_dispatch_load_instance(struct gpud_host_dispatch *d, VkInstance instance)\n{')
     for name in gen.commands:
-        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr'):
+        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr') or name in gen.private:
             continue
         w(f'   d->{name[2:]} = (PFN_{name})d->GetInstanceProcAddr(instance, "{name}");')
     w('   d->GetDeviceProcAddr = (PFN_vkGetDeviceProcAddr)d->GetInstanceProcAddr(instance, "vkGetDeviceProcAddr");')
@@ -1703,11 +1734,14 @@ def emit_gpud(gen, w, hw):
     for name in gen.commands:
         cmd = reg.commands[name]
         t = reg.resolve_type(cmd.params[0].type)
-        if t in ('VkDevice', 'VkQueue', 'VkCommandBuffer') and name != 'vkGetDeviceProcAddr':
+        if t in ('VkDevice', 'VkQueue', 'VkCommandBuffer') and name != 'vkGetDeviceProcAddr' and \
+                name not in gen.private:
             w(f'   d->{name[2:]} = (PFN_{name})d->GetDeviceProcAddr(device, "{name}");')
     w('}\n')
-    # default executors
+    # default executors (none for gpud's own commands: the daemon has them)
     for name in gen.wire_commands:
+        if name in gen.private:
+            continue
         cmd = reg.commands[name]
         params = cmd_params(gen, cmd)
         w(f'extern __typeof__(gpud_gen_exec_{name}) gpud_exec_{name} __attribute__((weak, alias("gpud_gen_exec_{name}")));')

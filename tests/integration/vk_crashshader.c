@@ -29,6 +29,17 @@ note(const char *call, VkResult r)
    return r;
 }
 
+/* What the driver says about the loss (gpud: why its worker died). */
+static VKAPI_ATTR VkBool32 VKAPI_CALL
+on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
+           const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+   printf("vk_crashshader: message %s: %s\n", data->pMessageIdName ? data->pMessageIdName : "",
+          data->pMessage ? data->pMessage : "");
+   fflush(stdout);
+   return VK_FALSE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -42,7 +53,33 @@ main(int argc, char **argv)
          return 2;
       }
    }
-   VkInstance instance = vkt_instance_create("vk_crashshader");
+   /* with a debug messenger, for the driver's word on the loss */
+   const char *ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+   const VkApplicationInfo app = {
+      .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+      .pApplicationName = "vk_crashshader",
+      .apiVersion = VK_API_VERSION_1_3,
+   };
+   const VkInstanceCreateInfo instance_info = {
+      .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+      .pApplicationInfo = &app,
+      .enabledExtensionCount = 1,
+      .ppEnabledExtensionNames = &ext,
+   };
+   VkInstance instance;
+   VKT_CHECK(vkCreateInstance(&instance_info, NULL, &instance));
+   PFN_vkCreateDebugUtilsMessengerEXT create_messenger =
+      (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(instance,
+                                                                 "vkCreateDebugUtilsMessengerEXT");
+   const VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
+      .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+      .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+      .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+      .pfnUserCallback = on_message,
+   };
+   VkDebugUtilsMessengerEXT messenger;
+   VKT_CHECK(create_messenger(instance, &messenger_info, NULL, &messenger));
    VkPhysicalDevice pdev = vkt_physical_device_pick(instance, device_name);
 
    VkPhysicalDeviceVulkan12Features has12 = {
@@ -213,7 +250,12 @@ main(int argc, char **argv)
    vkDestroyDescriptorSetLayout(ctx.device, dsl, NULL);
    vkt_buffer_destroy(&ctx, &values);
    vkt_buffer_destroy(&ctx, &exponents);
-   vkt_context_finish(&ctx);
+   vkt_context_finish_device(&ctx);
+   PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger =
+      (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+         instance, "vkDestroyDebugUtilsMessengerEXT");
+   destroy_messenger(instance, messenger, NULL);
+   vkDestroyInstance(instance, NULL);
    if (!lost) {
       printf("vk_crashshader: the shader ran: the host driver survived it\n");
       return 1;
