@@ -22,6 +22,7 @@ static bool
 op_allows_unbound(uint32_t op)
 {
    switch (op) {
+   case WIRE_OP_vkAllocateMemory: /* VkMemoryDedicatedAllocateInfo */
    case WIRE_OP_vkDestroyBuffer:
    case WIRE_OP_vkDestroyImage:
    case WIRE_OP_vkBindBufferMemory:

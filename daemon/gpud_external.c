@@ -98,6 +98,8 @@ gpud_external_check_memory_import(struct gpud_call *call, VkImportMemoryFdInfoKH
          return refuse(call, &import->fd, "vkAllocateMemory", "memory smaller than the allocation");
       if (r == -EPERM)
          return refuse(call, &import->fd, "vkAllocateMemory", "a memfd that may shrink");
+      if (r == -EACCES)
+         return refuse(call, &import->fd, "vkAllocateMemory", "a memfd sealed against writing");
       if (r < 0)
          return refuse(call, &import->fd, "vkAllocateMemory", "not gpud memory (a sealed memfd)");
       return VK_SUCCESS;

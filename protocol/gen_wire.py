@@ -13,6 +13,7 @@ Special cases are all listed in the tables below, each with its reason."""
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import sys
@@ -1868,6 +1869,25 @@ def emit_gpud(gen, w, hw):
 # ==========================================================================
 
 
+def extension_report(gen):
+    """carried: extension -> type; own: gpud's own; denied: extension ->
+    reason; structs: struct -> the extension that brings it (for the
+    structures an uncarried extension adds to vulkaninfo's output)."""
+    reg = gen.reg
+    structs = {}
+    for name, (e, cmds, types) in reg.extensions.items():
+        for t in Gen.own_items(e, 'type'):
+            if t in reg.structs:
+                structs.setdefault(t, name)
+    return {
+        'vk_xml': reg.header_version,
+        'carried': dict(gen.extensions),
+        'own': sorted(OWN_EXTENSIONS),
+        'denied': gen.denied,
+        'structs': structs,
+    }
+
+
 def table_hash(gen):
     h = hashlib.sha256()
     for name in gen.wire_commands:
@@ -2007,6 +2027,11 @@ def main():
         'wire_gen.h': hw, 'wire_gen.c': cw, 'wire_icd_gen.c': ew, 'wire_gpud_gen.c': dw,
         'icd_gen.c': iw, 'icd_gen.h': ihw, 'gpud_gen.c': gw, 'gpud_gen.h': ghw,
     }
+    # What is carried and what is not, with reasons: for the tests (which
+    # compare vulkaninfo with the host's) and the documentation.
+    jw = Writer()
+    jw(json.dumps(extension_report(gen), indent=1, sort_keys=True))
+    outputs['wire_extensions.json'] = jw
     for fname, writer in outputs.items():
         path = os.path.join(args.out_dir, fname)
         text = writer.text()

@@ -53,6 +53,9 @@ util_memfd_check(int fd, uint64_t size)
     * growth is harmless to the side that maps. */
    if (!(seals & F_SEAL_SHRINK))
       return -EPERM;
+   /* Every user maps it shared and writable, which a write seal forbids. */
+   if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+      return -EACCES;
 
    struct stat st;
    if (fstat(fd, &st) < 0)

@@ -8,6 +8,8 @@
  * make a mapping of it fault. */
 int util_memfd_create(const char *name, uint64_t size, int *ret_fd);
 
-/* Checks that fd is a memfd sealed against shrinking and at least size bytes
- * long: what a process must know before it maps an fd it was sent. */
+/* Checks that fd is a memfd sealed against shrinking, not against writing,
+ * and at least size bytes long: what a process must know before it maps an
+ * fd it was sent (shared and writable).  -EPERM: it may shrink; -EACCES: it
+ * is sealed against writing; -ERANGE: too small; else not a memfd. */
 int util_memfd_check(int fd, uint64_t size);

@@ -9,7 +9,7 @@ Usage (as meson runs it):
 
   gpud_test.py --direct --lavapipe-manifest PATH --bindir PATH SUBCOMMAND
 
-SUBCOMMAND is one of: enum, compute, render, sync, extensions, lost,
+SUBCOMMAND is one of: enum, compute, render, sync, extensions, external, lost,
 multiclient, vulkaninfo, hostile. --bindir holds the test programs (vk_enum,
 vk_compute, hostile_client, ...).
 
@@ -23,8 +23,8 @@ with NODEVICE_SELECT=1.
 
 --direct runs the same subcommands with no daemon, every client on lavapipe
 directly: it checks the test programs and this script themselves (lost runs
-vk_lost's self-test mode, multiclient skips the gpudctl checks, hostile is
-skipped).
+vk_lost's self-test mode, multiclient skips the gpudctl checks, external
+skips its forged fds, hostile is skipped).
 
 Exit status: 0 pass, 1 fail, 77 skip (meson's convention).
 Set GPUD_TEST_KEEP=1 to keep the temporary directory.
@@ -872,6 +872,9 @@ def test_crash(fx):
         raise TestSkip('the device lacks 16-bit shader support')
     if rc != 0 or 'VK_ERROR_DEVICE_LOST' not in out:
         fail('vk_crashshader: %s, expected its device lost' % describe_rc(rc))
+    # the application's messenger hears why
+    if not re.search(r'message gpud-disconnected: gpud disconnected this client: .*SIGSEGV', out):
+        fail('vk_crashshader\'s debug messenger did not get the reason for the loss')
     faults = [f for f in fx.gpudctl_status()['faults'] if f['name'] == 'vk_crashshader']
     if len(faults) != 1 or 'killed by SIG' not in faults[0]['reason']:
         fail('gpudctl lists no crash of vk_crashshader: %r' % faults)
@@ -1768,6 +1771,144 @@ def test_extensions(fx):
     fx.check_daemon()
 
 
+def external_sync_lines(out, label, gpud):
+    """{'semaphore': KIND, 'fence': KIND}: how vk_external semaphore passed
+    each ('sync fd' or 'opaque fd', having said OK for it), or None where
+    it skipped it."""
+    tested = {}
+    for kind in ('semaphore', 'fence'):
+        skipped = '%s: not supported by this device, skipped' % kind
+        if re.search(r'^vk_external: %s$' % skipped, out, re.M):
+            log('%s: %s' % (label, skipped))
+            tested[kind] = None
+            continue
+        m = re.search(r'^vk_external: %s: OK: as an? (sync fd|opaque fd): ' %
+                      kind, out, re.M)
+        b = m and re.search(r'^vk_external: sync-import: %s: OK: %s -?\d+ '
+                            r'imported \(\w+; ([^)]*)\)' %
+                            (kind, m.group(1)), out, re.M)
+        if not b:
+            fail('%s: vk_external semaphore neither skipped %s nor said OK '
+                 'for it in both processes' % (label, kind))
+        # gpud's ICD closes an imported fd (a driver itself may keep it)
+        if (gpud and b.group(1) != 'the fd closed by the import' and
+                not b.group(1).startswith('no fd')):
+            fail('%s: after a successful import of a %s\'s %s: %s' %
+                 (label, kind, m.group(1), b.group(1)))
+        log('%s: %s passed as %s' % (label, kind, m.group(1)))
+        tested[kind] = m.group(1)
+    return tested
+
+
+def test_external(fx):
+    """External memory, semaphores and fences by fd, between two clients
+    (two workers).  share: opaque-fd memory exported by one process and
+    imported by another (a plain and a dedicated allocation), each side
+    checking the other's fill through its mapping and on its GPU, the
+    import taking the importer's fd.  semaphore: a semaphore and a fence
+    passed the same way, as sync fds or else opaque fds (the NVIDIA driver
+    without DRM), where the device has them (on lavapipe 22.3 it has
+    neither: skipped, but only where the host driver itself lacks them).
+    forged (gpud only): fds that are no exported memory are refused with
+    VK_ERROR_INVALID_EXTERNAL_HANDLE, each with a log line, the fd left to
+    the application, the client carrying on.  Afterwards the daemon holds
+    nothing of the clients and no more fds than after the first."""
+    vk_external = fx.prog('vk_external')
+    refused = "refused the client's fd"
+    refused_before = fx.log_count(refused)
+    name = 'llvmpipe' if fx.direct else 'gpud'
+    daemon_fds = None
+    for variant in VARIANTS:
+        _, out, _ = fx.run([vk_external, 'share'], fx.gpud_env(variant),
+                           label=variant[0])
+        fx.check_daemon()
+        expected = [r'share: dedicated: OK: ', r'import: dedicated: OK: ',
+                    r"share: OK: on '[^']*%s" % name]
+        if not re.search(r'^vk_external: share: plain: skipped', out, re.M):
+            expected += [r'share: plain: OK: ', r'import: plain: OK: ']
+        missing = [e for e in expected
+                   if not re.search(r'^vk_external: ' + e, out, re.M)]
+        if missing:
+            fail('vk_external share exited 0 without lines like: %s' %
+                 ', '.join(missing))
+        if daemon_fds is None and not fx.direct:
+            # the host driver's own fds (thread isolation) are open by now
+            daemon_fds = proc_status(fx.daemon.pid)[2]
+
+    for variant in VARIANTS:
+        _, out, _ = fx.run([vk_external, 'semaphore'], fx.gpud_env(variant),
+                           label=variant[0])
+        fx.check_daemon()
+        found = external_sync_lines(out, variant[0], not fx.direct)
+        if variant is not VARIANTS[0] and found != tested:
+            fail('vk_external semaphore tested %r with %s, %r with %s' %
+                 (tested, VARIANTS[0][0], found, variant[0]))
+        tested = found
+    if not fx.direct:
+        # gpud may skip only what the host driver itself lacks
+        _, out, _ = fx.run([vk_external, 'semaphore'],
+                           fx.direct_env(VARIANTS[1]),
+                           label='the host driver directly')
+        host = external_sync_lines(out, 'the host driver directly', False)
+        lost = ['%s as %s' % (k, host[k]) for k in host
+                if host[k] and host[k] != tested[k]]
+        if lost:
+            fail('the host driver passes %s, gpud does not' %
+                 ' and '.join(lost))
+        if fx.log_count(refused) != refused_before:
+            fail('the daemon refused fds of share or semaphore')
+
+    if fx.direct:
+        log('forged: skipped on lavapipe directly (a driver may take or '
+            'crash on such fds; the checks are gpud\'s)')
+    else:
+        _, out, _ = fx.run([vk_external, 'forged'], fx.gpud_env(VARIANTS[1]),
+                           label=VARIANTS[1][0])
+        fx.check_daemon()
+        cases = re.findall(r'^vk_external: forged: (.+): '
+                           r'VK_ERROR_INVALID_EXTERNAL_HANDLE, the fd still '
+                           r'the application\'s$', out, re.M)
+        if len(cases) < 8 or not re.search(r'^vk_external: forged: OK: ',
+                                           out, re.M):
+            fail('vk_external forged refused %d cases (%s), expected at '
+                 'least 8 and an OK line' % (len(cases), ', '.join(cases)))
+        with open(fx.log_path, errors='replace') as f:
+            lines = [l.rstrip('\n') for l in f if refused in l]
+        new = lines[refused_before:]
+        if len(new) != len(cases) or not all('vk_external' in l
+                                             for l in new):
+            fail('%d forged fds refused, but the daemon logged %d "%s" '
+                 'lines of vk_external:\n%s' %
+                 (len(cases), len(new), refused, indent('\n'.join(new))))
+        log('the daemon logged each refusal:\n' + indent('\n'.join(new)))
+
+    if fx.direct:
+        return
+    with open(fx.log_path, errors='replace') as f:
+        errors = [l for l in f if 'protocol error' in l or
+                  'unexpected file descriptors' in l]
+    if errors:
+        fail('the daemon disconnected a client:\n' + indent(''.join(errors)))
+    # Every client ended: none remains, with no objects or memory, and the
+    # daemon holds no fd of theirs.
+    deadline = time.monotonic() + 5
+    while True:
+        status = fx.gpudctl_status()
+        fds = proc_status(fx.daemon.pid)[2]
+        if (not status['clients'] and status['objects'] == 0 and
+                status['memory_bytes'] == 0 and fds <= daemon_fds):
+            break
+        if time.monotonic() > deadline:
+            fail('5 s after the last client the daemon holds %d objects, '
+                 '%d bytes, %d fds (%d after the first client)\nstatus: %s' %
+                 (status['objects'], status['memory_bytes'], fds,
+                  daemon_fds, json.dumps(status)))
+        time.sleep(0.2)
+    log('after the clients: no clients, objects or memory left; the daemon '
+        'has %d fds (%d after the first client)' % (fds, daemon_fds))
+    fx.check_daemon()
+
+
 def test_lost(fx):
     vk_lost = fx.prog('vk_lost')
     if fx.direct:
@@ -2154,6 +2295,7 @@ SUBCOMMANDS = {
     'render': test_render,
     'sync': test_sync,
     'extensions': test_extensions,
+    'external': test_external,
     'lost': test_lost,
     'multiclient': test_multiclient,
     'vulkaninfo': test_vulkaninfo,

@@ -97,6 +97,17 @@ test_check_rejects(void)
    CHECK_OK(util_memfd_check(fd, 4096));
    util_fd_close(&fd);
 
+   /* Sealed against writing: no one could map it writable. */
+   int write_seals[] = { F_SEAL_WRITE, F_SEAL_FUTURE_WRITE };
+   for (unsigned i = 0; i < 2; i++) {
+      fd = memfd_create("write-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+      CHECK_SYS(fd);
+      CHECK_SYS(ftruncate(fd, 4096));
+      CHECK_SYS(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | write_seals[i]));
+      CHECK_ERR(util_memfd_check(fd, 4096), EACCES);
+      util_fd_close(&fd);
+   }
+
    /* Sealed, but too short. */
    CHECK_OK(util_memfd_create("short", 100, &fd));
    CHECK_ERR(util_memfd_check(fd, 4096), ERANGE);
