@@ -31,6 +31,7 @@ Set GPUD_TEST_KEEP=1 to keep the temporary directory.
 """
 
 import argparse
+import difflib
 import errno
 import json
 import os
@@ -2106,6 +2107,103 @@ def show_diff(a, b):
     return 'lavapipe: %s; gpud: %s' % (show_value(a), show_value(b))
 
 
+# vulkaninfo's lines that may differ, as (regex, side, why): the side is
+# '-' (only on the host driver directly) or '+' (only through gpud).
+VULKANINFO_TEXT_DIFFERENCES = [
+    (r'^\s*Instance Extensions: count = \d+$', '-+', 'follows from the lists'),
+    (r'^\s*Device Extensions: count = \d+$', '-+', 'follows from the lists'),
+    (r'^=+$', '-+', 'underlines a count line'),
+    (r'^\s*$', '-+', 'a blank line between sections'),
+    # VK_KHR_device_group's present capabilities need a surface (WSI issue)
+    (r'^\s*Present Capabilities:$', '-', 'WSI: not carried yet'),
+    (r'^\s*Can present images from the following devices: count = \d+$', '-',
+     'WSI: not carried yet'),
+    (r'^\s*Present modes: count = \d+$', '-', 'WSI: not carried yet'),
+    (r'^\s*DEVICE_GROUP_PRESENT_MODE_\w+$', '-', 'WSI: not carried yet'),
+    (r'^\s*.* \(ID: \d+\):?$', '-', 'WSI: a device listed in the present capabilities'),
+    (r'^\s*Present Capabilities = Group does not support VK_KHR_device_group, skipping',
+     '+', 'WSI: not carried yet'),
+    # VK_EXT_memory_budget is gpud's own
+    (r'^\s*(budget|usage)\s+= \d+ ', '+', 'VK_EXT_memory_budget is gpud\'s own'),
+]
+
+
+def vulkaninfo_sections(lines):
+    """The section each line of vulkaninfo's text is in: the last header
+    (a line followed by a line of dashes)."""
+    section, out = None, []
+    for i, line in enumerate(lines):
+        if i + 1 < len(lines) and re.match(r'^\s*-{3,}$', lines[i + 1]):
+            section = line.strip().rstrip(':')
+        out.append(section)
+    return out
+
+
+def compare_vulkaninfo_text(fx, vulkaninfo, other):
+    """vulkaninfo's whole text output through gpud equals the host driver's,
+    but for what the generator says gpud does not carry (and why), gpud's
+    own extensions, the device name's prefix and the lines listed in
+    VULKANINFO_TEXT_DIFFERENCES."""
+    if not fx.args.extensions_json:
+        raise TestSkip('no --extensions-json')
+    with open(fx.args.extensions_json) as f:
+        report = json.load(f)
+    texts = {}
+    for tag, env in (('direct', fx.direct_env()), (other, fx.gpud_env())):
+        _, out, _ = fx.run([vulkaninfo], env, label='%s (text)' % tag, show_output=False)
+        # gpud's device name is the host's with a prefix
+        texts[tag] = [l.replace('gpud: ', '') for l in out.splitlines()]
+    a, b = texts['direct'], texts[other]
+    sections = {'-': vulkaninfo_sections(a), '+': vulkaninfo_sections(b)}
+    ext_line = r'^\s+(VK_\w+)\s+: extension revision (\d+)$'
+    revisions = {side: {m.group(1): int(m.group(2)) for m in
+                        (re.match(ext_line, l) for l in lines) if m}
+                 for side, lines in (('-', a), ('+', b))}
+    uncarried = set(report['denied'])
+    unexpected, intended = [], {}
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == 'equal':
+            continue
+        changed = [('-', i, a[i]) for i in range(i1, i2)] + [('+', j, b[j]) for j in range(j1, j2)]
+        for side, index, line in changed:
+            why = None
+            m = re.match(ext_line, line)
+            if m:
+                ext = m.group(1)
+                if side == '-' and ext in report['denied']:
+                    why = 'not carried: ' + report['denied'][ext]
+                elif side == '-' and ext not in report['carried']:
+                    why = 'not in vk.xml %s' % report['vk_xml']
+                elif side == '+' and ext in report['own']:
+                    why = 'gpud\'s own'
+                elif int(m.group(2)) != revisions['+' if side == '-' else '-'].get(ext, -1) and \
+                        revisions['+'].get(ext, 0) < revisions['-'].get(ext, 0):
+                    why = 'a later revision than vk.xml %s describes' % report['vk_xml']
+            section = sections[side][index]
+            if not why and section in report['structs'] and \
+                    report['structs'][section] not in report['carried']:
+                why = '%s is %s\'s' % (section, report['structs'][section])
+            if not why:
+                for pattern, sides, reason in VULKANINFO_TEXT_DIFFERENCES:
+                    if side in sides and re.search(pattern, line):
+                        why = reason
+                        break
+            if why:
+                intended[why] = intended.get(why, 0) + 1
+            else:
+                unexpected.append('%s %s' % (side, line))
+    for why, n in sorted(intended.items()):
+        log('intended (%d lines): %s' % (n, why))
+    for line in unexpected:
+        log('DIFF: %s' % line)
+    log('vulkaninfo text: %d lines directly, %d through %s; %d lines differ as intended, '
+        '%d unexpectedly' % (len(a), len(b), other, sum(intended.values()), len(unexpected)))
+    if unexpected:
+        fail('vulkaninfo\'s text through %s differs from the host driver\'s in %d lines '
+             '(listed above as DIFF)' % (other, len(unexpected)))
+
+
 def test_vulkaninfo(fx):
     vulkaninfo = find_vulkaninfo()
     other = 'lavapipe-again' if fx.direct else 'gpud'
@@ -2162,6 +2260,8 @@ def test_vulkaninfo(fx):
     if unexpected:
         fail('%d unexpected differences between lavapipe and %s (listed '
              'above as DIFF)' % (len(unexpected), other))
+
+    compare_vulkaninfo_text(fx, vulkaninfo, other)
 
     # Plain text output and the summary run cleanly.
     for variant in VARIANTS:
@@ -2324,6 +2424,8 @@ def main():
                     help="lavapipe's ICD manifest")
     ap.add_argument('--bindir', required=True,
                     help='directory of the test programs')
+    ap.add_argument('--extensions-json',
+                    help="the generator's report of what gpud carries (wire_extensions.json)")
     ap.add_argument('--direct', action='store_true',
                     help='no daemon: run everything on lavapipe directly')
     ap.add_argument('subcommand', choices=sorted(SUBCOMMANDS))
