@@ -1996,19 +1996,18 @@ def main():
     emit_writeback(gen, sw)
     emit_cmd_encoders(gen, sw, hw)
     emit_cmd_decoders(gen, sw, hw)
-    icd_side, gpud_side = split_sides(sw.lines)
-    ew = Writer()
-    ew(stamp)
-    ew('/* The ICD\'s side of the wire: request encoders, reply decoders. */')
-    ew('#include "wire_gen.h"')
-    ew()
-    ew.lines += icd_side
-    dw = Writer()
-    dw(stamp)
-    dw('/* The daemon\'s side of the wire: request decoders, reply encoders. */')
-    dw('#include "wire_gen.h"')
-    dw()
-    dw.lines += gpud_side
+    sides = []
+    for lines, what in zip(split_sides(sw.lines),
+                           ('ICD\'s side of the wire: request encoders, reply decoders',
+                            'daemon\'s side of the wire: request decoders, reply encoders')):
+        side = Writer()
+        side(stamp)
+        side(f'/* The {what}. */')
+        side('#include "wire_gen.h"')
+        side()
+        side.lines += lines
+        sides.append(side)
+    ew, dw = sides
 
     iw = Writer()
     iw(stamp)
