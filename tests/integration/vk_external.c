@@ -358,23 +358,29 @@ run_child(const char *what, const char *const *args)
    }
 }
 
+/* Numbers as arguments for a child: from a ring of buffers, enough for one
+ * child's command line. */
 static char *
+fmt_buffer(void)
+{
+   static char bufs[8][24];
+   static unsigned next;
+   return bufs[next++ % VKT_ARRAY_SIZE(bufs)];
+}
+
+static const char *
 fmt_u64(uint64_t v)
 {
-   char *s;
-
-   if (asprintf(&s, "%llu", (unsigned long long)v) < 0)
-      vkt_fail("out of memory");
+   char *s = fmt_buffer();
+   snprintf(s, 24, "%llu", (unsigned long long)v);
    return s;
 }
 
-static char *
+static const char *
 fmt_int(int v)
 {
-   char *s;
-
-   if (asprintf(&s, "%d", v) < 0)
-      vkt_fail("out of memory");
+   char *s = fmt_buffer();
+   snprintf(s, 24, "%d", v);
    return s;
 }
 
