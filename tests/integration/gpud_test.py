@@ -1755,7 +1755,7 @@ def test_sync(fx):
 
 # vk_extensions' sub-tests; each prints "vk_extensions: NAME: OK: ..." when
 # it passed.
-EXTENSION_SUBTESTS = ['push', 'conditional', 'border', 'xfb', 'dynamic']
+EXTENSION_SUBTESTS = ['push', 'conditional', 'border', 'xfb', 'dynamic', 'address']
 
 
 def test_extensions(fx):

@@ -26,6 +26,10 @@
  *   dynamic      VK_EXT_extended_dynamic_state3 colour write mask with the
  *                core dynamic cull mode and primitive topology: three draws
  *                into a 32x32 RGBA8 image, every pixel checked.
+ *   address      buffer device addresses (core 1.2): a shader reads a table
+ *                of addresses through the address in a push constant, then
+ *                reads and writes through those; the host's addresses pass
+ *                through gpud unchanged.
  *
  *   vk_extensions [--device NAME] [--test NAME]...
  *
@@ -45,6 +49,7 @@
 #include "ext_xfb_vert_spv.h"
 #include "ext_dyn_vert_spv.h"
 #include "ext_white_frag_spv.h"
+#include "ext_address_comp_spv.h"
 
 #define PROG "vk_extensions"
 
@@ -1272,6 +1277,120 @@ test_dynamic(const char *device_name)
    vkt_context_finish(&ctx);
 }
 
+/* ---- address: buffer device addresses ----------------------------------- */
+
+#define ADDRESS_COUNT 1000
+
+/* The table the shader reads first: where to read and write. */
+struct address_table {
+   VkDeviceAddress src, dst;
+   uint32_t n;
+   uint32_t pad;
+};
+
+/* A host-visible buffer whose address a shader may use. */
+static void
+address_buffer(const struct vkt_context *ctx, VkDeviceSize size, struct vkt_buffer *buf)
+{
+   const VkBufferCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+      .size = size,
+      .usage = VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+   };
+   memset(buf, 0, sizeof(*buf));
+   buf->size = size;
+   VKT_CHECK(vkCreateBuffer(ctx->device, &info, NULL, &buf->buffer));
+   VkMemoryRequirements req;
+   vkGetBufferMemoryRequirements(ctx->device, buf->buffer, &req);
+   const VkMemoryAllocateFlagsInfo flags = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+      .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT,
+   };
+   const VkMemoryAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .pNext = &flags,
+      .allocationSize = req.size,
+      .memoryTypeIndex = vkt_memory_type(ctx, req.memoryTypeBits,
+                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0),
+   };
+   if (alloc.memoryTypeIndex == UINT32_MAX)
+      vkt_fail("no host-visible coherent memory for a buffer with an address");
+   VKT_CHECK(vkAllocateMemory(ctx->device, &alloc, NULL, &buf->memory));
+   VKT_CHECK(vkBindBufferMemory(ctx->device, buf->buffer, buf->memory, 0));
+   VKT_CHECK(vkMapMemory(ctx->device, buf->memory, 0, VK_WHOLE_SIZE, 0, &buf->map));
+   buf->coherent = true;
+}
+
+static VkDeviceAddress
+address_of(const struct vkt_context *ctx, const struct vkt_buffer *buf)
+{
+   const VkBufferDeviceAddressInfo info = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO,
+      .buffer = buf->buffer,
+   };
+   VkDeviceAddress address = vkGetBufferDeviceAddress(ctx->device, &info);
+   if (!address)
+      vkt_fail("vkGetBufferDeviceAddress returned 0");
+   return address;
+}
+
+static void
+test_address(const char *device_name)
+{
+   struct vkt_context ctx;
+
+   context_init(&ctx, PROG ": address", device_name, VKT_FEATURE_BUFFER_DEVICE_ADDRESS, NULL,
+                0, NULL);
+   struct vkt_buffer src, dst, table;
+   address_buffer(&ctx, ADDRESS_COUNT * 4, &src);
+   address_buffer(&ctx, ADDRESS_COUNT * 4, &dst);
+   address_buffer(&ctx, sizeof(struct address_table), &table);
+   for (uint32_t i = 0; i < ADDRESS_COUNT; i++) {
+      ((uint32_t *)src.map)[i] = i * 11u + 5u;
+      ((uint32_t *)dst.map)[i] = 0xdeadbeefu;
+   }
+   /* the addresses the host gave, passed through unchanged */
+   const struct address_table t = {
+      .src = address_of(&ctx, &src),
+      .dst = address_of(&ctx, &dst),
+      .n = ADDRESS_COUNT,
+   };
+   memcpy(table.map, &t, sizeof(t));
+   const VkDeviceAddress table_address = address_of(&ctx, &table);
+
+   const VkPushConstantRange push_range = {
+      VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(VkDeviceAddress)
+   };
+   VkPipelineLayout layout = pipeline_layout(&ctx, NULL, &push_range);
+   VkPipeline pipeline = compute_pipeline(&ctx, ext_address_comp_spv,
+                                          sizeof(ext_address_comp_spv), layout);
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+   vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(table_address),
+                      &table_address);
+   vkCmdDispatch(cmd, (ADDRESS_COUNT + 63) / 64, 1, 1);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+
+   for (uint32_t i = 0; i < ADDRESS_COUNT; i++) {
+      uint32_t want = (i * 11u + 5u) * 3u + 7u;
+      uint32_t got = ((const uint32_t *)dst.map)[i];
+      if (got != want)
+         vkt_fail("element %u read and written through device addresses is 0x%08x, "
+                  "expected 0x%08x", i, got, want);
+   }
+   printf(PROG ": address: OK: %u uints read and written by a shader through the device "
+          "addresses of three buffers (a table of addresses in one of them)\n", ADDRESS_COUNT);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkt_buffer_destroy(&ctx, &table);
+   vkt_buffer_destroy(&ctx, &dst);
+   vkt_buffer_destroy(&ctx, &src);
+   vkt_context_finish(&ctx);
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static const struct {
@@ -1283,6 +1402,7 @@ static const struct {
    { "border", test_border },
    { "xfb", test_xfb },
    { "dynamic", test_dynamic },
+   { "address", test_address },
 };
 
 static void

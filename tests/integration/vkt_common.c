@@ -196,6 +196,8 @@ check_features(VkPhysicalDevice pdev, uint32_t features)
    if ((features & VKT_FEATURE_OCCLUSION_PRECISE) &&
        !f.features.occlusionQueryPrecise)
       vkt_fail("device lacks the occlusionQueryPrecise feature");
+   if ((features & VKT_FEATURE_BUFFER_DEVICE_ADDRESS) && !f12.bufferDeviceAddress)
+      vkt_fail("device lacks the bufferDeviceAddress feature");
 }
 
 /*
@@ -363,6 +365,7 @@ context_init_device(struct vkt_context *ctx, VkInstance instance,
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
       .pNext = &f13,
       .timelineSemaphore = !!(features & VKT_FEATURE_TIMELINE_SEMAPHORE),
+      .bufferDeviceAddress = !!(features & VKT_FEATURE_BUFFER_DEVICE_ADDRESS),
    };
    const VkPhysicalDeviceFeatures f10 = {
       .occlusionQueryPrecise = !!(features & VKT_FEATURE_OCCLUSION_PRECISE),

@@ -21,6 +21,7 @@ enum vkt_feature {
    VKT_FEATURE_DYNAMIC_RENDERING = 1u << 1,
    VKT_FEATURE_SYNCHRONIZATION2 = 1u << 2,
    VKT_FEATURE_OCCLUSION_PRECISE = 1u << 3,
+   VKT_FEATURE_BUFFER_DEVICE_ADDRESS = 1u << 4,
 };
 
 struct vkt_context {
