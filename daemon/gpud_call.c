@@ -270,7 +270,9 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
    call.reply_fd = -1;
    call.new_fd = -1;
    int r = 0;
-   while (size > 0) {
+   if (size == 0 && n_fds > 0)
+      r = gpud_context_protocol_error(ctx, "unexpected file descriptors: no command names them");
+   while (r == 0 && size > 0) {
       struct wire_cmd_header h;
       if (size < sizeof(h)) {
          r = gpud_context_protocol_error(ctx, "truncated command header");

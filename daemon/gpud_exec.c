@@ -398,11 +398,22 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
 {
    const struct gpud_host *host = call->ctx->host;
    const VkMemoryAllocateInfo *info = a->pAllocateInfo;
+   /* External memory: an fd to import (the daemon's now: closed on every
+    * way out that does not hand it on), and whether the memory may be
+    * exported. */
+   VkImportMemoryFdInfoKHR *import =
+      find_in_chain(info->pNext, VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR);
+   VkExportMemoryAllocateInfo *export =
+      find_in_chain(info->pNext, VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO);
    if (info->memoryTypeIndex >= host->memory.memoryTypeCount) {
+      if (import)
+         util_fd_close(&import->fd);
       a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
       return;
    }
    if (info->allocationSize == 0) {
+      if (import)
+         util_fd_close(&import->fd);
       gpud_call_fail(call, "allocationSize is 0");
       return;
    }
@@ -412,17 +423,13 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
    uint64_t size = info->allocationSize;
    if (shared) {
       if (size > (1ull << 46)) {
+         if (import)
+            util_fd_close(&import->fd);
          a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;
          return;
       }
       size = (size + host->import_alignment - 1) & ~(host->import_alignment - 1);
    }
-   /* External memory: an fd to import (the daemon's now), and whether
-    * the memory may be exported. */
-   VkImportMemoryFdInfoKHR *import =
-      find_in_chain(info->pNext, VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR);
-   VkExportMemoryAllocateInfo *export =
-      find_in_chain(info->pNext, VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO);
    if (import) {
       a->ret = gpud_external_check_memory_import(call, import, shared, size);
       if (a->ret != VK_SUCCESS)

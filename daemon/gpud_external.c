@@ -179,7 +179,7 @@ gpud_exec_vkImportSemaphoreFdKHR(struct gpud_call *call,
       return;
    }
    gpud_gen_exec_vkImportSemaphoreFdKHR(call, a);
-   if (a->ret != VK_SUCCESS)
+   if (a->ret != VK_SUCCESS || call->dec.fatal)
       util_fd_close(&info->fd); /* the host took it only on success */
 }
 
@@ -194,7 +194,7 @@ gpud_exec_vkImportFenceFdKHR(struct gpud_call *call, struct wire_args_vkImportFe
       return;
    }
    gpud_gen_exec_vkImportFenceFdKHR(call, a);
-   if (a->ret != VK_SUCCESS)
+   if (a->ret != VK_SUCCESS || call->dec.fatal)
       util_fd_close(&info->fd);
 }
 

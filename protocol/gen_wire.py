@@ -1769,23 +1769,30 @@ def emit_gpud(gen, w, hw):
         w(f'static void\nhandle_{name}(struct gpud_call *call, struct wire_dec *d, struct wire_enc *reply)\n{{')
         w(f'   struct {args_struct_name(name)} a;')
         w('   memset(&a, 0, sizeof(a));')
-        w(f'   if (!wire_decargs_{name}(d, &a))')
+        # the fds a command took are its executor's; one that does not run
+        # (malformed, lost, refused) has them closed here
+        w(f'   if (!wire_decargs_{name}(d, &a)) {{')
+        w('      wire_dec_close_taken(d);')
         w('      return;')
+        w('   }')
         w('   if (wire_dec_remaining(d)) {')
         w('      wire_dec_fail(d, "trailing bytes after the command");')
+        w('      wire_dec_close_taken(d);')
         w('      return;')
         w('   }')
         if cmd.ret == 'VkResult':
             # on a device an asynchronous failure lost, what may be
             # answered is (commands that cannot fail still run)
             if lost_result(cmd) != 'VK_SUCCESS':
-                w('   if (gpud_call_device_lost(call))')
+                w('   if (gpud_call_device_lost(call)) {')
                 w(f'      a.ret = {lost_result(cmd)};')
-                w('   else if (gpud_call_refused(call) != VK_SUCCESS)')
+                w('      wire_dec_close_taken(d);')
+                w('   } else if (gpud_call_refused(call) != VK_SUCCESS) {')
             else:
-                w('   if (gpud_call_refused(call) != VK_SUCCESS)')
+                w('   if (gpud_call_refused(call) != VK_SUCCESS) {')
             w('      a.ret = gpud_call_refused(call);')
-            w('   else {')
+            w('      wire_dec_close_taken(d);')
+            w('   } else {')
             w(f'      gpud_exec_{name}(call, &a);')
             if 'VK_ERROR_DEVICE_LOST' in cmd.errorcodes:
                 # the host lost the device (a GPU fault): a fault to list

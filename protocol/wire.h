@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <vulkan/vulkan_core.h>
 
@@ -200,6 +201,10 @@ struct wire_dec {
     * and belongs to the decoder's caller */
    int *fds;
    unsigned n_fds;
+   /* the fds this command took: wire_dec_close_taken() closes them when it
+    * fails (or is answered) before its executor owns them */
+   int taken[WIRE_MAX_FDS];
+   unsigned n_taken;
 };
 
 static inline void
@@ -331,7 +336,19 @@ wire_dec_fd(struct wire_dec *d)
    }
    int fd = d->fds[i];
    d->fds[i] = -1;
+   if (d->n_taken < WIRE_MAX_FDS)
+      d->taken[d->n_taken++] = fd;
    return fd;
+}
+
+/* Closes the fds the command took, for a command that ends before its
+ * executor ran (a decoding error, a lost device, a refusal). */
+static inline void
+wire_dec_close_taken(struct wire_dec *d)
+{
+   for (unsigned i = 0; i < d->n_taken; i++)
+      close(d->taken[i]);
+   d->n_taken = 0;
 }
 
 /* A handle: the client's id, translated into the host handle. */

@@ -909,49 +909,142 @@ def test_crash(fx):
     fx.check_daemon()
 
 
-def gst_pipeline(convert):
-    return ['gst-launch-1.0', '-q', 'videotestsrc', 'num-buffers=8', 'pattern=smpte', '!',
-            'video/x-raw,format=RGBA,width=96,height=64', '!'] + convert + [
-            '!', 'video/x-raw,format=BGRA', '!', 'filesink']
+def gst_pipeline(convert, fmt='RGBA', out='BGRA', size=(96, 64), buffers=8):
+    return ['gst-launch-1.0', '-q', 'videotestsrc', 'num-buffers=%d' % buffers,
+            'pattern=smpte', '!',
+            'video/x-raw,format=%s,width=%d,height=%d' % (fmt, size[0], size[1]),
+            '!'] + convert + ['!', 'video/x-raw,format=' + out, '!', 'filesink']
+
+
+def gst_vulkan(*elements):
+    """elements between vulkanupload and vulkandownload."""
+    return ['vulkanupload', '!'] + list(elements) + ['!', 'vulkandownload']
+
+
+def gst_vk_caps(fmt):
+    return 'video/x-raw(memory:VulkanImage),format=' + fmt
+
+
+def gst_frame_bytes(fmt, size):
+    w, h = size
+    return {'RGBA': w * h * 4, 'BGRA': w * h * 4, 'YUY2': w * h * 2,
+            'NV12': w * h * 3 // 2}[fmt]
+
+
+# More of GStreamer 1.22's Vulkan elements, on few small frames: (name,
+# input format, pipeline, output format, how the output follows from the
+# input frames (None: only lavapipe directly says what it is)).  A mono
+# frame viewed side by side is each row twice, top-bottom the frame twice.
+GST_SIZE = (64, 48)
+GST_BUFFERS = 3
+GST_CHAINS = [
+    ('identity-bgra', 'BGRA', gst_vulkan('vulkanimageidentity'), 'BGRA', 'same'),
+    ('viewconvert-side-by-side', 'RGBA',
+     gst_vulkan('vulkanviewconvert', 'output-mode-override=side-by-side'), 'RGBA',
+     'side-by-side'),
+    ('viewconvert-top-bottom', 'RGBA',
+     gst_vulkan('vulkanviewconvert', 'output-mode-override=top-bottom'), 'RGBA',
+     'top-bottom'),
+    ('nv12-to-rgba', 'NV12',
+     gst_vulkan('vulkancolorconvert', '!', gst_vk_caps('RGBA')), 'RGBA', None),
+    ('rgba-to-nv12', 'RGBA',
+     gst_vulkan('vulkancolorconvert', '!', gst_vk_caps('NV12')), 'NV12', None),
+    ('yuy2-to-rgba', 'YUY2',
+     gst_vulkan('vulkancolorconvert', '!', gst_vk_caps('RGBA')), 'RGBA', None),
+]
+
+
+def gst_expected(how, src, fmt):
+    """What a chain makes of the frames src (of format fmt, GST_SIZE)."""
+    if how == 'same':
+        return src
+    frame = gst_frame_bytes(fmt, GST_SIZE)
+    row = frame // GST_SIZE[1]
+    out = []
+    for f in range(0, len(src), frame):
+        frame_data = src[f:f + frame]
+        if how == 'top-bottom':
+            out.append(frame_data + frame_data)
+        else:
+            out.extend(frame_data[r:r + row] * 2 for r in range(0, frame, row))
+    return b''.join(out)
 
 
 def test_gstreamer(fx):
     """GStreamer's Vulkan elements (vulkanupload ! vulkancolorconvert !
     vulkandownload) give through gpud the bytes they give on lavapipe
-    directly, and those of GStreamer's CPU converter."""
+    directly, and those of GStreamer's CPU converter; so do
+    vulkanimageidentity, vulkanviewconvert (side by side, top-bottom: what
+    the frames say they must give) and conversions from and to NV12 and
+    YUY2."""
     if not shutil.which('gst-launch-1.0'):
         raise TestSkip('gst-launch-1.0 is not installed')
     env = fx.base_env()
     env['XDG_CACHE_HOME'] = fx.tmp
-    p = subprocess.run(['gst-inspect-1.0', 'vulkancolorconvert'], env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if p.returncode != 0:
+    p = subprocess.run(['gst-inspect-1.0', 'vulkan'], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    have = {l.split(':')[0].strip()
+            for l in p.stdout.decode(errors='replace').splitlines() if ':' in l}
+    need = {'vulkanupload', 'vulkandownload', 'vulkancolorconvert'} | {
+        w for _, _, pipeline, _, _ in GST_CHAINS for w in pipeline
+        if w.startswith('vulkan')}
+    if p.returncode != 0 or 'vulkancolorconvert' not in have:
         raise TestSkip('no GStreamer Vulkan elements (gstreamer1.0-plugins-bad)')
-    vulkan = ['vulkanupload', '!', 'vulkancolorconvert', '!',
-              'video/x-raw(memory:VulkanImage),format=BGRA', '!', 'vulkandownload']
+    if not need <= have:
+        raise TestSkip('GStreamer lacks %s' % ', '.join(sorted(need - have)))
+    connected = 'gst-launch-1.0): connected'
+
+    def run(name, label, argv, cenv):
+        cenv = dict(cenv, XDG_CACHE_HOME=fx.tmp)
+        path = os.path.join(fx.tmp, '%s-%s.raw' % (name, label))
+        before = fx.log_count(connected)
+        fx.run(argv + ['location=' + path], cenv, label='%s %s' % (name, label))
+        if label == 'gpud' and fx.log_count(connected) == before:
+            fail('%s: the gpud run never connected to the daemon' % name)
+        with open(path, 'rb') as f:
+            data = f.read()
+        log('%s %s: %d bytes' % (name, label, len(data)))
+        return data
+
+    vulkan = gst_vulkan('vulkancolorconvert', '!', gst_vk_caps('BGRA'))
     outputs = {}
     runs = [('cpu', ['videoconvert'], fx.direct_env()),
             ('lavapipe', vulkan, fx.direct_env())]
     if not fx.direct:
         runs.append(('gpud', vulkan, fx.gpud_env()))
     for name, convert, cenv in runs:
-        cenv = dict(cenv, XDG_CACHE_HOME=fx.tmp)
-        path = os.path.join(fx.tmp, name + '.raw')
-        fx.run(gst_pipeline(convert) + ['location=' + path], cenv, label=name)
-        with open(path, 'rb') as f:
-            outputs[name] = f.read()
-        log('%s: %d bytes' % (name, len(outputs[name])))
+        outputs[name] = run('colorconvert-rgba-bgra', name, gst_pipeline(convert), cenv)
     size = 96 * 64 * 4 * 8
     for name, data in outputs.items():
         if len(data) != size:
             fail('%s wrote %d bytes, expected %d' % (name, len(data), size))
         if data != outputs['cpu']:
             fail('%s differs from the CPU converter' % name)
-    if not fx.direct:
-        with open(fx.log_path, errors='replace') as f:
-            if not any('gst-launch-1.0' in l and 'connected' in l for l in f):
-                fail('the gpud run never connected to the daemon')
     fx.check_daemon()
+
+    sources = {}
+    for name, fmt, pipeline, out, how in GST_CHAINS:
+        got = {}
+        argv = gst_pipeline(pipeline, fmt, out, GST_SIZE, GST_BUFFERS)
+        for label, cenv in [('lavapipe', fx.direct_env())] + (
+                [] if fx.direct else [('gpud', fx.gpud_env())]):
+            got[label] = run(name, label, argv, cenv)
+        size = gst_frame_bytes(out, GST_SIZE) * GST_BUFFERS
+        if how in ('side-by-side', 'top-bottom'):
+            size *= 2
+        if how is not None:
+            if fmt not in sources:
+                sources[fmt] = run('source-' + fmt.lower(), 'cpu', gst_pipeline(
+                    ['identity'], fmt, fmt, GST_SIZE, GST_BUFFERS), fx.direct_env())
+            got['expected'] = gst_expected(how, sources[fmt], fmt)
+        for label, data in got.items():
+            if len(data) != size:
+                fail('%s: %s: %d bytes, expected %d' % (name, label, len(data), size))
+            if data != got['lavapipe']:
+                fail('%s: %s differs from lavapipe directly' % (name, label))
+        fx.check_daemon()
+    log('%d GStreamer Vulkan pipelines give the same bytes%s' % (
+        1 + len(GST_CHAINS), '' if fx.direct else ' through gpud as on lavapipe'))
 
 
 # FFmpeg (5.1) filter chains on Vulkan frames: (name, filter options, CPU
@@ -2343,6 +2436,15 @@ HOSTILE_CASES = {
                        r'commands on a control connection'),
     'queue-index': ('hostile-queue-index', r'no such queue'),
     'bind-overflow': ('hostile-bind-overflow', r'does not fit in its memory'),
+    'fd-index': ('hostile-fd-index',
+                 r'in vkAllocateMemory: bad file descriptor index'),
+    # the second command: the first took the fd
+    'fd-twice': ('hostile-fd-twice',
+                 r'in vkGetMemoryFdPropertiesKHR: bad file descriptor index'),
+    # more fds than a message may carry: refused by the transport
+    'fd-many': ('hostile-fd-many', r'protocol error: malformed packet sequence'),
+    'fd-reply-op': ('hostile-fd-reply-op',
+                    r'unexpected file descriptors: no command names them'),
 }
 
 LOG_CLIENT_LINE = re.compile(

@@ -34,8 +34,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include "util_memfd.h"
 #include "util_transport.h"
 #include "wire_control.h"
 #include "wire_gen.h"
@@ -968,6 +970,206 @@ case_bind_overflow(struct conn *c)
    return expect_disconnect(c, "does not fit");
 }
 
+/* ---- fds on the wire ----------------------------------------------------- */
+
+#define IMPORT_SIZE (64u << 10)
+
+/* Appends a vkAllocateMemory importing fd (an opaque fd of IMPORT_SIZE
+ * bytes of memory type 0) as memory id mem_id to c->enc: the encoder names
+ * fd by the next index of c->enc.fds.  Returns the offset of the u32 that
+ * names it, or 0 when the encoding is not the expected one. */
+static size_t
+append_import(struct conn *c, uint64_t mem_id, int fd, bool sync)
+{
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   struct wire_object_header mem = {.id = mem_id};
+   VkDeviceMemory memory = (VkDeviceMemory)&mem;
+   const VkImportMemoryFdInfoKHR import = {
+       .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
+       .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+       .fd = fd,
+   };
+   const VkMemoryAllocateInfo ai = {
+       .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+       .pNext = &import,
+       .allocationSize = IMPORT_SIZE,
+       .memoryTypeIndex = 0,
+   };
+   unsigned index = c->enc.n_fds;
+   size_t start = wire_enc_begin_cmd(&c->enc, WIRE_OP_vkAllocateMemory,
+                                     sync ? WIRE_CMD_REPLY : 0, sync ? ++c->seq : 0);
+   wire_enc_vkAllocateMemory(&c->enc, (VkDevice)&dev, &ai, NULL, &memory);
+   wire_enc_end_cmd(&c->enc, start);
+   if (c->enc.oom || c->enc.n_fds != index + 1) {
+      fail("%s: vkAllocateMemory's import was encoded without its fd", c->name);
+      return 0;
+   }
+   /* the chained struct: sType, handleType, the fd's index */
+   const uint32_t want[3] = {VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
+                             VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT, index};
+   for (size_t off = start + sizeof(struct wire_cmd_header); off + 12 <= c->enc.size;
+        off += 4) {
+      if (!memcmp(c->enc.data + off, want, sizeof(want)))
+         return off + 8;
+   }
+   fail("%s: unexpected encoding: no VkImportMemoryFdInfoKHR naming fd %u", c->name,
+        index);
+   return 0;
+}
+
+/* A memfd as gpud's own opaque fds are (sealed against resizing). */
+static int
+make_memfd(struct conn *c, int *ret_fd)
+{
+   int r = util_memfd_create("hostile-import", IMPORT_SIZE, ret_fd);
+   if (r < 0)
+      return fail("%s: memfd: %s", c->name, strerror(-r));
+   return 0;
+}
+
+/* vkAllocateMemory importing the fd at index 3 of a message with 1 fd. */
+static int
+case_fd_index(struct conn *c)
+{
+   int fd = -1;
+   if (open_device(c, "hostile-fd-index") < 0 || make_memfd(c, &fd) < 0)
+      return -1;
+   wire_enc_reset(&c->enc);
+   size_t at = append_import(c, 11, fd, true);
+   int r = -1;
+   if (!at || check_u32(c, at, 0, "the fd's index") < 0)
+      goto out;
+   put_u32(c, at, 3);
+   if (send_stream(c, c->enc.data, c->enc.size, &fd, 1) < 0)
+      goto out;
+   note("%s: sent vkAllocateMemory importing fd index 3 with 1 fd attached", c->name);
+   r = expect_disconnect(c, "bad file descriptor index");
+out:
+   close(fd);
+   return r;
+}
+
+/* Two commands in one message naming the same fd index: vkAllocateMemory
+ * (asynchronous) importing the message's only fd takes it, then
+ * vkGetMemoryFdPropertiesKHR finds none at that index. */
+static int
+case_fd_twice(struct conn *c)
+{
+   int fd = -1;
+   if (open_device(c, "hostile-fd-twice") < 0 || make_memfd(c, &fd) < 0)
+      return -1;
+   wire_enc_reset(&c->enc);
+   size_t first = append_import(c, 11, fd, false);
+   int r = -1;
+   if (!first || check_u32(c, first, 0, "the import's fd index") < 0)
+      goto out;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   VkMemoryFdPropertiesKHR props = {.sType = VK_STRUCTURE_TYPE_MEMORY_FD_PROPERTIES_KHR};
+   size_t start = wire_enc_begin_cmd(&c->enc, WIRE_OP_vkGetMemoryFdPropertiesKHR,
+                                     WIRE_CMD_REPLY, ++c->seq);
+   wire_enc_vkGetMemoryFdPropertiesKHR(
+       &c->enc, (VkDevice)&dev, VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT, fd, &props);
+   wire_enc_end_cmd(&c->enc, start);
+   /* header, device, handleType, then the fd's index */
+   size_t second = start + sizeof(struct wire_cmd_header) + 12;
+   if (c->enc.oom || c->enc.n_fds != 2 ||
+       check_u32(c, second, 1, "the second fd index") < 0)
+      goto out;
+   put_u32(c, second, 0);
+   if (send_stream(c, c->enc.data, c->enc.size, &fd, 1) < 0)
+      goto out;
+   note("%s: sent vkAllocateMemory, then vkGetMemoryFdPropertiesKHR, both naming fd 0",
+        c->name);
+   r = expect_disconnect(c, "bad file descriptor index");
+out:
+   close(fd);
+   return r;
+}
+
+/* A packet with n fds, past util_msg_send()'s bound. */
+static int
+send_with_fds(struct conn *c, const void *data, size_t size, const int *fds, unsigned n)
+{
+   struct util_packet_header hdr = {.type = UTIL_MSG_STREAM, .flags = 0};
+   struct iovec iov[2] = {
+       {.iov_base = &hdr, .iov_len = sizeof(hdr)},
+       {.iov_base = (void *)data, .iov_len = size},
+   };
+   union {
+      struct cmsghdr align;
+      char buf[CMSG_SPACE(sizeof(int) * 64)];
+   } cmsg;
+   if (n > 64)
+      return fail("%s: %u fds", c->name, n);
+   memset(&cmsg, 0, sizeof(cmsg));
+   struct msghdr mh = {
+       .msg_iov = iov,
+       .msg_iovlen = 2,
+       .msg_control = cmsg.buf,
+       .msg_controllen = CMSG_SPACE(sizeof(int) * n),
+   };
+   struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+   cm->cmsg_level = SOL_SOCKET;
+   cm->cmsg_type = SCM_RIGHTS;
+   cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+   memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+   if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) != (ssize_t)(sizeof(hdr) + size))
+      return fail("%s: sendmsg: %s", c->name, strerror(errno));
+   return 0;
+}
+
+/* A message with UTIL_MSG_MAX_FDS + 1 fds, its only command naming one. */
+static int
+case_fd_many(struct conn *c)
+{
+   enum { N = UTIL_MSG_MAX_FDS + 1 };
+   int fds[N];
+   unsigned n = 0;
+   int r = -1;
+   if (open_device(c, "hostile-fd-many") < 0)
+      return -1;
+   for (; n < N; n++) {
+      if (make_memfd(c, &fds[n]) < 0)
+         goto out;
+   }
+   wire_enc_reset(&c->enc);
+   if (!append_import(c, 11, fds[0], true))
+      goto out;
+   if (send_with_fds(c, c->enc.data, c->enc.size, fds, N) < 0)
+      goto out;
+   note("%s: sent vkAllocateMemory with %d fds attached", c->name, N);
+   r = expect_disconnect(c, NULL);
+out:
+   while (n > 0)
+      close(fds[--n]);
+   return r;
+}
+
+/* An fd attached to a message of asynchronous commands that name none. */
+static int
+case_fd_reply_op(struct conn *c)
+{
+   if (open_device(c, "hostile-fd-reply-op") < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   wire_enc_reset(&c->enc);
+   for (unsigned i = 0; i < 2; i++) {
+      /* vkDestroyBuffer of VK_NULL_HANDLE: valid, and does nothing */
+      size_t off = wire_enc_begin_cmd(&c->enc, WIRE_OP_vkDestroyBuffer, 0, 0);
+      wire_enc_vkDestroyBuffer(&c->enc, (VkDevice)&dev, VK_NULL_HANDLE, NULL);
+      wire_enc_end_cmd(&c->enc, off);
+   }
+   int fd = -1;
+   if (make_memfd(c, &fd) < 0)
+      return -1;
+   int r = send_stream(c, c->enc.data, c->enc.size, &fd, 1);
+   close(fd);
+   if (r < 0)
+      return -1;
+   note("%s: sent two asynchronous vkDestroyBuffer with an fd attached", c->name);
+   return expect_disconnect(c, "unexpected file descriptors");
+}
+
 /* ---- misbehaviours: not protocol errors, but what the daemon's limits are for
  * (not in --list; gpud_test.py runs each where it tests that limit) ----- */
 
@@ -1037,6 +1239,10 @@ static const struct {
     {"control-stream", case_control_stream},
     {"queue-index", case_queue_index},
     {"bind-overflow", case_bind_overflow},
+    {"fd-index", case_fd_index},
+    {"fd-twice", case_fd_twice},
+    {"fd-many", case_fd_many},
+    {"fd-reply-op", case_fd_reply_op},
 };
 
 int
