@@ -106,6 +106,22 @@ set_scope(struct gpud_call *call, struct gpud_object *obj)
    return true;
 }
 
+/* A command of a device extension runs only on a device that enabled one
+ * that brings it: the host would otherwise be asked for what it may not have
+ * set up (or have at all). */
+static bool
+device_enabled_op(const struct gpud_call *call)
+{
+   const uint16_t *exts = wire_op_device_extensions(call->op);
+   if (!exts || !call->device)
+      return true;
+   for (; *exts != UINT16_MAX; exts++) {
+      if (call->device->extensions && call->device->extensions[*exts])
+         return true;
+   }
+   return false;
+}
+
 static uint64_t
 lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
 {
@@ -128,6 +144,10 @@ lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
    if (call->n_touched == 0) {
       if (!set_scope(call, obj)) {
          wire_dec_fail(d, "command does not start with a dispatchable object");
+         return 0;
+      }
+      if (!device_enabled_op(call)) {
+         wire_dec_fail(d, "the device did not enable the extension of this command");
          return 0;
       }
    } else if (obj->device && call->device && obj->device != call->device) {
@@ -258,6 +278,8 @@ call_cleanup(struct gpud_call *call)
    }
    free(call->new_queues);
    call->new_queues = NULL;
+   free(call->new_extensions);
+   call->new_extensions = NULL;
 }
 
 int

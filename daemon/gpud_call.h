@@ -36,12 +36,16 @@ struct gpud_object {
    uint64_t physical_device;         /* devices: the host physical device */
    struct gpud_queue_info *queues;   /* devices: the queues it was created with */
    uint32_t n_queues;
+   bool *extensions;                 /* devices: which of wire_extensions it enabled */
    /* memory */
    void *map;
    size_t map_size;
    uint64_t bytes;
    uint32_t heap;
    int fd; /* exportable host-visible memory: its memfd; else -1 */
+   /* memory an fd was exported of: it may outlive the object, so it stays
+    * charged to the client until the client ends */
+   bool exported;
    char *name; /* VK_EXT_debug_utils */
 };
 
@@ -80,6 +84,7 @@ struct gpud_call {
    /* queues of a new device, attached to its object */
    struct gpud_queue_info *new_queues;
    uint32_t n_new_queues;
+   bool *new_extensions; /* ... and its extensions */
 };
 
 /* Decodes and runs every command in a stream message; negative when the

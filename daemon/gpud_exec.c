@@ -293,17 +293,25 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    }
    call->disp->EnumerateDeviceExtensionProperties(a->physicalDevice, NULL, &n_host, host_exts);
    uint32_t n = 0;
+   bool *enabled = calloc(wire_extension_count ? wire_extension_count : 1, sizeof(*enabled));
+   if (!enabled) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
    for (uint32_t i = 0; i < in->enabledExtensionCount; i++) {
       const char *name = in->ppEnabledExtensionNames[i];
       const struct wire_extension *ext = extension_carried(name);
       bool on_host = host_has_extension(host_exts, n_host, name);
       if (!ext || (!on_host && !ext->own)) {
+         free(enabled);
          a->ret = VK_ERROR_EXTENSION_NOT_PRESENT;
          return;
       }
-      if (on_host)
-         exts[n++] = name;
+      enabled[ext - wire_extensions] = true;
+      if (on_host && strcmp(name, VK_EXT_DEBUG_MARKER_EXTENSION_NAME))
+         exts[n++] = name; /* (debug markers are debug utils on the host) */
    }
+   call->new_extensions = enabled;
    if (host->has_external_memory_host)
       exts[n++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
    /* Queues the host device has, asked for once each. */
@@ -429,6 +437,12 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
          return;
       }
       size = (size + host->import_alignment - 1) & ~(host->import_alignment - 1);
+   }
+   if (import && !import->handleType) {
+      /* no handle type: no import (the fd means nothing) */
+      util_fd_close(&import->fd);
+      import->fd = -1;
+      import = NULL;
    }
    if (import) {
       a->ret = gpud_external_check_memory_import(call, import, shared, size);
@@ -893,4 +907,53 @@ gpud_exec_vkSetMessageFilterGPUD(struct gpud_call *call,
 {
    atomic_store(&call->ctx->message_severities, a->severities);
    atomic_store(&call->ctx->message_types, a->types);
+}
+
+/* ---- pipelines ------------------------------------------------------------ */
+
+/* A creation feedback's stage array must be as long as the pipeline's
+ * stages (hosts index one by the other's count). */
+static bool
+feedback_fits(struct gpud_call *call, const void *chain, uint32_t stages)
+{
+   const VkPipelineCreationFeedbackCreateInfo *f =
+      find_in_chain(chain, VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO);
+   if (!f || f->pipelineStageCreationFeedbackCount == 0 ||
+       f->pipelineStageCreationFeedbackCount == stages)
+      return true;
+   gpud_call_fail(call, "pipelineStageCreationFeedbackCount differs from the stage count");
+   return false;
+}
+
+void
+gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
+                                    struct wire_args_vkCreateGraphicsPipelines *a)
+{
+   for (uint32_t i = 0; i < a->createInfoCount; i++) {
+      if (!feedback_fits(call, a->pCreateInfos[i].pNext, a->pCreateInfos[i].stageCount))
+         return;
+   }
+   gpud_gen_exec_vkCreateGraphicsPipelines(call, a);
+}
+
+void
+gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
+                                   struct wire_args_vkCreateComputePipelines *a)
+{
+   for (uint32_t i = 0; i < a->createInfoCount; i++) {
+      if (!feedback_fits(call, a->pCreateInfos[i].pNext, 1))
+         return;
+   }
+   gpud_gen_exec_vkCreateComputePipelines(call, a);
+}
+
+void
+gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
+                                        struct wire_args_vkCreateRayTracingPipelinesNV *a)
+{
+   for (uint32_t i = 0; i < a->createInfoCount; i++) {
+      if (!feedback_fits(call, a->pCreateInfos[i].pNext, a->pCreateInfos[i].stageCount))
+         return;
+   }
+   gpud_gen_exec_vkCreateRayTracingPipelinesNV(call, a);
 }

@@ -122,7 +122,7 @@ gpud_external_check_memory_import(struct gpud_call *call, VkImportMemoryFdInfoKH
 void
 gpud_exec_vkGetMemoryFdKHR(struct gpud_call *call, struct wire_args_vkGetMemoryFdKHR *a)
 {
-   const struct gpud_object *mem = call->touched[call->n_touched - 1];
+   struct gpud_object *mem = call->touched[call->n_touched - 1];
    *a->pFd = -1;
    if (mem->map) {
       /* host-visible: its memfd, if it was made exportable */
@@ -136,11 +136,13 @@ gpud_exec_vkGetMemoryFdKHR(struct gpud_call *call, struct wire_args_vkGetMemoryF
       }
       *a->pFd = fcntl(mem->fd, F_DUPFD_CLOEXEC, 3);
       a->ret = *a->pFd >= 0 ? VK_SUCCESS : VK_ERROR_TOO_MANY_OBJECTS;
-      return;
+   } else {
+      gpud_gen_exec_vkGetMemoryFdKHR(call, a);
    }
-   gpud_gen_exec_vkGetMemoryFdKHR(call, a);
    if (a->ret != VK_SUCCESS)
       *a->pFd = -1;
+   else
+      mem->exported = true; /* whoever holds the fd holds the memory */
 }
 
 void
@@ -153,6 +155,13 @@ gpud_exec_vkGetMemoryFdPropertiesKHR(struct gpud_call *call,
    }
    gpud_gen_exec_vkGetMemoryFdPropertiesKHR(call, a);
    util_fd_close(&a->fd); /* not the implementation's: only looked at */
+   /* host-visible memory is gpud's memfd: a dma-buf cannot become that */
+   const struct gpud_host *host = call->ctx->host;
+   for (uint32_t i = 0; i < host->memory.memoryTypeCount; i++) {
+      if ((host->memory.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+          (host->importable_types & (1u << i)))
+         a->pMemoryFdProperties->memoryTypeBits &= ~(1u << i);
+   }
 }
 
 /* A semaphore's or fence's payload: a sync file (or -1, signalled) or the

@@ -51,7 +51,8 @@ publish_name(struct gpud_context *ctx, const struct gpud_object *obj, const char
    if (!page)
       return;
    pthread_mutex_lock(&ctx->names_mutex);
-   atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_acq_rel);
+   atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_relaxed);
+   atomic_thread_fence(memory_order_release); /* the odd count before the names change */
    struct gpud_status_name *names = page->names;
    unsigned n = 0, at = GPUD_STATUS_NAMES;
    for (; n < GPUD_STATUS_NAMES && names[n].id; n++) {
@@ -108,7 +109,7 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
    util_idmap_remove(&ctx->objects, obj->id);
    util_list_remove(&obj->link);
    ctx->n_objects--;
-   if (obj->bytes) {
+   if (obj->bytes && !obj->exported) {
       ctx->memory_bytes -= obj->bytes;
       gpud_context_release_memory(ctx, obj->heap, obj->bytes);
    }
@@ -120,6 +121,7 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
       publish_name(ctx, obj, NULL);
    free(obj->name);
    free(obj->queues);
+   free(obj->extensions);
    free(obj->disp);
    free(obj);
 }
@@ -153,6 +155,8 @@ adopt_dispatchable(struct gpud_call *call, struct gpud_object *obj)
       obj->queues = call->new_queues;
       obj->n_queues = call->n_new_queues;
       call->new_queues = NULL;
+      obj->extensions = call->new_extensions;
+      call->new_extensions = NULL;
       *obj->disp = *call->instance->disp;
       gpud_host_dispatch_load_device(obj->disp, (VkDevice)(uintptr_t)obj->handle);
    }

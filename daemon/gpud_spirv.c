@@ -46,20 +46,39 @@ spirv_valid(const uint32_t *code, size_t words, char *why, size_t why_size)
    return r == SPV_SUCCESS;
 }
 
+/* Whether a module's code may reach the host (logged when not). */
+static bool
+module_valid(struct gpud_call *call, const char *command, const VkShaderModuleCreateInfo *info)
+{
+   char why[512];
+   if (info->codeSize % 4 || info->codeSize == 0) {
+      snprintf(why, sizeof(why), "code size %zu is not a positive multiple of 4",
+               (size_t)info->codeSize);
+   } else if (spirv_valid(info->pCode, info->codeSize / 4, why, sizeof(why))) {
+      return true;
+   }
+   gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s: invalid SPIR-V: %s", command, why);
+   return false;
+}
+
 void
 gpud_exec_vkCreateShaderModule(struct gpud_call *call, struct wire_args_vkCreateShaderModule *a)
 {
-   const VkShaderModuleCreateInfo *info = a->pCreateInfo;
-   char why[512];
-   if (info->codeSize % 4 || info->codeSize == 0 ||
-       !spirv_valid(info->pCode, info->codeSize / 4, why, sizeof(why))) {
-      if (info->codeSize % 4 || info->codeSize == 0)
-         snprintf(why, sizeof(why), "code size %zu is not a positive multiple of 4",
-                  (size_t)info->codeSize);
-      gpud_context_log(call->ctx, UTIL_LOG_WARNING, "vkCreateShaderModule: invalid SPIR-V: %s",
-                      why);
+   if (!module_valid(call, "vkCreateShaderModule", a->pCreateInfo)) {
       a->ret = VK_ERROR_INVALID_SHADER_NV;
       return;
    }
    gpud_gen_exec_vkCreateShaderModule(call, a);
+}
+
+/* VK_EXT_shader_module_identifier: the host reads the code here too. */
+void
+gpud_exec_vkGetShaderModuleCreateInfoIdentifierEXT(
+   struct gpud_call *call, struct wire_args_vkGetShaderModuleCreateInfoIdentifierEXT *a)
+{
+   if (!module_valid(call, "vkGetShaderModuleCreateInfoIdentifierEXT", a->pCreateInfo)) {
+      a->pIdentifier->identifierSize = 0; /* no identifier: as for an unknown module */
+      return;
+   }
+   gpud_gen_exec_vkGetShaderModuleCreateInfoIdentifierEXT(call, a);
 }

@@ -117,10 +117,18 @@ struct icd_instance {
    pthread_mutex_t messenger_mutex;
    struct util_list messengers;
    bool in_create_or_destroy; /* the create info's messengers are active */
-   /* what the daemons were last told the messengers take */
+   /* what the daemons were last told the messengers take (filter_mutex:
+    * held from reading the messengers to sending, so sends keep order) */
+   pthread_mutex_t filter_mutex;
    bool filter_sent;
    uint32_t filter_severities, filter_types;
 };
+
+/* Whether the daemon has the object (false for those only the ICD has:
+ * descriptor update templates, messengers, report callbacks, surfaces). */
+bool icd_daemon_knows(VkObjectType type, uint64_t handle);
+/* Private data of objects only the ICD has (icd_private.c). */
+void icd_private_data_forget(uint64_t handle);
 
 /* Sends a message to the instance's messengers that take it. */
 void icd_instance_message(struct icd_instance *instance,

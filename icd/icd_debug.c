@@ -152,6 +152,7 @@ void
 icd_instance_update_message_filter(struct icd_instance *instance)
 {
    uint32_t severities = 0, types = 0;
+   pthread_mutex_lock(&instance->filter_mutex);
    pthread_mutex_lock(&instance->messenger_mutex);
    struct icd_messenger *m;
    util_list_for_each(m, &instance->messengers, link) {
@@ -170,11 +171,10 @@ icd_instance_update_message_filter(struct icd_instance *instance)
    instance->filter_severities = severities;
    instance->filter_types = types;
    pthread_mutex_unlock(&instance->messenger_mutex);
-   if (same)
-      return;
-   for (uint32_t i = 0; i < instance->n_physical_devices; i++)
+   for (uint32_t i = 0; !same && i < instance->n_physical_devices; i++)
       icd_gen_vkSetMessageFilterGPUD((VkPhysicalDevice)instance->physical_devices[i], severities,
                                      types);
+   pthread_mutex_unlock(&instance->filter_mutex);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
@@ -202,6 +202,7 @@ icd_vkDestroyDebugUtilsMessengerEXT(VkInstance _instance, VkDebugUtilsMessengerE
    pthread_mutex_lock(&instance->messenger_mutex);
    util_list_remove(&m->link);
    pthread_mutex_unlock(&instance->messenger_mutex);
+   icd_private_data_forget((uint64_t)(uintptr_t)m);
    free(m);
    if (!instance->in_create_or_destroy)
       icd_instance_update_message_filter(instance);
@@ -263,9 +264,8 @@ icd_vkDebugReportMessageEXT(VkInstance _instance, VkDebugReportFlagsEXT flags,
 
 /* ---- names, tags and labels ----------------------------------------------- */
 
-/* Objects that exist only in the ICD: their names stay here (nowhere). */
-static bool
-daemon_knows(VkObjectType type, uint64_t handle)
+bool
+icd_daemon_knows(VkObjectType type, uint64_t handle)
 {
    switch (type) {
    case VK_OBJECT_TYPE_UNKNOWN:
@@ -285,7 +285,7 @@ daemon_knows(VkObjectType type, uint64_t handle)
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkSetDebugUtilsObjectNameEXT(VkDevice device, const VkDebugUtilsObjectNameInfoEXT *pNameInfo)
 {
-   if (!daemon_knows(pNameInfo->objectType, pNameInfo->objectHandle))
+   if (!icd_daemon_knows(pNameInfo->objectType, pNameInfo->objectHandle))
       return VK_SUCCESS;
    return icd_gen_vkSetDebugUtilsObjectNameEXT(device, pNameInfo);
 }
@@ -293,7 +293,7 @@ icd_vkSetDebugUtilsObjectNameEXT(VkDevice device, const VkDebugUtilsObjectNameIn
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkSetDebugUtilsObjectTagEXT(VkDevice device, const VkDebugUtilsObjectTagInfoEXT *pTagInfo)
 {
-   if (!daemon_knows(pTagInfo->objectType, pTagInfo->objectHandle))
+   if (!icd_daemon_knows(pTagInfo->objectType, pTagInfo->objectHandle))
       return VK_SUCCESS;
    return icd_gen_vkSetDebugUtilsObjectTagEXT(device, pTagInfo);
 }

@@ -42,6 +42,7 @@ icd_vkDestroyDescriptorUpdateTemplate(VkDevice device, VkDescriptorUpdateTemplat
       (struct icd_descriptor_update_template *)descriptorUpdateTemplate;
    if (!t)
       return;
+   icd_private_data_forget((uint64_t)(uintptr_t)t);
    free(t->entries);
    icd_object_free(t);
 }
@@ -58,8 +59,12 @@ template_writes(const struct icd_descriptor_update_template *t, VkDescriptorSet 
       n_infos += t->entries[i].descriptorCount;
 
    VkWriteDescriptorSet *writes = calloc(t->n_entries ? t->n_entries : 1, sizeof(*writes));
-   VkWriteDescriptorSetInlineUniformBlock *inline_blocks =
-      calloc(t->n_entries ? t->n_entries : 1, sizeof(*inline_blocks));
+   /* an entry's extension struct: an inline uniform block's bytes or an
+    * acceleration structure list (one union per entry) */
+   union template_extra {
+      VkWriteDescriptorSetInlineUniformBlock inline_block;
+      VkWriteDescriptorSetAccelerationStructureNV acceleration_structures;
+   } *inline_blocks = calloc(t->n_entries ? t->n_entries : 1, sizeof(*inline_blocks));
    /* One pool big enough for any kind of info. */
    size_t info_size = sizeof(VkDescriptorImageInfo);
    if (sizeof(VkDescriptorBufferInfo) > info_size)
@@ -86,10 +91,20 @@ template_writes(const struct icd_descriptor_update_template *t, VkDescriptorSet 
 
       if (entry->descriptorType == VK_DESCRIPTOR_TYPE_INLINE_UNIFORM_BLOCK) {
          /* descriptorCount is a byte count; the bytes sit at offset. */
-         inline_blocks[i] = (VkWriteDescriptorSetInlineUniformBlock){
+         inline_blocks[i].inline_block = (VkWriteDescriptorSetInlineUniformBlock){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_INLINE_UNIFORM_BLOCK,
             .dataSize = entry->descriptorCount,
             .pData = src,
+         };
+         w->pNext = &inline_blocks[i];
+      } else if (entry->descriptorType == VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_NV) {
+         VkAccelerationStructureNV *as = (VkAccelerationStructureNV *)next_info;
+         for (uint32_t j = 0; j < entry->descriptorCount; j++)
+            memcpy(&as[j], src + j * entry->stride, sizeof(as[j]));
+         inline_blocks[i].acceleration_structures = (VkWriteDescriptorSetAccelerationStructureNV){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_ACCELERATION_STRUCTURE_NV,
+            .accelerationStructureCount = entry->descriptorCount,
+            .pAccelerationStructures = as,
          };
          w->pNext = &inline_blocks[i];
       } else if (wire_descriptor_type_uses_image(entry->descriptorType)) {

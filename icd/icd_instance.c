@@ -345,6 +345,7 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
                               : VK_API_VERSION_1_0;
 
    pthread_mutex_init(&instance->messenger_mutex, NULL);
+   pthread_mutex_init(&instance->filter_mutex, NULL);
    util_list_init(&instance->messengers);
    instance->in_create_or_destroy = true;
    if (icd_instance_add_create_messengers(instance, pCreateInfo) != VK_SUCCESS) {
@@ -422,6 +423,7 @@ icd_vkDestroyInstance(VkInstance _instance, const VkAllocationCallbacks *pAlloca
    free(instance->physical_devices);
    icd_instance_free_messengers(instance);
    pthread_mutex_destroy(&instance->messenger_mutex);
+   pthread_mutex_destroy(&instance->filter_mutex);
    icd_object_free(instance);
 }
 

@@ -6,6 +6,7 @@
  */
 #include "icd.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,10 +15,26 @@
 #include "util_macros.h"
 #include "util_memfd.h"
 
+/* An fd the application gives must be open: sending a closed one would
+ * fail the whole message and lose the connection. */
+static bool
+fd_bad(int fd)
+{
+   return fd < 0 || fcntl(fd, F_GETFD) < 0;
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
                      const VkAllocationCallbacks *pAllocator, VkDeviceMemory *pMemory)
 {
+   for (const VkBaseInStructure *c = pAllocateInfo->pNext; c; c = c->pNext) {
+      const VkImportMemoryFdInfoKHR *import = (const VkImportMemoryFdInfoKHR *)c;
+      if (c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR && import->handleType &&
+          fd_bad(import->fd)) {
+         *pMemory = VK_NULL_HANDLE;
+         return VK_ERROR_INVALID_EXTERNAL_HANDLE;
+      }
+   }
    struct icd_connection *conn = icd_connection_of(device);
    struct icd_device_memory *mem = (struct icd_device_memory *)(uintptr_t)icd_handle_create(
       conn, VK_OBJECT_TYPE_DEVICE_MEMORY, device);
@@ -79,8 +96,9 @@ icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
    /* An imported fd belongs to the implementation once the import
     * succeeded: the daemon has its copy. */
    for (const VkBaseInStructure *c = pAllocateInfo->pNext; c; c = c->pNext) {
-      if (c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR) {
-         int imported = ((const VkImportMemoryFdInfoKHR *)c)->fd;
+      const VkImportMemoryFdInfoKHR *import = (const VkImportMemoryFdInfoKHR *)c;
+      if (c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR && import->handleType) {
+         int imported = import->fd;
          util_fd_close(&imported);
       }
    }
@@ -91,6 +109,9 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkImportSemaphoreFdKHR(VkDevice device,
                            const VkImportSemaphoreFdInfoKHR *pImportSemaphoreFdInfo)
 {
+   /* (-1 is a signalled sync fd) */
+   if (pImportSemaphoreFdInfo->fd != -1 && fd_bad(pImportSemaphoreFdInfo->fd))
+      return VK_ERROR_INVALID_EXTERNAL_HANDLE;
    VkResult r = icd_gen_vkImportSemaphoreFdKHR(device, pImportSemaphoreFdInfo);
    if (r == VK_SUCCESS) {
       int fd = pImportSemaphoreFdInfo->fd;
@@ -102,6 +123,8 @@ icd_vkImportSemaphoreFdKHR(VkDevice device,
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkImportFenceFdKHR(VkDevice device, const VkImportFenceFdInfoKHR *pImportFenceFdInfo)
 {
+   if (pImportFenceFdInfo->fd != -1 && fd_bad(pImportFenceFdInfo->fd))
+      return VK_ERROR_INVALID_EXTERNAL_HANDLE;
    VkResult r = icd_gen_vkImportFenceFdKHR(device, pImportFenceFdInfo);
    if (r == VK_SUCCESS) {
       int fd = pImportFenceFdInfo->fd;
@@ -163,4 +186,13 @@ icd_vkInvalidateMappedMemoryRanges(VkDevice device, uint32_t memoryRangeCount,
                 ? ICD_LOST_vkInvalidateMappedMemoryRanges
                 : VK_SUCCESS;
    return icd_gen_vkInvalidateMappedMemoryRanges(device, memoryRangeCount, pMemoryRanges);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkGetMemoryFdPropertiesKHR(VkDevice device, VkExternalMemoryHandleTypeFlagBits handleType,
+                               int fd, VkMemoryFdPropertiesKHR *pMemoryFdProperties)
+{
+   if (fd_bad(fd))
+      return VK_ERROR_INVALID_EXTERNAL_HANDLE;
+   return icd_gen_vkGetMemoryFdPropertiesKHR(device, handleType, fd, pMemoryFdProperties);
 }

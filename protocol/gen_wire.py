@@ -53,6 +53,7 @@ DENIED_EXTENSIONS = {
     'VK_EXT_layer_settings': 'a layer\'s',
     'VK_KHR_portability_enumeration': 'the loader\'s',
     'VK_LUNARG_direct_driver_loading': 'the loader\'s',
+    'VK_NV_glsl_shader': 'its modules are GLSL: only validated SPIR-V reaches the host',
     'VK_KHR_deferred_host_operations':
         'deferred operations run on the application\'s threads',
     'VK_NV_external_memory_capabilities':
@@ -164,6 +165,11 @@ UNCACHED = {
     'vkGetPhysicalDeviceToolProperties': 'tools come and go with layers',
 }
 
+# The only commands that may hand shader code to the host: the daemon
+# validates it first (daemon/gpud_spirv.c).  Another carried command taking a
+# VkShaderModuleCreateInfo stops the generator.
+SPIRV_COMMANDS = {'vkCreateShaderModule', 'vkGetShaderModuleCreateInfoIdentifierEXT'}
+
 # Calls that must reach the daemon before returning even though they return
 # nothing the application reads.
 FORCE_SYNC = {
@@ -211,10 +217,17 @@ CONDITIONAL_MEMBERS = {
 # File descriptors (vk.xml says only `int`): they travel beside the bytes
 # with SCM_RIGHTS, named by index.  An fd the daemon receives is its own; it
 # checks each before the host driver sees it (daemon/gpud_fd.c).
+# Value: the C condition (over `s`) under which an input fd means something
+# (else -1 is sent), or None.
 FD_MEMBERS = {
-    ('VkImportMemoryFdInfoKHR', 'fd'), ('VkImportSemaphoreFdInfoKHR', 'fd'),
-    ('VkImportFenceFdInfoKHR', 'fd'), ('vkGetMemoryFdPropertiesKHR', 'fd'),
-    ('vkGetMemoryFdKHR', 'pFd'), ('vkGetSemaphoreFdKHR', 'pFd'), ('vkGetFenceFdKHR', 'pFd'),
+    # a memory import of no handle type is no import
+    ('VkImportMemoryFdInfoKHR', 'fd'): 's->handleType != 0',
+    ('VkImportSemaphoreFdInfoKHR', 'fd'): None,
+    ('VkImportFenceFdInfoKHR', 'fd'): None,
+    ('vkGetMemoryFdPropertiesKHR', 'fd'): None,
+    ('vkGetMemoryFdKHR', 'pFd'): None,
+    ('vkGetSemaphoreFdKHR', 'pFd'): None,
+    ('vkGetFenceFdKHR', 'pFd'): None,
 }
 
 # Output pointers inside input structures: the host writes through them, the
@@ -279,6 +292,11 @@ class Gen:
         self.denied = {}
         candidates = []
         for name, (e, cmds, types) in sorted(reg.extensions.items()):
+            # later registries say what an extension needs in `depends`
+            # (expressions): read wrongly, an extension would be carried
+            # without what it needs
+            if e.get('depends') or any(r.get('depends') for r in e.findall('require')):
+                raise SystemExit(f'gen_wire: {name} uses depends=: teach the generator to read it')
             if e.get('platform'):
                 self.denied[name] = 'for the ' + e.get('platform') + ' platform'
             elif e.get('provisional') == 'true':
@@ -295,7 +313,7 @@ class Gen:
             for name in list(candidates):
                 e = reg.extensions[name][0]
                 why = None
-                for c in self.own_commands(e):
+                for c in map(self.resolve_command, self.own_commands(e)):
                     if c in self.bad_commands:
                         why = f'{c}: {self.bad_commands[c]}'
                         break
@@ -312,6 +330,20 @@ class Gen:
             if not dropped:
                 break
         self.extensions = [(n, reg.extensions[n][0].get('type')) for n in candidates]
+        # the device extensions that bring each command that is not core: a
+        # device must have one of them enabled for the daemon to run it
+        self.command_extensions = {}
+        for index, (n, typ) in enumerate(self.extensions):
+            if typ != 'device':
+                continue
+            e = reg.extensions[n][0]
+            cmds = self.own_commands(e)
+            for req in e.findall('require'):
+                if req.get('extension') in candidates:
+                    cmds += [c.get('name') for c in req.findall('command')]
+            for c in map(self.resolve_command, cmds):
+                if c not in core_cmds and c in self.wire_commands:
+                    self.command_extensions.setdefault(c, []).append(index)
         # gpud's own commands
         self.private = []
         for elem in ET.fromstring(PRIVATE_COMMANDS).findall('command'):
@@ -327,9 +359,19 @@ class Gen:
             if reg.resolve_type(reg.commands[c].params[0].type) == 'VkPhysicalDevice' and \
                     c not in CACHED and c not in UNCACHED:
                 raise SystemExit(f'gen_wire: {c}: list it in CACHED or UNCACHED')
+            if c not in SPIRV_COMMANDS and any(reg.resolve_type(p.type) == 'VkShaderModuleCreateInfo'
+                                               for p in reg.commands[c].params):
+                raise SystemExit(f'gen_wire: {c} hands shader code to the host: validate it '
+                                 'and list it in SPIRV_COMMANDS')
         # stable order
         self.structs_all = sorted(self.structs_in | self.structs_out)
         self.walked = True
+
+    def resolve_command(self, name):
+        """The command an alias names (itself when it is none)."""
+        while name not in self.reg.commands and name in self.reg.command_alias:
+            name = self.reg.command_alias[name]
+        return name
 
     @staticmethod
     def own_items(e, tag):
@@ -362,6 +404,8 @@ class Gen:
             for req in e.findall('require'):
                 if req.get('extension') in carried:
                     cmds += [c.get('name') for c in req.findall('command')]
+            # an alias is carried as the command it names
+            cmds = [self.resolve_command(c) for c in cmds]
             commands += [c for c in cmds if c in reg.commands and c not in commands]
         # vk.xml's order: core first, then extensions in name order
         order = {c: i for i, c in enumerate(reg.commands)}
@@ -399,6 +443,8 @@ class Gen:
             if not names & set(xs.structextends):
                 continue
             if output and not self.output_ok(x):
+                # its extension is not carried half done (own-types rule)
+                self.unsupported.setdefault(x, 'an output holding pointers')
                 continue
             if not output and xs.returnedonly:
                 continue
@@ -683,7 +729,8 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
         w(f'{ind}wire_enc_u64(e, wire_typed_handle_id((VkObjectType){prefix}{m.objecttype}, {v}));')
         return
     if m.ptr == 0 and (sname, m.name) in FD_MEMBERS:
-        w(f'{ind}wire_enc_fd(e, {v});')
+        cond = FD_MEMBERS[(sname, m.name)]
+        w(f'{ind}wire_enc_fd(e, {f"({cond}) ? {v} : -1" if cond else v});')
         return
     if m.ptr == 0:
         emit_enc_value(gen, w, ind, m.type, v, m.dims)
@@ -898,6 +945,10 @@ def emit_structs(gen, w):
             w(f'static void\nwire_dec_{sname}(struct wire_dec *d, {sname} *s)\n{{')
             w(f'   wire_dec_body_{sname}(d, s);')
             w('   VkBaseOutStructure **tail = (VkBaseOutStructure **)&s->pNext;')
+            # a structure twice, where vk.xml does not allow it, could show
+            # the host one the daemon never checked
+            w(f'   uint8_t seen[{max(1, len(chain))}] = {{0}};')
+            w('   (void)seen;')
             w('   for (unsigned depth = 0;; depth++) {')
             w('      uint32_t stype = wire_dec_u32(d);')
             w('      if (!stype || d->fatal)')
@@ -908,9 +959,14 @@ def emit_structs(gen, w):
             w('      }')
             w('      VkBaseOutStructure *c = NULL;')
             w('      switch (stype) {')
-            for x in chain:
+            for k, x in enumerate(chain):
                 xs = reg.structs[x]
                 w(f'      case {xs.stype}: {{')
+                if not xs.allowduplicate:
+                    w(f'         if (seen[{k}]++) {{')
+                    w(f'            wire_dec_fail(d, "a structure twice in the pNext chain of {sname}");')
+                    w('            break;')
+                    w('         }')
                 w(f'         {x} *x = wire_dec_alloc(d, sizeof(*x));')
                 w(f'         if (x) wire_dec_body_{x}(d, x);')
                 w('         c = (VkBaseOutStructure *)x;')
@@ -1822,6 +1878,11 @@ def emit_gpud(gen, w, hw):
         if is_sync(gen, cmd):
             w('   if (reply)')
             w(f'      wire_encreply_{name}(reply, &a);')
+            # an fd made for a reply nobody asked for is closed here
+            for p in params:
+                if (name, p.name) in FD_MEMBERS and p.role == 'out_scalar':
+                    w(f'   else if (a.ret == VK_SUCCESS && a.{p.name} && *a.{p.name} >= 0)')
+                    w(f'      close(*a.{p.name});')
         elif cmd.ret == 'VkResult':
             w('   if (a.ret < 0)')
             if name in HOST_OPTIONAL:
@@ -1948,6 +2009,10 @@ def main():
     hw('   }')
     hw('}')
     hw()
+    hw('/* The device extensions (indexes into wire_extensions, UINT16_MAX after the')
+    hw(' * last) one of which a device must have enabled to run the op; NULL for')
+    hw(' * core ops and those of instance extensions. */')
+    hw('const uint16_t *wire_op_device_extensions(uint32_t op);')
     hw('/* "buffer", "device memory", ... (NULL for an unknown type). */')
     hw('const char *wire_object_type_name(VkObjectType type);')
     hw('const char *wire_op_name(uint32_t op);')
@@ -1976,6 +2041,16 @@ def main():
         cw('   {NULL, false, 0, false},')
     cw('};\n')
     cw(f'const unsigned wire_extension_count = {len(gen.extensions)};\n')
+    cw('const uint16_t *\nwire_op_device_extensions(uint32_t op)\n{\n   switch (op) {')
+    for name in gen.wire_commands:
+        exts = gen.command_extensions.get(name)
+        if exts:
+            lst = ', '.join(str(i) for i in exts)
+            cw(f'   case WIRE_OP_{name}: {{')
+            cw(f'      static const uint16_t exts[] = {{{lst}, UINT16_MAX}};')
+            cw('      return exts;')
+            cw('   }')
+    cw('   default: return NULL;\n   }\n}\n')
     cw('const char *\nwire_object_type_name(VkObjectType type)\n{\n   switch ((int)type) {')
     seen = set()
     for h, v in sorted(reg.handles.items()):

@@ -68,6 +68,7 @@ class Struct:
         self.name = elem.get('name')
         self.union = elem.get('category') == 'union'
         self.returnedonly = elem.get('returnedonly') == 'true'
+        self.allowduplicate = elem.get('allowduplicate') == 'true'
         ext = elem.get('structextends')
         self.structextends = ext.split(',') if ext else []
         self.members = [Member(m) for m in elem.findall('member')

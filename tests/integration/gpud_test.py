@@ -2445,6 +2445,9 @@ HOSTILE_CASES = {
     'fd-many': ('hostile-fd-many', r'protocol error: malformed packet sequence'),
     'fd-reply-op': ('hostile-fd-reply-op',
                     r'unexpected file descriptors: no command names them'),
+    'disabled-extension': ('hostile-disabled-extension',
+                           r'in vkGetMemoryFdPropertiesKHR: the device did not enable the '
+                           r'extension of this command'),
 }
 
 LOG_CLIENT_LINE = re.compile(

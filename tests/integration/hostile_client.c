@@ -409,10 +409,15 @@ get_properties(struct conn *c)
    return 0;
 }
 
+/* Whether the devices made enable VK_KHR_external_memory_fd (the fd cases
+ * need it; one case needs it off). */
+static bool device_without_extensions;
+
 static void
 encode_create_device(struct conn *c, uint64_t pdev_id)
 {
    static const float priority = 1.0f;
+   static const char *const ext = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
    const VkDeviceQueueCreateInfo queue = {
        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
        .queueFamilyIndex = 0,
@@ -423,6 +428,8 @@ encode_create_device(struct conn *c, uint64_t pdev_id)
        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
        .queueCreateInfoCount = 1,
        .pQueueCreateInfos = &queue,
+       .enabledExtensionCount = device_without_extensions ? 0 : 1,
+       .ppEnabledExtensionNames = &ext,
    };
    struct wire_object_header pdev = {.id = pdev_id};
    struct wire_object_header dev = {.id = DEVICE_ID};
@@ -1170,6 +1177,30 @@ case_fd_reply_op(struct conn *c)
    return expect_disconnect(c, "unexpected file descriptors");
 }
 
+/* A command of an extension the device did not enable. */
+static int
+case_disabled_extension(struct conn *c)
+{
+   device_without_extensions = true;
+   int r = open_device(c, "hostile-disabled-extension");
+   device_without_extensions = false;
+   if (r < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   VkMemoryFdPropertiesKHR props = {.sType = VK_STRUCTURE_TYPE_MEMORY_FD_PROPERTIES_KHR};
+   wire_enc_reset(&c->enc);
+   size_t start = wire_enc_begin_cmd(&c->enc, WIRE_OP_vkGetMemoryFdPropertiesKHR, WIRE_CMD_REPLY,
+                                     ++c->seq);
+   wire_enc_vkGetMemoryFdPropertiesKHR(&c->enc, (VkDevice)&dev,
+                                       VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT, -1, &props);
+   wire_enc_end_cmd(&c->enc, start);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkGetMemoryFdPropertiesKHR on a device without VK_KHR_external_memory_fd",
+        c->name);
+   return expect_disconnect(c, "did not enable the extension");
+}
+
 /* ---- misbehaviours: not protocol errors, but what the daemon's limits are for
  * (not in --list; gpud_test.py runs each where it tests that limit) ----- */
 
@@ -1243,6 +1274,7 @@ static const struct {
     {"fd-twice", case_fd_twice},
     {"fd-many", case_fd_many},
     {"fd-reply-op", case_fd_reply_op},
+    {"disabled-extension", case_disabled_extension},
 };
 
 int

@@ -296,8 +296,13 @@ main(int argc, char **argv)
       .pQueuePriorities = &priority,
    };
    const char *device_exts[] = {VK_EXT_DEBUG_MARKER_EXTENSION_NAME};
+   const VkPhysicalDeviceVulkan13Features features13 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+      .privateData = VK_TRUE,
+   };
    const VkDeviceCreateInfo device_info = {
       .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+      .pNext = &features13,
       .queueCreateInfoCount = 1,
       .pQueueCreateInfos = &queue_info,
       .enabledExtensionCount = use_marker ? 1 : 0,
@@ -435,6 +440,28 @@ main(int argc, char **argv)
    if (use_marker)
       marker_name_object(device, VK_DEBUG_REPORT_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE_EXT,
                          (uint64_t)templ, "dbgnames-template");
+   /* private data (core 1.3) on it and on a buffer: set, read back */
+   {
+      const VkPrivateDataSlotCreateInfo slot_info = {
+         .sType = VK_STRUCTURE_TYPE_PRIVATE_DATA_SLOT_CREATE_INFO,
+      };
+      VkPrivateDataSlot slot;
+      VKT_CHECK(vkCreatePrivateDataSlot(device, &slot_info, NULL, &slot));
+      VKT_CHECK(vkSetPrivateData(device, VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE,
+                                 (uint64_t)templ, slot, 0x1234567890abcdefull));
+      VKT_CHECK(vkSetPrivateData(device, VK_OBJECT_TYPE_DESCRIPTOR_SET_LAYOUT,
+                                 (uint64_t)set_layout, slot, 42));
+      uint64_t got_template = 0, got_layout = 0;
+      vkGetPrivateData(device, VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE, (uint64_t)templ, slot,
+                       &got_template);
+      vkGetPrivateData(device, VK_OBJECT_TYPE_DESCRIPTOR_SET_LAYOUT, (uint64_t)set_layout, slot,
+                       &got_layout);
+      if (got_template != 0x1234567890abcdefull || got_layout != 42)
+         vkt_fail("private data read back 0x%llx and %llu, expected 0x1234567890abcdef and 42",
+                  (unsigned long long)got_template, (unsigned long long)got_layout);
+      vkDestroyPrivateDataSlot(device, slot, NULL);
+      printf("vk_debugnames: private data of a template and a layout read back\n");
+   }
    if (name_loader_handles) {
       name_object(device, VK_OBJECT_TYPE_DEBUG_UTILS_MESSENGER_EXT, (uint64_t)messenger,
                   "dbgnames-messenger");
