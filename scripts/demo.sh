@@ -66,6 +66,11 @@ echo "== an offscreen render (textured triangles, depth test, 4x MSAA resolve)"
 build/tests/integration/vk_render --output "$run/render.pam"
 
 echo
+echo "== device extensions at work (push descriptors, conditional rendering, custom border"
+echo "   colours, transform feedback of multi-draws, extended dynamic state 3, device addresses)"
+build/tests/integration/vk_extensions
+
+echo
 echo "== a valid shader that crashes lavapipe, beside a client computing: only its own device is lost"
 build/tests/integration/vk_compute --iterations 2 --elements 65536 --until "$run/stop" \
    >"$run/bystander.out" 2>&1 &
