@@ -957,3 +957,37 @@ gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
    }
    gpud_gen_exec_vkCreateRayTracingPipelinesNV(call, a);
 }
+
+/* ---- gpud's own: an acquired swapchain image is ready ---------------------- */
+
+/* Signals the semaphore and/or fence at once, on the device's first queue
+ * (the image was free when the ICD acquired it). */
+void
+gpud_exec_vkSignalGPUD(struct gpud_call *call, struct wire_args_vkSignalGPUD *a)
+{
+   const struct gpud_object *dev = call->device;
+   if (!dev || dev->n_queues == 0) {
+      gpud_call_fail(call, "vkSignalGPUD: the device has no queue");
+      return;
+   }
+   const struct gpud_queue_info *q = &dev->queues[0];
+   VkQueue queue = VK_NULL_HANDLE;
+   if (q->flags) {
+      const VkDeviceQueueInfo2 info = {
+         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_INFO_2,
+         .flags = q->flags,
+         .queueFamilyIndex = q->family,
+      };
+      call->disp->GetDeviceQueue2(a->device, &info, &queue);
+   } else {
+      call->disp->GetDeviceQueue(a->device, q->family, 0, &queue);
+   }
+   const VkSubmitInfo submit = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .signalSemaphoreCount = a->semaphore ? 1 : 0,
+      .pSignalSemaphores = &a->semaphore,
+   };
+   VkResult r = call->disp->QueueSubmit(queue, a->semaphore ? 1 : 0, &submit, a->fence);
+   if (r != VK_SUCCESS)
+      gpud_call_async_error(call, r);
+}

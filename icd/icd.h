@@ -103,10 +103,16 @@ VkResult icd_connection_flush(struct icd_connection *conn);
 VkResult icd_connection_send_stream(struct icd_connection *conn, const void *data,
                                     size_t size);
 
+struct wsi_device;
+
 struct icd_physical_device {
    struct icd_object base;
    struct icd_instance *instance;
+   pthread_mutex_t wsi_mutex;
+   struct wsi_device *wsi; /* made on the first window-system command */
 };
+
+void icd_physical_device_free_wsi(struct icd_physical_device *pdev);
 
 struct icd_instance {
    struct icd_object base;
@@ -123,6 +129,10 @@ struct icd_instance {
    bool filter_sent;
    uint32_t filter_severities, filter_types;
 };
+
+/* Host-visible memory and its memfd (the caller's to close), for the WSI. */
+VkResult icd_allocate_shared_memory(VkDevice device, uint32_t type_index, VkDeviceSize size,
+                                    VkDeviceMemory *memory, int *fd, void **map);
 
 /* Whether the daemon has the object (false for those only the ICD has:
  * descriptor update templates, messengers, report callbacks, surfaces). */

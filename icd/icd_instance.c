@@ -299,6 +299,7 @@ attach_daemon(struct icd_instance *instance, struct icd_connection *conn,
    if (!pdev)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    pdev->instance = instance;
+   pthread_mutex_init(&pdev->wsi_mutex, NULL);
 
    uint32_t count = 1;
    VkPhysicalDevice handle = (VkPhysicalDevice)pdev;
@@ -313,6 +314,7 @@ attach_daemon(struct icd_instance *instance, struct icd_connection *conn,
    if (result == VK_SUCCESS && (ret != VK_SUCCESS || count != 1 || !handle))
       result = VK_ERROR_INITIALIZATION_FAILED;
    if (result != VK_SUCCESS) {
+      pthread_mutex_destroy(&pdev->wsi_mutex);
       icd_object_free(pdev);
       return result;
    }
@@ -418,6 +420,8 @@ icd_vkDestroyInstance(VkInstance _instance, const VkAllocationCallbacks *pAlloca
       wire_enc_vkDestroyInstance(e, (VkInstance)&host_instance, NULL);
       icd_call_end(&call);
       icd_connection_destroy(conn);
+      icd_physical_device_free_wsi(pdev);
+      pthread_mutex_destroy(&pdev->wsi_mutex);
       icd_object_free(pdev);
    }
    free(instance->physical_devices);

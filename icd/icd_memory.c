@@ -23,10 +23,14 @@ fd_bad(int fd)
    return fd < 0 || fcntl(fd, F_GETFD) < 0;
 }
 
-VKAPI_ATTR VkResult VKAPI_CALL
-icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
-                     const VkAllocationCallbacks *pAllocator, VkDeviceMemory *pMemory)
+/* vkAllocateMemory; keep_fd (may be NULL) receives a copy of the memfd of
+ * host-visible memory (-1 for other memory). */
+static VkResult
+allocate_memory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
+                VkDeviceMemory *pMemory, int *keep_fd)
 {
+   if (keep_fd)
+      *keep_fd = -1;
    for (const VkBaseInStructure *c = pAllocateInfo->pNext; c; c = c->pNext) {
       const VkImportMemoryFdInfoKHR *import = (const VkImportMemoryFdInfoKHR *)c;
       if (c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR && import->handleType &&
@@ -76,6 +80,8 @@ icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
       } else {
          mem->map_size = (size_t)st.st_size;
          mem->map = mmap(NULL, mem->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+         if (mem->map != MAP_FAILED && keep_fd)
+            *keep_fd = util_fd_move(&fd);
          if (mem->map == MAP_FAILED) {
             mem->map = NULL;
             /* The daemon holds the allocation: give it back. */
@@ -102,6 +108,36 @@ icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
          util_fd_close(&imported);
       }
    }
+   return VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
+                     const VkAllocationCallbacks *pAllocator, VkDeviceMemory *pMemory)
+{
+   return allocate_memory(device, pAllocateInfo, pMemory, NULL);
+}
+
+VkResult
+icd_allocate_shared_memory(VkDevice device, uint32_t type_index, VkDeviceSize size,
+                           VkDeviceMemory *memory, int *fd, void **map)
+{
+   const VkMemoryAllocateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .allocationSize = size,
+      .memoryTypeIndex = type_index,
+   };
+   VkResult r = allocate_memory(device, &info, memory, fd);
+   if (r != VK_SUCCESS)
+      return r;
+   struct icd_device_memory *mem = (struct icd_device_memory *)*memory;
+   if (*fd < 0 || !mem->map) {
+      util_fd_close(fd);
+      icd_vkFreeMemory(device, *memory, NULL);
+      *memory = VK_NULL_HANDLE;
+      return VK_ERROR_OUT_OF_HOST_MEMORY; /* not memory both sides map */
+   }
+   *map = mem->map;
    return VK_SUCCESS;
 }
 

@@ -33,19 +33,17 @@ CORE_VERSIONS = ['VK_VERSION_1_0', 'VK_VERSION_1_1', 'VK_VERSION_1_2', 'VK_VERSI
 # all be put on the wire, and whose required extensions are carried.  Device
 # extensions are advertised to applications where the host driver has them.
 # These are not carried, each for its reason:
-WSI = 'WSI lives in the application\'s process (the WSI issue)'
+DISPLAY = 'the display hardware is the display server\'s: no direct display access'
+WSI_NOT_YET = 'a window-system extension wsi/ does not implement'
 DENIED_EXTENSIONS = {
-    **{e: WSI for e in (
-        'VK_KHR_surface', 'VK_KHR_swapchain', 'VK_KHR_display', 'VK_KHR_display_swapchain',
-        'VK_KHR_get_surface_capabilities2', 'VK_KHR_get_display_properties2',
-        'VK_KHR_incremental_present', 'VK_KHR_shared_presentable_image',
-        'VK_KHR_surface_protected_capabilities', 'VK_KHR_swapchain_mutable_format',
-        'VK_KHR_present_id', 'VK_KHR_present_wait', 'VK_EXT_headless_surface',
-        'VK_EXT_surface_maintenance1', 'VK_EXT_swapchain_maintenance1',
-        'VK_EXT_swapchain_colorspace', 'VK_EXT_hdr_metadata', 'VK_EXT_display_surface_counter',
-        'VK_EXT_display_control', 'VK_EXT_direct_mode_display', 'VK_EXT_acquire_drm_display',
+    **{e: DISPLAY for e in (
+        'VK_KHR_display', 'VK_KHR_display_swapchain', 'VK_KHR_get_display_properties2',
+        'VK_EXT_display_surface_counter', 'VK_EXT_display_control',
+        'VK_EXT_direct_mode_display', 'VK_EXT_acquire_drm_display', 'VK_NV_present_barrier')},
+    **{e: WSI_NOT_YET for e in (
+        'VK_KHR_shared_presentable_image', 'VK_EXT_swapchain_colorspace', 'VK_EXT_hdr_metadata',
         'VK_EXT_full_screen_exclusive', 'VK_GOOGLE_display_timing', 'VK_GOOGLE_surfaceless_query',
-        'VK_AMD_display_native_hdr', 'VK_NV_present_barrier', 'VK_EXT_image_compression_control_swapchain')},
+        'VK_AMD_display_native_hdr', 'VK_EXT_image_compression_control_swapchain')},
     'VK_EXT_external_memory_host':
         'its host pointers are addresses in the application\'s process',
     'VK_EXT_validation_flags': 'a layer\'s',
@@ -75,8 +73,35 @@ PRIVATE_COMMANDS = """
     <param optional="true"><type>VkDebugUtilsMessageSeverityFlagsEXT</type> <name>severities</name></param>
     <param optional="true"><type>VkDebugUtilsMessageTypeFlagsEXT</type> <name>types</name></param>
   </command>
+  <command>
+    <proto><type>void</type> <name>vkSignalGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param optional="true"><type>VkSemaphore</type> <name>semaphore</name></param>
+    <param optional="true"><type>VkFence</type> <name>fence</name></param>
+  </command>
 </commands>
 """
+
+# Window-system extensions: implemented in the application's process by
+# wsi/ (linked into the ICD); none of their commands goes on the wire, none
+# of their structures either.  Value: the VK_USE_PLATFORM_* define the ICD
+# is built with for it, or None.
+WSI_EXTENSIONS = {
+    'VK_KHR_surface': None,
+    'VK_KHR_xcb_surface': 'VK_USE_PLATFORM_XCB_KHR',
+    'VK_KHR_xlib_surface': 'VK_USE_PLATFORM_XLIB_KHR',
+    'VK_KHR_wayland_surface': 'VK_USE_PLATFORM_WAYLAND_KHR',
+    'VK_EXT_headless_surface': None,
+    'VK_KHR_get_surface_capabilities2': None,
+    'VK_EXT_surface_maintenance1': None,
+    'VK_KHR_surface_protected_capabilities': None,
+    'VK_KHR_swapchain': None,
+    'VK_KHR_incremental_present': None,
+    'VK_EXT_swapchain_maintenance1': None,
+    'VK_KHR_swapchain_mutable_format': None,
+    'VK_KHR_present_id': None,
+    'VK_KHR_present_wait': None,
+}
 
 # Device extensions gpud implements itself: advertised whether the host has
 # them or not (and enabled on the host only where it has them).
@@ -297,6 +322,8 @@ class Gen:
             # without what it needs
             if e.get('depends') or any(r.get('depends') for r in e.findall('require')):
                 raise SystemExit(f'gen_wire: {name} uses depends=: teach the generator to read it')
+            if name in WSI_EXTENSIONS:
+                continue  # the ICD's (below)
             if e.get('platform'):
                 self.denied[name] = 'for the ' + e.get('platform') + ' platform'
             elif e.get('provisional') == 'true':
@@ -330,6 +357,28 @@ class Gen:
             if not dropped:
                 break
         self.extensions = [(n, reg.extensions[n][0].get('type')) for n in candidates]
+        # Window-system extensions are the ICD's: their commands (and those
+        # of their interplay with what is carried) are answered there.
+        self.wsi_commands = []
+        for n in sorted(WSI_EXTENSIONS):
+            e = reg.extensions[n][0]
+            self.extensions.append((n, e.get('type')))
+            cmds = self.own_commands(e)
+            for req in e.findall('require'):
+                if req.get('extension') in candidates or req.get('extension') in WSI_EXTENSIONS:
+                    cmds += [c.get('name') for c in req.findall('command')]
+            for c in map(self.resolve_command, cmds):
+                if c not in self.commands and c not in self.wsi_commands:
+                    self.wsi_commands.append(c)
+        # ... and the interplay of carried extensions with them
+        for n in candidates:
+            for req in reg.extensions[n][0].findall('require'):
+                if req.get('extension') in WSI_EXTENSIONS:
+                    for c in map(self.resolve_command, (c.get('name') for c in req.findall('command'))):
+                        if c not in self.commands and c not in self.wsi_commands:
+                            self.wsi_commands.append(c)
+        self.commands += self.wsi_commands
+        self.client_only = set(CLIENT_ONLY) | set(self.wsi_commands)
         # the device extensions that bring each command that is not core: a
         # device must have one of them enabled for the daemon to run it
         self.command_extensions = {}
@@ -1570,7 +1619,7 @@ def emit_icd(gen, w):
     w('#include "icd_gen.h"')
     w()
     for name in gen.commands:
-        if name in CLIENT_ONLY:
+        if name in gen.client_only:
             cmd = reg.commands[name]
             w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_{name}({cmd_signature(cmd)}) __attribute__((weak));')
     w()
@@ -1721,6 +1770,8 @@ def emit_icd(gen, w):
 def emit_icd_header(gen, w):
     reg = gen.reg
     w('#pragma once')
+    w('/* the ICD is built with the window systems\' VK_USE_PLATFORM_* (WSI_EXTENSIONS) */')
+    w('#include <vulkan/vulkan.h>')
     w('#include "wire_gen.h"')
     w('#include "wire_icd.h"')
     w()
@@ -1737,7 +1788,7 @@ def emit_icd_header(gen, w):
     for name in gen.commands:
         cmd = reg.commands[name]
         w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_{name}({cmd_signature(cmd)});')
-        if name not in CLIENT_ONLY:
+        if name not in gen.client_only:
             w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_gen_{name}({cmd_signature(cmd)});')
 
 
@@ -1757,7 +1808,7 @@ def emit_gpud(gen, w, hw):
     hw('   PFN_vkGetInstanceProcAddr GetInstanceProcAddr;')
     hw('   PFN_vkGetDeviceProcAddr GetDeviceProcAddr;')
     for name in gen.commands:
-        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr') or name in gen.private:
+        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr') or name in gen.private or name in gen.wsi_commands:
             continue
         hw(f'   PFN_{name} {name[2:]};')
     hw('};')
@@ -1782,7 +1833,7 @@ def emit_gpud(gen, w, hw):
     # dispatch loading
     w('void\ngpud_host_dispatch_load_instance(struct gpud_host_dispatch *d, VkInstance instance)\n{')
     for name in gen.commands:
-        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr') or name in gen.private:
+        if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr') or name in gen.private or name in gen.wsi_commands:
             continue
         w(f'   d->{name[2:]} = (PFN_{name})d->GetInstanceProcAddr(instance, "{name}");')
     w('   d->GetDeviceProcAddr = (PFN_vkGetDeviceProcAddr)d->GetInstanceProcAddr(instance, "vkGetDeviceProcAddr");')
@@ -1792,7 +1843,7 @@ def emit_gpud(gen, w, hw):
         cmd = reg.commands[name]
         t = reg.resolve_type(cmd.params[0].type)
         if t in ('VkDevice', 'VkQueue', 'VkCommandBuffer') and name != 'vkGetDeviceProcAddr' and \
-                name not in gen.private:
+                name not in gen.private and name not in gen.wsi_commands:
             w(f'   d->{name[2:]} = (PFN_{name})d->GetDeviceProcAddr(device, "{name}");')
     w('}\n')
     # default executors (none for gpud's own commands: the daemon has them)
@@ -1910,7 +1961,8 @@ def emit_gpud(gen, w, hw):
     for name in gen.commands:
         cmd = reg.commands[name]
         dp = destroyed_param(gen, cmd)
-        if dp is None or name in ('vkDestroyInstance', 'vkDestroyDevice') or dp.len:
+        if dp is None or name in ('vkDestroyInstance', 'vkDestroyDevice') or dp.len or \
+                name in gen.wsi_commands:
             continue
         t = reg.resolve_type(dp.type)
         objtype = reg.handles[t][1]
@@ -1950,7 +2002,7 @@ def extension_report(gen):
     return {
         'vk_xml': reg.header_version,
         'carried': dict(gen.extensions),
-        'own': sorted(OWN_EXTENSIONS),
+        'own': sorted(set(OWN_EXTENSIONS) | set(WSI_EXTENSIONS)),
         'denied': gen.denied,
         'structs': structs,
     }
@@ -2020,8 +2072,16 @@ def main():
     hw('bool wire_op_is_sync(uint32_t op);')
     hw()
     hw('/* Extensions gpud carries, beyond core: name, is-device-extension, the')
-    hw(' * revision vk.xml describes, and whether gpud implements it itself. */')
-    hw('struct wire_extension { const char *name; bool device; uint32_t spec_version; bool own; };')
+    hw(' * revision vk.xml describes, whether gpud implements it itself (own: the')
+    hw(' * daemon, or the ICD for window systems) and whether the host device gets')
+    hw(' * it enabled where it has it. */')
+    hw('struct wire_extension {')
+    hw('   const char *name;')
+    hw('   bool device;')
+    hw('   uint32_t spec_version;')
+    hw('   bool own;')
+    hw('   bool host;')
+    hw('};')
     hw(f'extern const struct wire_extension wire_extensions[{max(1, len(gen.extensions))}];')
     hw('extern const unsigned wire_extension_count;')
     hw()
@@ -2035,10 +2095,12 @@ def main():
         e = reg.extensions[ext][0]
         spec = next((x.get('value') for x in e.iter('enum')
                      if (x.get('name') or '').endswith('_SPEC_VERSION')), '1')
-        own = 'true' if ext in OWN_EXTENSIONS else 'false'
-        cw(f'   {{"{ext}", {"true" if typ == "device" else "false"}, {spec}, {own}}},')
+        own = ext in OWN_EXTENSIONS or ext in WSI_EXTENSIONS
+        host = ext not in WSI_EXTENSIONS and ext != 'VK_EXT_debug_marker'
+        b = {True: 'true', False: 'false'}
+        cw(f'   {{"{ext}", {b[typ == "device"]}, {spec}, {b[own]}, {b[host]}}},')
     if not gen.extensions:
-        cw('   {NULL, false, 0, false},')
+        cw('   {NULL, false, 0, false, false},')
     cw('};\n')
     cw(f'const unsigned wire_extension_count = {len(gen.extensions)};\n')
     cw('const uint16_t *\nwire_op_device_extensions(uint32_t op)\n{\n   switch (op) {')

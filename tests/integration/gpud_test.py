@@ -2315,6 +2315,9 @@ def vulkaninfo_text_differences(a, b, report):
             if not why and section in report['structs'] and \
                     report['structs'][section] not in report['carried']:
                 why = '%s is %s\'s' % (section, report['structs'][section])
+            if not why and side == '+' and section in report['structs'] and \
+                    report['structs'][section] in report['own']:
+                why = '%s is %s\'s (gpud\'s own)' % (section, report['structs'][section])
             if not why and section == 'VkPhysicalDeviceMemoryProperties' and \
                     re.match(VULKANINFO_MEMORY_TYPE_LINES, line):
                 why = 'a memory type a memfd cannot be imported into is device memory only'
