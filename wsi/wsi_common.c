@@ -520,9 +520,11 @@ wsi_present_completed(struct wsi_swapchain *sc, uint64_t serial)
 {
    for (uint32_t i = 0; i < sc->n_images; i++) {
       struct wsi_image *img = &sc->images[i];
-      if (img->serial == serial && img->present_id > sc->completed_id)
-         sc->completed_id = img->present_id;
+      if (img->serial == serial && img->serial_id > sc->completed_id)
+         sc->completed_id = img->serial_id;
    }
+   if (serial > sc->completed_serial)
+      sc->completed_serial = serial;
    pthread_cond_broadcast(&sc->cond);
 }
 
@@ -656,6 +658,7 @@ present_thread(void *data)
          }
          struct wsi_image *img = &sc->images[index];
          img->serial = ++sc->serial;
+         img->serial_id = img->present_id;
          pthread_mutex_unlock(&sc->mutex);
          VkResult r = wait_copy(sc, img) ? VK_SUCCESS : VK_ERROR_DEVICE_LOST;
          if (r == VK_SUCCESS) {
@@ -672,7 +675,9 @@ present_thread(void *data)
          pthread_cond_broadcast(&sc->cond);
          continue;
       }
-      if (!sc->n_queued && !anything_displayed(sc)) {
+      /* nothing queued, shown or waiting to be shown: nothing to wait for
+       * (an image may come back before its present completes) */
+      if (!sc->n_queued && !anything_displayed(sc) && sc->completed_serial >= sc->serial) {
          pthread_cond_wait(&sc->cond, &sc->mutex);
          continue;
       }

@@ -32,8 +32,9 @@ struct wsi_image {
    VkFence fence;            /* the copy into the buffer is done */
    VkCommandBuffer copy[WSI_MAX_FAMILIES];
    enum wsi_image_state state;
-   uint64_t present_id;      /* VK_KHR_present_id of its last present, or 0 */
+   uint64_t present_id;      /* VK_KHR_present_id of its last vkQueuePresentKHR, or 0 */
    uint64_t serial;          /* of its last present to the display server */
+   uint64_t serial_id;       /* the present id that present had */
    /* the window system's handles for the buffer */
    uint32_t x11_seg, x11_pixmap;
    struct wl_buffer *wl_buffer;
@@ -78,7 +79,8 @@ struct wsi_swapchain {
    bool stop;
    VkResult status;       /* SUCCESS, SUBOPTIMAL or an error the swapchain ends with */
    uint64_t completed_id; /* the last present id the display server showed */
-   uint64_t serial;
+   uint64_t serial;       /* of the last present to the display server */
+   uint64_t completed_serial; /* the last one the display server showed */
    pthread_t thread;
    bool thread_started;
    int wake_fd;           /* eventfd: wsi_swapchain_wake() */

@@ -32,6 +32,8 @@ struct x11_data {
    xcb_special_event_t *events;
    uint32_t event_id;
    bool complete_pending; /* a present not yet shown (FIFO waits for it) */
+   uint64_t last_msc;     /* the refresh of the last present shown */
+   uint64_t quiet_since;  /* no event since (wsi_now_ns()) */
 };
 
 static void
@@ -48,12 +50,17 @@ surface_window(VkIcdSurfaceBase *surface, xcb_connection_t **conn, xcb_window_t 
    }
 }
 
-/* The window's size and depth; VK_ERROR_SURFACE_LOST_KHR when it is gone. */
+/* The window's size and depth; VK_ERROR_SURFACE_LOST_KHR when it is gone.
+ * Errors of our requests are taken here or discarded, never left in the
+ * connection's event queue: an Xlib program's error handler would see them
+ * (and the default one exits). */
 static VkResult
 window_geometry(xcb_connection_t *conn, xcb_window_t window, VkExtent2D *extent, uint8_t *depth)
 {
+   xcb_generic_error_t *err = NULL;
    xcb_get_geometry_reply_t *geo = xcb_get_geometry_reply(conn, xcb_get_geometry(conn, window),
-                                                          NULL);
+                                                          &err);
+   free(err);
    if (!geo)
       return VK_ERROR_SURFACE_LOST_KHR;
    extent->width = geo->width;
@@ -141,22 +148,29 @@ x11_init(struct wsi_swapchain *sc)
       }
       if (x->present) {
          img->x11_pixmap = xcb_generate_id(x->conn);
-         xcb_shm_create_pixmap(x->conn, img->x11_pixmap, x->window, sc->extent.width,
-                               sc->extent.height, x->depth, img->x11_seg, 0);
+         xcb_discard_reply(x->conn, xcb_shm_create_pixmap_checked(
+                                       x->conn, img->x11_pixmap, x->window, sc->extent.width,
+                                       sc->extent.height, x->depth, img->x11_seg, 0)
+                                       .sequence);
       }
    }
    if (!x->present) {
       x->gc = xcb_generate_id(x->conn);
       uint32_t no_exposures = 0;
-      xcb_create_gc(x->conn, x->gc, x->window, XCB_GC_GRAPHICS_EXPOSURES, &no_exposures);
+      xcb_discard_reply(x->conn, xcb_create_gc_checked(x->conn, x->gc, x->window,
+                                                       XCB_GC_GRAPHICS_EXPOSURES, &no_exposures)
+                                    .sequence);
    } else {
       x->event_id = xcb_generate_id(x->conn);
       x->events = xcb_register_for_special_xge(x->conn, &xcb_present_id, x->event_id, NULL);
-      xcb_present_select_input(x->conn, x->event_id, x->window,
-                               XCB_PRESENT_EVENT_MASK_CONFIGURE_NOTIFY |
-                                  XCB_PRESENT_EVENT_MASK_COMPLETE_NOTIFY |
-                                  XCB_PRESENT_EVENT_MASK_IDLE_NOTIFY);
+      xcb_discard_reply(x->conn, xcb_present_select_input_checked(
+                                    x->conn, x->event_id, x->window,
+                                    XCB_PRESENT_EVENT_MASK_CONFIGURE_NOTIFY |
+                                       XCB_PRESENT_EVENT_MASK_COMPLETE_NOTIFY |
+                                       XCB_PRESENT_EVENT_MASK_IDLE_NOTIFY)
+                                    .sequence);
    }
+   x->quiet_since = wsi_now_ns();
    xcb_flush(x->conn);
    return xcb_connection_has_error(x->conn) ? VK_ERROR_SURFACE_LOST_KHR : VK_SUCCESS;
 }
@@ -166,8 +180,11 @@ x11_finish(struct wsi_swapchain *sc)
 {
    struct x11_data *x = sc->platform_data;
    if (!xcb_connection_has_error(x->conn)) {
+      /* the window may be gone: errors are discarded */
       if (x->events) {
-         xcb_present_select_input(x->conn, x->event_id, x->window, 0);
+         xcb_discard_reply(x->conn, xcb_present_select_input_checked(x->conn, x->event_id,
+                                                                     x->window, 0)
+                                       .sequence);
          xcb_unregister_for_special_event(x->conn, x->events);
       }
       for (uint32_t i = 0; i < sc->n_images; i++) {
@@ -190,9 +207,12 @@ static VkResult
 put_image(struct wsi_swapchain *sc, struct x11_data *x, struct wsi_image *img)
 {
    if (x->shm) {
-      xcb_shm_put_image(x->conn, x->window, x->gc, sc->extent.width, sc->extent.height, 0, 0,
-                        sc->extent.width, sc->extent.height, 0, 0, x->depth,
-                        XCB_IMAGE_FORMAT_Z_PIXMAP, 0, img->x11_seg, 0);
+      xcb_discard_reply(x->conn,
+                        xcb_shm_put_image_checked(x->conn, x->window, x->gc, sc->extent.width,
+                                                  sc->extent.height, 0, 0, sc->extent.width,
+                                                  sc->extent.height, 0, 0, x->depth,
+                                                  XCB_IMAGE_FORMAT_Z_PIXMAP, 0, img->x11_seg, 0)
+                           .sequence);
    } else {
       /* in bands that fit a request */
       uint32_t max_bytes = xcb_get_maximum_request_length(x->conn) * 4 - 64;
@@ -201,16 +221,27 @@ put_image(struct wsi_swapchain *sc, struct x11_data *x, struct wsi_image *img)
          rows = 1;
       for (uint32_t y = 0; y < sc->extent.height; y += rows) {
          uint32_t n = sc->extent.height - y < rows ? sc->extent.height - y : rows;
-         xcb_put_image(x->conn, XCB_IMAGE_FORMAT_Z_PIXMAP, x->window, x->gc, sc->extent.width, n,
-                       0, (int16_t)y, 0, x->depth, n * sc->stride,
-                       (const uint8_t *)img->map + (size_t)y * sc->stride);
+         xcb_discard_reply(x->conn,
+                           xcb_put_image_checked(x->conn, XCB_IMAGE_FORMAT_Z_PIXMAP, x->window,
+                                                 x->gc, sc->extent.width, n, 0, (int16_t)y, 0,
+                                                 x->depth, n * sc->stride,
+                                                 (const uint8_t *)img->map +
+                                                    (size_t)y * sc->stride)
+                              .sequence);
       }
    }
-   /* a round trip: once answered, the server is done with the buffer */
+   /* a round trip: once answered, the server is done with the buffer; a
+    * window that is gone is a lost surface */
    free(xcb_get_input_focus_reply(x->conn, xcb_get_input_focus(x->conn), NULL));
+   VkExtent2D extent;
+   VkResult r = window_geometry(x->conn, x->window, &extent, NULL);
+   if (r == VK_SUCCESS && (extent.width != sc->extent.width || extent.height != sc->extent.height))
+      r = VK_ERROR_OUT_OF_DATE_KHR;
    pthread_mutex_lock(&sc->mutex);
    wsi_present_completed(sc, img->serial);
    wsi_image_released(sc, img);
+   if (r != VK_SUCCESS)
+      wsi_swapchain_set_status(sc, r);
    pthread_mutex_unlock(&sc->mutex);
    return xcb_connection_has_error(x->conn) ? VK_ERROR_SURFACE_LOST_KHR : VK_SUCCESS;
 }
@@ -222,14 +253,22 @@ x11_present(struct wsi_swapchain *sc, struct wsi_image *img)
    if (!x->present)
       return put_image(sc, x, img);
    uint32_t options = XCB_PRESENT_OPTION_NONE;
-   if (sc->mode == VK_PRESENT_MODE_IMMEDIATE_KHR || sc->mode == VK_PRESENT_MODE_FIFO_RELAXED_KHR)
+   uint64_t target_msc = 0; /* the next vertical blank (at once with ASYNC) */
+   if (sc->mode == VK_PRESENT_MODE_IMMEDIATE_KHR)
       options |= XCB_PRESENT_OPTION_ASYNC;
    pthread_mutex_lock(&sc->mutex);
+   if (sc->mode == VK_PRESENT_MODE_FIFO_RELAXED_KHR && x->last_msc) {
+      /* the refresh after the last one shown; at once (tearing) only when
+       * that has passed: the application is late */
+      options |= XCB_PRESENT_OPTION_ASYNC;
+      target_msc = x->last_msc + 1;
+   }
    x->complete_pending = true;
    pthread_mutex_unlock(&sc->mutex);
-   /* target 0: the next vertical blank (at once with ASYNC) */
-   xcb_present_pixmap(x->conn, x->window, img->x11_pixmap, (uint32_t)img->serial, 0, 0, 0, 0, 0,
-                      0, 0, options, 0, 0, 0, 0, NULL);
+   xcb_discard_reply(x->conn, xcb_present_pixmap_checked(x->conn, x->window, img->x11_pixmap,
+                                                         (uint32_t)img->serial, 0, 0, 0, 0, 0, 0,
+                                                         0, options, target_msc, 0, 0, 0, NULL)
+                                 .sequence);
    xcb_flush(x->conn);
    return xcb_connection_has_error(x->conn) ? VK_ERROR_SURFACE_LOST_KHR : VK_SUCCESS;
 }
@@ -254,10 +293,12 @@ handle_event(struct wsi_swapchain *sc, struct x11_data *x, xcb_generic_event_t *
          (const xcb_present_complete_notify_event_t *)event;
       if (c->kind == XCB_PRESENT_COMPLETE_KIND_PIXMAP) {
          x->complete_pending = false;
-         for (uint32_t i = 0; i < sc->n_images; i++) {
-            if ((uint32_t)sc->images[i].serial == c->serial)
-               wsi_present_completed(sc, sc->images[i].serial);
-         }
+         x->last_msc = c->msc;
+         /* the event has the low 32 bits of one of the last serials */
+         uint64_t serial = (sc->serial & ~(uint64_t)UINT32_MAX) | c->serial;
+         if (serial > sc->serial)
+            serial -= (uint64_t)UINT32_MAX + 1;
+         wsi_present_completed(sc, serial);
       }
       break;
    }
@@ -292,8 +333,19 @@ x11_wait_events(struct wsi_swapchain *sc, uint64_t timeout_ns)
          handled = true;
       }
       uint64_t now = wsi_now_ns();
-      if (handled || now >= deadline)
+      if (handled)
+         x->quiet_since = now;
+      if (handled || now >= deadline) {
+         /* A destroyed window sends no more events (a server may not say
+          * PresentWindowDestroyed): after a quiet spell, look for it. */
+         if (!handled && now - x->quiet_since > 100000000ull) {
+            x->quiet_since = now;
+            VkExtent2D extent;
+            if (window_geometry(x->conn, x->window, &extent, NULL) != VK_SUCCESS)
+               return VK_ERROR_SURFACE_LOST_KHR;
+         }
          return VK_SUCCESS;
+      }
       /* Another thread of the application may read the connection and
        * queue our events without waking this poll: look again soon. */
       struct pollfd pfd[2] = {

@@ -483,6 +483,20 @@ class LineReader:
                 self.cond.wait(left)
             return True
 
+    def wait_for_prefix(self, prefix, timeout):
+        """The first line that starts with prefix, once read; None when the
+        stream ended or timeout seconds passed first."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    if line.startswith(prefix):
+                        return line
+                left = deadline - time.monotonic()
+                if self.closed or left <= 0:
+                    return None
+                self.cond.wait(left)
+
     def text(self):
         self.thread.join(timeout=5)
         with self.cond:
@@ -2556,7 +2570,10 @@ SUBCOMMANDS = {
 }
 
 
-def main():
+def main(subcommands=None):
+    """Runs one of subcommands (name -> function(fixture); this script's
+    SUBCOMMANDS by default: the WSI tests pass their own)."""
+    subcommands = subcommands or SUBCOMMANDS
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--gpud', help='the daemon executable')
     ap.add_argument('--gpudctl', help='the gpudctl executable')
@@ -2569,7 +2586,7 @@ def main():
                     help="the generator's report of what gpud carries (wire_extensions.json)")
     ap.add_argument('--direct', action='store_true',
                     help='no daemon: run everything on lavapipe directly')
-    ap.add_argument('subcommand', choices=sorted(SUBCOMMANDS))
+    ap.add_argument('subcommand', choices=sorted(subcommands))
     args = ap.parse_args()
     # Clients run in the temporary directory: make every path absolute.
     for opt in ('gpud', 'gpudctl', 'icd_manifest', 'lavapipe_manifest',
@@ -2591,7 +2608,7 @@ def main():
     try:
         log('temporary directory: %s' % fx.tmp)
         fx.start_daemon()
-        SUBCOMMANDS[args.subcommand](fx)
+        subcommands[args.subcommand](fx)
         fx.check_daemon()
         failed = False
     except TestSkip as e:

@@ -238,6 +238,12 @@ static const struct feature_struct {
                   extendedDynamicState3ShadingRateImageEnable),
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT,
                   VkPhysicalDeviceRobustness2FeaturesEXT, nullDescriptor),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PRESENT_ID_FEATURES_KHR,
+                  VkPhysicalDevicePresentIdFeaturesKHR, presentId),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PRESENT_WAIT_FEATURES_KHR,
+                  VkPhysicalDevicePresentWaitFeaturesKHR, presentWait),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SWAPCHAIN_MAINTENANCE_1_FEATURES_EXT,
+                  VkPhysicalDeviceSwapchainMaintenance1FeaturesEXT, swapchainMaintenance1),
 };
 
 #undef FEATURE_STRUCT
@@ -402,6 +408,15 @@ vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
                           VkPhysicalDevice pdev, uint32_t features)
 {
    context_init_device(ctx, instance, pdev, features, NULL, 0, NULL);
+}
+
+void
+vkt_context_init_physical_ext(struct vkt_context *ctx, VkInstance instance,
+                              VkPhysicalDevice pdev, uint32_t features,
+                              const char *const *exts, uint32_t n_exts,
+                              void *pnext)
+{
+   context_init_device(ctx, instance, pdev, features, exts, n_exts, pnext);
 }
 
 void

@@ -116,6 +116,13 @@ void vkt_context_init_ext(struct vkt_context *ctx, const char *prog,
                           const char *const *exts, uint32_t n_exts,
                           void *pnext);
 
+/* The same on an instance and physical device the caller made (the WSI
+ * test's instance has surface extensions). */
+void vkt_context_init_physical_ext(struct vkt_context *ctx, VkInstance instance,
+                                   VkPhysicalDevice pdev, uint32_t features,
+                                   const char *const *exts, uint32_t n_exts,
+                                   void *pnext);
+
 /* vkGetDeviceProcAddr(ctx->device, name); fails when it answers NULL. */
 PFN_vkVoidFunction vkt_device_proc(const struct vkt_context *ctx,
                                    const char *name);
