@@ -208,6 +208,9 @@ FORCE_ASYNC = {
     'vkQueueSubmit', 'vkQueueSubmit2', 'vkQueueBindSparse',
     # names and tags only fail for want of memory
     'vkSetDebugUtilsObjectNameEXT', 'vkSetDebugUtilsObjectTagEXT',
+    # resets fail for want of memory only; a frame of Zink or of the WSI's
+    # present thread makes several
+    'vkResetFences', 'vkResetCommandPool',
 }
 
 # Struct members the API says are ignored under a condition; the ICD sends

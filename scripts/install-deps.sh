@@ -11,7 +11,10 @@ packages="
    glslang-tools spirv-tools
    libprotobuf-c-dev protobuf-c-compiler libevent-dev libsystemd-dev
    libdrm-dev libxcb1-dev libwayland-dev libseccomp-dev systemd
+   libxcb-shm0-dev libxcb-present-dev libx11-dev libx11-xcb-dev
+   libwayland-bin wayland-protocols
    gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-bad ffmpeg
+   xvfb x11-apps weston mesa-utils glmark2-x11 vkd3d-demos
 "
 
 missing=

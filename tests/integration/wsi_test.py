@@ -45,6 +45,14 @@ from gpud_test import fail, log, TestSkip  # noqa: E402
 
 # ---- display servers ---------------------------------------------------------
 
+def tool_env(fx):
+    """For the display servers and screenshot tools: no sanitizer runtime
+    preloaded (that is for the programs that load the ICD)."""
+    env = fx.base_env()
+    env.pop('LD_PRELOAD', None)
+    return env
+
+
 class Xvfb:
     """A private X server on a free display number."""
 
@@ -64,7 +72,7 @@ class Xvfb:
                '-background', 'none', '-noreset']
         log('$ ' + ' '.join(cmd))
         self.log_path = os.path.join(fx.tmp, 'xvfb%d.log' % n)
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(cmd, env=tool_env(fx), stdin=subprocess.DEVNULL,
                                      stdout=open(self.log_path, 'wb'),
                                      stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 15
@@ -114,7 +122,7 @@ class Weston:
         with open(ini, 'w') as f:
             f.write(WESTON_INI)
         self.socket = os.path.join(self.dir, 'wayland-gpud-test')
-        env = fx.base_env()
+        env = tool_env(fx)
         env['XDG_RUNTIME_DIR'] = self.dir
         cmd = [weston, '--backend=headless-backend.so', '--socket=wayland-gpud-test',
                '--width=1024', '--height=768', '--use-pixman', '--debug',
@@ -141,7 +149,7 @@ class Weston:
     def screenshot(self, label):
         """The whole output as (width, height, rows of RGB bytes)."""
         before = set(os.listdir(self.dir))
-        env = self.env(self.fx.base_env())
+        env = self.env(tool_env(self.fx))
         env['XDG_RUNTIME_DIR'] = self.dir
         p = subprocess.run(['weston-screenshooter'], env=env, cwd=self.dir,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
@@ -309,7 +317,7 @@ def bounding_box(img, background=(0, 0, 0)):
 def xwd(fx, xvfb, label, window=None):
     path = os.path.join(fx.tmp, 'x11-%s.xwd' % label)
     cmd = ['xwd', '-silent', '-out', path] + (['-id', window] if window else ['-root'])
-    p = subprocess.run(cmd, env=xvfb.env(fx.base_env()), stdout=subprocess.PIPE,
+    p = subprocess.run(cmd, env=xvfb.env(tool_env(fx)), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=30)
     if p.returncode != 0:
         fail('%s: %s' % (' '.join(cmd), p.stdout.decode(errors='replace')))
