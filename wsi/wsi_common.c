@@ -37,7 +37,8 @@ surface_new(size_t size, VkIcdWsiPlatform platform, const void *fields, size_t f
    VkIcdSurfaceBase *s = calloc(1, size);
    if (!s)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
-   memcpy((char *)s + sizeof(*s), fields, fields_size);
+   if (fields_size)
+      memcpy((char *)s + sizeof(*s), fields, fields_size);
    s->platform = platform;
    *surface = (VkSurfaceKHR)(uintptr_t)s;
    return VK_SUCCESS;
