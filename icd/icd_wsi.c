@@ -21,6 +21,20 @@ signal_acquired(VkDevice device, VkSemaphore semaphore, VkFence fence)
    return icd_connection_lost(icd_connection_of(device)) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
 }
 
+/* vkQueueSubmit without the flush that makes an application's submission
+ * start at once: a present's copy goes out with the present thread's wait
+ * for it, in the same message. */
+static VkResult
+queue_submit_queued(VkQueue queue, uint32_t count, const VkSubmitInfo *submits, VkFence fence)
+{
+   struct icd_connection *conn = icd_connection_of(queue);
+   struct icd_call call;
+   struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_vkQueueSubmit, false, false);
+   wire_enc_vkQueueSubmit(e, queue, count, submits, fence);
+   icd_call_end(&call);
+   return icd_connection_lost(conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
+}
+
 /* The physical device's WSI table, made on first use. */
 static struct wsi_device *
 wsi_of(VkPhysicalDevice _pdev)
@@ -53,7 +67,7 @@ wsi_of(VkPhysicalDevice _pdev)
             .EndCommandBuffer = icd_vkEndCommandBuffer,
             .CmdPipelineBarrier = icd_vkCmdPipelineBarrier,
             .CmdCopyImageToBuffer = icd_vkCmdCopyImageToBuffer,
-            .QueueSubmit = icd_vkQueueSubmit,
+            .QueueSubmit = queue_submit_queued,
             .CreateFence = icd_vkCreateFence,
             .DestroyFence = icd_vkDestroyFence,
             .WaitForFences = icd_vkWaitForFences,

@@ -213,6 +213,11 @@ FORCE_ASYNC = {
     'vkResetFences', 'vkResetCommandPool',
 }
 
+# Asynchronous calls after which the ICD sends what it has queued at once:
+# the work they queue starts now, not at the application's next synchronous
+# call (which may be a frame of CPU work away).
+FLUSH_AFTER = {'vkQueueSubmit', 'vkQueueSubmit2', 'vkQueueBindSparse'}
+
 # Struct members the API says are ignored under a condition; the ICD sends
 # them as absent then (an application may leave them uninitialised), and the
 # daemon accepts them absent.  Value: C condition over `s` for sending them.
@@ -1685,6 +1690,8 @@ def emit_icd(gen, w):
             w(f'   struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_{name}, false, false);')
             w(f'   wire_enc_{name}(e, {call_args});')
             w('   icd_call_end(&call);')
+            if cmd.name in FLUSH_AFTER:
+                w('   icd_connection_flush(conn);')
             d = destroyed_param(gen, cmd)
             if d is not None:
                 dp = P(gen, cmd, d)

@@ -50,6 +50,8 @@ struct wire_enc *icd_call_begin(struct icd_call *call, struct icd_connection *co
  * sends everything queued and waits for the reply; returns VK_SUCCESS when
  * call->reply holds it, else VK_ERROR_DEVICE_LOST or an allocation error. */
 VkResult icd_call_end(struct icd_call *call);
+/* Sends what is queued now (after queue submissions). */
+VkResult icd_connection_flush(struct icd_connection *conn);
 /* Releases the reply; returns VK_ERROR_DEVICE_LOST (and marks the
  * connection lost) when the reply was malformed. */
 VkResult icd_call_reply_done(struct icd_call *call);

@@ -645,11 +645,13 @@ present_thread(void *data)
             index = sc->queue[sc->n_queued - 1];
             for (uint32_t i = 0; i + 1 < sc->n_queued; i++) {
                struct wsi_image *skipped = &sc->images[sc->queue[i]];
-               pthread_mutex_unlock(&sc->mutex);
-               bool ok = wait_copy(sc, skipped);
-               pthread_mutex_lock(&sc->mutex);
-               if (!ok)
-                  wsi_swapchain_set_status(sc, VK_ERROR_DEVICE_LOST);
+               if (!skipped->copied) {
+                  pthread_mutex_unlock(&sc->mutex);
+                  bool ok = wait_copy(sc, skipped);
+                  pthread_mutex_lock(&sc->mutex);
+                  if (!ok)
+                     wsi_swapchain_set_status(sc, VK_ERROR_DEVICE_LOST);
+               }
                skipped->state = WSI_IMAGE_FREE;
             }
             sc->n_queued = 0;
@@ -660,8 +662,9 @@ present_thread(void *data)
          struct wsi_image *img = &sc->images[index];
          img->serial = ++sc->serial;
          img->serial_id = img->present_id;
+         bool copied = img->copied;
          pthread_mutex_unlock(&sc->mutex);
-         VkResult r = wait_copy(sc, img) ? VK_SUCCESS : VK_ERROR_DEVICE_LOST;
+         VkResult r = copied || wait_copy(sc, img) ? VK_SUCCESS : VK_ERROR_DEVICE_LOST;
          if (r == VK_SUCCESS) {
             pthread_mutex_lock(&sc->mutex);
             img->state = WSI_IMAGE_DISPLAYED;
@@ -674,6 +677,19 @@ present_thread(void *data)
             img->state = WSI_IMAGE_FREE;
          }
          pthread_cond_broadcast(&sc->cond);
+         continue;
+      }
+      if (sc->n_queued && !sc->images[sc->queue[0]].copied) {
+         /* Not to be shown yet (FIFO): wait for its copy now all the same.
+          * The wait sends the copy's submit, which present_one() only
+          * queued: one message to the daemon and one back a present. */
+         struct wsi_image *img = &sc->images[sc->queue[0]];
+         pthread_mutex_unlock(&sc->mutex);
+         bool ok = wait_copy(sc, img);
+         pthread_mutex_lock(&sc->mutex);
+         if (!ok)
+            wsi_swapchain_set_status(sc, VK_ERROR_DEVICE_LOST);
+         img->copied = true;
          continue;
       }
       /* nothing queued, shown or waiting to be shown: nothing to wait for
@@ -909,6 +925,7 @@ present_one(VkQueue queue, uint32_t family, struct wsi_swapchain *sc, uint32_t i
 
    pthread_mutex_lock(&sc->mutex);
    img->state = WSI_IMAGE_QUEUED;
+   img->copied = false;
    img->present_id = present_id;
    sc->queue[sc->n_queued++] = index;
    status = sc->status;

@@ -30,6 +30,7 @@ struct wsi_image {
    void *map;
    VkDeviceSize buffer_size;
    VkFence fence;            /* the copy into the buffer is done */
+   bool copied;              /* fence waited for (and reset) since the present */
    VkCommandBuffer copy[WSI_MAX_FAMILIES];
    enum wsi_image_state state;
    uint64_t present_id;      /* VK_KHR_present_id of its last vkQueuePresentKHR, or 0 */
