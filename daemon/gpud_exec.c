@@ -273,6 +273,35 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
 
 /* ---- devices -------------------------------------------------------------- */
 
+/* The ICD's WSI waits for its present copies on a timeline semaphore: a
+ * device with VK_KHR_swapchain gets the (Vulkan 1.2 core) feature whether
+ * the application asked for it or not. The chain is the decoder's own
+ * memory, so it is changed in place. */
+static bool
+enable_timeline_semaphores(struct gpud_call *call, VkDeviceCreateInfo *ci)
+{
+   for (const VkBaseInStructure *c = ci->pNext; c; c = c->pNext) {
+      if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES) {
+         ((VkPhysicalDeviceVulkan12Features *)c)->timelineSemaphore = VK_TRUE;
+         return true;
+      }
+      if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES) {
+         ((VkPhysicalDeviceTimelineSemaphoreFeatures *)c)->timelineSemaphore = VK_TRUE;
+         return true;
+      }
+   }
+   VkPhysicalDeviceTimelineSemaphoreFeatures *f = wire_dec_alloc(&call->dec, sizeof(*f));
+   if (!f)
+      return false;
+   *f = (VkPhysicalDeviceTimelineSemaphoreFeatures){
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+      .pNext = (void *)ci->pNext,
+      .timelineSemaphore = VK_TRUE,
+   };
+   ci->pNext = f;
+   return true;
+}
+
 void
 gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice *a)
 {
@@ -349,6 +378,12 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    ci.ppEnabledLayerNames = NULL;
    ci.enabledExtensionCount = n;
    ci.ppEnabledExtensionNames = exts;
+   const struct wire_extension *swapchain = extension_carried(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
+   if (swapchain && enabled[swapchain - wire_extensions] &&
+       !enable_timeline_semaphores(call, &ci)) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
    a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
    if (a->ret == VK_SUCCESS) {
       call->new_queues = queues;

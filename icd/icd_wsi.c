@@ -53,6 +53,7 @@ wsi_of(VkPhysicalDevice _pdev)
             .CreateImage = icd_vkCreateImage,
             .DestroyImage = icd_vkDestroyImage,
             .GetImageMemoryRequirements = icd_vkGetImageMemoryRequirements,
+            .GetImageSubresourceLayout = icd_vkGetImageSubresourceLayout,
             .BindImageMemory = icd_vkBindImageMemory,
             .CreateBuffer = icd_vkCreateBuffer,
             .DestroyBuffer = icd_vkDestroyBuffer,
@@ -68,10 +69,9 @@ wsi_of(VkPhysicalDevice _pdev)
             .CmdPipelineBarrier = icd_vkCmdPipelineBarrier,
             .CmdCopyImageToBuffer = icd_vkCmdCopyImageToBuffer,
             .QueueSubmit = queue_submit_queued,
-            .CreateFence = icd_vkCreateFence,
-            .DestroyFence = icd_vkDestroyFence,
-            .WaitForFences = icd_vkWaitForFences,
-            .ResetFences = icd_vkResetFences,
+            .CreateSemaphore = icd_vkCreateSemaphore,
+            .DestroySemaphore = icd_vkDestroySemaphore,
+            .WaitSemaphores = icd_vkWaitSemaphores,
             .DeviceWaitIdle = icd_vkDeviceWaitIdle,
          };
          wsi->services.allocate_shared_memory = icd_allocate_shared_memory;

@@ -31,6 +31,7 @@ struct wsi_dispatch {
    PFN_vkCreateImage CreateImage;
    PFN_vkDestroyImage DestroyImage;
    PFN_vkGetImageMemoryRequirements GetImageMemoryRequirements;
+   PFN_vkGetImageSubresourceLayout GetImageSubresourceLayout;
    PFN_vkBindImageMemory BindImageMemory;
    PFN_vkCreateBuffer CreateBuffer;
    PFN_vkDestroyBuffer DestroyBuffer;
@@ -48,10 +49,9 @@ struct wsi_dispatch {
    /* queues the submit without sending it: the present thread's fence
     * wait that follows sends it */
    PFN_vkQueueSubmit QueueSubmit;
-   PFN_vkCreateFence CreateFence;
-   PFN_vkDestroyFence DestroyFence;
-   PFN_vkWaitForFences WaitForFences;
-   PFN_vkResetFences ResetFences;
+   PFN_vkCreateSemaphore CreateSemaphore;
+   PFN_vkDestroySemaphore DestroySemaphore;
+   PFN_vkWaitSemaphores WaitSemaphores;
    PFN_vkDeviceWaitIdle DeviceWaitIdle;
 };
 

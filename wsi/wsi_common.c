@@ -319,6 +319,54 @@ memory_type(struct wsi_swapchain *sc, uint32_t bits, VkMemoryPropertyFlags want,
    return fallback;
 }
 
+/* The shared memory's type: host visible and coherent, cached preferred. */
+static uint32_t
+shared_memory_type(struct wsi_swapchain *sc, uint32_t bits)
+{
+   return memory_type(sc, bits,
+                      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                      VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+}
+
+/* GPUD_WSI_LINEAR=1: the image itself is linear and lives in the shared
+ * memory, and the display server reads it where the application rendered
+ * (no copy). VK_ERROR_FORMAT_NOT_SUPPORTED when the driver cannot make such
+ * an image with packed rows: the swapchain is made the usual way then. */
+static VkResult
+linear_image_init(struct wsi_swapchain *sc, const VkImageCreateInfo *image_info,
+                  struct wsi_image *img)
+{
+   const struct wsi_dispatch *vk = &sc->wsi->vk;
+   VkImageFormatProperties props;
+   VkResult r = vk->GetPhysicalDeviceImageFormatProperties(
+      sc->wsi->physical_device, image_info->format, image_info->imageType, image_info->tiling,
+      image_info->usage, image_info->flags, &props);
+   if (r != VK_SUCCESS || props.maxExtent.width < image_info->extent.width ||
+       props.maxExtent.height < image_info->extent.height)
+      return VK_ERROR_FORMAT_NOT_SUPPORTED;
+   r = vk->CreateImage(sc->device, image_info, NULL, &img->image);
+   if (r != VK_SUCCESS)
+      return r;
+   const VkImageSubresource sub = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0};
+   VkSubresourceLayout layout;
+   vk->GetImageSubresourceLayout(sc->device, img->image, &sub, &layout);
+   if (layout.offset != 0 || layout.rowPitch != sc->stride)
+      return VK_ERROR_FORMAT_NOT_SUPPORTED;
+   VkMemoryRequirements req;
+   vk->GetImageMemoryRequirements(sc->device, img->image, &req);
+   uint32_t type = shared_memory_type(sc, req.memoryTypeBits);
+   if (type == UINT32_MAX)
+      return VK_ERROR_FORMAT_NOT_SUPPORTED;
+   img->buffer_size = req.size;
+   r = sc->wsi->services.allocate_shared_memory(sc->device, type, req.size, &img->memory,
+                                                &img->fd, &img->map);
+   if (r == VK_SUCCESS)
+      r = vk->BindImageMemory(sc->device, img->image, img->memory, 0);
+   if (r != VK_SUCCESS)
+      return r;
+   return VK_SUCCESS;
+}
+
 static VkResult
 image_init(struct wsi_swapchain *sc, const VkSwapchainCreateInfoKHR *info, struct wsi_image *img)
 {
@@ -341,7 +389,7 @@ image_init(struct wsi_swapchain *sc, const VkSwapchainCreateInfoKHR *info, struc
    VkImageCreateFlags flags = 0;
    if (info->flags & VK_SWAPCHAIN_CREATE_MUTABLE_FORMAT_BIT_KHR)
       flags |= VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT | VK_IMAGE_CREATE_EXTENDED_USAGE_BIT;
-   const VkImageCreateInfo image_info = {
+   VkImageCreateInfo image_info = {
       .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
       .pNext = chain,
       .flags = flags,
@@ -358,6 +406,11 @@ image_init(struct wsi_swapchain *sc, const VkSwapchainCreateInfoKHR *info, struc
       .pQueueFamilyIndices = info->pQueueFamilyIndices,
       .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
    };
+   if (sc->linear) {
+      image_info.tiling = VK_IMAGE_TILING_LINEAR;
+      image_info.usage = info->imageUsage;
+      return linear_image_init(sc, &image_info, img);
+   }
    VkResult r = vk->CreateImage(device, &image_info, NULL, &img->image);
    if (r != VK_SUCCESS)
       return r;
@@ -389,10 +442,7 @@ image_init(struct wsi_swapchain *sc, const VkSwapchainCreateInfoKHR *info, struc
    if (r != VK_SUCCESS)
       return r;
    vk->GetBufferMemoryRequirements(device, img->buffer, &req);
-   uint32_t type = memory_type(sc, req.memoryTypeBits,
-                               VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                  VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                               VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+   uint32_t type = shared_memory_type(sc, req.memoryTypeBits);
    if (type == UINT32_MAX)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    r = sc->wsi->services.allocate_shared_memory(device, type, req.size, &img->buffer_memory,
@@ -402,8 +452,7 @@ image_init(struct wsi_swapchain *sc, const VkSwapchainCreateInfoKHR *info, struc
    if (r != VK_SUCCESS)
       return r;
 
-   const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-   return vk->CreateFence(device, &fence_info, NULL, &img->fence);
+   return VK_SUCCESS;
 }
 
 static void
@@ -411,8 +460,6 @@ image_finish(struct wsi_swapchain *sc, struct wsi_image *img)
 {
    const struct wsi_dispatch *vk = &sc->wsi->vk;
    VkDevice device = sc->device;
-   if (img->fence)
-      vk->DestroyFence(device, img->fence, NULL);
    if (img->buffer)
       vk->DestroyBuffer(device, img->buffer, NULL);
    if (img->buffer_memory)
@@ -470,6 +517,20 @@ copy_command(struct wsi_swapchain *sc, uint32_t family, struct wsi_image *img,
       .image = img->image,
       .subresourceRange = range,
    };
+   if (sc->linear) {
+      /* the rendering, made visible to the host (the display server) */
+      const VkMemoryBarrier to_host = {
+         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+         .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+         .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+      };
+      vk->CmdPipelineBarrier(*cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                             0, 1, &to_host, 0, NULL, 0, NULL);
+      r = vk->EndCommandBuffer(*cmd);
+      if (r == VK_SUCCESS)
+         img->copy[family] = *cmd;
+      return r;
+   }
    vk->CmdPipelineBarrier(*cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
                           0, NULL, 0, NULL, 1, &to_copy);
    const VkBufferImageCopy region = {
@@ -602,15 +663,23 @@ static const struct wsi_platform headless_platform = {
 
 /* ---- the present thread ----------------------------------------------------------- */
 
-/* Waits for the copy into image's buffer; false when the device is lost. */
+/* Waits for the copy into image's buffer; false when the device is lost.
+ * The copies signal the swapchain's timeline semaphore: nothing to reset,
+ * so a present costs this one wait. */
 static bool
 wait_copy(struct wsi_swapchain *sc, struct wsi_image *img)
 {
    const struct wsi_dispatch *vk = &sc->wsi->vk;
+   const VkSemaphoreWaitInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+      .semaphoreCount = 1,
+      .pSemaphores = &sc->copies,
+      .pValues = &img->copy_value,
+   };
    for (;;) {
-      VkResult r = vk->WaitForFences(sc->device, 1, &img->fence, VK_TRUE, 100000000ull);
+      VkResult r = vk->WaitSemaphores(sc->device, &info, 100000000ull);
       if (r == VK_SUCCESS)
-         break;
+         return true;
       if (r != VK_TIMEOUT)
          return false;
       pthread_mutex_lock(&sc->mutex);
@@ -619,7 +688,6 @@ wait_copy(struct wsi_swapchain *sc, struct wsi_image *img)
       if (stop)
          return false;
    }
-   return vk->ResetFences(sc->device, 1, &img->fence) == VK_SUCCESS;
 }
 
 static bool
@@ -742,6 +810,8 @@ swapchain_free(struct wsi_swapchain *sc)
       if (sc->pools[f])
          sc->wsi->vk.DestroyCommandPool(sc->device, sc->pools[f], NULL);
    }
+   if (sc->copies)
+      sc->wsi->vk.DestroySemaphore(sc->device, sc->copies, NULL);
    if (sc->wake_fd >= 0)
       close(sc->wake_fd);
    pthread_cond_destroy(&sc->cond);
@@ -798,8 +868,32 @@ wsi_create_swapchain(struct wsi_device *wsi, VkDevice device,
    VkResult r = sc->wake_fd >= 0 ? VK_SUCCESS : VK_ERROR_OUT_OF_HOST_MEMORY;
    for (uint32_t i = 0; i < sc->n_images; i++)
       sc->images[i].fd = -1;
-   for (uint32_t i = 0; r == VK_SUCCESS && i < sc->n_images; i++)
+   const VkSemaphoreTypeCreateInfo timeline = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+   };
+   const VkSemaphoreCreateInfo sem_info = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+      .pNext = &timeline,
+   };
+   if (r == VK_SUCCESS)
+      r = wsi->vk.CreateSemaphore(device, &sem_info, NULL, &sc->copies);
+   const char *linear = getenv("GPUD_WSI_LINEAR");
+   sc->linear = linear && strcmp(linear, "1") == 0;
+   for (uint32_t i = 0; r == VK_SUCCESS && i < sc->n_images; i++) {
       r = image_init(sc, info, &sc->images[i]);
+      if (r == VK_ERROR_FORMAT_NOT_SUPPORTED && sc->linear) {
+         /* no linear image the display server can read: copies, then */
+         for (uint32_t j = 0; j <= i; j++) {
+            image_finish(sc, &sc->images[j]);
+            memset(&sc->images[j], 0, sizeof(sc->images[j]));
+            sc->images[j].fd = -1;
+         }
+         sc->linear = false;
+         i = UINT32_MAX; /* from the first again */
+         r = VK_SUCCESS;
+      }
+   }
    if (r == VK_SUCCESS)
       r = sc->platform->init(sc);
    if (r == VK_SUCCESS) {
@@ -911,21 +1005,33 @@ present_one(VkQueue queue, uint32_t family, struct wsi_swapchain *sc, uint32_t i
    uint32_t waits = first ? info->waitSemaphoreCount : 0;
    for (uint32_t i = 0; i < waits && i < 16; i++)
       stages[i] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+   pthread_mutex_lock(&sc->mutex);
+   const uint64_t value = ++sc->copy_value;
+   pthread_mutex_unlock(&sc->mutex);
+   const VkTimelineSemaphoreSubmitInfo timeline = {
+      .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+      .signalSemaphoreValueCount = 1,
+      .pSignalSemaphoreValues = &value,
+   };
    const VkSubmitInfo submit = {
       .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .pNext = &timeline,
       .waitSemaphoreCount = waits < 16 ? waits : 16,
       .pWaitSemaphores = info->pWaitSemaphores,
       .pWaitDstStageMask = stages,
       .commandBufferCount = 1,
       .pCommandBuffers = &cmd,
+      .signalSemaphoreCount = 1,
+      .pSignalSemaphores = &sc->copies,
    };
-   r = sc->wsi->vk.QueueSubmit(queue, 1, &submit, img->fence);
+   r = sc->wsi->vk.QueueSubmit(queue, 1, &submit, VK_NULL_HANDLE);
    if (r != VK_SUCCESS)
       return r;
 
    pthread_mutex_lock(&sc->mutex);
    img->state = WSI_IMAGE_QUEUED;
    img->copied = false;
+   img->copy_value = value;
    img->present_id = present_id;
    sc->queue[sc->n_queued++] = index;
    status = sc->status;

@@ -29,8 +29,8 @@ struct wsi_image {
    int fd;                   /* the buffer memory's memfd */
    void *map;
    VkDeviceSize buffer_size;
-   VkFence fence;            /* the copy into the buffer is done */
-   bool copied;              /* fence waited for (and reset) since the present */
+   uint64_t copy_value;      /* the copies' timeline reaches it: its copy is done */
+   bool copied;              /* that was waited for since the present */
    VkCommandBuffer copy[WSI_MAX_FAMILIES];
    enum wsi_image_state state;
    uint64_t present_id;      /* VK_KHR_present_id of its last vkQueuePresentKHR, or 0 */
@@ -69,6 +69,8 @@ struct wsi_swapchain {
    VkFormat format;
    VkPresentModeKHR mode;
    uint32_t stride; /* bytes per row of the buffers */
+   bool linear;     /* the images are the buffers (GPUD_WSI_LINEAR=1) */
+   VkSemaphore copies; /* timeline: each present's copy signals the next value */
    uint32_t n_images;
    struct wsi_image images[WSI_MAX_IMAGES];
    VkCommandPool pools[WSI_MAX_FAMILIES];
@@ -82,6 +84,7 @@ struct wsi_swapchain {
    uint64_t completed_id; /* the last present id the display server showed */
    uint64_t serial;       /* of the last present to the display server */
    uint64_t completed_serial; /* the last one the display server showed */
+   uint64_t copy_value;   /* the copies' timeline: the last value submitted */
    pthread_t thread;
    bool thread_started;
    int wake_fd;           /* eventfd: wsi_swapchain_wake() */
