@@ -8,7 +8,8 @@
  * Each frame is a pattern the CPU writes into a buffer and copies into the
  * swapchain image (pattern_pixel(): the harness computes the same pixels and
  * compares them with a screenshot), so what is shown depends only on the
- * frame number and --seed.
+ * frame number and --seed. With --clear the device clears each frame to a
+ * colour instead (for frame rates of large swapchains).
  *
  * Tests:
  *   frames      queries, then --frames frames in --mode; prints the window's
@@ -69,6 +70,7 @@ static struct {
    uint32_t images;
    bool hold;
    bool check_pacing;
+   bool clear; /* frames cleared by the device, not drawn by the CPU */
    const char *test;
 } opt = {
    .platform = P_XCB,
@@ -661,12 +663,14 @@ frame_draw(struct chain *c, uint32_t frame)
    FRAME_CALL(fr, vkResetFences(ctx.device, 1, &c->done[index]));
 
    struct vkt_buffer *buf = &c->staging[index];
-   uint8_t *p = buf->map;
-   for (uint32_t y = 0; y < c->extent.height; y++) {
-      for (uint32_t x = 0; x < c->extent.width; x++, p += 4)
-         pattern_pixel(x, y, frame, p);
+   if (!opt.clear) {
+      uint8_t *p = buf->map;
+      for (uint32_t y = 0; y < c->extent.height; y++) {
+         for (uint32_t x = 0; x < c->extent.width; x++, p += 4)
+            pattern_pixel(x, y, frame, p);
+      }
+      vkt_buffer_flush(&ctx, buf);
    }
-   vkt_buffer_flush(&ctx, buf);
 
    VkCommandBuffer cmd = c->cmds[index];
    const VkCommandBufferBeginInfo begin = {
@@ -687,12 +691,21 @@ frame_draw(struct chain *c, uint32_t frame)
    };
    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
                         0, NULL, 0, NULL, 1, &barrier);
-   const VkBufferImageCopy region = {
-      .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
-      .imageExtent = {c->extent.width, c->extent.height, 1},
-   };
-   vkCmdCopyBufferToImage(cmd, buf->buffer, c->images[index],
-                          VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
+   if (opt.clear) {
+      const VkClearColorValue color = {
+         .float32 = {(float)(frame % 256) / 255.0f, 0.5f, 1.0f - (float)(frame % 256) / 255.0f,
+                     1.0f},
+      };
+      vkCmdClearColorImage(cmd, c->images[index], VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &color, 1,
+                           &barrier.subresourceRange);
+   } else {
+      const VkBufferImageCopy region = {
+         .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
+         .imageExtent = {c->extent.width, c->extent.height, 1},
+      };
+      vkCmdCopyBufferToImage(cmd, buf->buffer, c->images[index],
+                             VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region);
+   }
    barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
    barrier.dstAccessMask = 0;
    barrier.oldLayout = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL;
@@ -1067,7 +1080,7 @@ usage(void)
            "usage: vk_wsi [--platform xcb|xlib|wayland|headless] [--mode fifo|relaxed|"
            "immediate|mailbox]\n"
            "              [--frames N] [--size WxH] [--pos X,Y] [--seed N] [--images N] "
-           "[--hold] [--check-pacing]\n"
+           "[--hold] [--check-pacing] [--clear]\n"
            "              frames|modes|timeout|presentwait|resize|destroy|lost\n");
    exit(2);
 }
@@ -1085,6 +1098,10 @@ main(int argc, char **argv)
       }
       if (strcmp(a, "--check-pacing") == 0) {
          opt.check_pacing = true;
+         continue;
+      }
+      if (strcmp(a, "--clear") == 0) {
+         opt.clear = true;
          continue;
       }
       if (a[0] != '-') {
