@@ -3,7 +3,8 @@
 #
 # The main job: install, build, start a gpud on the embedded default host
 # driver (lavapipe), and run real Vulkan programs through the gpud ICD while
-# gpudctl shows the daemon's view of them.
+# gpudctl shows the daemon's view of them, windowed ones too (vkcube and
+# OpenGL through Zink on a private Xvfb).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -79,6 +80,30 @@ sleep 0.3
 build/tests/integration/vk_crashshader 2>&1 || true
 touch "$run/stop"
 wait "$bystander" && cat "$run/bystander.out"
+
+echo
+echo "== windowed programs under a private X server (Xvfb): vkcube, and OpenGL through Zink"
+n=90
+while [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ]; do n=$((n + 1)); done
+Xvfb ":$n" -screen 0 1024x768x24 -nolisten tcp >"$run/xvfb.log" 2>&1 &
+xvfb=$!
+i=0
+while [ ! -S "/tmp/.X11-unix/X$n" ]; do
+   i=$((i + 1))
+   [ $i -lt 100 ] || break
+   sleep 0.1
+done
+DISPLAY=":$n" vkcube --c 600 >"$run/vkcube.out" 2>&1 &
+cube=$!
+sleep 1
+build/daemon/gpudctl --socket "$sock" status | grep -E "^ +(ID|[0-9]+ )" || true
+wait "$cube" && echo "vkcube: 600 frames presented, exit 0 ($(grep -m1 'Selected GPU' "$run/vkcube.out"))"
+DISPLAY=":$n" MESA_LOADER_DRIVER_OVERRIDE=zink LIBGL_ALWAYS_SOFTWARE=1 glxinfo -B 2>/dev/null |
+   grep "OpenGL renderer" || true
+DISPLAY=":$n" MESA_LOADER_DRIVER_OVERRIDE=zink LIBGL_ALWAYS_SOFTWARE=1 \
+   glmark2 -s 400x300 -b build:duration=2 -b texture:duration=2 2>/dev/null |
+   grep -E "GL_RENDERER|\[|Score" || true
+kill "$xvfb" 2>/dev/null; wait "$xvfb" 2>/dev/null || true
 
 # The daemon notices a client's exit a moment after the process is gone.
 i=0
