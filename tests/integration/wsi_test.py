@@ -53,7 +53,19 @@ def tool_env(fx):
     return env
 
 
-class Xvfb:
+class DisplayServer:
+    """A display server process of the test's own (self.proc)."""
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Xvfb(DisplayServer):
     """A private X server on a free display number."""
 
     def __init__(self, fx, size='1024x768'):
@@ -88,13 +100,6 @@ class Xvfb:
         env.pop('WAYLAND_DISPLAY', None)
         return env
 
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 WESTON_INI = """[core]
@@ -108,7 +113,7 @@ startup-animation=none
 """
 
 
-class Weston:
+class Weston(DisplayServer):
     """A private Weston, headless backend, with its screenshooter."""
 
     def __init__(self, fx):
@@ -161,13 +166,6 @@ class Weston:
         os.rename(os.path.join(self.dir, new[0]), path)
         return read_png(path)
 
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # ---- images --------------------------------------------------------------------
@@ -417,14 +415,6 @@ def check_window(fx, xvfb, window, size, frame, seed, what):
     log('%s: the window shows frame %d exactly (%dx%d)' % ((what, frame) + size))
 
 
-def test_wsi_x11(fx):
-    xvfb = Xvfb(fx)
-    try:
-        wsi_x11(fx, xvfb)
-    finally:
-        xvfb.close()
-
-
 def wsi_x11(fx, xvfb):
     genv = xvfb.env(fx.gpud_env(gt.VARIANTS[0]))
 
@@ -538,11 +528,7 @@ def test_wsi_wayland(fx):
             out = vk_wsi(fx, genv, ['--platform', 'headless', test], 'headless ' + test)
             check_gpud_extensions(fx, out)
 
-    weston = Weston(fx)
-    try:
-        wsi_wayland(fx, weston)
-    finally:
-        weston.close()
+    with_server(fx, Weston, wsi_wayland)
 
 
 def wsi_wayland(fx, weston):
@@ -607,14 +593,6 @@ def need(program, package):
     return path
 
 
-def test_wsi_apps(fx):
-    xvfb = Xvfb(fx)
-    try:
-        wsi_apps(fx, xvfb)
-    finally:
-        xvfb.close()
-
-
 def wsi_apps(fx, xvfb):
     genv = xvfb.env(fx.gpud_env(gt.VARIANTS[0]))
     root = lambda label: xwd(fx, xvfb, label)  # noqa: E731
@@ -673,10 +651,19 @@ def wsi_apps(fx, xvfb):
                        'glmark2-effect2d', 10, env_extra=ZINK)
 
 
+def with_server(fx, server_class, body):
+    """body(fx, server) with a display server of its own."""
+    server = server_class(fx)
+    try:
+        body(fx, server)
+    finally:
+        server.close()
+
+
 WSI_SUBCOMMANDS = {
-    'wsi-x11': test_wsi_x11,
+    'wsi-x11': lambda fx: with_server(fx, Xvfb, wsi_x11),
     'wsi-wayland': test_wsi_wayland,
-    'wsi-apps': test_wsi_apps,
+    'wsi-apps': lambda fx: with_server(fx, Xvfb, wsi_apps),
 }
 
 if __name__ == '__main__':
