@@ -216,11 +216,19 @@ wsi_get_surface_capabilities2(struct wsi_device *wsi, const VkPhysicalDeviceSurf
          ((VkSurfaceProtectedCapabilitiesKHR *)c)->supportsProtected = VK_FALSE;
          break;
       case VK_STRUCTURE_TYPE_SURFACE_PRESENT_MODE_COMPATIBILITY_EXT: {
-         /* a swapchain keeps the mode it was made with */
+         /* a swapchain made for several modes may switch between any of
+          * the surface's at each present (VkSwapchainPresentModeInfoEXT) */
          VkSurfacePresentModeCompatibilityEXT *compat = (VkSurfacePresentModeCompatibilityEXT *)c;
-         if (compat->pPresentModes && compat->presentModeCount >= 1 && mode)
-            compat->pPresentModes[0] = mode->presentMode;
-         compat->presentModeCount = mode ? 1 : 0;
+         uint32_t n;
+         const VkPresentModeKHR *modes = surface_modes(s, &n);
+         if (!mode || !mode_supported(s, mode->presentMode))
+            n = 0;
+         if (compat->pPresentModes) {
+            if (compat->presentModeCount < n)
+               n = compat->presentModeCount;
+            memcpy(compat->pPresentModes, modes, sizeof(*modes) * n);
+         }
+         compat->presentModeCount = n;
          break;
       }
       case VK_STRUCTURE_TYPE_SURFACE_PRESENT_SCALING_CAPABILITIES_EXT: {
@@ -983,31 +991,21 @@ wsi_acquire_next_image(VkDevice device, const VkAcquireNextImageInfoKHR *info, u
    return r;
 }
 
-/* One swapchain's part of a present. */
+/* The present's wait semaphores (waits may be NULL: none) and a present
+ * fence, by a submit of cmd (or of nothing) that signals the copies'
+ * timeline to value (0: it does not). */
 static VkResult
-present_one(VkQueue queue, uint32_t family, struct wsi_swapchain *sc, uint32_t index,
-            uint64_t present_id, const VkPresentInfoKHR *info, bool first)
+present_submit(struct wsi_swapchain *sc, const struct wsi_dispatch *vk, VkQueue queue,
+               const VkPresentInfoKHR *waits, VkCommandBuffer cmd, uint64_t value,
+               VkFence fence)
 {
-   if (index >= sc->n_images)
-      return VK_ERROR_OUT_OF_DATE_KHR;
-   struct wsi_image *img = &sc->images[index];
-   pthread_mutex_lock(&sc->mutex);
-   VkResult status = sc->status;
-   pthread_mutex_unlock(&sc->mutex);
-   if (status < 0 && status != VK_ERROR_OUT_OF_DATE_KHR)
-      return status;
-
-   VkCommandBuffer cmd;
-   VkResult r = copy_command(sc, family, img, &cmd);
-   if (r != VK_SUCCESS)
-      return r;
-   VkPipelineStageFlags stages[16];
-   uint32_t waits = first ? info->waitSemaphoreCount : 0;
-   for (uint32_t i = 0; i < waits && i < 16; i++)
+   uint32_t n_waits = waits ? waits->waitSemaphoreCount : 0;
+   VkPipelineStageFlags stack[16];
+   VkPipelineStageFlags *stages = n_waits <= 16 ? stack : malloc(sizeof(*stages) * n_waits);
+   if (!stages)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   for (uint32_t i = 0; i < n_waits; i++)
       stages[i] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-   pthread_mutex_lock(&sc->mutex);
-   const uint64_t value = ++sc->copy_value;
-   pthread_mutex_unlock(&sc->mutex);
    const VkTimelineSemaphoreSubmitInfo timeline = {
       .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
       .signalSemaphoreValueCount = 1,
@@ -1015,20 +1013,58 @@ present_one(VkQueue queue, uint32_t family, struct wsi_swapchain *sc, uint32_t i
    };
    const VkSubmitInfo submit = {
       .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-      .pNext = &timeline,
-      .waitSemaphoreCount = waits < 16 ? waits : 16,
-      .pWaitSemaphores = info->pWaitSemaphores,
-      .pWaitDstStageMask = stages,
-      .commandBufferCount = 1,
-      .pCommandBuffers = &cmd,
-      .signalSemaphoreCount = 1,
-      .pSignalSemaphores = &sc->copies,
+      .pNext = value ? &timeline : NULL,
+      .waitSemaphoreCount = n_waits,
+      .pWaitSemaphores = n_waits ? waits->pWaitSemaphores : NULL,
+      .pWaitDstStageMask = n_waits ? stages : NULL,
+      .commandBufferCount = cmd ? 1 : 0,
+      .pCommandBuffers = cmd ? &cmd : NULL,
+      .signalSemaphoreCount = value ? 1 : 0,
+      .pSignalSemaphores = value ? &sc->copies : NULL,
    };
-   r = sc->wsi->vk.QueueSubmit(queue, 1, &submit, VK_NULL_HANDLE);
+   VkResult r = VK_SUCCESS;
+   if (submit.waitSemaphoreCount || cmd || fence)
+      r = vk->QueueSubmit(queue, 1, &submit, fence);
+   if (stages != stack)
+      free(stages);
+   return r;
+}
+
+/* One swapchain's part of a present: waits (NULL when another part took
+ * them) are the present's semaphores; fence, a VkSwapchainPresentFenceInfoEXT
+ * fence; mode, a VkSwapchainPresentModeInfoEXT mode or NULL. *waited: the
+ * waits were submitted (even when the present failed, as the spec wants). */
+static VkResult
+present_one(VkQueue queue, uint32_t family, struct wsi_swapchain *sc, uint32_t index,
+            uint64_t present_id, const VkPresentInfoKHR *waits, VkFence fence,
+            const VkPresentModeKHR *mode, bool *waited)
+{
+   const struct wsi_dispatch *vk = &sc->wsi->vk;
+   pthread_mutex_lock(&sc->mutex);
+   VkResult status = sc->status;
+   pthread_mutex_unlock(&sc->mutex);
+   VkCommandBuffer cmd = VK_NULL_HANDLE;
+   VkResult r = index >= sc->n_images ? VK_ERROR_OUT_OF_DATE_KHR
+                : status < 0 && status != VK_ERROR_OUT_OF_DATE_KHR ? status
+                : copy_command(sc, family, &sc->images[index], &cmd);
+   if (r != VK_SUCCESS) {
+      /* not presented: its waits and fence still happen */
+      VkResult s = present_submit(sc, vk, queue, waits, VK_NULL_HANDLE, 0, fence);
+      *waited = s == VK_SUCCESS;
+      return s == VK_ERROR_DEVICE_LOST ? s : r;
+   }
+   struct wsi_image *img = &sc->images[index];
+   pthread_mutex_lock(&sc->mutex);
+   const uint64_t value = ++sc->copy_value;
+   pthread_mutex_unlock(&sc->mutex);
+   r = present_submit(sc, vk, queue, waits, cmd, value, fence);
    if (r != VK_SUCCESS)
       return r;
+   *waited = true;
 
    pthread_mutex_lock(&sc->mutex);
+   if (mode)
+      sc->mode = *mode; /* one of those it was made for */
    img->state = WSI_IMAGE_QUEUED;
    img->copied = false;
    img->copy_value = value;
@@ -1045,15 +1081,26 @@ VkResult
 wsi_queue_present(VkQueue queue, uint32_t family, const VkPresentInfoKHR *info)
 {
    const VkPresentIdKHR *ids = NULL;
+   const VkSwapchainPresentFenceInfoEXT *fences = NULL;
+   const VkSwapchainPresentModeInfoEXT *modes = NULL;
    for (const VkBaseInStructure *c = info->pNext; c; c = c->pNext) {
       if (c->sType == VK_STRUCTURE_TYPE_PRESENT_ID_KHR)
          ids = (const VkPresentIdKHR *)c;
+      else if (c->sType == VK_STRUCTURE_TYPE_SWAPCHAIN_PRESENT_FENCE_INFO_EXT)
+         fences = (const VkSwapchainPresentFenceInfoEXT *)c;
+      else if (c->sType == VK_STRUCTURE_TYPE_SWAPCHAIN_PRESENT_MODE_INFO_EXT)
+         modes = (const VkSwapchainPresentModeInfoEXT *)c;
    }
    VkResult result = VK_SUCCESS;
+   bool waited = false;
    for (uint32_t i = 0; i < info->swapchainCount; i++) {
       uint64_t id = ids && ids->pPresentIds && i < ids->swapchainCount ? ids->pPresentIds[i] : 0;
+      VkFence fence = fences && i < fences->swapchainCount ? fences->pFences[i] : VK_NULL_HANDLE;
+      const VkPresentModeKHR *mode =
+         modes && i < modes->swapchainCount ? &modes->pPresentModes[i] : NULL;
       VkResult r = present_one(queue, family, swapchain_of(info->pSwapchains[i]),
-                               info->pImageIndices[i], id, info, i == 0);
+                               info->pImageIndices[i], id, waited ? NULL : info, fence, mode,
+                               &waited);
       if (info->pResults)
          info->pResults[i] = r;
       if (r < 0 && (result >= 0 || r == VK_ERROR_DEVICE_LOST))

@@ -24,6 +24,10 @@
  *               semaphore signalled by acquire.
  *   presentwait VK_KHR_present_id/present_wait: every id completes, a
  *               future one times out.
+ *   maintenance VK_EXT_swapchain_maintenance1: a swapchain made for FIFO
+ *               and MAILBOX switched between them present by present
+ *               (--check-pacing: MAILBOX must not be paced), a fence
+ *               signalled by every present.
  *   resize      (X11) the window resized: VK_ERROR_OUT_OF_DATE_KHR or
  *               VK_SUBOPTIMAL_KHR, the new extent, a new swapchain made from
  *               the old one; --hold shows the last frame at the new size.
@@ -461,8 +465,10 @@ check_queries(void)
    VKT_CHECK(vkGetPhysicalDeviceSurfaceCapabilities2KHR(ctx.physical_device, &info2, &caps2));
    if (memcmp(&caps2.surfaceCapabilities, &caps, sizeof(caps)) != 0)
       vkt_fail("vkGetPhysicalDeviceSurfaceCapabilities2KHR differs from ...CapabilitiesKHR");
-   if (have.surface_maintenance1 &&
-       (compat.presentModeCount < 1 || compatible[0] != VK_PRESENT_MODE_FIFO_KHR))
+   bool fifo_compatible = false;
+   for (uint32_t i = 0; i < compat.presentModeCount && i < 4; i++)
+      fifo_compatible |= compatible[i] == VK_PRESENT_MODE_FIFO_KHR;
+   if (have.surface_maintenance1 && !fifo_compatible)
       vkt_fail("FIFO is not compatible with itself (%u modes)", compat.presentModeCount);
 
    uint32_t n = 0;
@@ -537,6 +543,11 @@ struct chain {
    VkSemaphore acquired[MAX_IMAGES + 1];
    uint32_t next_acquired;
    uint64_t present_id;
+   /* VK_EXT_swapchain_maintenance1: a fence each present signals, and the
+    * mode of each present (when switch_mode) */
+   VkFence present_fence;
+   bool switch_mode;
+   VkPresentModeKHR present_mode;
 };
 
 static PFN_vkWaitForPresentKHR wait_for_present;
@@ -553,7 +564,20 @@ pattern_pixel(uint32_t x, uint32_t y, uint32_t frame, uint8_t px[4])
 }
 
 static void
+chain_create_modes(struct chain *c, VkPresentModeKHR mode, struct chain *old,
+                   const VkPresentModeKHR *modes, uint32_t n_modes);
+
+static void
 chain_create(struct chain *c, VkPresentModeKHR mode, struct chain *old)
+{
+   chain_create_modes(c, mode, old, NULL, 0);
+}
+
+/* With modes: a swapchain made for each of them
+ * (VkSwapchainPresentModesCreateInfoEXT). */
+static void
+chain_create_modes(struct chain *c, VkPresentModeKHR mode, struct chain *old,
+                   const VkPresentModeKHR *modes, uint32_t n_modes)
 {
    VkSurfaceCapabilitiesKHR caps;
    VKT_CHECK(vkGetPhysicalDeviceSurfaceCapabilitiesKHR(ctx.physical_device, surface, &caps));
@@ -563,8 +587,14 @@ chain_create(struct chain *c, VkPresentModeKHR mode, struct chain *old)
    uint32_t count = opt.images ? opt.images : caps.minImageCount + 1;
    if (caps.maxImageCount && count > caps.maxImageCount)
       count = caps.maxImageCount;
+   const VkSwapchainPresentModesCreateInfoEXT modes_info = {
+      .sType = VK_STRUCTURE_TYPE_SWAPCHAIN_PRESENT_MODES_CREATE_INFO_EXT,
+      .presentModeCount = n_modes,
+      .pPresentModes = modes,
+   };
    const VkSwapchainCreateInfoKHR info = {
       .sType = VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR,
+      .pNext = n_modes ? &modes_info : NULL,
       .surface = surface,
       .minImageCount = count,
       .imageFormat = VK_FORMAT_B8G8R8A8_UNORM,
@@ -733,9 +763,27 @@ frame_draw(struct chain *c, uint32_t frame)
       .swapchainCount = 1,
       .pPresentIds = &id,
    };
+   const VkSwapchainPresentModeInfoEXT mode_info = {
+      .sType = VK_STRUCTURE_TYPE_SWAPCHAIN_PRESENT_MODE_INFO_EXT,
+      /* (void *: so the 1.3.239 headers declare it) */
+      .pNext = have.present_id ? (void *)&present_id : NULL,
+      .swapchainCount = 1,
+      .pPresentModes = &c->present_mode,
+   };
+   const VkSwapchainPresentFenceInfoEXT fence_info = {
+      .sType = VK_STRUCTURE_TYPE_SWAPCHAIN_PRESENT_FENCE_INFO_EXT,
+      .pNext = c->switch_mode ? (void *)&mode_info : mode_info.pNext,
+      .swapchainCount = 1,
+      .pFences = &c->present_fence,
+   };
+   const void *present_next = have.present_id ? &present_id : NULL;
+   if (c->present_fence)
+      present_next = &fence_info;
+   else if (c->switch_mode)
+      present_next = &mode_info;
    const VkPresentInfoKHR present = {
       .sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR,
-      .pNext = have.present_id ? &present_id : NULL,
+      .pNext = present_next,
       .waitSemaphoreCount = 1,
       .pWaitSemaphores = &c->rendered[index],
       .swapchainCount = 1,
@@ -956,6 +1004,47 @@ test_timeout(void)
    chain_destroy(&c);
 }
 
+/* VK_EXT_swapchain_maintenance1: a fence per present that signals once
+ * the present's waits are done, and the mode switched between presents. */
+static void
+test_maintenance(void)
+{
+   if (!have.swapchain_maintenance1)
+      skip("the device has no VK_EXT_swapchain_maintenance1");
+   const VkPresentModeKHR modes[] = {VK_PRESENT_MODE_FIFO_KHR, VK_PRESENT_MODE_MAILBOX_KHR};
+   uint32_t n_modes = mode_offered(VK_PRESENT_MODE_MAILBOX_KHR) ? 2 : 1;
+   struct chain c;
+   chain_create_modes(&c, VK_PRESENT_MODE_FIFO_KHR, NULL, modes, n_modes);
+   const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VKT_CHECK(vkCreateFence(ctx.device, &fence_info, NULL, &c.present_fence));
+   c.switch_mode = true;
+   double fps[2] = {0, 0};
+   uint32_t f = 0;
+   for (uint32_t m = 0; m < n_modes; m++) {
+      c.present_mode = modes[m];
+      uint64_t t0 = 0;
+      for (uint32_t i = 0; i < opt.frames; i++, f++) {
+         if (i == 5)
+            t0 = vkt_now_ns();
+         struct frame_result fr = frame_draw(&c, f);
+         if (fr.result != VK_SUCCESS)
+            vkt_fail("frame %u: %s returned %s", f, fr.call, vkt_result_name(fr.result));
+         /* the present's fence: signalled, then reused */
+         VKT_CHECK(vkWaitForFences(ctx.device, 1, &c.present_fence, VK_TRUE,
+                                   5ull * 1000000000ull));
+         VKT_CHECK(vkResetFences(ctx.device, 1, &c.present_fence));
+      }
+      fps[m] = (double)(opt.frames - 5) * 1e9 / (double)(vkt_now_ns() - t0);
+      printf("present mode %s by VkSwapchainPresentModeInfoEXT: %.1f fps, every present "
+             "fence signalled\n", mode_name(modes[m]), fps[m]);
+   }
+   if (opt.check_pacing && n_modes == 2 && opt.platform != P_HEADLESS && fps[1] < 1.5 * fps[0])
+      vkt_fail("MAILBOX presents (%.1f fps) were paced like FIFO (%.1f fps)", fps[1], fps[0]);
+   vkDestroyFence(ctx.device, c.present_fence, NULL);
+   c.present_fence = VK_NULL_HANDLE;
+   chain_destroy(&c);
+}
+
 static void
 test_presentwait(void)
 {
@@ -1081,7 +1170,7 @@ usage(void)
            "immediate|mailbox]\n"
            "              [--frames N] [--size WxH] [--pos X,Y] [--seed N] [--images N] "
            "[--hold] [--check-pacing] [--clear]\n"
-           "              frames|modes|timeout|presentwait|resize|destroy|lost\n");
+           "              frames|modes|timeout|presentwait|maintenance|resize|destroy|lost\n");
    exit(2);
 }
 
@@ -1156,7 +1245,8 @@ main(int argc, char **argv)
       void (*run)(void);
    } tests[] = {
       {"frames", test_frames}, {"modes", test_modes}, {"timeout", test_timeout},
-      {"presentwait", test_presentwait}, {"resize", test_resize},
+      {"presentwait", test_presentwait}, {"maintenance", test_maintenance},
+      {"resize", test_resize},
       {"destroy", test_destroy}, {"lost", test_lost},
    };
    for (unsigned i = 0; i < VKT_ARRAY_SIZE(tests); i++) {

@@ -452,6 +452,11 @@ def wsi_x11(fx, xvfb):
             fail('%s: a 50 ms acquire with no image free did not return VK_TIMEOUT' % platform)
         vk_wsi(fx, genv, ['--platform', platform, 'presentwait'], platform + ' presentwait',
                expect_rc=None if fx.direct else 0)
+        # VK_EXT_swapchain_maintenance1: modes switched present by present,
+        # present fences
+        vk_wsi(fx, genv, ['--platform', platform, 'maintenance'] +
+               ([] if fx.direct else ['--check-pacing']), platform + ' maintenance',
+               expect_rc=None if fx.direct else 0)
 
     # resize: OUT_OF_DATE or SUBOPTIMAL, then a new swapchain at the new size
     for platform in ('xcb', 'xlib'):
@@ -524,7 +529,7 @@ def test_wsi_wayland(fx):
     if fx.direct:
         log('(lavapipe has no VK_EXT_headless_surface: headless is tested through gpud)')
     else:
-        for test in ('frames', 'modes', 'timeout', 'presentwait'):
+        for test in ('frames', 'modes', 'timeout', 'presentwait', 'maintenance'):
             out = vk_wsi(fx, genv, ['--platform', 'headless', test], 'headless ' + test)
             check_gpud_extensions(fx, out)
 
@@ -550,9 +555,10 @@ def wsi_wayland(fx, weston):
             log('wayland %s: the window shows frame 11 exactly (at %d,%d)' % (mode, x, y))
         finally:
             stop(p)
-    for test in ('modes', 'timeout', 'presentwait'):
+    for test in ('modes', 'timeout', 'presentwait', 'maintenance'):
         out = vk_wsi(fx, genv, ['--platform', 'wayland', '--frames', '30', test] +
-                     (['--check-pacing'] if test == 'modes' and not fx.direct else []),
+                     (['--check-pacing'] if test in ('modes', 'maintenance') and not fx.direct
+                      else []),
                      'wayland ' + test, expect_rc=None if fx.direct else 0)
         check_gpud_extensions(fx, out)
         if test == 'modes':
