@@ -336,6 +336,21 @@ shared_memory_type(struct wsi_swapchain *sc, uint32_t bits)
                       VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
 }
 
+/* The timeline semaphore an image's copies signal (copy_value each). */
+static VkResult
+image_timeline(struct wsi_swapchain *sc, struct wsi_image *img)
+{
+   const VkSemaphoreTypeCreateInfo timeline = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+   };
+   const VkSemaphoreCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+      .pNext = &timeline,
+   };
+   return sc->wsi->vk.CreateSemaphore(sc->device, &info, NULL, &img->copies);
+}
+
 /* GPUD_WSI_LINEAR=1: the image itself is linear and lives in the shared
  * memory, and the display server reads it where the application rendered
  * (no copy). VK_ERROR_FORMAT_NOT_SUPPORTED when the driver cannot make such
@@ -372,7 +387,7 @@ linear_image_init(struct wsi_swapchain *sc, const VkImageCreateInfo *image_info,
       r = vk->BindImageMemory(sc->device, img->image, img->memory, 0);
    if (r != VK_SUCCESS)
       return r;
-   return VK_SUCCESS;
+   return image_timeline(sc, img);
 }
 
 static VkResult
@@ -459,8 +474,7 @@ image_init(struct wsi_swapchain *sc, const VkSwapchainCreateInfoKHR *info, struc
       r = vk->BindBufferMemory(device, img->buffer, img->buffer_memory, 0);
    if (r != VK_SUCCESS)
       return r;
-
-   return VK_SUCCESS;
+   return image_timeline(sc, img);
 }
 
 static void
@@ -468,6 +482,8 @@ image_finish(struct wsi_swapchain *sc, struct wsi_image *img)
 {
    const struct wsi_dispatch *vk = &sc->wsi->vk;
    VkDevice device = sc->device;
+   if (img->copies)
+      vk->DestroySemaphore(device, img->copies, NULL);
    if (img->buffer)
       vk->DestroyBuffer(device, img->buffer, NULL);
    if (img->buffer_memory)
@@ -672,8 +688,9 @@ static const struct wsi_platform headless_platform = {
 /* ---- the present thread ----------------------------------------------------------- */
 
 /* Waits for the copy into image's buffer; false when the device is lost.
- * The copies signal the swapchain's timeline semaphore: nothing to reset,
- * so a present costs this one wait. */
+ * Each image's copies signal its own timeline semaphore (presents may come
+ * from several queues): nothing to reset, so a present costs this one
+ * wait. */
 static bool
 wait_copy(struct wsi_swapchain *sc, struct wsi_image *img)
 {
@@ -681,7 +698,7 @@ wait_copy(struct wsi_swapchain *sc, struct wsi_image *img)
    const VkSemaphoreWaitInfo info = {
       .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
       .semaphoreCount = 1,
-      .pSemaphores = &sc->copies,
+      .pSemaphores = &img->copies,
       .pValues = &img->copy_value,
    };
    for (;;) {
@@ -714,13 +731,32 @@ present_thread(void *data)
    struct wsi_swapchain *sc = data;
    pthread_mutex_lock(&sc->mutex);
    while (!sc->stop) {
+      if (sc->status < 0 && sc->status != VK_ERROR_OUT_OF_DATE_KHR) {
+         /* surface or device lost: nothing will be shown or come back;
+          * every image is free (acquire and present say why) */
+         for (uint32_t i = 0; i < sc->n_images; i++) {
+            if (sc->images[i].state != WSI_IMAGE_ACQUIRED)
+               sc->images[i].state = WSI_IMAGE_FREE;
+         }
+         sc->n_queued = 0;
+         sc->completed_serial = sc->serial;
+         pthread_cond_broadcast(&sc->cond);
+         pthread_cond_wait(&sc->cond, &sc->mutex);
+         continue;
+      }
       if (sc->n_queued && sc->platform->ready(sc)) {
          uint32_t index;
          if (sc->mode == VK_PRESENT_MODE_MAILBOX_KHR) {
-            /* the newest; the older ones are never shown */
-            index = sc->queue[sc->n_queued - 1];
-            for (uint32_t i = 0; i + 1 < sc->n_queued; i++) {
-               struct wsi_image *skipped = &sc->images[sc->queue[i]];
+            /* the newest; the older ones are never shown. The queue is
+             * taken whole first: presents made while this thread waits
+             * below queue up again for the next round. */
+            uint32_t taken[WSI_MAX_IMAGES];
+            uint32_t n = sc->n_queued;
+            memcpy(taken, sc->queue, sizeof(taken[0]) * n);
+            sc->n_queued = 0;
+            index = taken[n - 1];
+            for (uint32_t i = 0; i + 1 < n; i++) {
+               struct wsi_image *skipped = &sc->images[taken[i]];
                if (!skipped->copied) {
                   pthread_mutex_unlock(&sc->mutex);
                   bool ok = wait_copy(sc, skipped);
@@ -729,8 +765,8 @@ present_thread(void *data)
                      wsi_swapchain_set_status(sc, VK_ERROR_DEVICE_LOST);
                }
                skipped->state = WSI_IMAGE_FREE;
+               pthread_cond_broadcast(&sc->cond);
             }
-            sc->n_queued = 0;
          } else {
             index = sc->queue[0];
             memmove(sc->queue, sc->queue + 1, sizeof(sc->queue[0]) * --sc->n_queued);
@@ -779,11 +815,6 @@ present_thread(void *data)
       pthread_mutex_lock(&sc->mutex);
       if (r != VK_SUCCESS)
          wsi_swapchain_set_status(sc, r);
-      if (sc->status < 0) {
-         /* no more events are coming: what was shown is free */
-         for (uint32_t i = 0; i < sc->n_images; i++)
-            wsi_image_released(sc, &sc->images[i]);
-      }
    }
    pthread_mutex_unlock(&sc->mutex);
    return NULL;
@@ -810,16 +841,26 @@ swapchain_free(struct wsi_swapchain *sc)
    }
    if (sc->platform_data)
       sc->platform->finish(sc);
-   /* copies in flight end before their images go */
-   sc->wsi->vk.DeviceWaitIdle(sc->device);
+   /* copies in flight end before their images go (a lost device ends
+    * them too; one whose waits never come is given 5 s) */
+   for (uint32_t i = 0; i < sc->n_images; i++) {
+      struct wsi_image *img = &sc->images[i];
+      if (!img->copies || !img->copy_value)
+         continue;
+      const VkSemaphoreWaitInfo wait = {
+         .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+         .semaphoreCount = 1,
+         .pSemaphores = &img->copies,
+         .pValues = &img->copy_value,
+      };
+      sc->wsi->vk.WaitSemaphores(sc->device, &wait, 5000000000ull);
+   }
    for (uint32_t i = 0; i < sc->n_images; i++)
       image_finish(sc, &sc->images[i]);
    for (uint32_t f = 0; f < WSI_MAX_FAMILIES; f++) {
       if (sc->pools[f])
          sc->wsi->vk.DestroyCommandPool(sc->device, sc->pools[f], NULL);
    }
-   if (sc->copies)
-      sc->wsi->vk.DestroySemaphore(sc->device, sc->copies, NULL);
    if (sc->wake_fd >= 0)
       close(sc->wake_fd);
    pthread_cond_destroy(&sc->cond);
@@ -859,6 +900,7 @@ wsi_create_swapchain(struct wsi_device *wsi, VkDevice device,
    sc->extent = info->imageExtent;
    sc->format = info->imageFormat;
    sc->mode = info->presentMode;
+   sc->composite_alpha = info->compositeAlpha;
    sc->stride = info->imageExtent.width * 4;
    sc->n_images = info->minImageCount < 2 ? 2 : info->minImageCount;
    switch ((int)surface->platform) {
@@ -876,16 +918,6 @@ wsi_create_swapchain(struct wsi_device *wsi, VkDevice device,
    VkResult r = sc->wake_fd >= 0 ? VK_SUCCESS : VK_ERROR_OUT_OF_HOST_MEMORY;
    for (uint32_t i = 0; i < sc->n_images; i++)
       sc->images[i].fd = -1;
-   const VkSemaphoreTypeCreateInfo timeline = {
-      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
-   };
-   const VkSemaphoreCreateInfo sem_info = {
-      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
-      .pNext = &timeline,
-   };
-   if (r == VK_SUCCESS)
-      r = wsi->vk.CreateSemaphore(device, &sem_info, NULL, &sc->copies);
    const char *linear = getenv("GPUD_WSI_LINEAR");
    sc->linear = linear && strcmp(linear, "1") == 0;
    for (uint32_t i = 0; r == VK_SUCCESS && i < sc->n_images; i++) {
@@ -992,11 +1024,11 @@ wsi_acquire_next_image(VkDevice device, const VkAcquireNextImageInfoKHR *info, u
 }
 
 /* The present's wait semaphores (waits may be NULL: none) and a present
- * fence, by a submit of cmd (or of nothing) that signals the copies'
- * timeline to value (0: it does not). */
+ * fence, by a submit of cmd (or of nothing) that signals timeline_semaphore
+ * to value (0: nothing). */
 static VkResult
-present_submit(struct wsi_swapchain *sc, const struct wsi_dispatch *vk, VkQueue queue,
-               const VkPresentInfoKHR *waits, VkCommandBuffer cmd, uint64_t value,
+present_submit(const struct wsi_dispatch *vk, VkQueue queue, const VkPresentInfoKHR *waits,
+               VkCommandBuffer cmd, VkSemaphore timeline_semaphore, uint64_t value,
                VkFence fence)
 {
    uint32_t n_waits = waits ? waits->waitSemaphoreCount : 0;
@@ -1020,7 +1052,7 @@ present_submit(struct wsi_swapchain *sc, const struct wsi_dispatch *vk, VkQueue 
       .commandBufferCount = cmd ? 1 : 0,
       .pCommandBuffers = cmd ? &cmd : NULL,
       .signalSemaphoreCount = value ? 1 : 0,
-      .pSignalSemaphores = value ? &sc->copies : NULL,
+      .pSignalSemaphores = value ? &timeline_semaphore : NULL,
    };
    VkResult r = VK_SUCCESS;
    if (submit.waitSemaphoreCount || cmd || fence)
@@ -1033,7 +1065,7 @@ present_submit(struct wsi_swapchain *sc, const struct wsi_dispatch *vk, VkQueue 
 /* One swapchain's part of a present: waits (NULL when another part took
  * them) are the present's semaphores; fence, a VkSwapchainPresentFenceInfoEXT
  * fence; mode, a VkSwapchainPresentModeInfoEXT mode or NULL. *waited: the
- * waits were submitted (even when the present failed, as the spec wants). */
+ * waits went with this part's copy. */
 static VkResult
 present_one(VkQueue queue, uint32_t family, struct wsi_swapchain *sc, uint32_t index,
             uint64_t present_id, const VkPresentInfoKHR *waits, VkFence fence,
@@ -1048,16 +1080,15 @@ present_one(VkQueue queue, uint32_t family, struct wsi_swapchain *sc, uint32_t i
                 : status < 0 && status != VK_ERROR_OUT_OF_DATE_KHR ? status
                 : copy_command(sc, family, &sc->images[index], &cmd);
    if (r != VK_SUCCESS) {
-      /* not presented: its waits and fence still happen */
-      VkResult s = present_submit(sc, vk, queue, waits, VK_NULL_HANDLE, 0, fence);
-      *waited = s == VK_SUCCESS;
+      /* not presented: its fence still signals (the waits go with the
+       * next part's copy, or on their own at the end) */
+      VkResult s = present_submit(vk, queue, NULL, VK_NULL_HANDLE, VK_NULL_HANDLE, 0, fence);
       return s == VK_ERROR_DEVICE_LOST ? s : r;
    }
    struct wsi_image *img = &sc->images[index];
-   pthread_mutex_lock(&sc->mutex);
-   const uint64_t value = ++sc->copy_value;
-   pthread_mutex_unlock(&sc->mutex);
-   r = present_submit(sc, vk, queue, waits, cmd, value, fence);
+   /* the image is the application's until it is queued below */
+   const uint64_t value = img->copy_value + 1;
+   r = present_submit(vk, queue, waits, cmd, img->copies, value, fence);
    if (r != VK_SUCCESS)
       return r;
    *waited = true;
@@ -1093,7 +1124,9 @@ wsi_queue_present(VkQueue queue, uint32_t family, const VkPresentInfoKHR *info)
    }
    VkResult result = VK_SUCCESS;
    bool waited = false;
+   const struct wsi_dispatch *vk = NULL;
    for (uint32_t i = 0; i < info->swapchainCount; i++) {
+      vk = &swapchain_of(info->pSwapchains[i])->wsi->vk;
       uint64_t id = ids && ids->pPresentIds && i < ids->swapchainCount ? ids->pPresentIds[i] : 0;
       VkFence fence = fences && i < fences->swapchainCount ? fences->pFences[i] : VK_NULL_HANDLE;
       const VkPresentModeKHR *mode =
@@ -1107,6 +1140,14 @@ wsi_queue_present(VkQueue queue, uint32_t family, const VkPresentInfoKHR *info)
          result = r;
       else if (r == VK_SUBOPTIMAL_KHR && result == VK_SUCCESS)
          result = r;
+   }
+   if (!waited && vk && info->waitSemaphoreCount) {
+      /* nothing was presented: the waits happen all the same, as the spec
+       * wants of a present that failed */
+      VkResult s = present_submit(vk, queue, info, VK_NULL_HANDLE, VK_NULL_HANDLE, 0,
+                                  VK_NULL_HANDLE);
+      if (s == VK_ERROR_DEVICE_LOST)
+         result = s;
    }
    return result;
 }

@@ -29,7 +29,8 @@ struct wsi_image {
    int fd;                   /* the buffer memory's memfd */
    void *map;
    VkDeviceSize buffer_size;
-   uint64_t copy_value;      /* the copies' timeline reaches it: its copy is done */
+   VkSemaphore copies;       /* timeline: each copy into the buffer signals the next value */
+   uint64_t copy_value;      /* when copies reaches it, the last copy is done */
    bool copied;              /* that was waited for since the present */
    VkCommandBuffer copy[WSI_MAX_FAMILIES];
    enum wsi_image_state state;
@@ -68,9 +69,9 @@ struct wsi_swapchain {
    VkExtent2D extent;
    VkFormat format;
    VkPresentModeKHR mode;
+   VkCompositeAlphaFlagBitsKHR composite_alpha;
    uint32_t stride; /* bytes per row of the buffers */
    bool linear;     /* the images are the buffers (GPUD_WSI_LINEAR=1) */
-   VkSemaphore copies; /* timeline: each present's copy signals the next value */
    uint32_t n_images;
    struct wsi_image images[WSI_MAX_IMAGES];
    VkCommandPool pools[WSI_MAX_FAMILIES];
@@ -84,7 +85,6 @@ struct wsi_swapchain {
    uint64_t completed_id; /* the last present id the display server showed */
    uint64_t serial;       /* of the last present to the display server */
    uint64_t completed_serial; /* the last one the display server showed */
-   uint64_t copy_value;   /* the copies' timeline: the last value submitted */
    pthread_t thread;
    bool thread_started;
    int wake_fd;           /* eventfd: wsi_swapchain_wake() */

@@ -22,7 +22,8 @@ struct wl_data {
    struct wl_registry *registry;
    struct wl_shm *shm;
    struct wl_callback *frame;          /* a present not yet shown */
-   uint64_t frame_serial;
+   uint64_t frame_serial;              /* the present frame was asked with */
+   uint64_t last_serial;               /* the last present committed */
    struct wsi_swapchain *sc;
 };
 
@@ -68,6 +69,21 @@ static const struct wl_buffer_listener buffer_listener = {
    .release = buffer_release,
 };
 
+static void frame_done(void *data, struct wl_callback *callback, uint32_t time);
+
+static const struct wl_callback_listener frame_listener = {
+   .done = frame_done,
+};
+
+/* Asks for a frame callback for the present of serial (the mutex held). */
+static void
+request_frame(struct wl_data *w, uint64_t serial)
+{
+   w->frame = wl_surface_frame(w->surface);
+   wl_callback_add_listener(w->frame, &frame_listener, w);
+   w->frame_serial = serial;
+}
+
 static void
 frame_done(void *data, struct wl_callback *callback, uint32_t time)
 {
@@ -78,12 +94,16 @@ frame_done(void *data, struct wl_callback *callback, uint32_t time)
    if (w->frame == callback)
       w->frame = NULL;
    wsi_present_completed(sc, w->frame_serial);
+   /* Presents committed while this callback was pending (MAILBOX) are
+    * not known to be shown: a callback for the newest, with a commit that
+    * changes nothing else. */
+   bool again = !w->frame && w->last_serial > w->frame_serial;
+   if (again)
+      request_frame(w, w->last_serial);
    pthread_mutex_unlock(&sc->mutex);
+   if (again)
+      wl_surface_commit(w->surface);
 }
-
-static const struct wl_callback_listener frame_listener = {
-   .done = frame_done,
-};
 
 static VkResult
 wl_init(struct wsi_swapchain *sc)
@@ -109,12 +129,16 @@ wl_init(struct wsi_swapchain *sc)
    if (!w->shm)
       return VK_ERROR_SURFACE_LOST_KHR; /* a compositor without wl_shm */
 
+   /* premultiplied alpha is what wl_shm's ARGB means */
+   uint32_t format = sc->composite_alpha == VK_COMPOSITE_ALPHA_PRE_MULTIPLIED_BIT_KHR
+                        ? WL_SHM_FORMAT_ARGB8888
+                        : WL_SHM_FORMAT_XRGB8888;
    for (uint32_t i = 0; i < sc->n_images; i++) {
       struct wsi_image *img = &sc->images[i];
       struct wl_shm_pool *pool = wl_shm_create_pool(w->shm, img->fd, (int32_t)img->buffer_size);
       img->wl_buffer = wl_shm_pool_create_buffer(pool, 0, (int32_t)sc->extent.width,
                                                  (int32_t)sc->extent.height, (int32_t)sc->stride,
-                                                 WL_SHM_FORMAT_XRGB8888);
+                                                 format);
       wl_shm_pool_destroy(pool);
       if (!img->wl_buffer)
          return VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -154,11 +178,9 @@ wl_present(struct wsi_swapchain *sc, struct wsi_image *img)
 {
    struct wl_data *w = sc->platform_data;
    pthread_mutex_lock(&sc->mutex);
-   if (!w->frame) {
-      w->frame = wl_surface_frame(w->surface);
-      wl_callback_add_listener(w->frame, &frame_listener, w);
-   }
-   w->frame_serial = img->serial;
+   if (!w->frame)
+      request_frame(w, img->serial);
+   w->last_serial = img->serial;
    pthread_mutex_unlock(&sc->mutex);
    wl_surface_attach(w->surface, img->wl_buffer, 0, 0);
    wl_surface_damage(w->surface, 0, 0, INT32_MAX, INT32_MAX);

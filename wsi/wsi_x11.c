@@ -130,6 +130,7 @@ x11_init(struct wsi_swapchain *sc)
       return r;
    x->shm = getenv("GPUD_WSI_NO_SHM") == NULL && has_shm_fd(x->conn);
    x->present = x->shm && getenv("GPUD_WSI_NO_PRESENT") == NULL && has_present(x->conn);
+   xcb_generic_error_t *err;
 
    for (uint32_t i = 0; x->shm && i < sc->n_images; i++) {
       struct wsi_image *img = &sc->images[i];
@@ -137,8 +138,7 @@ x11_init(struct wsi_swapchain *sc)
       if (fd < 0)
          return VK_ERROR_OUT_OF_HOST_MEMORY;
       img->x11_seg = xcb_generate_id(x->conn);
-      xcb_generic_error_t *err =
-         xcb_request_check(x->conn, xcb_shm_attach_fd_checked(x->conn, img->x11_seg, fd, 0));
+      err = xcb_request_check(x->conn, xcb_shm_attach_fd_checked(x->conn, img->x11_seg, fd, 0));
       if (err) {
          /* a server that cannot map our memory (remote X): copy instead */
          free(err);
@@ -148,10 +148,16 @@ x11_init(struct wsi_swapchain *sc)
       }
       if (x->present) {
          img->x11_pixmap = xcb_generate_id(x->conn);
-         xcb_discard_reply(x->conn, xcb_shm_create_pixmap_checked(
-                                       x->conn, img->x11_pixmap, x->window, sc->extent.width,
-                                       sc->extent.height, x->depth, img->x11_seg, 0)
-                                       .sequence);
+         err = xcb_request_check(x->conn, xcb_shm_create_pixmap_checked(
+                                             x->conn, img->x11_pixmap, x->window,
+                                             sc->extent.width, sc->extent.height, x->depth,
+                                             img->x11_seg, 0));
+         if (err) {
+            /* no pixmap of our memory: put the pixels from it instead */
+            free(err);
+            img->x11_pixmap = 0;
+            x->present = false;
+         }
       }
    }
    if (!x->present) {
@@ -169,6 +175,12 @@ x11_init(struct wsi_swapchain *sc)
                                        XCB_PRESENT_EVENT_MASK_COMPLETE_NOTIFY |
                                        XCB_PRESENT_EVENT_MASK_IDLE_NOTIFY)
                                     .sequence);
+      /* a resize between the application's query and now, which no
+       * ConfigureNotify will tell */
+      r = window_geometry(x->conn, x->window, &extent, NULL);
+      if (r == VK_SUCCESS &&
+          (extent.width != sc->extent.width || extent.height != sc->extent.height))
+         wsi_swapchain_set_status(sc, VK_ERROR_OUT_OF_DATE_KHR);
    }
    x->quiet_since = wsi_now_ns();
    xcb_flush(x->conn);
@@ -189,12 +201,14 @@ x11_finish(struct wsi_swapchain *sc)
       }
       for (uint32_t i = 0; i < sc->n_images; i++) {
          if (sc->images[i].x11_pixmap)
-            xcb_free_pixmap(x->conn, sc->images[i].x11_pixmap);
+            xcb_discard_reply(
+               x->conn, xcb_free_pixmap_checked(x->conn, sc->images[i].x11_pixmap).sequence);
          if (sc->images[i].x11_seg)
-            xcb_shm_detach(x->conn, sc->images[i].x11_seg);
+            xcb_discard_reply(x->conn,
+                              xcb_shm_detach_checked(x->conn, sc->images[i].x11_seg).sequence);
       }
       if (x->gc)
-         xcb_free_gc(x->conn, x->gc);
+         xcb_discard_reply(x->conn, xcb_free_gc_checked(x->conn, x->gc).sequence);
       xcb_flush(x->conn);
    }
    free(x);
@@ -254,9 +268,9 @@ x11_present(struct wsi_swapchain *sc, struct wsi_image *img)
       return put_image(sc, x, img);
    uint32_t options = XCB_PRESENT_OPTION_NONE;
    uint64_t target_msc = 0; /* the next vertical blank (at once with ASYNC) */
+   pthread_mutex_lock(&sc->mutex);
    if (sc->mode == VK_PRESENT_MODE_IMMEDIATE_KHR)
       options |= XCB_PRESENT_OPTION_ASYNC;
-   pthread_mutex_lock(&sc->mutex);
    if (sc->mode == VK_PRESENT_MODE_FIFO_RELAXED_KHR && x->last_msc) {
       /* the refresh after the last one shown; at once (tearing) only when
        * that has passed: the application is late */
@@ -323,6 +337,16 @@ x11_wait_events(struct wsi_swapchain *sc, uint64_t timeout_ns)
 {
    struct x11_data *x = sc->platform_data;
    uint64_t deadline = wsi_now_ns() + timeout_ns;
+   /* Busy: a present not shown yet, or the application may be waiting for
+    * an image. Otherwise only a resize or the window's end can come, and
+    * both can wait: the thread sleeps longer and asks the server nothing. */
+   pthread_mutex_lock(&sc->mutex);
+   bool busy = x->complete_pending || sc->n_queued;
+   uint32_t free_images = 0;
+   for (uint32_t i = 0; i < sc->n_images; i++)
+      free_images += sc->images[i].state == WSI_IMAGE_FREE;
+   busy |= free_images == 0;
+   pthread_mutex_unlock(&sc->mutex);
    for (;;) {
       if (xcb_connection_has_error(x->conn))
          return VK_ERROR_SURFACE_LOST_KHR;
@@ -338,7 +362,7 @@ x11_wait_events(struct wsi_swapchain *sc, uint64_t timeout_ns)
       if (handled || now >= deadline) {
          /* A destroyed window sends no more events (a server may not say
           * PresentWindowDestroyed): after a quiet spell, look for it. */
-         if (!handled && now - x->quiet_since > 100000000ull) {
+         if (!handled && busy && now - x->quiet_since > 100000000ull) {
             x->quiet_since = now;
             VkExtent2D extent;
             if (window_geometry(x->conn, x->window, &extent, NULL) != VK_SUCCESS)
@@ -347,13 +371,15 @@ x11_wait_events(struct wsi_swapchain *sc, uint64_t timeout_ns)
          return VK_SUCCESS;
       }
       /* Another thread of the application may read the connection and
-       * queue our events without waking this poll: look again soon. */
+       * queue our events without waking this poll: look again soon when
+       * busy. */
       struct pollfd pfd[2] = {
          {.fd = xcb_get_file_descriptor(x->conn), .events = POLLIN},
          {.fd = sc->wake_fd, .events = POLLIN},
       };
       uint64_t left_ms = (deadline - now) / 1000000;
-      int r = poll(pfd, 2, left_ms < 2 ? (int)left_ms : 2);
+      uint64_t slice_ms = busy ? 2 : 50;
+      int r = poll(pfd, 2, (int)(left_ms < slice_ms ? left_ms : slice_ms));
       if (r > 0 && (pfd[1].revents & POLLIN)) {
          uint64_t v;
          if (read(sc->wake_fd, &v, sizeof(v)) < 0) {
