@@ -476,18 +476,19 @@ check_queries(void)
    VkSurfaceFormatKHR formats[16];
    if (n == 0 || n > 16)
       vkt_fail("%u surface formats", n);
+   if (n > 1) {
+      /* (first: a layer keeps what the last call returned) */
+      uint32_t fewer = 1;
+      VKT_EXPECT(vkGetPhysicalDeviceSurfaceFormatsKHR(ctx.physical_device, surface, &fewer,
+                                                      formats),
+                 VK_INCOMPLETE);
+   }
    VKT_CHECK(vkGetPhysicalDeviceSurfaceFormatsKHR(ctx.physical_device, surface, &n, formats));
    bool bgra = false;
    for (uint32_t i = 0; i < n; i++)
       bgra |= formats[i].format == VK_FORMAT_B8G8R8A8_UNORM;
    if (!bgra)
       vkt_fail("VK_FORMAT_B8G8R8A8_UNORM is not a surface format");
-   if (n > 1) {
-      uint32_t fewer = 1;
-      VKT_EXPECT(vkGetPhysicalDeviceSurfaceFormatsKHR(ctx.physical_device, surface, &fewer,
-                                                      formats),
-                 VK_INCOMPLETE);
-   }
 
    VkPresentModeKHR modes[8];
    n = 8;
