@@ -16,7 +16,8 @@ Usage: as gpud_test.py (same options), with one of these subcommands:
                frames, and its screenshot equals lavapipe's.
   wsi-apps     third-party programs under Xvfb: vkcube and vkcubepp (100
                frames, exit 0; a frame's screenshot equals lavapipe's),
-               vkd3d-gears (Direct3D 12), and OpenGL through Zink: glxinfo's
+               GStreamer's vulkansink, vkd3d-gears (Direct3D 12), and
+               OpenGL through Zink: glxinfo's
                renderer names gpud's device, glxgears' and glmark2's
                screenshots equal lavapipe's, glmark2 --validate and a short
                benchmark run.
@@ -611,6 +612,15 @@ def wsi_apps(fx, xvfb):
             fx.run([prog, '--c', '100'], dict(genv, **extra), timeout=180,
                    label='%s %s' % (name, label), show_output=False)
         screenshot_compare(fx, xvfb, root, [prog], name, 30)
+
+    # GStreamer's Vulkan video sink (a still test pattern)
+    gst = need('gst-launch-1.0', 'gstreamer1.0-tools')
+    fx.run([gst, '-q', 'videotestsrc', 'num-buffers=60', '!', 'vulkanupload', '!',
+            'vulkansink'], genv, timeout=120, label='vulkansink')
+    screenshot_compare(fx, xvfb, root, [gst, '-q', 'videotestsrc', 'pattern=smpte', '!',
+                                        'video/x-raw,width=320,height=240', '!',
+                                        'vulkanupload', '!', 'vulkansink'],
+                       'gstreamer-vulkansink', 10)
 
     # Direct3D 12 through vkd3d; its gears turn with the clock, but not
     # before the first frame
