@@ -186,6 +186,19 @@ status(struct gpud_client *control)
    reply.daemon_pid = (uint32_t)getpid();
    reply.isolation =
       (char *)(server->cfg.isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
+   const struct gpud_limits *l = &server->cfg.limits;
+   Gpud__Limits limits = GPUD__LIMITS__INIT;
+   limits.client_memory = l->client_memory == GPUD_UNLIMITED ? 0 : l->client_memory;
+   limits.uid_memory = l->uid_memory == GPUD_UNLIMITED ? 0 : l->uid_memory;
+   limits.client_objects = l->client_objects == GPUD_UNLIMITED ? 0 : l->client_objects;
+   limits.uid_connections = l->uid_connections;
+   limits.max_clients = l->max_clients;
+   limits.spare_workers = server->cfg.spare_workers;
+   static const char *const validate[] = {"off", "report", "strict"};
+   limits.validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
+                                         ? server->cfg.validate
+                                         : GPUD_VALIDATE_OFF];
+   reply.limits = &limits;
 
    size_t n = 0;
    struct gpud_client *c;

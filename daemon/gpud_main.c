@@ -4,7 +4,9 @@
  * its socket.  The same executable is the server and, started by the
  * server with --worker, each client's worker.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <ini.h>
 #include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -29,12 +31,14 @@ usage(FILE *f)
    fprintf(f,
            "Usage: gpud [OPTION]...\n"
            "Serve a GPU to Vulkan applications through the gpud ICD.\n\n"
-           "  -s, --socket PATH        listen on PATH (default: a socket passed by systemd,\n"
-           "                           else /run/gpud/gpud.sock as root,\n"
+           "  -s, --socket PATH        listen on PATH unless systemd passed a socket\n"
+           "                           (default: /run/gpud/gpud.sock as root,\n"
            "                           $XDG_RUNTIME_DIR/gpud/gpud.sock otherwise)\n"
            "  -d, --host-driver FILE   host Vulkan driver's ICD manifest (default: the GPU's\n"
            "                           driver, else lavapipe: %s)\n"
            "  -D, --device NAME        serve the host device whose name contains NAME\n"
+           "  -c, --config FILE        read settings from FILE and FILE.d/*.conf (default:\n"
+           "                           %s and its .d/; the command line wins)\n"
            "      --isolation=MODE     process (default): a worker process per client;\n"
            "                           thread: clients on threads of the daemon (debugging)\n"
            "      --validate[=MODE]    run the Khronos validation layer: report (the\n"
@@ -72,7 +76,7 @@ usage(FILE *f)
            "                           connections) before rate limiting (default: %u)\n"
            "      --log-rate N         ... and per second after that (default: %u)\n"
            "      --no-sandbox         no system-call filter in workers (debugging)\n",
-           GPUD_LAVAPIPE_MANIFEST, d.client_objects, d.uid_connections, d.max_clients,
+           GPUD_LAVAPIPE_MANIFEST, GPUD_CONFIG_FILE, d.client_objects, d.uid_connections, d.max_clients,
            d.handshake_timeout_ms, d.start_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms,
            d.drain_timeout_ms, d.crash_limit, d.crash_cooldown_ms, d.log_burst, d.log_per_second);
 }
@@ -227,134 +231,425 @@ set_limit(const struct limit_option *o, const char *arg, struct gpud_limits *l)
    return 0;
 }
 
-static int
-bad_value(const char *option, const char *value, const char *expected)
+/* ---- one option, from the command line or a configuration file -------------- */
+
+/* Strings a configuration owns (values read from files). */
+struct gpud_config_strings {
+   char **v;
+   size_t n;
+   struct gpud_config_strings *older; /* a reload's predecessor, still pointed to */
+};
+
+static const char *
+keep(struct gpud_config *cfg, const char *value)
 {
-   fprintf(stderr, "gpud: --%s: '%s' is not %s\n", option, value, expected);
-   return 2;
+   struct gpud_config_strings *s = cfg->strings;
+   char *copy = strdup(value);
+   char **v = copy ? realloc(s->v, sizeof(*v) * (s->n + 1)) : NULL;
+   if (!v) {
+      free(copy);
+      return NULL;
+   }
+   s->v = v;
+   s->v[s->n++] = copy;
+   return copy;
 }
 
-int
-main(int argc, char **argv)
+static void
+config_strings_free(struct gpud_config_strings *s)
 {
-   static const struct option fixed_options[] = {
-      {"socket", required_argument, NULL, 's'},
-      {"host-driver", required_argument, NULL, 'd'},
-      {"device", required_argument, NULL, 'D'},
-      {"validate", optional_argument, NULL, OPT_VALIDATE},
-      {"isolation", required_argument, NULL, OPT_ISOLATION},
-      {"user", required_argument, NULL, OPT_USER},
-      {"group", required_argument, NULL, OPT_GROUP},
-      {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
-      {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
-      {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
-      {"worker", required_argument, NULL, OPT_WORKER},
-      {"log-level", required_argument, NULL, 'l'},
-      {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},
+   while (s) {
+      struct gpud_config_strings *older = s->older;
+      for (size_t i = 0; i < s->n; i++)
+         free(s->v[i]);
+      free(s->v);
+      free(s);
+      s = older;
+   }
+}
+
+void
+gpud_config_keep_older(struct gpud_config *cfg, struct gpud_config *older)
+{
+   if (cfg->strings) {
+      cfg->strings->older = older->strings;
+      older->strings = NULL;
+   }
+}
+
+static bool
+parse_bool(const char *s, bool *ret)
+{
+   if (!strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "on") || !strcmp(s, "1"))
+      *ret = true;
+   else if (!strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "off") || !strcmp(s, "0"))
+      *ret = false;
+   else
+      return false;
+   return true;
+}
+
+/*
+ * Sets option name (a long option's name, which is also its key in a
+ * configuration file) to value; copy: the value must be copied (a file's).
+ * NULL, or what was wrong (a static string, "is not ..." completed by the
+ * caller with the value).
+ */
+static const char *
+set_option(struct gpud_config *cfg, const char *name, const char *value, bool copy)
+{
+   const char *kept = copy ? keep(cfg, value) : value;
+   if (!kept)
+      return "could not be stored (out of memory)";
+   uint64_t v;
+   bool b;
+   if (!strcmp(name, "socket")) {
+      cfg->socket_path = kept;
+   } else if (!strcmp(name, "host-driver")) {
+      cfg->manifest = kept;
+   } else if (!strcmp(name, "device")) {
+      cfg->device = kept;
+   } else if (!strcmp(name, "user")) {
+      cfg->user = kept;
+   } else if (!strcmp(name, "group")) {
+      cfg->group = kept;
+   } else if (!strcmp(name, "admin-group")) {
+      cfg->admin_group = kept;
+   } else if (!strcmp(name, "validate")) {
+      if (!strcmp(value, "report") || !strcmp(value, "on"))
+         cfg->validate = GPUD_VALIDATE_REPORT;
+      else if (!strcmp(value, "strict"))
+         cfg->validate = GPUD_VALIDATE_STRICT;
+      else if (!strcmp(value, "off"))
+         cfg->validate = GPUD_VALIDATE_OFF;
+      else
+         return "off, report or strict";
+   } else if (!strcmp(name, "isolation")) {
+      if (!strcmp(value, "process"))
+         cfg->isolation = GPUD_ISOLATION_PROCESS;
+      else if (!strcmp(value, "thread"))
+         cfg->isolation = GPUD_ISOLATION_THREAD;
+      else
+         return "process or thread";
+   } else if (!strcmp(name, "sandbox")) {
+      if (!parse_bool(value, &b))
+         return "yes or no";
+      cfg->sandbox = b;
+   } else if (!strcmp(name, "spare-workers")) {
+      if (parse_u64(value, 64, &v) < 0)
+         return "a number from 0 to 64";
+      cfg->spare_workers = (unsigned)v;
+   } else if (!strcmp(name, "log-level")) {
+      enum util_log_level level;
+      if (util_log_parse_level(value, &level) < 0)
+         return "err, warning, notice, info or debug";
+      cfg->log_level = (int)level;
+   } else {
+      for (size_t i = 0; i < UTIL_ARRAY_SIZE(limit_options); i++) {
+         const struct limit_option *o = &limit_options[i];
+         if (!strcmp(name, o->name))
+            return set_limit(o, value, &cfg->limits) < 0 ? o->expected : NULL;
+      }
+      return "known";
+   }
+   return NULL;
+}
+
+/* ---- configuration files ---------------------------------------------------------- */
+
+struct file_state {
+   struct gpud_config *cfg;
+   const char *path;
+   char *error; /* the first error, "file:line: ..." */
+};
+
+/* inih's handler: one key; 0 stops the file (ini_parse_file returns the
+ * line). f->error: what was wrong, without the place. */
+static int
+file_key(void *data, const char *section, const char *name, const char *value)
+{
+   struct file_state *f = data;
+   if (f->error)
+      return 0; /* inih goes on after an error; the first is the one told */
+   int r;
+   if (*section && strcmp(section, "gpud")) {
+      r = asprintf(&f->error, "[%s] %s: settings go in the [gpud] section", section, name);
+   } else if (!strcmp(name, "worker") || !strcmp(name, "config")) {
+      r = asprintf(&f->error, "%s: not a setting of configuration files", name);
+   } else {
+      const char *problem = set_option(f->cfg, name, value, true);
+      if (!problem)
+         return 1;
+      if (!strcmp(problem, "known"))
+         r = asprintf(&f->error, "%s: unknown setting", name);
+      else
+         r = asprintf(&f->error, "%s = '%s': expected %s", name, value, problem);
+   }
+   if (r < 0)
+      f->error = NULL;
+   return 0;
+}
+
+/* One file into cfg; missing is not an error unless required. 0, or -1 with
+ * *error set ("file:line: reason", the caller's to free). */
+static int
+load_file(struct gpud_config *cfg, const char *path, bool required, char **error)
+{
+   FILE *fp = fopen(path, "re");
+   if (!fp) {
+      if (errno == ENOENT && !required)
+         return 0;
+      if (asprintf(error, "gpud: %s: %s", path, strerror(errno)) < 0)
+         *error = NULL;
+      return -1;
+   }
+   struct file_state f = {.cfg = cfg, .path = path};
+   int r = ini_parse_file(fp, file_key, &f);
+   fclose(fp);
+   if (r == 0)
+      return 0;
+   if (asprintf(error, "gpud: %s:%d: %s", path, r > 0 ? r : 0,
+                f.error ? f.error : "not a 'key = value' line or a [section]") < 0)
+      *error = NULL;
+   free(f.error);
+   return -1;
+}
+
+static int
+drop_in_name(const struct dirent *d)
+{
+   size_t n = strlen(d->d_name);
+   return d->d_name[0] != '.' && n > 5 && !strcmp(d->d_name + n - 5, ".conf");
+}
+
+/* path, then path.d/\*.conf in name order: later files win. */
+static int
+load_files(struct gpud_config *cfg, const char *path, bool required, char **error)
+{
+   if (load_file(cfg, path, required, error) < 0)
+      return -1;
+   char *dir = NULL;
+   if (asprintf(&dir, "%s.d", path) < 0)
+      return -1;
+   struct dirent **names = NULL;
+   int n = scandir(dir, &names, drop_in_name, alphasort);
+   int r = 0;
+   for (int i = 0; i < n; i++) {
+      char *file = NULL;
+      if (r == 0 && asprintf(&file, "%s/%s", dir, names[i]->d_name) >= 0) {
+         r = load_file(cfg, file, true, error);
+         free(file);
+      }
+      free(names[i]);
+   }
+   free(names);
+   free(dir);
+   return r;
+}
+
+/* ---- the whole configuration: defaults, files, then the command line ---------- */
+
+static const struct option fixed_options[] = {
+   {"socket", required_argument, NULL, 's'},
+   {"host-driver", required_argument, NULL, 'd'},
+   {"device", required_argument, NULL, 'D'},
+   {"config", required_argument, NULL, 'c'},
+   {"validate", optional_argument, NULL, OPT_VALIDATE},
+   {"isolation", required_argument, NULL, OPT_ISOLATION},
+   {"user", required_argument, NULL, OPT_USER},
+   {"group", required_argument, NULL, OPT_GROUP},
+   {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
+   {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
+   {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
+   {"worker", required_argument, NULL, OPT_WORKER},
+   {"log-level", required_argument, NULL, 'l'},
+   {"help", no_argument, NULL, 'h'},
+   {"version", no_argument, NULL, 'V'},
+};
+
+/* The command line, kept for reloads. */
+static int saved_argc;
+static char **saved_argv;
+
+enum build_result {
+   BUILD_OK,
+   BUILD_EXIT_OK,     /* --help, --version */
+   BUILD_USAGE,       /* bad command line: exit 2 */
+   BUILD_CONFIG,      /* bad configuration file: exit 78 (EX_CONFIG) */
+};
+
+static void
+config_defaults(struct gpud_config *cfg)
+{
+   *cfg = (struct gpud_config){
+      .validate = GPUD_VALIDATE_OFF,
+      .isolation = GPUD_ISOLATION_PROCESS,
+      .sandbox = true,
+      .spare_workers = 1,
+      .limits = GPUD_LIMITS_DEFAULT,
+      .log_level = -1,
    };
+}
+
+/*
+ * cfg from the defaults, the configuration files (--config FILE, else
+ * GPUD_CONFIG_FILE, each with its .d/ drop-ins) and the command line, which
+ * wins. quiet: a reload (the command line was checked at start). On
+ * BUILD_CONFIG, *error says why.
+ */
+static enum build_result
+build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **error)
+{
    struct option options[UTIL_ARRAY_SIZE(fixed_options) + UTIL_ARRAY_SIZE(limit_options) + 1];
    memcpy(options, fixed_options, sizeof(fixed_options));
    for (size_t i = 0; i < UTIL_ARRAY_SIZE(limit_options); i++)
       options[UTIL_ARRAY_SIZE(fixed_options) + i] =
          (struct option){limit_options[i].name, required_argument, NULL, OPT_LIMIT + (int)i};
    memset(&options[UTIL_ARRAY_SIZE(options) - 1], 0, sizeof(struct option));
-   struct gpud_config cfg = {
-      .validate = GPUD_VALIDATE_OFF,
-      .isolation = GPUD_ISOLATION_PROCESS,
-      .sandbox = true,
-      .spare_workers = 1,
-      .limits = GPUD_LIMITS_DEFAULT,
-   };
-   pid_t worker_parent = 0;
-   uint64_t v;
+
+   config_defaults(cfg);
+   cfg->strings = calloc(1, sizeof(struct gpud_config_strings));
+   if (!cfg->strings)
+      return BUILD_CONFIG;
+   *worker_parent = 0;
+   *error = NULL;
+
+   /* first the file the command line names, if it does */
+   const char *config_path = NULL;
+   bool is_worker = false;
+   opterr = 0;
+   optind = 0;
    int c;
-   while ((c = getopt_long(argc, argv, "s:d:D:l:hV", options, NULL)) != -1) {
+   while ((c = getopt_long(saved_argc, saved_argv, "s:d:D:c:l:hV", options, NULL)) != -1) {
+      if (c == 'c')
+         config_path = optarg;
+      else if (c == OPT_WORKER)
+         is_worker = true;
+   }
+   /* a worker has everything on its command line */
+   if (!is_worker &&
+       load_files(cfg, config_path ? config_path : GPUD_CONFIG_FILE, config_path != NULL,
+                  error) < 0)
+      return BUILD_CONFIG;
+
+   opterr = !quiet;
+   optind = 0;
+   uint64_t v;
+   while ((c = getopt_long(saved_argc, saved_argv, "s:d:D:c:l:hV", options, NULL)) != -1) {
+      const char *name = NULL;
+      const char *value = optarg;
       switch (c) {
-      case 's':
-         cfg.socket_path = optarg;
-         break;
-      case 'd':
-         cfg.manifest = optarg;
-         break;
-      case 'D':
-         cfg.device = optarg;
-         break;
+      case 's': name = "socket"; break;
+      case 'd': name = "host-driver"; break;
+      case 'D': name = "device"; break;
+      case 'l': name = "log-level"; break;
+      case 'c': continue;
       case OPT_VALIDATE:
-         if (!optarg || !strcmp(optarg, "report") || !strcmp(optarg, "on"))
-            cfg.validate = GPUD_VALIDATE_REPORT;
-         else if (!strcmp(optarg, "strict"))
-            cfg.validate = GPUD_VALIDATE_STRICT;
-         else if (!strcmp(optarg, "off"))
-            cfg.validate = GPUD_VALIDATE_OFF;
-         else
-            return bad_value("validate", optarg, "off, report or strict");
+         name = "validate";
+         value = optarg ? optarg : "report";
          break;
-      case OPT_ISOLATION:
-         if (!strcmp(optarg, "process"))
-            cfg.isolation = GPUD_ISOLATION_PROCESS;
-         else if (!strcmp(optarg, "thread"))
-            cfg.isolation = GPUD_ISOLATION_THREAD;
-         else
-            return bad_value("isolation", optarg, "process or thread");
-         break;
-      case OPT_USER:
-         cfg.user = optarg;
-         break;
-      case OPT_GROUP:
-         cfg.group = optarg;
-         break;
-      case OPT_ADMIN_GROUP:
-         cfg.admin_group = optarg;
-         break;
-      case OPT_SPARE_WORKERS:
-         if (parse_u64(optarg, 64, &v) < 0)
-            return bad_value("spare-workers", optarg, "a number from 0 to 64");
-         cfg.spare_workers = (unsigned)v;
-         break;
+      case OPT_ISOLATION: name = "isolation"; break;
+      case OPT_USER: name = "user"; break;
+      case OPT_GROUP: name = "group"; break;
+      case OPT_ADMIN_GROUP: name = "admin-group"; break;
+      case OPT_SPARE_WORKERS: name = "spare-workers"; break;
       case OPT_NO_SANDBOX:
-         cfg.sandbox = false;
+         name = "sandbox";
+         value = "no";
          break;
       case OPT_WORKER:
-         if (parse_u64(optarg, INT_MAX, &v) < 0 || !v)
-            return bad_value("worker", optarg, "the server's pid");
-         worker_parent = (pid_t)v;
-         break;
-      case 'l': {
-         enum util_log_level level;
-         if (util_log_parse_level(optarg, &level) < 0) {
-            fprintf(stderr, "gpud: unknown log level '%s' (err, warning, notice, info, debug)\n",
-                    optarg);
-            return 2;
+         if (parse_u64(optarg, INT_MAX, &v) < 0 || !v) {
+            fprintf(stderr, "gpud: --worker: '%s' is not the server's pid\n", optarg);
+            return BUILD_USAGE;
          }
-         util_log_set_max_level(level);
-         break;
-      }
+         *worker_parent = (pid_t)v;
+         continue;
       case 'h':
          usage(stdout);
-         return 0;
+         return BUILD_EXIT_OK;
       case 'V':
          printf("gpud %s\n", GPUD_VERSION);
-         return 0;
+         return BUILD_EXIT_OK;
       default:
          if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)UTIL_ARRAY_SIZE(limit_options)) {
-            const struct limit_option *o = &limit_options[c - OPT_LIMIT];
-            if (set_limit(o, optarg, &cfg.limits) < 0)
-               return bad_value(o->name, optarg, o->expected);
+            name = limit_options[c - OPT_LIMIT].name;
             break;
          }
-         usage(stderr);
-         return 2;
+         if (!quiet)
+            usage(stderr);
+         return BUILD_USAGE;
+      }
+      const char *problem = set_option(cfg, name, value, false);
+      if (problem) {
+         if (!quiet)
+            fprintf(stderr, "gpud: --%s: '%s' is not %s\n", name, value, problem);
+         return BUILD_USAGE;
       }
    }
-   if (optind < argc) {
-      fprintf(stderr, "gpud: unexpected argument '%s'\n", argv[optind]);
-      usage(stderr);
-      return 2;
+   if (optind < saved_argc) {
+      if (!quiet) {
+         fprintf(stderr, "gpud: unexpected argument '%s'\n", saved_argv[optind]);
+         usage(stderr);
+      }
+      return BUILD_USAGE;
    }
+   return BUILD_OK;
+}
+
+/* The server's SIGHUP: the files read again, the command line applied
+ * again. */
+static int
+reload_config(struct gpud_config *cfg, char **error)
+{
+   pid_t unused;
+   enum build_result r = build_config(cfg, &unused, true, error);
+   if (r != BUILD_OK) {
+      gpud_config_finish(cfg);
+      if (!*error && asprintf(error, "gpud: the command line no longer parses") < 0)
+         *error = NULL;
+      return -1;
+   }
+   return 0;
+}
+
+void
+gpud_config_finish(struct gpud_config *cfg)
+{
+   if (cfg->strings)
+      config_strings_free(cfg->strings);
+   cfg->strings = NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+   saved_argc = argc;
+   saved_argv = argv;
+   struct gpud_config cfg;
+   pid_t worker_parent;
+   char *error;
+   switch (build_config(&cfg, &worker_parent, false, &error)) {
+   case BUILD_OK:
+      break;
+   case BUILD_EXIT_OK:
+      gpud_config_finish(&cfg);
+      return 0;
+   case BUILD_USAGE:
+      gpud_config_finish(&cfg);
+      return 2;
+   case BUILD_CONFIG:
+      fprintf(stderr, "%s\n", error ? error : "gpud: cannot read the configuration");
+      free(error);
+      gpud_config_finish(&cfg);
+      return 78; /* EX_CONFIG: systemd does not restart the unit for it */
+   }
+   if (cfg.log_level >= 0)
+      util_log_set_max_level((enum util_log_level)cfg.log_level);
+   cfg.reload = reload_config;
    if (cfg.manifest && access(cfg.manifest, R_OK) < 0) {
       fprintf(stderr, "gpud: cannot read host driver manifest '%s': %s\n", cfg.manifest,
               strerror(errno));
+      gpud_config_finish(&cfg);
       return 2;
    }
    signal(SIGPIPE, SIG_IGN);
@@ -368,7 +663,9 @@ main(int argc, char **argv)
          .validate = cfg.validate,
          .sandbox = cfg.sandbox,
       };
-      return gpud_worker_process_main(&opt);
+      int r = gpud_worker_process_main(&opt);
+      gpud_config_finish(&cfg);
+      return r;
    }
 
    /* Every client costs the server two fds: take what the system allows. */
@@ -377,5 +674,6 @@ main(int argc, char **argv)
       rl.rlim_cur = rl.rlim_max;
       setrlimit(RLIMIT_NOFILE, &rl);
    }
+   /* the server owns cfg now (and frees its strings at the end) */
    return gpud_server_run(&cfg);
 }

@@ -1244,6 +1244,60 @@ begin_stop(struct gpud_server *server)
    check_stopped(server);
 }
 
+static bool
+same_string(const char *a, const char *b)
+{
+   return a == b || (a && b && !strcmp(a, b));
+}
+
+/* SIGHUP: the configuration files read again (the command line still
+ * wins). Limits, access, spare workers, validation (of workers started from
+ * now on) and the log level change at once; a bad file changes nothing. */
+static void
+reload(struct gpud_server *server)
+{
+   struct gpud_config next;
+   char *error = NULL;
+   if (!server->cfg.reload || server->cfg.reload(&next, &error) < 0) {
+      const char *why = error ? error : "no configuration to read";
+      if (!strncmp(why, "gpud: ", 6))
+         why += 6;
+      util_err("reload: %s; the configuration is unchanged", why);
+      free(error);
+      return;
+   }
+   /* what only a restart changes */
+   static const struct {
+      const char *what;
+      size_t offset;
+   } restart_strings[] = {
+      {"socket", offsetof(struct gpud_config, socket_path)},
+      {"host-driver", offsetof(struct gpud_config, manifest)},
+      {"device", offsetof(struct gpud_config, device)},
+   };
+   for (size_t i = 0; i < sizeof(restart_strings) / sizeof(restart_strings[0]); i++) {
+      const char **was = (const char **)((char *)&server->cfg + restart_strings[i].offset);
+      const char **now = (const char **)((char *)&next + restart_strings[i].offset);
+      if (!same_string(*was, *now))
+         util_warn("reload: %s changed; it takes effect when gpud restarts",
+                   restart_strings[i].what);
+      *now = *was;
+   }
+   if (next.isolation != server->cfg.isolation || next.sandbox != server->cfg.sandbox)
+      util_warn("reload: isolation and sandbox take effect when gpud restarts");
+   next.isolation = server->cfg.isolation;
+   next.sandbox = server->cfg.sandbox;
+   next.reload = server->cfg.reload;
+   gpud_config_keep_older(&next, &server->cfg);
+   server->cfg = next;
+   util_log_set_max_level(next.log_level >= 0 ? (enum util_log_level)next.log_level
+                                              : UTIL_LOG_INFO);
+   if (gpud_access_init(server) < 0)
+      util_err("reload: the access policy is unchanged where it could not be read");
+   ensure_workers(server);
+   util_notice("reloaded the configuration");
+}
+
 static void
 on_signal(evutil_socket_t sig, short what, void *data)
 {
@@ -1253,10 +1307,7 @@ on_signal(evutil_socket_t sig, short what, void *data)
       reap_children(server);
       break;
    case SIGHUP:
-      if (gpud_access_init(server) < 0)
-         util_err("reload: the access policy is unchanged where it could not be read");
-      else
-         util_notice("reloaded the access policy");
+      reload(server);
       break;
    default:
       util_notice("signal %d: shutting down", (int)sig);
@@ -1325,11 +1376,12 @@ open_socket(struct gpud_server *server)
       util_err("systemd passed %d sockets; expected one", n);
       return -EINVAL;
    }
-   if (n == 1 && !server->cfg.socket_path) {
+   if (n == 1) {
+      /* systemd's socket wins: the unit's socket is what clients find */
+      if (server->cfg.socket_path)
+         util_notice("serving the socket systemd passed, not %s", server->cfg.socket_path);
       server->listen_fd = SD_LISTEN_FDS_START;
    } else {
-      if (n == 1)
-         util_warn("--socket given: the socket systemd passed is not used");
       server->socket_path =
          server->cfg.socket_path ? strdup(server->cfg.socket_path) : default_socket_path();
       if (!server->socket_path) {
@@ -1526,5 +1578,6 @@ gpud_server_run(const struct gpud_config *cfg)
    }
 out:
    server_finish(server);
+   gpud_config_finish(&server->cfg);
    return status;
 }

@@ -43,7 +43,19 @@ struct gpud_config {
    const char *admin_group; /* may see and act on every client */
    unsigned spare_workers;
    struct gpud_limits limits;
+   int log_level;           /* enum util_log_level, or -1: the default */
+   /* the values read from configuration files (gpud_main.c) */
+   struct gpud_config_strings *strings;
+   /* builds the configuration again (files and command line) for a reload;
+    * -1 with *error ("file:line: reason", to free) when it cannot */
+   int (*reload)(struct gpud_config *cfg, char **error);
 };
+
+/* gpud_main.c: frees cfg's strings (and those of the configurations it
+ * replaced); cfg keeps older's strings alive (a reload keeps some values of
+ * the running configuration). */
+void gpud_config_finish(struct gpud_config *cfg);
+void gpud_config_keep_older(struct gpud_config *cfg, struct gpud_config *older);
 
 /* Who may connect, and who workers run as (gpud_access.c). */
 struct gpud_access {

@@ -99,6 +99,17 @@ print_status(const Gpud__StatusReply *s, bool json)
       json_string(s->host_driver);
       printf(", \"daemon_pid\": %u, \"isolation\": ", s->daemon_pid);
       json_string(s->isolation);
+      if (s->limits) {
+         const Gpud__Limits *l = s->limits;
+         printf(", \"limits\": {\"client_memory_bytes\": %" PRIu64
+                ", \"uid_memory_bytes\": %" PRIu64 ", \"client_objects\": %" PRIu64
+                ", \"uid_connections\": %u, \"max_clients\": %u, \"spare_workers\": %u"
+                ", \"validate\": ",
+                l->client_memory, l->uid_memory, l->client_objects, l->uid_connections,
+                l->max_clients, l->spare_workers);
+         json_string(l->validate);
+         printf("}");
+      }
       printf(", \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
              ", \"hidden_clients\": %u, \"clients\": [",
              s->objects, s->memory_bytes, s->hidden_clients);
@@ -139,6 +150,13 @@ print_status(const Gpud__StatusReply *s, bool json)
    printf("device:       %s\n", s->device_name);
    printf("host driver:  %s\n", s->host_driver);
    printf("daemon pid:   %u (%s isolation)\n", s->daemon_pid, s->isolation);
+   if (s->limits) {
+      const Gpud__Limits *l = s->limits;
+      printf("limits:       client objects %" PRIu64 ", connections per user %u, in all %u; "
+             "spare workers %u; validation %s\n",
+             l->client_objects, l->uid_connections, l->max_clients, l->spare_workers,
+             l->validate);
+   }
    printf("clients:      %zu", s->n_clients);
    if (s->hidden_clients)
       printf(" (and %u of other users)", s->hidden_clients);

@@ -10,7 +10,7 @@ packages="
    libvulkan-dev vulkan-tools mesa-vulkan-drivers vulkan-validationlayers
    glslang-tools spirv-tools
    libprotobuf-c-dev protobuf-c-compiler libevent-dev libsystemd-dev
-   libdrm-dev libxcb1-dev libwayland-dev libseccomp-dev systemd
+   libdrm-dev libxcb1-dev libwayland-dev libseccomp-dev libinih-dev systemd
    libxcb-shm0-dev libxcb-present-dev libx11-dev libx11-xcb-dev
    libwayland-bin wayland-protocols
    gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-bad ffmpeg

@@ -161,6 +161,7 @@ class Fixture:
         self.log_path = os.path.join(self.tmp, 'gpud.log')
         self.daemon = None
         self.daemon_ok = True
+        self.extra_args = []   # more daemon options (a test's own)
 
     # -- environments --
 
@@ -239,7 +240,8 @@ class Fixture:
             except KeyError:
                 args += ['--user', 'nobody']
         args += os.environ.get('GPUD_TEST_DAEMON_ARGS', '').split()
-        return args + DAEMON_ARGS.get(self.args.subcommand, []) + list(extra)
+        return (args + DAEMON_ARGS.get(self.args.subcommand, []) + self.extra_args +
+                list(extra))
 
     def log_count(self, text):
         """Lines of the daemon's log (of every start) that say text."""
@@ -1716,6 +1718,100 @@ def test_killstorm(fx):
              (base[0], after[0], base[1], after[1], base[2], after[2]))
 
 
+def write_file(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def status_limits(fx):
+    limits = fx.gpudctl_status().get('limits')
+    if not isinstance(limits, dict):
+        fail('gpudctl status --json has no "limits" object')
+    return limits
+
+
+def test_config(fx):
+    """Configuration files: drop-ins in name order over the main file, the
+    command line over both, a bad file refused with its file:line (exit 78
+    at start, the old configuration kept on SIGHUP), a reload applied
+    without dropping a working client."""
+    conf = os.path.join(fx.tmp, 'etc', 'gpud.conf')
+    write_file(conf, '# gpud test configuration\n[gpud]\nclient-objects = 100\n'
+               'spare-workers = 1\nlog-level = info\n')
+    write_file(conf + '.d/20-b.conf', '[gpud]\nclient-objects = 250\n')
+    write_file(conf + '.d/10-a.conf', '[gpud]\nclient-objects = 150\nspare-workers = 2\n')
+    write_file(conf + '.d/README', 'not a .conf file: not read\n')
+
+    # a bad file at start: exit 78 (EX_CONFIG) and where
+    bad = os.path.join(fx.tmp, 'bad.conf')
+    write_file(bad, '[gpud]\nisolation = process\nclient-memory = plenty\n')
+    p = subprocess.run([fx.args.gpud, '--config', bad, '--socket',
+                        os.path.join(fx.tmp, 'never.sock')], env=fx.base_env(),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    err = p.stderr.decode(errors='replace').strip()
+    log('gpud --config bad.conf: exit %d: %s' % (p.returncode, err))
+    if p.returncode != 78 or '%s:3:' % bad not in err or 'client-memory' not in err:
+        fail('a bad configuration file: exit %d, "%s"; expected 78 and %s:3' %
+             (p.returncode, err, bad))
+    write_file(bad, '[gpud]\nno-such-setting = 1\n')
+    p = subprocess.run([fx.args.gpud, '--config', bad], env=fx.base_env(),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    err = p.stderr.decode(errors='replace').strip()
+    if p.returncode != 78 or 'unknown setting' not in err:
+        fail('an unknown setting: exit %d, "%s"' % (p.returncode, err))
+    log('gpud --config with an unknown setting: exit 78: %s' % err)
+
+    fx.stop_daemon()
+    fx.extra_args = ['--config', conf, '--uid-connections', '9']
+    fx.start_daemon()
+    limits = status_limits(fx)
+    log('limits in force: %s' % limits)
+    want = {'client_objects': 250, 'spare_workers': 2, 'uid_connections': 9,
+            'validate': 'off'}
+    got = {k: limits.get(k) for k in want}
+    if got != want:
+        fail('configuration applied as %r, expected %r (20-b.conf after 10-a.conf after '
+             'gpud.conf; the command line over all)' % (got, want))
+
+    # a working client through a reload
+    stop = os.path.join(fx.tmp, 'stop')
+    p = start_client(fx, [fx.prog('vk_compute'), '--iterations', '3', '--until', stop],
+                     fx.gpud_env(VARIANTS[0]), label='working client')
+    time.sleep(1.0)
+    write_file(conf + '.d/30-c.conf', '[gpud]\nclient-objects = 400\nvalidate = report\n'
+               'uid-connections = 3\n')
+    os.kill(fx.daemon.pid, signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while status_limits(fx).get('client_objects') != 400:
+        if time.monotonic() > deadline:
+            fail('SIGHUP: client_objects still %r' % status_limits(fx).get('client_objects'))
+        time.sleep(0.1)
+    limits = status_limits(fx)
+    if limits.get('validate') != 'report' or limits.get('uid_connections') != 9:
+        fail('after the reload: %r (validate from the file, uid_connections still from '
+             'the command line)' % limits)
+    log('reloaded: %s' % limits)
+
+    # a bad file on reload: the old configuration stays, the log says where
+    write_file(conf + '.d/40-d.conf', '[gpud]\nspare-workers = many\n')
+    os.kill(fx.daemon.pid, signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while fx.log_count('40-d.conf:2:') == 0:
+        if time.monotonic() > deadline:
+            fail('a bad file on reload: no "40-d.conf:2:" in the log')
+        time.sleep(0.1)
+    if status_limits(fx) != limits:
+        fail('a bad file on reload changed the configuration: %r' % status_limits(fx))
+    log('a bad file on reload: logged with its line, configuration unchanged')
+
+    open(stop, 'w').close()
+    finish_client(p, 60, 'the working client')
+    log('the client working through both reloads finished')
+
+
 def test_systemd(fx):
     """Socket activation and sd_notify, as systemd would drive them:
     systemd-socket-activate holds the listening socket and starts gpud on the
@@ -2567,6 +2663,7 @@ SUBCOMMANDS = {
     'connect': test_connect,
     'races': test_races,
     'killstorm': test_killstorm,
+    'config': test_config,
 }
 
 
