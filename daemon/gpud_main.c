@@ -643,6 +643,7 @@ main(int argc, char **argv)
       gpud_config_finish(&cfg);
       return 78; /* EX_CONFIG: systemd does not restart the unit for it */
    }
+   cfg.start_log_level = (int)util_log_get_max_level();
    if (cfg.log_level >= 0)
       util_log_set_max_level((enum util_log_level)cfg.log_level);
    cfg.reload = reload_config;

@@ -1288,10 +1288,11 @@ reload(struct gpud_server *server)
    next.isolation = server->cfg.isolation;
    next.sandbox = server->cfg.sandbox;
    next.reload = server->cfg.reload;
+   next.start_log_level = server->cfg.start_log_level;
    gpud_config_keep_older(&next, &server->cfg);
    server->cfg = next;
-   util_log_set_max_level(next.log_level >= 0 ? (enum util_log_level)next.log_level
-                                              : UTIL_LOG_INFO);
+   util_log_set_max_level((enum util_log_level)(next.log_level >= 0 ? next.log_level
+                                                                    : next.start_log_level));
    if (gpud_access_init(server) < 0)
       util_err("reload: the access policy is unchanged where it could not be read");
    ensure_workers(server);

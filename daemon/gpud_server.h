@@ -44,6 +44,8 @@ struct gpud_config {
    unsigned spare_workers;
    struct gpud_limits limits;
    int log_level;           /* enum util_log_level, or -1: the default */
+   int start_log_level;     /* the level before the files (a reload without
+                             * log-level returns to it) */
    /* the values read from configuration files (gpud_main.c) */
    struct gpud_config_strings *strings;
    /* builds the configuration again (files and command line) for a reload;

@@ -12,6 +12,7 @@
 #include "util_transport.h"
 #include "wire.h"
 #include "wire_control.h"
+#include "gpud_limits.h"
 #include "wire_gen.h"
 
 static void
@@ -26,7 +27,8 @@ usage(FILE *f)
               "Options:\n"
               "  -s, --socket PATH   the daemon's socket (default: $GPUD_SOCKET, else\n"
               "                      $XDG_RUNTIME_DIR/gpud/gpud.sock, else /run/gpud/gpud.sock)\n"
-              "  -h, --help          show this help\n");
+              "  -h, --help          show this help\n"
+              "  -V, --version       show the version\n");
 }
 
 static char *
@@ -197,12 +199,13 @@ main(int argc, char **argv)
       {"socket", required_argument, NULL, 's'},
       {"json", no_argument, NULL, 'j'},
       {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
       {0},
    };
    char *socket_path = NULL;
    bool json = false;
    int c;
-   while ((c = getopt_long(argc, argv, "+s:jh", options, NULL)) != -1) {
+   while ((c = getopt_long(argc, argv, "+s:jhV", options, NULL)) != -1) {
       switch (c) {
       case 's':
          free(socket_path);
@@ -213,6 +216,9 @@ main(int argc, char **argv)
          break;
       case 'h':
          usage(stdout);
+         return 0;
+      case 'V':
+         printf("gpudctl %s (protocol %u)\n", GPUD_VERSION, (unsigned)WIRE_PROTOCOL_VERSION);
          return 0;
       default:
          usage(stderr);
