@@ -1289,6 +1289,21 @@ reload(struct gpud_server *server)
    next.sandbox = server->cfg.sandbox;
    next.reload = server->cfg.reload;
    next.start_log_level = server->cfg.start_log_level;
+   /* spare workers started for the old settings go (all when who workers
+    * are or what they load changed; else those beyond the new count) */
+   bool respawn = !same_string(next.user, server->cfg.user) ||
+                  next.validate != server->cfg.validate;
+   unsigned keep = respawn ? 0 : next.spare_workers;
+   struct gpud_worker *w;
+   util_list_for_each(w, &server->workers, link) {
+      if (w->state != GPUD_WORKER_SPARE || w->client || w->kill_reason || w->ended)
+         continue;
+      if (keep) {
+         keep--;
+         continue;
+      }
+      gpud_kill_worker(w, "replaced after a reload");
+   }
    gpud_config_keep_older(&next, &server->cfg);
    server->cfg = next;
    util_log_set_max_level((enum util_log_level)(next.log_level >= 0 ? next.log_level
