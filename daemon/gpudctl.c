@@ -23,7 +23,12 @@ usage(FILE *f)
               "Commands:\n"
               "  status [--json]     the served device and every client: pid, name,\n"
               "                      objects held, memory held, commands run\n"
+              "  clients [--json]    the clients only\n"
+              "  client ID [--json]  one client, with the objects its application named\n"
+              "                      and its faults\n"
+              "  faults [--json]     recent faults (workers that crashed, devices lost)\n"
               "  disconnect ID       disconnect the client with this id\n\n"
+              "--json: documents of version 1 (docs/gpudctl-json.md)\n\n"
               "Options:\n"
               "  -s, --socket PATH   the daemon's socket (default: $GPUD_SOCKET, else\n"
               "                      $XDG_RUNTIME_DIR/gpud/gpud.sock, else /run/gpud/gpud.sock)\n"
@@ -91,62 +96,129 @@ json_string(const char *s)
    putchar('"');
 }
 
+/* The version of the JSON documents (docs/gpudctl-json.md): bumped when a
+ * member changes meaning or goes; new members do not bump it. */
+#define GPUDCTL_JSON_VERSION 1
+
+static void
+json_limits(const Gpud__Limits *l)
+{
+   printf("{\"client_memory_bytes\": %" PRIu64 ", \"uid_memory_bytes\": %" PRIu64
+          ", \"client_objects\": %" PRIu64
+          ", \"uid_connections\": %u, \"max_clients\": %u, \"spare_workers\": %u"
+          ", \"validate\": ",
+          l->client_memory, l->uid_memory, l->client_objects, l->uid_connections,
+          l->max_clients, l->spare_workers);
+   json_string(l->validate);
+   printf("}");
+}
+
+static void
+json_client(const Gpud__ClientInfo *c)
+{
+   printf("{\"id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ", c->id, c->pid, c->uid);
+   json_string(c->name);
+   printf(", \"state\": ");
+   json_string(c->state);
+   printf(", \"worker_pid\": %u, \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
+          ", \"commands\": %" PRIu64 ", \"send_blocked_ms\": %" PRIu64
+          ", \"connected_ms\": %" PRIu64 ", \"names\": [",
+          c->worker_pid, c->objects, c->memory_bytes, c->commands, c->send_blocked_ms,
+          c->connected_ms);
+   for (size_t k = 0; k < c->n_names; k++) {
+      printf("%s{\"id\": %" PRIu64 ", \"type\": ", k ? ", " : "", c->names[k]->id);
+      json_string(c->names[k]->type);
+      printf(", \"name\": ");
+      json_string(c->names[k]->name);
+      printf("}");
+   }
+   printf("]}");
+}
+
+static void
+json_fault(const Gpud__FaultInfo *f)
+{
+   printf("{\"client_id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ", f->client_id,
+          f->pid, f->uid);
+   json_string(f->name);
+   printf(", \"worker_pid\": %u, \"reason\": ", f->worker_pid);
+   json_string(f->reason);
+   printf(", \"age_ms\": %" PRIu64 "}", f->age_ms);
+}
+
+static void
+json_clients(const Gpud__StatusReply *s)
+{
+   printf("[");
+   for (size_t i = 0; i < s->n_clients; i++) {
+      printf("%s", i ? ", " : "");
+      json_client(s->clients[i]);
+   }
+   printf("]");
+}
+
+static void
+json_faults(const Gpud__StatusReply *s)
+{
+   printf("[");
+   for (size_t i = 0; i < s->n_faults; i++) {
+      printf("%s", i ? ", " : "");
+      json_fault(s->faults[i]);
+   }
+   printf("]");
+}
+
+static void
+text_clients(const Gpud__StatusReply *s)
+{
+   printf("%6s %8s %6s %-20s %-9s %8s %9s %14s %10s\n", "ID", "PID", "UID", "NAME", "STATE",
+          "WORKER", "OBJECTS", "MEMORY", "COMMANDS");
+   for (size_t i = 0; i < s->n_clients; i++) {
+      const Gpud__ClientInfo *c = s->clients[i];
+      char state[32];
+      if (c->send_blocked_ms >= 1000)
+         snprintf(state, sizeof(state), "unread %" PRIu64 "s", c->send_blocked_ms / 1000);
+      else
+         snprintf(state, sizeof(state), "%s", c->state);
+      printf("%6" PRIu64 " %8u %6u %-20s %-9s %8u %9" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n",
+             c->id, c->pid, c->uid, c->name, state, c->worker_pid, c->objects, c->memory_bytes,
+             c->commands);
+      for (size_t k = 0; k < c->n_names; k++)
+         printf("%6s named %s '%s'\n", "", c->names[k]->type, c->names[k]->name);
+   }
+}
+
+static void
+text_faults(const Gpud__StatusReply *s)
+{
+   for (size_t i = 0; i < s->n_faults; i++) {
+      const Gpud__FaultInfo *f = s->faults[i];
+      printf("  %6.1f s ago  client %" PRIu64 " (pid %u, uid %u, %s): %s\n",
+             (double)f->age_ms / 1000.0, f->client_id, f->pid, f->uid, f->name, f->reason);
+   }
+}
+
 static void
 print_status(const Gpud__StatusReply *s, bool json)
 {
    if (json) {
-      printf("{\"device\": ");
+      printf("{\"version\": %d, \"device\": ", GPUDCTL_JSON_VERSION);
       json_string(s->device_name);
       printf(", \"host_driver\": ");
       json_string(s->host_driver);
       printf(", \"daemon_pid\": %u, \"isolation\": ", s->daemon_pid);
       json_string(s->isolation);
       if (s->limits) {
-         const Gpud__Limits *l = s->limits;
-         printf(", \"limits\": {\"client_memory_bytes\": %" PRIu64
-                ", \"uid_memory_bytes\": %" PRIu64 ", \"client_objects\": %" PRIu64
-                ", \"uid_connections\": %u, \"max_clients\": %u, \"spare_workers\": %u"
-                ", \"validate\": ",
-                l->client_memory, l->uid_memory, l->client_objects, l->uid_connections,
-                l->max_clients, l->spare_workers);
-         json_string(l->validate);
-         printf("}");
+         printf(", \"limits\": ");
+         json_limits(s->limits);
       }
       printf(", \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-             ", \"hidden_clients\": %u, \"clients\": [",
+             ", \"hidden_clients\": %u, \"clients\": ",
              s->objects, s->memory_bytes, s->hidden_clients);
-      for (size_t i = 0; i < s->n_clients; i++) {
-         const Gpud__ClientInfo *c = s->clients[i];
-         printf("%s{\"id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ", i ? ", " : "",
-                c->id, c->pid, c->uid);
-         json_string(c->name);
-         printf(", \"state\": ");
-         json_string(c->state);
-         printf(", \"worker_pid\": %u, \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-                ", \"commands\": %" PRIu64 ", \"send_blocked_ms\": %" PRIu64
-                ", \"connected_ms\": %" PRIu64 ", \"names\": [",
-                c->worker_pid, c->objects, c->memory_bytes, c->commands, c->send_blocked_ms,
-                c->connected_ms);
-         for (size_t k = 0; k < c->n_names; k++) {
-            printf("%s{\"id\": %" PRIu64 ", \"type\": ", k ? ", " : "", c->names[k]->id);
-            json_string(c->names[k]->type);
-            printf(", \"name\": ");
-            json_string(c->names[k]->name);
-            printf("}");
-         }
-         printf("]}");
-      }
-      printf("], \"faults\": [");
-      for (size_t i = 0; i < s->n_faults; i++) {
-         const Gpud__FaultInfo *f = s->faults[i];
-         printf("%s{\"client_id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ",
-                i ? ", " : "", f->client_id, f->pid, f->uid);
-         json_string(f->name);
-         printf(", \"worker_pid\": %u, \"reason\": ", f->worker_pid);
-         json_string(f->reason);
-         printf(", \"age_ms\": %" PRIu64 "}", f->age_ms);
-      }
-      printf("]}\n");
+      json_clients(s);
+      printf(", \"faults\": ");
+      json_faults(s);
+      printf("}\n");
       return;
    }
    printf("device:       %s\n", s->device_name);
@@ -166,30 +238,75 @@ print_status(const Gpud__StatusReply *s, bool json)
    printf("objects:      %" PRIu64 "\n", s->objects);
    printf("memory:       %" PRIu64 " bytes\n", s->memory_bytes);
    if (s->n_clients) {
-      printf("\n%6s %8s %6s %-20s %-9s %8s %9s %14s %10s\n", "ID", "PID", "UID", "NAME", "STATE",
-             "WORKER", "OBJECTS", "MEMORY", "COMMANDS");
-      for (size_t i = 0; i < s->n_clients; i++) {
-         const Gpud__ClientInfo *c = s->clients[i];
-         char state[32];
-         if (c->send_blocked_ms >= 1000)
-            snprintf(state, sizeof(state), "unread %" PRIu64 "s", c->send_blocked_ms / 1000);
-         else
-            snprintf(state, sizeof(state), "%s", c->state);
-         printf("%6" PRIu64 " %8u %6u %-20s %-9s %8u %9" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n",
-                c->id, c->pid, c->uid, c->name, state, c->worker_pid, c->objects,
-                c->memory_bytes, c->commands);
-         for (size_t k = 0; k < c->n_names; k++)
-            printf("%6s named %s '%s'\n", "", c->names[k]->type, c->names[k]->name);
-      }
+      printf("\n");
+      text_clients(s);
    }
    if (s->n_faults) {
       printf("\nrecent faults:\n");
-      for (size_t i = 0; i < s->n_faults; i++) {
-         const Gpud__FaultInfo *f = s->faults[i];
-         printf("  %6.1f s ago  client %" PRIu64 " (pid %u, uid %u, %s): %s\n",
-                (double)f->age_ms / 1000.0, f->client_id, f->pid, f->uid, f->name, f->reason);
-      }
+      text_faults(s);
    }
+}
+
+/* `clients`, `client ID`, `faults`: parts of the status. 0, or 1 when the
+ * client asked for is not (or not this user's to see). */
+static int
+print_part(const Gpud__StatusReply *s, const char *command, uint64_t id, bool json)
+{
+   if (!strcmp(command, "clients")) {
+      if (json) {
+         printf("{\"version\": %d, \"hidden_clients\": %u, \"clients\": ",
+                GPUDCTL_JSON_VERSION, s->hidden_clients);
+         json_clients(s);
+         printf("}\n");
+      } else {
+         text_clients(s);
+      }
+      return 0;
+   }
+   if (!strcmp(command, "faults")) {
+      if (json) {
+         printf("{\"version\": %d, \"faults\": ", GPUDCTL_JSON_VERSION);
+         json_faults(s);
+         printf("}\n");
+      } else {
+         text_faults(s);
+      }
+      return 0;
+   }
+   for (size_t i = 0; i < s->n_clients; i++) {
+      const Gpud__ClientInfo *c = s->clients[i];
+      if (c->id != id)
+         continue;
+      if (json) {
+         printf("{\"version\": %d, \"client\": ", GPUDCTL_JSON_VERSION);
+         json_client(c);
+         printf(", \"faults\": [");
+         bool first = true;
+         for (size_t k = 0; k < s->n_faults; k++) {
+            if (s->faults[k]->client_id != id)
+               continue;
+            printf("%s", first ? "" : ", ");
+            json_fault(s->faults[k]);
+            first = false;
+         }
+         printf("]}\n");
+      } else {
+         printf("client:       %" PRIu64 " (%s, pid %u, uid %u)\n", c->id, c->name, c->pid,
+                c->uid);
+         printf("state:        %s%s\n", c->state, c->send_blocked_ms >= 1000 ? " (not reading)" : "");
+         printf("worker:       %u\n", c->worker_pid);
+         printf("connected:    %.1f s ago\n", (double)c->connected_ms / 1000.0);
+         printf("objects:      %" PRIu64 "\n", c->objects);
+         printf("memory:       %" PRIu64 " bytes\n", c->memory_bytes);
+         printf("commands:     %" PRIu64 "\n", c->commands);
+         for (size_t k = 0; k < c->n_names; k++)
+            printf("named:        %s '%s'\n", c->names[k]->type, c->names[k]->name);
+      }
+      return 0;
+   }
+   fprintf(stderr, "gpudctl: no client %" PRIu64 "%s\n", id,
+           s->hidden_clients ? " of yours" : "");
+   return 1;
 }
 
 int
@@ -231,14 +348,26 @@ main(int argc, char **argv)
    }
    const char *command = argv[optind++];
    uint64_t client_id = 0;
-   if (!strcmp(command, "status")) {
+   bool is_status = !strcmp(command, "status") || !strcmp(command, "clients") ||
+                    !strcmp(command, "client") || !strcmp(command, "faults");
+   if (is_status) {
+      bool want_id = !strcmp(command, "client");
       for (; optind < argc; optind++) {
-         if (!strcmp(argv[optind], "--json"))
+         char *end = NULL;
+         if (!strcmp(argv[optind], "--json")) {
             json = true;
-         else {
+         } else if (want_id && !client_id &&
+                    (errno = 0, client_id = strtoull(argv[optind], &end, 10),
+                     !errno && !*end && client_id)) {
+            continue;
+         } else {
             fprintf(stderr, "gpudctl: unexpected argument '%s'\n", argv[optind]);
             return 2;
          }
+      }
+      if (want_id && !client_id) {
+         fprintf(stderr, "gpudctl: client needs a client id (see 'gpudctl clients')\n");
+         return 2;
       }
    } else if (!strcmp(command, "disconnect")) {
       char *end = NULL;
@@ -285,7 +414,7 @@ main(int argc, char **argv)
    Gpud__ControlMessage req = GPUD__CONTROL_MESSAGE__INIT;
    Gpud__StatusRequest status = GPUD__STATUS_REQUEST__INIT;
    Gpud__DisconnectClientRequest disc = GPUD__DISCONNECT_CLIENT_REQUEST__INIT;
-   if (!strcmp(command, "status")) {
+   if (is_status) {
       req.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REQUEST;
       req.status_request = &status;
    } else {
@@ -296,8 +425,12 @@ main(int argc, char **argv)
    if (wire_control_send(fd, &req) < 0 || !(reply = receive(fd, &reader)))
       goto out;
    if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY) {
-      print_status(reply->status_reply, json);
-      ret = 0;
+      if (!strcmp(command, "status")) {
+         print_status(reply->status_reply, json);
+         ret = 0;
+      } else {
+         ret = print_part(reply->status_reply, command, client_id, json);
+      }
    } else if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY) {
       if (reply->disconnect_client_reply->denied) {
          fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",

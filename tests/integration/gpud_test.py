@@ -2193,6 +2193,45 @@ def wait_for_cleanup(fx, gone_pids, baseline, timeout=5.0):
         time.sleep(0.2)
 
 
+def gpudctl_json(fx, args, expect_rc=0):
+    cmd = [fx.args.gpudctl, '--socket', fx.socket] + args
+    p = subprocess.run(cmd, env=fx.base_env(), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
+    if p.returncode != expect_rc:
+        fail('%s: exit %d, expected %d: %s' % (' '.join(cmd), p.returncode, expect_rc,
+                                              p.stderr.decode(errors='replace')))
+    if expect_rc:
+        return None
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError as e:
+        fail('%s printed invalid JSON (%s)' % (' '.join(cmd), e))
+    if doc.get('version') != 1:
+        fail('%s: "version" is %r, expected 1' % (' '.join(cmd), doc.get('version')))
+    return doc
+
+
+def check_gpudctl_parts(fx, status, client):
+    """gpudctl clients, client ID and faults tell what status tells."""
+    if status.get('version') != 1:
+        fail('gpudctl status --json: "version" %r, expected 1' % status.get('version'))
+    clients = gpudctl_json(fx, ['clients', '--json'])['clients']
+    if sorted(c['id'] for c in clients) != sorted(c['id'] for c in status['clients']):
+        fail('gpudctl clients lists %r, status %r' %
+             ([c['id'] for c in clients], [c['id'] for c in status['clients']]))
+    one = gpudctl_json(fx, ['client', str(client['id']), '--json'])
+    same = ('id', 'pid', 'uid', 'name', 'worker_pid')
+    if {k: one['client'][k] for k in same} != {k: client[k] for k in same} or \
+            not isinstance(one.get('faults'), list):
+        fail('gpudctl client %d: %r, status says %r' % (client['id'], one, client))
+    faults = gpudctl_json(fx, ['faults', '--json'])['faults']
+    if len(faults) != len(status['faults']):
+        fail('gpudctl faults: %d, status: %d' % (len(faults), len(status['faults'])))
+    gpudctl_json(fx, ['client', str(max(c['id'] for c in clients) + 1000), '--json'],
+                 expect_rc=1)
+    log('gpudctl clients, client %d and faults agree with status' % client['id'])
+
+
 def test_multiclient(fx):
     vk_compute = fx.prog('vk_compute')
     pids = []
@@ -2231,6 +2270,7 @@ def test_multiclient(fx):
             fail('gpudctl status does not list the running client (pid %d) '
                  'with objects: %s' % (victim.pid, json.dumps(status)))
         log('victim in gpudctl status: %s' % json.dumps(mine[0]))
+        check_gpudctl_parts(fx, status, mine[0])
     log('killing victim client pid %d with SIGKILL' % victim.pid)
     os.kill(victim.pid, signal.SIGKILL)
     finish_client(victim, 10, 'victim', expect_rc=-signal.SIGKILL)
