@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* gpudctl: inspect a running gpud and act on it. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -30,8 +31,10 @@ usage(FILE *f)
               "  disconnect ID       disconnect the client with this id\n\n"
               "--json: documents of version 1 (docs/gpudctl-json.md)\n\n"
               "Options:\n"
-              "  -s, --socket PATH   the daemon's socket (default: $GPUD_SOCKET, else\n"
-              "                      $XDG_RUNTIME_DIR/gpud/gpud.sock, else /run/gpud/gpud.sock)\n"
+              "  -s, --socket PATH   the daemon's socket (default: every daemon an\n"
+              "                      application would find: the list in $GPUD_SOCKET, else\n"
+              "                      the sockets in $XDG_RUNTIME_DIR/gpud/ and /run/gpud/)\n"
+              "  -d, --daemon NAME   only the daemon on NAME.sock (gpud@NAME), or that path\n"
               "  -h, --help          show this help\n"
               "  -V, --version       show the version\n");
 }
@@ -99,6 +102,18 @@ json_string(const char *s)
 /* The version of the JSON documents (docs/gpudctl-json.md): bumped when a
  * member changes meaning or goes; new members do not bump it. */
 #define GPUDCTL_JSON_VERSION 1
+
+/* The daemon's socket, in every JSON document (several daemons: several). */
+static const char *json_socket = "";
+
+static void json_string(const char *s);
+
+static void
+json_head(void)
+{
+   printf("{\"version\": %d, \"socket\": ", GPUDCTL_JSON_VERSION);
+   json_string(json_socket);
+}
 
 static void
 json_limits(const Gpud__Limits *l)
@@ -202,7 +217,8 @@ static void
 print_status(const Gpud__StatusReply *s, bool json)
 {
    if (json) {
-      printf("{\"version\": %d, \"device\": ", GPUDCTL_JSON_VERSION);
+      json_head();
+      printf(", \"device\": ");
       json_string(s->device_name);
       printf(", \"host_driver\": ");
       json_string(s->host_driver);
@@ -254,8 +270,8 @@ print_part(const Gpud__StatusReply *s, const char *command, uint64_t id, bool js
 {
    if (!strcmp(command, "clients")) {
       if (json) {
-         printf("{\"version\": %d, \"hidden_clients\": %u, \"clients\": ",
-                GPUDCTL_JSON_VERSION, s->hidden_clients);
+         json_head();
+         printf(", \"hidden_clients\": %u, \"clients\": ", s->hidden_clients);
          json_clients(s);
          printf("}\n");
       } else {
@@ -265,7 +281,8 @@ print_part(const Gpud__StatusReply *s, const char *command, uint64_t id, bool js
    }
    if (!strcmp(command, "faults")) {
       if (json) {
-         printf("{\"version\": %d, \"faults\": ", GPUDCTL_JSON_VERSION);
+         json_head();
+         printf(", \"faults\": ");
          json_faults(s);
          printf("}\n");
       } else {
@@ -278,7 +295,8 @@ print_part(const Gpud__StatusReply *s, const char *command, uint64_t id, bool js
       if (c->id != id)
          continue;
       if (json) {
-         printf("{\"version\": %d, \"client\": ", GPUDCTL_JSON_VERSION);
+         json_head();
+         printf(", \"client\": ");
          json_client(c);
          printf(", \"faults\": [");
          bool first = true;
@@ -309,89 +327,98 @@ print_part(const Gpud__StatusReply *s, const char *command, uint64_t id, bool js
    return 1;
 }
 
-int
-main(int argc, char **argv)
+static void
+add_socket(char ***list, size_t *n, const char *path)
 {
-   static const struct option options[] = {
-      {"socket", required_argument, NULL, 's'},
-      {"json", no_argument, NULL, 'j'},
-      {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},
-      {0},
-   };
-   char *socket_path = NULL;
-   bool json = false;
-   int c;
-   while ((c = getopt_long(argc, argv, "+s:jhV", options, NULL)) != -1) {
-      switch (c) {
-      case 's':
-         free(socket_path);
-         socket_path = strdup(optarg);
-         break;
-      case 'j':
-         json = true;
-         break;
-      case 'h':
-         usage(stdout);
-         return 0;
-      case 'V':
-         printf("gpudctl %s (protocol %u)\n", GPUD_VERSION, (unsigned)WIRE_PROTOCOL_VERSION);
-         return 0;
-      default:
-         usage(stderr);
-         return 2;
-      }
+   char **l = realloc(*list, sizeof(**list) * (*n + 1));
+   char *copy = strdup(path);
+   if (!l || !copy) {
+      free(copy);
+      if (l)
+         *list = l;
+      return;
    }
-   if (optind >= argc) {
-      usage(stderr);
-      return 2;
+   *list = l;
+   l[(*n)++] = copy;
+}
+
+static int
+cmp_paths(const void *a, const void *b)
+{
+   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every daemon an application's ICD would find: GPUD_SOCKET's list, else
+ * the sockets in $XDG_RUNTIME_DIR/gpud/ (not as root) and /run/gpud/, else
+ * the default path (for the error message). */
+static void
+find_sockets(char ***list, size_t *n)
+{
+   const char *env = getenv("GPUD_SOCKET");
+   if (env && *env) {
+      char *copy = strdup(env);
+      for (char *save = NULL, *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
+           tok = strtok_r(NULL, ":", &save))
+         add_socket(list, n, tok);
+      free(copy);
+      return;
    }
-   const char *command = argv[optind++];
-   uint64_t client_id = 0;
-   bool is_status = !strcmp(command, "status") || !strcmp(command, "clients") ||
-                    !strcmp(command, "client") || !strcmp(command, "faults");
-   if (is_status) {
-      bool want_id = !strcmp(command, "client");
-      for (; optind < argc; optind++) {
-         char *end = NULL;
-         if (!strcmp(argv[optind], "--json")) {
-            json = true;
-         } else if (want_id && !client_id &&
-                    (errno = 0, client_id = strtoull(argv[optind], &end, 10),
-                     !errno && !*end && client_id)) {
+   char *dirs[2] = {NULL, NULL};
+   const char *xdg = getenv("XDG_RUNTIME_DIR");
+   if (xdg && *xdg && geteuid() != 0 && asprintf(&dirs[0], "%s/gpud", xdg) < 0)
+      dirs[0] = NULL;
+   dirs[1] = strdup("/run/gpud");
+   for (int d = 0; d < 2; d++) {
+      DIR *dir = dirs[d] ? opendir(dirs[d]) : NULL;
+      struct dirent *de;
+      size_t first = *n;
+      while (dir && (de = readdir(dir))) {
+         size_t len = strlen(de->d_name);
+         char *path = NULL;
+         if (len < 6 || strcmp(de->d_name + len - 5, ".sock"))
             continue;
-         } else {
-            fprintf(stderr, "gpudctl: unexpected argument '%s'\n", argv[optind]);
-            return 2;
+         if (asprintf(&path, "%s/%s", dirs[d], de->d_name) >= 0) {
+            add_socket(list, n, path);
+            free(path);
          }
       }
-      if (want_id && !client_id) {
-         fprintf(stderr, "gpudctl: client needs a client id (see 'gpudctl clients')\n");
-         return 2;
-      }
-   } else if (!strcmp(command, "disconnect")) {
-      char *end = NULL;
-      if (optind + 1 != argc ||
-          (errno = 0, client_id = strtoull(argv[optind], &end, 10), errno || *end || !client_id)) {
-         fprintf(stderr, "gpudctl: disconnect needs one client id (see 'gpudctl status')\n");
-         return 2;
-      }
-   } else {
-      fprintf(stderr, "gpudctl: unknown command '%s'\n", command);
-      usage(stderr);
-      return 2;
+      if (dir)
+         closedir(dir);
+      qsort(*list + first, *n - first, sizeof(**list), cmp_paths);
+      free(dirs[d]);
    }
+   if (!*n) {
+      char *path = default_socket();
+      if (path)
+         add_socket(list, n, path);
+      free(path);
+   }
+}
 
-   if (!socket_path)
-      socket_path = default_socket();
+/* -d NAME: the socket NAME.sock (as gpud@NAME serves), or that path. */
+static bool
+daemon_matches(const char *path, const char *name)
+{
+   if (!strcmp(path, name))
+      return true;
+   const char *base = strrchr(path, '/');
+   base = base ? base + 1 : path;
+   size_t len = strlen(name);
+   return !strncmp(base, name, len) && !strcmp(base + len, ".sock");
+}
+
+/* One daemon: command on the daemon at socket_path. */
+static int
+run_on(const char *socket_path, const char *command, bool is_status, uint64_t client_id,
+       bool json)
+{
    int fd;
    int r = util_socket_connect(socket_path, &fd);
    if (r < 0) {
       fprintf(stderr, "gpudctl: cannot reach gpud at %s: %s\n", socket_path, strerror(-r));
-      free(socket_path);
       return 1;
    }
-   free(socket_path);
+   json_socket = socket_path;
    struct util_msg_reader reader;
    util_msg_reader_init(&reader, 64u << 20);
 
@@ -448,5 +475,128 @@ out:
    wire_control_free(reply);
    util_msg_reader_finish(&reader);
    close(fd);
+   return ret;
+}
+
+int
+main(int argc, char **argv)
+{
+   static const struct option options[] = {
+      {"socket", required_argument, NULL, 's'},
+      {"json", no_argument, NULL, 'j'},
+      {"daemon", required_argument, NULL, 'd'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {0},
+   };
+   char *socket_path = NULL;
+   bool json = false;
+   int c;
+   const char *daemon_name = NULL;
+   while ((c = getopt_long(argc, argv, "+s:d:jhV", options, NULL)) != -1) {
+      switch (c) {
+      case 's':
+         free(socket_path);
+         socket_path = strdup(optarg);
+         break;
+      case 'j':
+         json = true;
+         break;
+      case 'd':
+         daemon_name = optarg;
+         break;
+      case 'h':
+         usage(stdout);
+         return 0;
+      case 'V':
+         printf("gpudctl %s (protocol %u)\n", GPUD_VERSION, (unsigned)WIRE_PROTOCOL_VERSION);
+         return 0;
+      default:
+         usage(stderr);
+         return 2;
+      }
+   }
+   if (optind >= argc) {
+      usage(stderr);
+      return 2;
+   }
+   const char *command = argv[optind++];
+   uint64_t client_id = 0;
+   bool is_status = !strcmp(command, "status") || !strcmp(command, "clients") ||
+                    !strcmp(command, "client") || !strcmp(command, "faults");
+   if (is_status) {
+      bool want_id = !strcmp(command, "client");
+      for (; optind < argc; optind++) {
+         char *end = NULL;
+         if (!strcmp(argv[optind], "--json")) {
+            json = true;
+         } else if (want_id && !client_id &&
+                    (errno = 0, client_id = strtoull(argv[optind], &end, 10),
+                     !errno && !*end && client_id)) {
+            continue;
+         } else {
+            fprintf(stderr, "gpudctl: unexpected argument '%s'\n", argv[optind]);
+            return 2;
+         }
+      }
+      if (want_id && !client_id) {
+         fprintf(stderr, "gpudctl: client needs a client id (see 'gpudctl clients')\n");
+         return 2;
+      }
+   } else if (!strcmp(command, "disconnect")) {
+      char *end = NULL;
+      if (optind + 1 != argc ||
+          (errno = 0, client_id = strtoull(argv[optind], &end, 10), errno || *end || !client_id)) {
+         fprintf(stderr, "gpudctl: disconnect needs one client id (see 'gpudctl status')\n");
+         return 2;
+      }
+   } else {
+      fprintf(stderr, "gpudctl: unknown command '%s'\n", command);
+      usage(stderr);
+      return 2;
+   }
+
+   char **sockets = NULL;
+   size_t n_sockets = 0;
+   if (socket_path) {
+      add_socket(&sockets, &n_sockets, socket_path);
+   } else {
+      find_sockets(&sockets, &n_sockets);
+   }
+   free(socket_path);
+   if (daemon_name) {
+      size_t kept = 0;
+      for (size_t i = 0; i < n_sockets; i++) {
+         if (daemon_matches(sockets[i], daemon_name))
+            sockets[kept++] = sockets[i];
+         else
+            free(sockets[i]);
+      }
+      n_sockets = kept;
+      if (!n_sockets) {
+         fprintf(stderr, "gpudctl: no daemon '%s'\n", daemon_name);
+         free(sockets);
+         return 1;
+      }
+   }
+   int ret = 0;
+   if (!is_status && n_sockets > 1) {
+      fprintf(stderr, "gpudctl: %zu daemons; pick one with -d NAME:", n_sockets);
+      for (size_t i = 0; i < n_sockets; i++)
+         fprintf(stderr, " %s", sockets[i]);
+      fprintf(stderr, "\n");
+      ret = 2;
+   }
+   for (size_t i = 0; ret != 2 && i < n_sockets; i++) {
+      if (n_sockets > 1 && !json)
+         printf("%s== %s\n", i ? "\n" : "", sockets[i]);
+      int r = run_on(sockets[i], command, is_status, client_id, json);
+      if (r > ret)
+         ret = r;
+      fflush(stdout);
+   }
+   for (size_t i = 0; i < n_sockets; i++)
+      free(sockets[i]);
+   free(sockets);
    return ret;
 }

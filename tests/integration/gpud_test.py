@@ -2291,6 +2291,54 @@ def test_multiclient(fx):
         _, out, _ = fx.run([fx.prog('vk_enum')], fx.gpud_env(VARIANTS[0]))
         if len(parse_enum(out)) != 1:
             fail('the daemon no longer serves its device')
+        two_daemons(fx)
+
+
+def two_daemons(fx):
+    """A second daemon: two devices for applications, two entries in
+    gpudctl (which finds every daemon an application would), -d picks."""
+    second = os.path.join(fx.tmp, 'second.sock')
+    cmd = [fx.args.gpud, '--socket', second, '--host-driver',
+           fx.args.lavapipe_manifest] + fx.daemon_args()
+    log('$ ' + ' '.join(cmd))
+    with open(os.path.join(fx.tmp, 'second.log'), 'wb') as logf:
+        d = subprocess.Popen(cmd, env=fx.base_env(), stdin=subprocess.DEVNULL, stdout=logf,
+                             stderr=logf, cwd=fx.tmp)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(second):
+            if d.poll() is not None or time.monotonic() > deadline:
+                fail('the second gpud did not start')
+            time.sleep(0.05)
+        both = fx.socket + ':' + second
+        _, out, _ = fx.run([fx.prog('vk_enum')], fx.gpud_env(VARIANTS[0], socket_path=both),
+                           label='two daemons')
+        if len(parse_enum(out)) != 2:
+            fail('two daemons: %d devices, expected 2' % len(parse_enum(out)))
+        env = fx.base_env()
+        env['GPUD_SOCKET'] = both
+        p = subprocess.run([fx.args.gpudctl, 'status', '--json'], env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=10)
+        docs = [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
+        if p.returncode != 0 or [doc.get('socket') for doc in docs] != [fx.socket, second]:
+            fail('gpudctl status --json with two daemons: exit %d, sockets %r' %
+                 (p.returncode, [doc.get('socket') for doc in docs]))
+        p = subprocess.run([fx.args.gpudctl, '-d', 'second', 'status', '--json'], env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=10)
+        docs = [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
+        if p.returncode != 0 or [doc.get('socket') for doc in docs] != [second]:
+            fail('gpudctl -d second: exit %d, %r' % (p.returncode, docs))
+        p = subprocess.run([fx.args.gpudctl, 'disconnect', '1'], env=env,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=10)
+        if p.returncode != 2 or b'-d NAME' not in p.stderr:
+            fail('disconnect with two daemons and no -d: exit %d' % p.returncode)
+        log('two daemons: two devices, two gpudctl entries, -d picks one')
+    finally:
+        d.terminate()
+        d.wait(timeout=10)
 
 
 def find_vulkaninfo():
