@@ -289,6 +289,9 @@ parse_bool(const char *s, bool *ret)
    return true;
 }
 
+/* set_option()'s answer for a name that is no setting. */
+static const char unknown_setting[] = "a known setting";
+
 /*
  * Sets option name (a long option's name, which is also its key in a
  * configuration file) to value; copy: the value must be copied (a file's).
@@ -350,7 +353,7 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
          if (!strcmp(name, o->name))
             return set_limit(o, value, &cfg->limits) < 0 ? o->expected : NULL;
       }
-      return "known";
+      return unknown_setting;
    }
    return NULL;
 }
@@ -380,7 +383,7 @@ file_key(void *data, const char *section, const char *name, const char *value)
       const char *problem = set_option(f->cfg, name, value, true);
       if (!problem)
          return 1;
-      if (!strcmp(problem, "known"))
+      if (problem == unknown_setting)
          r = asprintf(&f->error, "%s: unknown setting", name);
       else
          r = asprintf(&f->error, "%s = '%s': expected %s", name, value, problem);

@@ -39,27 +39,6 @@ usage(FILE *f)
               "  -V, --version       show the version\n");
 }
 
-static char *
-default_socket(void)
-{
-   const char *env = getenv("GPUD_SOCKET");
-   if (env && *env) {
-      char *copy = strdup(env);
-      char *colon = copy ? strchr(copy, ':') : NULL;
-      if (colon)
-         *colon = '\0';
-      return copy;
-   }
-   const char *xdg = getenv("XDG_RUNTIME_DIR");
-   if (xdg && *xdg && geteuid() != 0) {
-      char *path = NULL;
-      if (asprintf(&path, "%s/gpud/gpud.sock", xdg) >= 0 && access(path, F_OK) == 0)
-         return path;
-      free(path);
-   }
-   return strdup("/run/gpud/gpud.sock");
-}
-
 static Gpud__ControlMessage *
 receive(int fd, struct util_msg_reader *reader)
 {
@@ -327,74 +306,6 @@ print_part(const Gpud__StatusReply *s, const char *command, uint64_t id, bool js
    return 1;
 }
 
-static void
-add_socket(char ***list, size_t *n, const char *path)
-{
-   char **l = realloc(*list, sizeof(**list) * (*n + 1));
-   char *copy = strdup(path);
-   if (!l || !copy) {
-      free(copy);
-      if (l)
-         *list = l;
-      return;
-   }
-   *list = l;
-   l[(*n)++] = copy;
-}
-
-static int
-cmp_paths(const void *a, const void *b)
-{
-   return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Every daemon an application's ICD would find: GPUD_SOCKET's list, else
- * the sockets in $XDG_RUNTIME_DIR/gpud/ (not as root) and /run/gpud/, else
- * the default path (for the error message). */
-static void
-find_sockets(char ***list, size_t *n)
-{
-   const char *env = getenv("GPUD_SOCKET");
-   if (env && *env) {
-      char *copy = strdup(env);
-      for (char *save = NULL, *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
-           tok = strtok_r(NULL, ":", &save))
-         add_socket(list, n, tok);
-      free(copy);
-      return;
-   }
-   char *dirs[2] = {NULL, NULL};
-   const char *xdg = getenv("XDG_RUNTIME_DIR");
-   if (xdg && *xdg && geteuid() != 0 && asprintf(&dirs[0], "%s/gpud", xdg) < 0)
-      dirs[0] = NULL;
-   dirs[1] = strdup("/run/gpud");
-   for (int d = 0; d < 2; d++) {
-      DIR *dir = dirs[d] ? opendir(dirs[d]) : NULL;
-      struct dirent *de;
-      size_t first = *n;
-      while (dir && (de = readdir(dir))) {
-         size_t len = strlen(de->d_name);
-         char *path = NULL;
-         if (len < 6 || strcmp(de->d_name + len - 5, ".sock"))
-            continue;
-         if (asprintf(&path, "%s/%s", dirs[d], de->d_name) >= 0) {
-            add_socket(list, n, path);
-            free(path);
-         }
-      }
-      if (dir)
-         closedir(dir);
-      qsort(*list + first, *n - first, sizeof(**list), cmp_paths);
-      free(dirs[d]);
-   }
-   if (!*n) {
-      char *path = default_socket();
-      if (path)
-         add_socket(list, n, path);
-      free(path);
-   }
-}
-
 /* -d NAME: the socket NAME.sock (as gpud@NAME serves), or that path. */
 static bool
 daemon_matches(const char *path, const char *name)
@@ -556,47 +467,43 @@ main(int argc, char **argv)
       return 2;
    }
 
-   char **sockets = NULL;
-   size_t n_sockets = 0;
-   if (socket_path) {
-      add_socket(&sockets, &n_sockets, socket_path);
-   } else {
-      find_sockets(&sockets, &n_sockets);
+   /* one daemon, or every daemon an application would find */
+   char *one[2] = {socket_path, NULL};
+   char **found = socket_path ? NULL : util_socket_paths();
+   char **sockets = socket_path ? one : found;
+   if (!sockets || !sockets[0]) {
+      static char fallback[] = "/run/gpud/gpud.sock"; /* (for the message) */
+      one[0] = fallback;
+      sockets = one;
    }
-   free(socket_path);
-   if (daemon_name) {
-      size_t kept = 0;
-      for (size_t i = 0; i < n_sockets; i++) {
-         if (daemon_matches(sockets[i], daemon_name))
-            sockets[kept++] = sockets[i];
-         else
-            free(sockets[i]);
-      }
-      n_sockets = kept;
-      if (!n_sockets) {
-         fprintf(stderr, "gpudctl: no daemon '%s'\n", daemon_name);
-         free(sockets);
-         return 1;
-      }
-   }
+   size_t n_picked = 0;
+   for (char **p = sockets; *p; p++)
+      n_picked += !daemon_name || daemon_matches(*p, daemon_name);
    int ret = 0;
-   if (!is_status && n_sockets > 1) {
-      fprintf(stderr, "gpudctl: %zu daemons; pick one with -d NAME:", n_sockets);
-      for (size_t i = 0; i < n_sockets; i++)
-         fprintf(stderr, " %s", sockets[i]);
+   if (!n_picked) {
+      fprintf(stderr, "gpudctl: no daemon '%s'\n", daemon_name);
+      ret = 1;
+   } else if (!is_status && n_picked > 1) {
+      fprintf(stderr, "gpudctl: %zu daemons; pick one with -d NAME:", n_picked);
+      for (char **p = sockets; *p; p++)
+         fprintf(stderr, " %s", *p);
       fprintf(stderr, "\n");
       ret = 2;
+   } else {
+      bool first = true;
+      for (char **p = sockets; *p; p++) {
+         if (daemon_name && !daemon_matches(*p, daemon_name))
+            continue;
+         if (n_picked > 1 && !json)
+            printf("%s== %s\n", first ? "" : "\n", *p);
+         first = false;
+         int r = run_on(*p, command, is_status, client_id, json);
+         if (r > ret)
+            ret = r;
+         fflush(stdout);
+      }
    }
-   for (size_t i = 0; ret != 2 && i < n_sockets; i++) {
-      if (n_sockets > 1 && !json)
-         printf("%s== %s\n", i ? "\n" : "", sockets[i]);
-      int r = run_on(sockets[i], command, is_status, client_id, json);
-      if (r > ret)
-         ret = r;
-      fflush(stdout);
-   }
-   for (size_t i = 0; i < n_sockets; i++)
-      free(sockets[i]);
-   free(sockets);
+   util_socket_paths_free(found);
+   free(socket_path);
    return ret;
 }

@@ -211,6 +211,3 @@ void *icd_object_alloc(size_t size, struct icd_connection *conn, VkObjectType ty
                        bool dispatchable);
 void icd_object_free(void *object);
 
-/* The default socket paths, or GPUD_SOCKET's list; NULL-terminated. */
-char **icd_socket_paths(void);
-void icd_socket_paths_free(char **paths);

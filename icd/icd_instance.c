@@ -61,86 +61,6 @@ icd_connection_of(const void *dispatchable)
    return icd_object(dispatchable)->conn;
 }
 
-/* ---- daemon discovery -------------------------------------------------- */
-
-static int
-add_path(char ***paths, size_t *n, const char *path)
-{
-   char **p = realloc(*paths, sizeof(char *) * (*n + 2));
-   if (!p)
-      return -ENOMEM;
-   *paths = p;
-   p[*n] = strdup(path);
-   if (!p[*n])
-      return -ENOMEM;
-   (*n)++;
-   p[*n] = NULL;
-   return 0;
-}
-
-static int
-compare_names(const void *a, const void *b)
-{
-   return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void
-scan_dir(char ***paths, size_t *n, const char *dir)
-{
-   DIR *d = opendir(dir);
-   if (!d)
-      return;
-   size_t first = *n;
-   struct dirent *de;
-   while ((de = readdir(d))) {
-      size_t len = strlen(de->d_name);
-      if (len < 6 || strcmp(de->d_name + len - 5, ".sock") != 0)
-         continue;
-      char path[4096];
-      if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
-         continue;
-      add_path(paths, n, path);
-   }
-   closedir(d);
-   if (*n > first)
-      qsort(*paths + first, *n - first, sizeof(char *), compare_names);
-}
-
-char **
-icd_socket_paths(void)
-{
-   char **paths = NULL;
-   size_t n = 0;
-   const char *env = getenv("GPUD_SOCKET");
-   if (env && *env) {
-      char *copy = strdup(env);
-      char *save = NULL;
-      for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
-           tok = strtok_r(NULL, ":", &save))
-         add_path(&paths, &n, tok);
-      free(copy);
-   } else {
-      const char *xdg = getenv("XDG_RUNTIME_DIR");
-      if (xdg && *xdg) {
-         char dir[4096];
-         if (snprintf(dir, sizeof(dir), "%s/gpud", xdg) < (int)sizeof(dir))
-            scan_dir(&paths, &n, dir);
-      }
-      scan_dir(&paths, &n, "/run/gpud");
-   }
-   return paths;
-}
-
-void
-icd_socket_paths_free(char **paths)
-{
-   if (!paths)
-      return;
-   for (char **p = paths; *p; p++)
-      free(*p);
-   free(paths);
-}
-
 /* ---- loader interface --------------------------------------------------- */
 
 UTIL_EXPORT VKAPI_ATTR VkResult VKAPI_CALL
@@ -356,7 +276,7 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    }
 
-   char **paths = icd_socket_paths();
+   char **paths = util_socket_paths();
    size_t n_paths = 0;
    for (char **p = paths; p && *p; p++)
       n_paths++;
@@ -365,7 +285,7 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
    if (!instance->physical_devices || !conns) {
       free(conns);
       free(instance->physical_devices);
-      icd_socket_paths_free(paths);
+      util_socket_paths_free(paths);
       icd_instance_free_messengers(instance);
       icd_object_free(instance);
       return VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -395,7 +315,7 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
       }
    }
    free(conns);
-   icd_socket_paths_free(paths);
+   util_socket_paths_free(paths);
    icd_dbg(ICD_DEBUG_INIT, "%u physical device(s)", instance->n_physical_devices);
    instance->in_create_or_destroy = false;
    icd_instance_update_message_filter(instance);

@@ -67,6 +67,12 @@ int util_socket_listen(const char *path, int *ret_fd);
 int util_socket_accept(int listen_fd, int *ret_fd);
 int util_socket_connect(const char *path, int *ret_fd);
 
+/* Every daemon's socket a client looks for: GPUD_SOCKET's colon-separated
+ * list, else the *.sock in $XDG_RUNTIME_DIR/gpud/ and /run/gpud/ (each
+ * folder in name order). NULL-terminated; NULL when out of memory. */
+char **util_socket_paths(void);
+void util_socket_paths_free(char **paths);
+
 /* Polls fd for up to max_ns nanoseconds, yielding the CPU between polls;
  * true as soon as it is readable (or has hung up). */
 bool util_socket_spin_readable(int fd, uint64_t max_ns);
