@@ -119,35 +119,43 @@ gpud_access_finish(struct gpud_access *access)
    access->worker_home = NULL;
 }
 
-/* The peer's supplementary groups include gid (SO_PEERGROUPS, Linux 4.13). */
+/* The peer's supplementary groups (SO_PEERGROUPS, Linux 4.13): their
+ * count, in *ret (to free; NULL when there are none to read). */
+static size_t
+peer_groups(int fd, gid_t **ret)
+{
+   *ret = NULL;
+   socklen_t len = 64 * sizeof(gid_t);
+   for (int tries = 0; tries < 3; tries++) {
+      gid_t *list = malloc(len ? len : sizeof(gid_t));
+      if (!list)
+         return 0;
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, list, &len) == 0) {
+         *ret = list;
+         return len / sizeof(gid_t);
+      }
+      free(list);
+      if (errno != ERANGE)
+         return 0;
+   }
+   return 0;
+}
+
 static bool
-peer_in_group(int fd, gid_t primary, gid_t gid)
+in_group(gid_t primary, const gid_t *groups, size_t n_groups, gid_t gid)
 {
    if (primary == gid)
       return true;
-   gid_t groups[64];
-   socklen_t len = sizeof(groups);
-   gid_t *list = groups;
-   if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
-      if (errno != ERANGE)
-         return false;
-      list = malloc(len);
-      if (!list || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, list, &len) < 0) {
-         free(list);
-         return false;
-      }
+   for (size_t i = 0; i < n_groups; i++) {
+      if (groups[i] == gid)
+         return true;
    }
-   bool found = false;
-   for (size_t i = 0; i < len / sizeof(gid_t); i++)
-      found |= list[i] == gid;
-   if (list != groups)
-      free(list);
-   return found;
+   return false;
 }
 
 bool
-gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid, char *reason,
-                    size_t reason_size, bool *ret_admin)
+gpud_access_check(struct gpud_server *server, uid_t uid, gid_t gid, const gid_t *groups,
+                  size_t n_groups, char *reason, size_t reason_size, bool *ret_admin)
 {
    *ret_admin = false;
    if (!server->access.root) {
@@ -164,9 +172,10 @@ gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid, ch
       *ret_admin = true;
       return true;
    }
-   if (server->access.have_admin_group && peer_in_group(fd, gid, server->access.admin_group))
+   if (server->access.have_admin_group &&
+       in_group(gid, groups, n_groups, server->access.admin_group))
       *ret_admin = true;
-   if (server->access.have_group && peer_in_group(fd, gid, server->access.group))
+   if (server->access.have_group && in_group(gid, groups, n_groups, server->access.group))
       return true;
    if (*ret_admin)
       return true;
@@ -178,6 +187,17 @@ gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid, ch
                (unsigned)uid);
    }
    return false;
+}
+
+bool
+gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid, char *reason,
+                    size_t reason_size, bool *ret_admin)
+{
+   gid_t *groups = NULL;
+   size_t n = server->access.root && uid != 0 ? peer_groups(fd, &groups) : 0;
+   bool ok = gpud_access_check(server, uid, gid, groups, n, reason, reason_size, ret_admin);
+   free(groups);
+   return ok;
 }
 
 bool

@@ -195,7 +195,10 @@ void
 gpud_call_async_error(struct gpud_call *call, VkResult result)
 {
    /* Nobody waits for this result: the device is lost from now on, and
-    * every later call on it says so. */
+    * every later call on it says so (a device lost already says nothing
+    * more). */
+   if (call->device && call->device->lost)
+      return;
    gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s failed (%d): device lost",
                     wire_op_name(call->op), result);
    char why[160];
@@ -323,6 +326,7 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
       atomic_store_explicit(&ctx->status->op, h.op, memory_order_relaxed);
       atomic_store_explicit(&ctx->status->last_op, h.op, memory_order_relaxed);
 
+      gpud_inject_before_command(&call);
       gpud_validate_set_call(&call);
       bool ok = h.op != 0 && h.op < WIRE_OP_COUNT &&
                 gpud_gen_dispatch(&call, &call.dec, call.reply, h.op);

@@ -47,6 +47,14 @@ struct gpud_object {
     * charged to the client until the client ends */
    bool exported;
    char *name; /* VK_EXT_debug_utils */
+   /* queues: which one, and its completion tracking (gpud_queue.c) */
+   uint32_t queue_family, queue_index;
+   struct gpud_queue_track *track;
+   /* devices: the tracker of their queues */
+   struct gpud_device_track *dtrack;
+   /* fences, while completions are delayed (gpud_inject.c): when the worker
+    * first saw it signalled */
+   atomic_uint_least64_t signal_seen_ns;
 };
 
 /* One command being executed. */
@@ -85,6 +93,8 @@ struct gpud_call {
    struct gpud_queue_info *new_queues;
    uint32_t n_new_queues;
    bool *new_extensions; /* ... and its extensions */
+   /* which queue a new queue is */
+   uint32_t new_queue_family, new_queue_index;
 };
 
 /* Decodes and runs every command in a stream message; negative when the
@@ -116,6 +126,23 @@ void gpud_object_forget_children(struct gpud_context *ctx, struct gpud_object *p
  * instance, or all when both are NULL), newest first. */
 void gpud_context_destroy_objects(struct gpud_context *ctx, struct gpud_object *device,
                                   struct gpud_object *instance);
+
+/* Completion tracking per queue (gpud_queue.c): what gpudctl shows as a
+ * queue's submissions, in flight and busy time. */
+/* A new queue object: its status slot and tracker. */
+void gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue);
+/* Before a device's objects go: stops its tracker, frees its queues'. */
+void gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device);
+
+/* Fault injection (gpud_inject.c), from what the server wrote on the status
+ * page.  Before each command: loses every device when asked to. */
+void gpud_inject_before_command(struct gpud_call *call);
+/* vkAllocateMemory: whether this allocation must fail. */
+bool gpud_inject_fail_alloc(struct gpud_context *ctx);
+/* The delay to add to a completion, in ns (0: none). */
+uint64_t gpud_inject_delay_ns(struct gpud_context *ctx);
+/* Whether the devices were lost by injection (waits end with it). */
+bool gpud_inject_lost(struct gpud_context *ctx);
 
 /* Validation (gpud_validate.c): what gpud_exec_vkCreateInstance adds when
  * validating, and the messenger. */

@@ -7,6 +7,7 @@
 #include "gpud_server.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,8 +150,91 @@ free_names(Gpud__ClientInfo *info)
    free(info->names);
 }
 
+/* What fill_client allocates, freed by free_client. */
+struct client_parts {
+   Gpud__QueueInfo queues[GPUD_STATUS_QUEUES];
+   Gpud__QueueInfo *queue_ptrs[GPUD_STATUS_QUEUES];
+   Gpud__HeapUsage heaps[VK_MAX_MEMORY_HEAPS];
+   Gpud__HeapUsage *heap_ptrs[VK_MAX_MEMORY_HEAPS];
+   Gpud__ObjectCount types[GPUD_STATUS_TYPES];
+   Gpud__ObjectCount *type_ptrs[GPUD_STATUS_TYPES];
+   char *injected[3];
+   char injected_text[3][48];
+};
+
+/* The queues the worker published: shown, never trusted. */
 static void
-fill_client(Gpud__ClientInfo *info, const struct gpud_client *c, uint64_t now)
+fill_queues(Gpud__ClientInfo *info, struct client_parts *parts,
+            const struct gpud_status_page *page, uint64_t now)
+{
+   for (unsigned i = 0; i < GPUD_STATUS_QUEUES; i++) {
+      const struct gpud_status_queue *q = &page->queues[i];
+      uint64_t device = atomic_load_explicit(&q->device, memory_order_acquire);
+      if (!device)
+         continue;
+      Gpud__QueueInfo *out = &parts->queues[info->n_queues];
+      gpud__queue_info__init(out);
+      out->device = device;
+      out->family = atomic_load_explicit(&q->family, memory_order_relaxed);
+      out->index = atomic_load_explicit(&q->index, memory_order_relaxed);
+      out->submissions = atomic_load_explicit(&q->submissions, memory_order_relaxed);
+      out->completed = atomic_load_explicit(&q->completed, memory_order_relaxed);
+      if (out->completed > out->submissions)
+         out->completed = out->submissions;
+      out->in_flight = out->submissions - out->completed;
+      out->busy_ns = atomic_load_explicit(&q->busy_ns, memory_order_relaxed);
+      uint64_t since = atomic_load_explicit(&q->busy_since_ns, memory_order_relaxed);
+      if (since && since < now)
+         out->busy_ns += now - since;
+      parts->queue_ptrs[info->n_queues++] = out;
+   }
+   info->queues = parts->queue_ptrs;
+}
+
+static void
+fill_types(Gpud__ClientInfo *info, struct client_parts *parts,
+           const struct gpud_status_page *page)
+{
+   for (unsigned i = 0; i < WIRE_OBJECT_TYPE_COUNT && i < GPUD_STATUS_TYPES; i++) {
+      uint32_t n = atomic_load_explicit(&page->objects_by_type[i], memory_order_relaxed);
+      const char *type = wire_object_type_name(wire_object_type_at(i));
+      if (!n || n > (1u << 31) || !type)
+         continue;
+      Gpud__ObjectCount *out = &parts->types[info->n_object_types];
+      gpud__object_count__init(out);
+      out->type = (char *)type;
+      out->count = n;
+      parts->type_ptrs[info->n_object_types++] = out;
+   }
+   info->object_types = parts->type_ptrs;
+}
+
+/* Faults injected that the worker has not acted on yet. */
+static void
+fill_injected(Gpud__ClientInfo *info, struct client_parts *parts,
+              const struct gpud_status_page *page)
+{
+   const struct gpud_status_inject *in = &page->inject;
+   uint32_t fail = atomic_load_explicit(&in->fail_alloc, memory_order_relaxed);
+   uint32_t delay = atomic_load_explicit(&in->delay_ms, memory_order_relaxed);
+   size_t n = 0;
+   if (atomic_load_explicit(&in->lose_device, memory_order_relaxed))
+      snprintf(parts->injected_text[n++], sizeof(parts->injected_text[0]), "lose-device");
+   if (fail)
+      snprintf(parts->injected_text[n++], sizeof(parts->injected_text[0]), "fail-alloc %u",
+               fail);
+   if (delay)
+      snprintf(parts->injected_text[n++], sizeof(parts->injected_text[0]),
+               "delay-completions %u", delay);
+   for (size_t i = 0; i < n; i++)
+      parts->injected[i] = parts->injected_text[i];
+   info->n_injected = n;
+   info->injected = parts->injected;
+}
+
+static void
+fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpud_client *c,
+            uint64_t now)
 {
    gpud__client_info__init(info);
    info->id = c->id;
@@ -160,6 +244,17 @@ fill_client(Gpud__ClientInfo *info, const struct gpud_client *c, uint64_t now)
    info->memory_bytes = c->memory;
    info->state = (char *)state_name(c);
    info->connected_ms = (now - c->connected_ns) / 1000000;
+   const struct gpud_server *server = c->server;
+   for (uint32_t h = 0; h < server->n_heaps; h++) {
+      if (!c->heap_memory[h])
+         continue;
+      Gpud__HeapUsage *u = &parts->heaps[info->n_heaps];
+      gpud__heap_usage__init(u);
+      u->heap = h;
+      u->bytes = c->heap_memory[h];
+      parts->heap_ptrs[info->n_heaps++] = u;
+   }
+   info->heaps = parts->heap_ptrs;
    const struct gpud_worker *w = c->worker;
    if (w) {
       info->worker_pid = (uint32_t)w->pid;
@@ -171,118 +266,255 @@ fill_client(Gpud__ClientInfo *info, const struct gpud_client *c, uint64_t now)
          if (since && since < now)
             info->send_blocked_ms = (now - since) / 1000000;
          fill_names(info, w->status);
+         fill_queues(info, parts, w->status, now);
+         fill_types(info, parts, w->status);
+         fill_injected(info, parts, w->status);
       }
    }
 }
 
-static void
-status(struct gpud_client *control)
+/* A status and what it points to. */
+struct gpud_status_view {
+   Gpud__StatusReply reply;
+   Gpud__Limits limits;
+   Gpud__HeapInfo heaps[VK_MAX_MEMORY_HEAPS];
+   Gpud__HeapInfo *heap_ptrs[VK_MAX_MEMORY_HEAPS];
+   Gpud__FaultInfo faults[GPUD_MAX_FAULTS];
+   Gpud__FaultInfo *fault_ptrs[GPUD_MAX_FAULTS];
+   Gpud__ClientInfo *infos;
+   Gpud__ClientInfo **info_ptrs;
+   struct client_parts *parts;
+};
+
+struct gpud_status_view *
+gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer,
+                    const Gpud__StatusReply **ret)
 {
-   struct gpud_server *server = control->server;
+   struct gpud_status_view *v = calloc(1, sizeof(*v));
+   if (!v)
+      return NULL;
    uint64_t now = util_now_ns();
-   Gpud__StatusReply reply = GPUD__STATUS_REPLY__INIT;
-   reply.device_name = server->device_name;
-   reply.host_driver = server->host_driver;
-   reply.daemon_pid = (uint32_t)getpid();
-   reply.isolation =
+   Gpud__StatusReply *reply = &v->reply;
+   gpud__status_reply__init(reply);
+   reply->device_name = server->device_name;
+   reply->host_driver = server->host_driver;
+   reply->daemon_pid = (uint32_t)getpid();
+   reply->isolation =
       (char *)(server->cfg.isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
    const struct gpud_limits *l = &server->cfg.limits;
-   Gpud__Limits limits = GPUD__LIMITS__INIT;
-   limits.client_memory = l->client_memory == GPUD_UNLIMITED ? 0 : l->client_memory;
-   limits.uid_memory = l->uid_memory == GPUD_UNLIMITED ? 0 : l->uid_memory;
-   limits.client_objects = l->client_objects == GPUD_UNLIMITED ? 0 : l->client_objects;
-   limits.uid_connections = l->uid_connections;
-   limits.max_clients = l->max_clients;
-   limits.spare_workers = server->cfg.spare_workers;
+   Gpud__Limits *limits = &v->limits;
+   gpud__limits__init(limits);
+   limits->client_memory = l->client_memory == GPUD_UNLIMITED ? 0 : l->client_memory;
+   limits->uid_memory = l->uid_memory == GPUD_UNLIMITED ? 0 : l->uid_memory;
+   limits->client_objects = l->client_objects == GPUD_UNLIMITED ? 0 : l->client_objects;
+   limits->uid_connections = l->uid_connections;
+   limits->max_clients = l->max_clients;
+   limits->spare_workers = server->cfg.spare_workers;
    static const char *const validate[] = {"off", "report", "strict"};
-   limits.validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
-                                         ? server->cfg.validate
-                                         : GPUD_VALIDATE_OFF];
-   reply.limits = &limits;
+   limits->validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
+                                          ? server->cfg.validate
+                                          : GPUD_VALIDATE_OFF];
+   reply->limits = limits;
+   reply->daemon_version = (char *)GPUD_VERSION;
+   reply->uptime_ms = (now - server->start_ns) / 1000000;
+   Gpud__HeapInfo *heaps = v->heaps;
+   for (uint32_t h = 0; h < server->n_heaps && h < VK_MAX_MEMORY_HEAPS; h++) {
+      gpud__heap_info__init(&heaps[h]);
+      heaps[h].heap = h;
+      heaps[h].size_bytes = server->heap_size[h];
+      heaps[h].device_local = server->heap_flags[h] & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT;
+      v->heap_ptrs[h] = &heaps[h];
+   }
+   reply->heaps = v->heap_ptrs;
+   reply->n_heaps = server->n_heaps;
 
    size_t n = 0;
    struct gpud_client *c;
    util_list_for_each(c, &server->clients, link)
       n += c->state != GPUD_CLIENT_CONTROL;
-   Gpud__ClientInfo *infos = calloc(n ? n : 1, sizeof(*infos));
-   Gpud__ClientInfo **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+   v->infos = calloc(n ? n : 1, sizeof(*v->infos));
+   v->info_ptrs = calloc(n ? n : 1, sizeof(*v->info_ptrs));
+   v->parts = calloc(n ? n : 1, sizeof(*v->parts));
    size_t i = 0;
    util_list_for_each(c, &server->clients, link) {
-      if (c->state == GPUD_CLIENT_CONTROL || !infos || !ptrs)
+      if (c->state == GPUD_CLIENT_CONTROL || !v->infos || !v->info_ptrs || !v->parts)
          continue;
-      if (!gpud_access_may_see(control, c)) {
-         reply.hidden_clients++;
+      if (!gpud_access_may_see(viewer, c)) {
+         reply->hidden_clients++;
          continue;
       }
-      fill_client(&infos[i], c, now);
-      reply.objects += infos[i].objects;
-      reply.memory_bytes += infos[i].memory_bytes;
-      ptrs[i] = &infos[i];
+      fill_client(&v->infos[i], &v->parts[i], c, now);
+      reply->objects += v->infos[i].objects;
+      reply->memory_bytes += v->infos[i].memory_bytes;
+      for (uint32_t h = 0; h < server->n_heaps && h < VK_MAX_MEMORY_HEAPS; h++)
+         heaps[h].used_bytes += c->heap_memory[h];
+      v->info_ptrs[i] = &v->infos[i];
       i++;
    }
-   reply.clients = ptrs;
-   reply.n_clients = i;
+   reply->clients = v->info_ptrs;
+   reply->n_clients = i;
 
-   Gpud__FaultInfo faults[GPUD_MAX_FAULTS];
-   Gpud__FaultInfo *fault_ptrs[GPUD_MAX_FAULTS];
    unsigned kept = server->n_faults < GPUD_MAX_FAULTS ? server->n_faults : GPUD_MAX_FAULTS;
    size_t nf = 0;
    for (unsigned k = server->n_faults - kept; k < server->n_faults; k++) {
       const struct gpud_fault *f = &server->faults[k % GPUD_MAX_FAULTS];
-      if (!control->admin && f->uid != control->uid)
+      if (!viewer->admin && f->uid != viewer->uid)
          continue;
-      gpud__fault_info__init(&faults[nf]);
-      faults[nf].client_id = f->client_id;
-      faults[nf].pid = (uint32_t)f->pid;
-      faults[nf].uid = (uint32_t)f->uid;
-      faults[nf].name = (char *)f->name;
-      faults[nf].worker_pid = (uint32_t)f->worker_pid;
-      faults[nf].reason = (char *)f->reason;
-      faults[nf].age_ms = (now - f->time_ns) / 1000000;
-      fault_ptrs[nf] = &faults[nf];
-      nf++;
+      Gpud__FaultInfo *out = &v->faults[nf];
+      gpud__fault_info__init(out);
+      out->client_id = f->client_id;
+      out->pid = (uint32_t)f->pid;
+      out->uid = (uint32_t)f->uid;
+      out->name = (char *)f->name;
+      out->worker_pid = (uint32_t)f->worker_pid;
+      out->reason = (char *)f->reason;
+      out->age_ms = (now - f->time_ns) / 1000000;
+      v->fault_ptrs[nf++] = out;
    }
-   reply.faults = fault_ptrs;
-   reply.n_faults = nf;
+   reply->faults = v->fault_ptrs;
+   reply->n_faults = nf;
+   *ret = reply;
+   return v;
+}
 
+void
+gpud_control_status_free(struct gpud_status_view *v)
+{
+   if (!v)
+      return;
+   for (size_t k = 0; k < v->reply.n_clients; k++)
+      free_names(&v->infos[k]);
+   free(v->infos);
+   free(v->info_ptrs);
+   free(v->parts);
+   free(v);
+}
+
+static void
+status(struct gpud_client *control)
+{
+   const Gpud__StatusReply *reply = NULL;
+   struct gpud_status_view *v = gpud_control_status(control->server, control, &reply);
+   Gpud__StatusReply empty = GPUD__STATUS_REPLY__INIT;
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY;
-   m.status_reply = &reply;
+   m.status_reply = v ? (Gpud__StatusReply *)reply : &empty;
    gpud_server_queue_control(control, &m);
-   for (size_t k = 0; k < i; k++)
-      free_names(&infos[k]);
-   free(infos);
-   free(ptrs);
+   gpud_control_status_free(v);
+}
+
+static struct gpud_client *
+find_client(struct gpud_server *server, uint64_t id)
+{
+   struct gpud_client *c;
+   util_list_for_each(c, &server->clients, link) {
+      if (c->id == id && c->state != GPUD_CLIENT_CONTROL)
+         return c;
+   }
+   return NULL;
+}
+
+int
+gpud_control_disconnect(struct gpud_server *server, const struct gpud_client *viewer,
+                        uint64_t id, const char *via)
+{
+   struct gpud_client *c = find_client(server, id);
+   if (!c)
+      return -ENOENT;
+   if (!gpud_access_may_see(viewer, c)) {
+      gpud_server_client_log(c, UTIL_LOG_WARNING,
+                             "uid %u (pid %d) may not disconnect this client",
+                             (unsigned)viewer->uid, (int)viewer->pid);
+      return -EACCES;
+   }
+   gpud_server_client_log(c, UTIL_LOG_NOTICE, "disconnected by uid %u (pid %d, %s)",
+                          (unsigned)viewer->uid, (int)viewer->pid, via);
+   if (c->worker)
+      gpud_kill_worker(c->worker, "disconnected by an administrator");
+   else
+      shutdown(c->fd, SHUT_RDWR);
+   return 0;
 }
 
 static void
 disconnect(struct gpud_client *control, uint64_t id)
 {
-   struct gpud_server *server = control->server;
    Gpud__DisconnectClientReply dr = GPUD__DISCONNECT_CLIENT_REPLY__INIT;
-   struct gpud_client *c;
-   util_list_for_each(c, &server->clients, link) {
-      if (c->id != id || c->state == GPUD_CLIENT_CONTROL)
-         continue;
-      dr.found = true;
-      if (!gpud_access_may_see(control, c)) {
-         dr.denied = true;
-         gpud_server_client_log(c, UTIL_LOG_WARNING,
-                                "uid %u (pid %d) may not disconnect this client",
-                                (unsigned)control->uid, (int)control->pid);
-         break;
-      }
-      gpud_server_client_log(c, UTIL_LOG_NOTICE, "disconnected by uid %u (pid %d, gpudctl)",
-                             (unsigned)control->uid, (int)control->pid);
-      if (c->worker)
-         gpud_kill_worker(c->worker, "disconnected by an administrator");
-      else
-         shutdown(c->fd, SHUT_RDWR);
-      break;
-   }
+   int r = gpud_control_disconnect(control->server, control, id, "gpudctl");
+   dr.found = r != -ENOENT;
+   dr.denied = r == -EACCES;
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY;
    m.disconnect_client_reply = &dr;
+   gpud_server_queue_control(control, &m);
+}
+
+/* gpudctl inject ID FAULT [VALUE]: written on the client's status page for
+ * its worker (gpud_inject.c), or, for crash-worker, a SIGSEGV to the
+ * worker as if its host driver had crashed. */
+int
+gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer, uint64_t id,
+                    const char *fault, uint64_t value, const char *via, const char **error)
+{
+   *error = NULL;
+   struct gpud_client *c = find_client(server, id);
+   if (!c)
+      return -ENOENT;
+   if (!gpud_access_may_see(viewer, c)) {
+      gpud_server_client_log(c, UTIL_LOG_WARNING,
+                             "uid %u (pid %d) may not inject faults into this client",
+                             (unsigned)viewer->uid, (int)viewer->pid);
+      return -EACCES;
+   }
+   struct gpud_worker *w = c->worker;
+   if (!w || !w->status || c->state != GPUD_CLIENT_SERVING) {
+      *error = "the client has no worker yet";
+      return -EINVAL;
+   }
+   struct gpud_status_inject *in = &w->status->inject;
+   if (!strcmp(fault, "lose-device")) {
+      atomic_store(&in->lose_device, 1);
+   } else if (!strcmp(fault, "fail-alloc")) {
+      if (!value || value > UINT32_MAX) {
+         *error = "fail-alloc needs a count from 1 to 4294967295";
+         return -EINVAL;
+      }
+      atomic_store(&in->fail_alloc, (uint32_t)value);
+   } else if (!strcmp(fault, "delay-completions")) {
+      if (value > 3600 * 1000) {
+         *error = "delay-completions takes at most 3600000 ms (0 ends the delay)";
+         return -EINVAL;
+      }
+      atomic_store(&in->delay_ms, (uint32_t)value);
+   } else if (!strcmp(fault, "crash-worker")) {
+      if (!w->pid) {
+         *error = "crash-worker needs process isolation (this daemon runs clients on threads)";
+         return -EINVAL;
+      }
+      kill(w->pid, SIGSEGV);
+   } else {
+      *error = "unknown fault (lose-device, fail-alloc N, delay-completions MS, crash-worker)";
+      return -EINVAL;
+   }
+   gpud_server_client_log(c, UTIL_LOG_NOTICE,
+                          "fault injected by uid %u (pid %d, %s): %s %" PRIu64,
+                          (unsigned)viewer->uid, (int)viewer->pid, via, fault, value);
+   return 0;
+}
+
+static void
+inject(struct gpud_client *control, const Gpud__InjectRequest *req)
+{
+   Gpud__InjectReply ir = GPUD__INJECT_REPLY__INIT;
+   const char *error = NULL;
+   int r = gpud_control_inject(control->server, control, req->client_id,
+                               req->fault ? req->fault : "", req->value, "gpudctl", &error);
+   ir.found = r != -ENOENT;
+   ir.denied = r == -EACCES;
+   ir.error = (char *)(error ? error : "");
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_INJECT_REPLY;
+   m.inject_reply = &ir;
    gpud_server_queue_control(control, &m);
 }
 
@@ -297,6 +529,9 @@ gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
       break;
    case GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REQUEST:
       disconnect(control, m->disconnect_client_request->client_id);
+      break;
+   case GPUD__CONTROL_MESSAGE__MSG_INJECT_REQUEST:
+      inject(control, m->inject_request);
       break;
    case GPUD__CONTROL_MESSAGE__MSG_DISCONNECT:
       r = -ECONNRESET;

@@ -413,6 +413,8 @@ gpud_exec_vkGetDeviceQueue(struct gpud_call *call, struct wire_args_vkGetDeviceQ
       gpud_call_fail(call, "no such queue on this device");
       return;
    }
+   call->new_queue_family = a->queueFamilyIndex;
+   call->new_queue_index = a->queueIndex;
    gpud_gen_exec_vkGetDeviceQueue(call, a);
 }
 
@@ -424,6 +426,8 @@ gpud_exec_vkGetDeviceQueue2(struct gpud_call *call, struct wire_args_vkGetDevice
       gpud_call_fail(call, "no such queue on this device");
       return;
    }
+   call->new_queue_family = q->queueFamilyIndex;
+   call->new_queue_index = q->queueIndex;
    gpud_gen_exec_vkGetDeviceQueue2(call, a);
 }
 
@@ -448,7 +452,8 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
       find_in_chain(info->pNext, VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR);
    VkExportMemoryAllocateInfo *export =
       find_in_chain(info->pNext, VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO);
-   if (info->memoryTypeIndex >= host->memory.memoryTypeCount) {
+   if (info->memoryTypeIndex >= host->memory.memoryTypeCount ||
+       gpud_inject_fail_alloc(call->ctx)) {
       if (import)
          util_fd_close(&import->fd);
       a->ret = VK_ERROR_OUT_OF_DEVICE_MEMORY;

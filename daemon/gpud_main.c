@@ -46,6 +46,9 @@ usage(FILE *f)
            "                           application's debug messengers and the log; strict\n"
            "                           also disconnects a client that breaks a rule;\n"
            "                           off (default)\n"
+           "      --bus BUS            offer org.gpud.Daemon1 on D-Bus: system, session,\n"
+           "                           none or a bus address (default: the system bus as\n"
+           "                           root, else the session bus, where there is one)\n"
            "  -l, --log-level LEVEL    err, warning, notice, info (default) or debug\n"
            "  -h, --help               show this help\n"
            "  -V, --version            show the version\n"
@@ -162,6 +165,7 @@ enum {
    OPT_USER,
    OPT_GROUP,
    OPT_ADMIN_GROUP,
+   OPT_BUS,
    OPT_SPARE_WORKERS,
    OPT_NO_SANDBOX,
    OPT_WORKER,
@@ -318,6 +322,8 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
       cfg->group = kept;
    } else if (!strcmp(name, "admin-group")) {
       cfg->admin_group = kept;
+   } else if (!strcmp(name, "bus")) {
+      cfg->bus = kept;
    } else if (!strcmp(name, "validate")) {
       if (!strcmp(value, "report") || !strcmp(value, "on"))
          cfg->validate = GPUD_VALIDATE_REPORT;
@@ -462,6 +468,7 @@ static const struct option fixed_options[] = {
    {"user", required_argument, NULL, OPT_USER},
    {"group", required_argument, NULL, OPT_GROUP},
    {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
+   {"bus", required_argument, NULL, OPT_BUS},
    {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
    {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
    {"worker", required_argument, NULL, OPT_WORKER},
@@ -555,6 +562,7 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
       case OPT_USER: name = "user"; break;
       case OPT_GROUP: name = "group"; break;
       case OPT_ADMIN_GROUP: name = "admin-group"; break;
+      case OPT_BUS: name = "bus"; break;
       case OPT_SPARE_WORKERS: name = "spare-workers"; break;
       case OPT_NO_SANDBOX:
          name = "sandbox";

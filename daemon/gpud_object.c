@@ -11,6 +11,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* One more (or one fewer) object of a type on the status page. */
+static void
+count_type(struct gpud_context *ctx, VkObjectType type, int delta)
+{
+   int i = wire_object_type_index(type);
+   if (ctx->status && i >= 0 && i < GPUD_STATUS_TYPES)
+      atomic_fetch_add_explicit(&ctx->status->objects_by_type[i], (uint32_t)delta,
+                                memory_order_relaxed);
+}
+
+_Static_assert(WIRE_OBJECT_TYPE_COUNT <= GPUD_STATUS_TYPES,
+               "the status page counts every object type");
+
 static void
 count_objects(struct gpud_context *ctx)
 {
@@ -109,6 +122,7 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
    util_idmap_remove(&ctx->objects, obj->id);
    util_list_remove(&obj->link);
    ctx->n_objects--;
+   count_type(ctx, obj->type, -1);
    if (obj->bytes && !obj->exported) {
       ctx->memory_bytes -= obj->bytes;
       gpud_context_release_memory(ctx, obj->heap, obj->bytes);
@@ -204,6 +218,10 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    case VK_OBJECT_TYPE_IMAGE:
       obj->sparse = call->new_create_flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT;
       break;
+   case VK_OBJECT_TYPE_QUEUE:
+      obj->queue_family = call->new_queue_family;
+      obj->queue_index = call->new_queue_index;
+      break;
    case VK_OBJECT_TYPE_DEVICE_MEMORY:
       obj->map = call->new_map;
       obj->map_size = call->new_map_size;
@@ -225,7 +243,10 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    }
    util_list_add_tail(&ctx->object_list, &obj->link);
    ctx->n_objects++;
+   count_type(ctx, type, 1);
    count_objects(ctx);
+   if (type == VK_OBJECT_TYPE_QUEUE)
+      gpud_queue_track_add(ctx, obj);
 }
 
 void
@@ -310,6 +331,7 @@ gpud_context_destroy_objects(struct gpud_context *ctx, struct gpud_object *devic
          continue;
       gpud_waiters_cancel(ctx, obj, 0);
       obj->disp->DeviceWaitIdle((VkDevice)(uintptr_t)obj->handle);
+      gpud_queue_track_device_end(ctx, obj);
    }
    /* Device children, newest first.  Pool children go with their pool; a
     * pool's children may sit anywhere, so start over after each pool. */

@@ -217,6 +217,8 @@ static void
 client_free(struct gpud_client *client)
 {
    struct gpud_server *server = client->server;
+   if (client->state == GPUD_CLIENT_WAITING || client->state == GPUD_CLIENT_SERVING)
+      gpud_bus_client_disconnected(server, client);
    if (client->worker)
       client->worker->client = NULL;
    if (client->read_ev)
@@ -448,6 +450,7 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
    snprintf(f->name, sizeof(f->name), "%s", client->name);
    f->worker_pid = worker_pid;
    snprintf(f->reason, sizeof(f->reason), "%s", reason);
+   gpud_bus_client_faulted(server, client->id, f->reason);
    if (!crash || !server->cfg.limits.crash_limit)
       return;
    struct gpud_crash_record *c = crash_record(server, client->uid, client->name, true);
@@ -552,6 +555,7 @@ handle_hello(struct gpud_client *client, const struct util_msg *msg)
    event_del(client->read_ev);
    client->state = GPUD_CLIENT_WAITING;
    gpud_server_client_log(client, UTIL_LOG_INFO, "connected");
+   gpud_bus_client_connected(server, client);
    timer_in(client->timer, server->cfg.limits.start_timeout_ms);
    ensure_workers(server);
 }
@@ -1274,6 +1278,7 @@ reload(struct gpud_server *server)
       {"socket", offsetof(struct gpud_config, socket_path)},
       {"host-driver", offsetof(struct gpud_config, manifest)},
       {"device", offsetof(struct gpud_config, device)},
+      {"bus", offsetof(struct gpud_config, bus)},
    };
    for (size_t i = 0; i < sizeof(restart_strings) / sizeof(restart_strings[0]); i++) {
       const char **was = (const char **)((char *)&server->cfg + restart_strings[i].offset);
@@ -1462,6 +1467,7 @@ wait_for_device(struct gpud_server *server)
 static void
 server_finish(struct gpud_server *server)
 {
+   gpud_bus_stop(server);
    struct gpud_client *c;
    util_list_for_each_safe(c, &server->clients, link)
       client_free(c);
@@ -1516,6 +1522,7 @@ gpud_server_run(const struct gpud_config *cfg)
    server->listen_fd = -1;
    server->closer_fd = -1;
    server->self_path = "/proc/self/exe";
+   server->start_ns = util_now_ns();
    util_list_init(&server->clients);
    util_list_init(&server->workers);
    util_list_init(&server->accounts);
@@ -1580,6 +1587,7 @@ gpud_server_run(const struct gpud_config *cfg)
    util_notice("serving %s (host driver %s) on %s, %s isolation", server->device_name,
                server->manifest, server->socket_path ? server->socket_path : "systemd's socket",
                cfg->isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
+   gpud_bus_start(server);
    sd_notifyf(0, "READY=1\nSTATUS=serving %s", server->device_name);
    ensure_workers(server);
 

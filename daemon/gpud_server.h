@@ -41,6 +41,9 @@ struct gpud_config {
    const char *user;        /* workers run as this user (root daemons) */
    const char *group;       /* socket group and who may connect (root daemons) */
    const char *admin_group; /* may see and act on every client */
+   const char *bus;         /* D-Bus: system, session, none or an address;
+                             * NULL: the system bus as root, else the session
+                             * bus, where there is one */
    unsigned spare_workers;
    struct gpud_limits limits;
    int log_level;           /* enum util_log_level, or -1: the default */
@@ -161,6 +164,8 @@ struct gpud_fault {
    char reason[192];
 };
 
+struct gpud_bus;
+
 struct gpud_crash_record {
    struct util_list link;
    uid_t uid;
@@ -184,6 +189,7 @@ struct gpud_server {
    struct event *watchdog;
    struct event *drain_timer;
    struct event *spawn_timer; /* retrying after workers failed to start */
+   uint64_t start_ns;     /* CLOCK_MONOTONIC */
    bool stopping;
    bool drain_killed;
    int exit_status;
@@ -199,6 +205,7 @@ struct gpud_server {
    struct gpud_host host; /* --isolation=thread: loaded here */
 
    struct gpud_access access;
+   struct gpud_bus *bus;  /* org.gpud.Daemon1 on D-Bus; NULL: not on a bus */
 
    struct util_list clients;
    struct util_list workers;
@@ -222,8 +229,20 @@ void gpud_access_finish(struct gpud_access *access);
 /* Whether the peer may connect; when not, why in reason. */
 bool gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid,
                          char *reason, size_t reason_size, bool *ret_admin);
+/* The same for a peer known by its ids (a D-Bus caller). */
+bool gpud_access_check(struct gpud_server *server, uid_t uid, gid_t gid, const gid_t *groups,
+                       size_t n_groups, char *reason, size_t reason_size, bool *ret_admin);
 /* Whether a control connection may see or act on a client. */
 bool gpud_access_may_see(const struct gpud_client *control, const struct gpud_client *client);
+
+/* gpud_bus.c: org.gpud.Daemon1 on D-Bus (cfg.bus), once the device is
+ * known; a bus that cannot be reached is logged, never fatal. */
+void gpud_bus_start(struct gpud_server *server);
+void gpud_bus_stop(struct gpud_server *server);
+/* Signals, when on a bus. */
+void gpud_bus_client_connected(struct gpud_server *server, const struct gpud_client *client);
+void gpud_bus_client_disconnected(struct gpud_server *server, const struct gpud_client *client);
+void gpud_bus_client_faulted(struct gpud_server *server, uint64_t client_id, const char *reason);
 
 /* gpud_spawn.c: starting workers. */
 int gpud_spawn_worker(struct gpud_server *server, struct gpud_worker *worker);
@@ -233,6 +252,20 @@ void gpud_kill_worker(struct gpud_worker *worker, const char *why);
 
 /* gpud_control.c: gpudctl's requests; negative when the connection ends. */
 int gpud_control_handle(struct gpud_client *control, const void *data, size_t size);
+/* The daemon as viewer (a control connection, or a D-Bus caller made into
+ * one: uid, pid, admin) may see it; freed with gpud_control_status_free. */
+struct gpud_status_view;
+struct gpud_status_view *gpud_control_status(struct gpud_server *server,
+                                             const struct gpud_client *viewer,
+                                             const Gpud__StatusReply **ret);
+void gpud_control_status_free(struct gpud_status_view *view);
+/* 0, -ENOENT (no such client), -EACCES (another user's); via: who asks */
+int gpud_control_disconnect(struct gpud_server *server, const struct gpud_client *viewer,
+                            uint64_t id, const char *via);
+/* ... and -EINVAL with *error saying why the fault cannot be injected */
+int gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer,
+                        uint64_t id, const char *fault, uint64_t value, const char *via,
+                        const char **error);
 
 /* Closes fds a peer sent, on the closer thread (a peer's fd may take
  * forever to close: a file on its own FUSE mount, say). */

@@ -21,6 +21,31 @@ struct gpud_status_name {
    char name[GPUD_STATUS_NAME_SIZE];
 };
 
+/* A queue of one of the client's devices.  Busy time is the time the queue
+ * had work submitted and not yet complete (as the worker saw completions):
+ * busy_ns for the periods that ended, plus now - busy_since_ns while one
+ * lasts. */
+#define GPUD_STATUS_QUEUES 16
+struct gpud_status_queue {
+   atomic_uint_least64_t device;        /* the client's device id; 0: a free slot */
+   atomic_uint_least32_t family;
+   atomic_uint_least32_t index;
+   atomic_uint_least64_t submissions;   /* submits (and sparse binds) so far */
+   atomic_uint_least64_t completed;     /* the last submission known complete */
+   atomic_uint_least64_t busy_ns;
+   atomic_uint_least64_t busy_since_ns; /* CLOCK_MONOTONIC; 0: idle */
+};
+
+/* Live objects by type, indexed by wire_object_type_index(). */
+#define GPUD_STATUS_TYPES 48
+
+/* Faults gpudctl injects: the server writes, the worker acts (gpud_inject.c). */
+struct gpud_status_inject {
+   atomic_uint_least32_t lose_device;  /* non-zero: lose every device now */
+   atomic_uint_least32_t fail_alloc;   /* the next this many allocations fail */
+   atomic_uint_least32_t delay_ms;     /* completions are seen this much later */
+};
+
 struct gpud_status_page {
    atomic_uint_least32_t op;            /* the command executing now; 0 between commands */
    atomic_uint_least32_t last_op;       /* the last command that started */
@@ -32,6 +57,9 @@ struct gpud_status_page {
    /* the most recently named live objects; odd while the worker writes them */
    atomic_uint_least32_t names_seq;
    struct gpud_status_name names[GPUD_STATUS_NAMES];
+   struct gpud_status_queue queues[GPUD_STATUS_QUEUES];
+   atomic_uint_least32_t objects_by_type[GPUD_STATUS_TYPES];
+   struct gpud_status_inject inject;
 };
 
 #define GPUD_STATUS_PAGE_SIZE 4096u

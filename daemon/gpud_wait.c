@@ -38,6 +38,7 @@ struct gpud_waiter {
    uint32_t n_handles;
    uint64_t *handles;
    uint64_t *values;
+   struct gpud_object **fences; /* fence waits: the fences' objects */
    bool wait_all;
    VkSemaphoreWaitFlags sem_flags;
    uint64_t deadline_ns;
@@ -55,7 +56,8 @@ static VkResult
 wait_sliced(struct gpud_waiter *w)
 {
    for (;;) {
-      if (atomic_load(&w->cancel) || atomic_load(&w->ctx->closing))
+      if (atomic_load(&w->cancel) || atomic_load(&w->ctx->closing) ||
+          gpud_inject_lost(w->ctx))
          return VK_ERROR_DEVICE_LOST;
       uint64_t now = util_now_ns();
       uint64_t left = w->deadline_ns > now ? w->deadline_ns - now : 0;
@@ -77,6 +79,37 @@ wait_sliced(struct gpud_waiter *w)
       if (r != VK_TIMEOUT || left == slice)
          return r;
    }
+}
+
+/* gpudctl inject delay-completions: a wait that succeeded is answered
+ * later (or times out first); the fences it saw signalled count as seen
+ * for vkGetFenceStatus. */
+static VkResult
+delay_completion(struct gpud_waiter *w)
+{
+   uint64_t delay = gpud_inject_delay_ns(w->ctx);
+   if (!delay)
+      return VK_SUCCESS;
+   VkResult r = VK_SUCCESS;
+   uint64_t now = util_now_ns();
+   uint64_t until = now + delay;
+   if ((w->kind == WAIT_FENCES || w->kind == WAIT_SEMAPHORES) && until > w->deadline_ns) {
+      until = w->deadline_ns;
+      r = VK_TIMEOUT;
+   }
+   for (; now < until; now = util_now_ns()) {
+      if (atomic_load(&w->cancel) || atomic_load(&w->ctx->closing))
+         return VK_ERROR_DEVICE_LOST;
+      uint64_t ns = until - now < 10000000 ? until - now : 10000000;
+      struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
+      nanosleep(&ts, NULL);
+   }
+   for (uint32_t i = 0; r == VK_SUCCESS && w->fences && i < w->n_handles; i++) {
+      if (w->fences[i] &&
+          w->disp->GetFenceStatus(w->dev, (VkFence)(uintptr_t)w->handles[i]) == VK_SUCCESS)
+         atomic_store(&w->fences[i]->signal_seen_ns, 1);
+   }
+   return r;
 }
 
 static void
@@ -110,6 +143,7 @@ waiter_free(struct gpud_waiter *w)
 {
    free(w->handles);
    free(w->values);
+   free(w->fences);
    free(w->data);
    free(w);
 }
@@ -139,6 +173,11 @@ waiter_thread(void *data)
       r = VK_ERROR_UNKNOWN;
       break;
    }
+   if (r == VK_SUCCESS && (w->kind == WAIT_QUEUE_IDLE || w->kind == WAIT_DEVICE_IDLE) &&
+       gpud_inject_lost(w->ctx))
+      r = VK_ERROR_DEVICE_LOST;
+   if (r == VK_SUCCESS && w->kind != WAIT_QUERY)
+      r = delay_completion(w);
    if (r == VK_ERROR_DEVICE_LOST && !atomic_load(&w->cancel) && !atomic_load(&w->ctx->closing))
       gpud_context_host_lost(w->ctx, wire_op_name(w->op));
    if (!atomic_load(&w->ctx->closing))
@@ -230,8 +269,12 @@ gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFenc
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
    }
-   for (uint32_t i = 0; i < a->fenceCount; i++)
+   w->fences = calloc(a->fenceCount ? a->fenceCount : 1, sizeof(*w->fences));
+   for (uint32_t i = 0; i < a->fenceCount; i++) {
       w->handles[i] = (uint64_t)(uintptr_t)a->pFences[i];
+      if (w->fences)
+         w->fences[i] = gpud_call_named(call, VK_OBJECT_TYPE_FENCE, w->handles[i]);
+   }
    w->wait_all = a->waitAll;
    w->deadline_ns = deadline(a->timeout);
    if (!waiter_start(call, w)) {

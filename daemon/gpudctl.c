@@ -1,43 +1,69 @@
 /* SPDX-License-Identifier: MIT */
-/* gpudctl: inspect a running gpud and act on it. */
-#include <dirent.h>
+/* gpudctl: inspect the running gpud daemons and act on them. */
+#include "gpudctl.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "util_macros.h"
+#include "util_time.h"
 #include "util_transport.h"
 #include "wire.h"
-#include "wire_control.h"
 #include "gpud_limits.h"
 #include "wire_gen.h"
 
 static void
 usage(FILE *f)
 {
-   fprintf(f, "Usage: gpudctl [--socket PATH] COMMAND\n"
-              "Inspect a running gpud.\n\n"
+   fprintf(f, "Usage: gpudctl [OPTIONS] COMMAND\n"
+              "Inspect the running gpud daemons and act on them.\n\n"
               "Commands:\n"
-              "  status [--json]     the served device and every client: pid, name,\n"
+              "  status              the served device and every client: pid, name,\n"
               "                      objects held, memory held, commands run\n"
-              "  clients [--json]    the clients only\n"
-              "  client ID [--json]  one client, with the objects its application named\n"
-              "                      and its faults\n"
-              "  faults [--json]     recent faults (workers that crashed, devices lost)\n"
-              "  disconnect ID       disconnect the client with this id\n\n"
-              "--json: documents of version 1 (docs/gpudctl-json.md)\n\n"
+              "  clients             the clients only\n"
+              "  client ID           one client: objects by type and by name, memory per\n"
+              "                      heap, queues, faults\n"
+              "  queues              every client's queues: submissions, in flight, busy time\n"
+              "  memory              the device's heaps and each client's memory per heap\n"
+              "  faults              recent faults (workers that crashed, devices lost)\n"
+              "  top [-i SECONDS] [-n FRAMES]\n"
+              "                      a live view of every client's busy time and memory\n"
+              "                      (q quits)\n"
+              "  disconnect ID       disconnect the client with this id\n"
+              "  inject ID FAULT     inject a fault into a client, to test how it copes:\n"
+              "                        lose-device        its devices are lost\n"
+              "                        fail-alloc N       its next N allocations fail\n"
+              "                        delay-completions MS  its waits end MS later (0: off)\n"
+              "                        crash-worker       its worker crashes\n\n"
               "Options:\n"
+              "  -j, --json          print JSON, documents of version 1 (docs/gpudctl-json.md)\n"
               "  -s, --socket PATH   the daemon's socket (default: every daemon an\n"
               "                      application would find: the list in $GPUD_SOCKET, else\n"
               "                      the sockets in $XDG_RUNTIME_DIR/gpud/ and /run/gpud/)\n"
+              "  -b, --bus BUS       ask the daemons on D-Bus instead: system, session or\n"
+              "                      a bus address\n"
               "  -d, --daemon NAME   only the daemon on NAME.sock (gpud@NAME), or that path\n"
               "  -h, --help          show this help\n"
               "  -V, --version       show the version\n");
 }
+
+/* ---- the control socket --------------------------------------------------- */
+
+struct socket_daemon {
+   struct gpudctl_daemon base;
+   int fd;
+   struct util_msg_reader reader;
+   Gpud__ControlMessage *last; /* what the last status came in */
+};
 
 static Gpud__ControlMessage *
 receive(int fd, struct util_msg_reader *reader)
@@ -62,248 +88,232 @@ receive(int fd, struct util_msg_reader *reader)
    return m;
 }
 
-static void
-json_string(const char *s)
+/* Sends req and returns the answer if it is of the case expected. */
+static Gpud__ControlMessage *
+ask(struct socket_daemon *d, const Gpud__ControlMessage *req, int expected)
 {
-   putchar('"');
-   for (; s && *s; s++) {
-      unsigned char ch = (unsigned char)*s;
-      if (ch == '"' || ch == '\\')
-         printf("\\%c", ch);
-      else if (ch < 0x20)
-         printf("\\u%04x", ch);
-      else
-         putchar(ch);
+   Gpud__ControlMessage *reply = NULL;
+   if (wire_control_send(d->fd, req) < 0 || !(reply = receive(d->fd, &d->reader)))
+      return NULL;
+   if ((int)reply->msg_case != expected) {
+      fprintf(stderr, "gpudctl: unexpected answer from the daemon\n");
+      wire_control_free(reply);
+      return NULL;
    }
-   putchar('"');
+   return reply;
 }
 
-/* The version of the JSON documents (docs/gpudctl-json.md): bumped when a
- * member changes meaning or goes; new members do not bump it. */
-#define GPUDCTL_JSON_VERSION 1
-
-/* The daemon's socket, in every JSON document (several daemons: several). */
-static const char *json_socket = "";
-
-static void json_string(const char *s);
-
-static void
-json_head(void)
-{
-   printf("{\"version\": %d, \"socket\": ", GPUDCTL_JSON_VERSION);
-   json_string(json_socket);
-}
-
-static void
-json_limits(const Gpud__Limits *l)
-{
-   printf("{\"client_memory_bytes\": %" PRIu64 ", \"uid_memory_bytes\": %" PRIu64
-          ", \"client_objects\": %" PRIu64
-          ", \"uid_connections\": %u, \"max_clients\": %u, \"spare_workers\": %u"
-          ", \"validate\": ",
-          l->client_memory, l->uid_memory, l->client_objects, l->uid_connections,
-          l->max_clients, l->spare_workers);
-   json_string(l->validate);
-   printf("}");
-}
-
-static void
-json_client(const Gpud__ClientInfo *c)
-{
-   printf("{\"id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ", c->id, c->pid, c->uid);
-   json_string(c->name);
-   printf(", \"state\": ");
-   json_string(c->state);
-   printf(", \"worker_pid\": %u, \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-          ", \"commands\": %" PRIu64 ", \"send_blocked_ms\": %" PRIu64
-          ", \"connected_ms\": %" PRIu64 ", \"names\": [",
-          c->worker_pid, c->objects, c->memory_bytes, c->commands, c->send_blocked_ms,
-          c->connected_ms);
-   for (size_t k = 0; k < c->n_names; k++) {
-      printf("%s{\"id\": %" PRIu64 ", \"type\": ", k ? ", " : "", c->names[k]->id);
-      json_string(c->names[k]->type);
-      printf(", \"name\": ");
-      json_string(c->names[k]->name);
-      printf("}");
-   }
-   printf("]}");
-}
-
-static void
-json_fault(const Gpud__FaultInfo *f)
-{
-   printf("{\"client_id\": %" PRIu64 ", \"pid\": %u, \"uid\": %u, \"name\": ", f->client_id,
-          f->pid, f->uid);
-   json_string(f->name);
-   printf(", \"worker_pid\": %u, \"reason\": ", f->worker_pid);
-   json_string(f->reason);
-   printf(", \"age_ms\": %" PRIu64 "}", f->age_ms);
-}
-
-static void
-json_clients(const Gpud__StatusReply *s)
-{
-   printf("[");
-   for (size_t i = 0; i < s->n_clients; i++) {
-      printf("%s", i ? ", " : "");
-      json_client(s->clients[i]);
-   }
-   printf("]");
-}
-
-static void
-json_faults(const Gpud__StatusReply *s)
-{
-   printf("[");
-   for (size_t i = 0; i < s->n_faults; i++) {
-      printf("%s", i ? ", " : "");
-      json_fault(s->faults[i]);
-   }
-   printf("]");
-}
-
-static void
-text_clients(const Gpud__StatusReply *s)
-{
-   printf("%6s %8s %6s %-20s %-9s %8s %9s %14s %10s\n", "ID", "PID", "UID", "NAME", "STATE",
-          "WORKER", "OBJECTS", "MEMORY", "COMMANDS");
-   for (size_t i = 0; i < s->n_clients; i++) {
-      const Gpud__ClientInfo *c = s->clients[i];
-      char state[32];
-      if (c->send_blocked_ms >= 1000)
-         snprintf(state, sizeof(state), "unread %" PRIu64 "s", c->send_blocked_ms / 1000);
-      else
-         snprintf(state, sizeof(state), "%s", c->state);
-      printf("%6" PRIu64 " %8u %6u %-20s %-9s %8u %9" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n",
-             c->id, c->pid, c->uid, c->name, state, c->worker_pid, c->objects, c->memory_bytes,
-             c->commands);
-      for (size_t k = 0; k < c->n_names; k++)
-         printf("%6s named %s '%s'\n", "", c->names[k]->type, c->names[k]->name);
-   }
-}
-
-static void
-text_faults(const Gpud__StatusReply *s)
-{
-   for (size_t i = 0; i < s->n_faults; i++) {
-      const Gpud__FaultInfo *f = s->faults[i];
-      printf("  %6.1f s ago  client %" PRIu64 " (pid %u, uid %u, %s): %s\n",
-             (double)f->age_ms / 1000.0, f->client_id, f->pid, f->uid, f->name, f->reason);
-   }
-}
-
-static void
-print_status(const Gpud__StatusReply *s, bool json)
-{
-   if (json) {
-      json_head();
-      printf(", \"device\": ");
-      json_string(s->device_name);
-      printf(", \"host_driver\": ");
-      json_string(s->host_driver);
-      printf(", \"daemon_pid\": %u, \"isolation\": ", s->daemon_pid);
-      json_string(s->isolation);
-      if (s->limits) {
-         printf(", \"limits\": ");
-         json_limits(s->limits);
-      }
-      printf(", \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-             ", \"hidden_clients\": %u, \"clients\": ",
-             s->objects, s->memory_bytes, s->hidden_clients);
-      json_clients(s);
-      printf(", \"faults\": ");
-      json_faults(s);
-      printf("}\n");
-      return;
-   }
-   printf("device:       %s\n", s->device_name);
-   printf("host driver:  %s\n", s->host_driver);
-   printf("daemon pid:   %u (%s isolation)\n", s->daemon_pid, s->isolation);
-   if (s->limits) {
-      const Gpud__Limits *l = s->limits;
-      printf("limits:       client objects %" PRIu64 ", connections per user %u, in all %u; "
-             "spare workers %u; validation %s\n",
-             l->client_objects, l->uid_connections, l->max_clients, l->spare_workers,
-             l->validate);
-   }
-   printf("clients:      %zu", s->n_clients);
-   if (s->hidden_clients)
-      printf(" (and %u of other users)", s->hidden_clients);
-   printf("\n");
-   printf("objects:      %" PRIu64 "\n", s->objects);
-   printf("memory:       %" PRIu64 " bytes\n", s->memory_bytes);
-   if (s->n_clients) {
-      printf("\n");
-      text_clients(s);
-   }
-   if (s->n_faults) {
-      printf("\nrecent faults:\n");
-      text_faults(s);
-   }
-}
-
-/* `clients`, `client ID`, `faults`: parts of the status. 0, or 1 when the
- * client asked for is not (or not this user's to see). */
 static int
-print_part(const Gpud__StatusReply *s, const char *command, uint64_t id, bool json)
+socket_status(struct gpudctl_daemon *base, Gpud__StatusReply **ret)
 {
-   if (!strcmp(command, "clients")) {
-      if (json) {
-         json_head();
-         printf(", \"hidden_clients\": %u, \"clients\": ", s->hidden_clients);
-         json_clients(s);
-         printf("}\n");
-      } else {
-         text_clients(s);
-      }
-      return 0;
+   struct socket_daemon *d = (struct socket_daemon *)base;
+   Gpud__ControlMessage req = GPUD__CONTROL_MESSAGE__INIT;
+   Gpud__StatusRequest status = GPUD__STATUS_REQUEST__INIT;
+   req.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REQUEST;
+   req.status_request = &status;
+   Gpud__ControlMessage *reply = ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY);
+   if (!reply)
+      return 1;
+   *ret = reply->status_reply;
+   reply->status_reply = NULL; /* now the caller's */
+   reply->msg_case = GPUD__CONTROL_MESSAGE__MSG__NOT_SET;
+   wire_control_free(reply);
+   return 0;
+}
+
+static void
+socket_free_status(struct gpudctl_daemon *base, Gpud__StatusReply *s)
+{
+   if (s)
+      gpud__status_reply__free_unpacked(s, NULL);
+}
+
+static int
+socket_disconnect(struct gpudctl_daemon *base, uint64_t client_id)
+{
+   struct socket_daemon *d = (struct socket_daemon *)base;
+   Gpud__ControlMessage req = GPUD__CONTROL_MESSAGE__INIT;
+   Gpud__DisconnectClientRequest disc = GPUD__DISCONNECT_CLIENT_REQUEST__INIT;
+   disc.client_id = client_id;
+   req.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REQUEST;
+   req.disconnect_client_request = &disc;
+   Gpud__ControlMessage *reply =
+      ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY);
+   if (!reply)
+      return 1;
+   int ret = 1;
+   if (reply->disconnect_client_reply->denied)
+      fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
+              client_id);
+   else if (reply->disconnect_client_reply->found)
+      ret = 0;
+   else
+      fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
+   wire_control_free(reply);
+   return ret;
+}
+
+static int
+socket_inject(struct gpudctl_daemon *base, uint64_t client_id, const char *fault, uint64_t value)
+{
+   struct socket_daemon *d = (struct socket_daemon *)base;
+   Gpud__ControlMessage req = GPUD__CONTROL_MESSAGE__INIT;
+   Gpud__InjectRequest in = GPUD__INJECT_REQUEST__INIT;
+   in.client_id = client_id;
+   in.fault = (char *)fault;
+   in.value = value;
+   req.msg_case = GPUD__CONTROL_MESSAGE__MSG_INJECT_REQUEST;
+   req.inject_request = &in;
+   Gpud__ControlMessage *reply = ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_INJECT_REPLY);
+   if (!reply)
+      return 1;
+   const Gpud__InjectReply *ir = reply->inject_reply;
+   int ret = 1;
+   if (ir->denied)
+      fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
+              client_id);
+   else if (!ir->found)
+      fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
+   else if (ir->error && ir->error[0])
+      fprintf(stderr, "gpudctl: cannot inject %s: %s\n", fault, ir->error);
+   else
+      ret = 0;
+   wire_control_free(reply);
+   return ret;
+}
+
+static void
+socket_close(struct gpudctl_daemon *base)
+{
+   struct socket_daemon *d = (struct socket_daemon *)base;
+   Gpud__ControlMessage bye = GPUD__CONTROL_MESSAGE__INIT;
+   Gpud__Disconnect disconnect = GPUD__DISCONNECT__INIT;
+   bye.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
+   bye.disconnect = &disconnect;
+   wire_control_send(d->fd, &bye);
+   util_msg_reader_finish(&d->reader);
+   close(d->fd);
+   free(d);
+}
+
+/* Connects to the daemon at path and says hello; NULL (a message printed)
+ * when it cannot. */
+static struct gpudctl_daemon *
+socket_open(const char *path)
+{
+   struct socket_daemon *d = calloc(1, sizeof(*d));
+   if (!d)
+      return NULL;
+   int r = util_socket_connect(path, &d->fd);
+   if (r < 0) {
+      fprintf(stderr, "gpudctl: cannot reach gpud at %s: %s\n", path, strerror(-r));
+      free(d);
+      return NULL;
    }
-   if (!strcmp(command, "faults")) {
-      if (json) {
-         json_head();
-         printf(", \"faults\": ");
-         json_faults(s);
-         printf("}\n");
-      } else {
-         text_faults(s);
-      }
-      return 0;
+   util_msg_reader_init(&d->reader, 64u << 20);
+   d->base = (struct gpudctl_daemon){
+      .where = path,
+      .status = socket_status,
+      .free_status = socket_free_status,
+      .disconnect = socket_disconnect,
+      .inject = socket_inject,
+      .close = socket_close,
+   };
+   Gpud__Hello hello = GPUD__HELLO__INIT;
+   hello.protocol_version = WIRE_PROTOCOL_VERSION;
+   hello.command_table_hash = WIRE_COMMAND_TABLE_HASH;
+   hello.vk_header_version = WIRE_VK_HEADER_VERSION;
+   hello.client_name = (char *)"gpudctl";
+   hello.role = GPUD__ROLE__ROLE_CONTROL;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
+   m.hello = &hello;
+   Gpud__ControlMessage *reply = ask(d, &m, GPUD__CONTROL_MESSAGE__MSG_WELCOME);
+   if (!reply) {
+      util_msg_reader_finish(&d->reader);
+      close(d->fd);
+      free(d);
+      return NULL;
    }
-   for (size_t i = 0; i < s->n_clients; i++) {
-      const Gpud__ClientInfo *c = s->clients[i];
-      if (c->id != id)
-         continue;
-      if (json) {
-         json_head();
-         printf(", \"client\": ");
-         json_client(c);
-         printf(", \"faults\": [");
-         bool first = true;
-         for (size_t k = 0; k < s->n_faults; k++) {
-            if (s->faults[k]->client_id != id)
-               continue;
-            printf("%s", first ? "" : ", ");
-            json_fault(s->faults[k]);
-            first = false;
+   wire_control_free(reply);
+   return &d->base;
+}
+
+/* ---- top ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t top_stop;
+
+static void
+top_signal(int sig)
+{
+   (void)sig;
+   top_stop = 1;
+}
+
+/* Refreshes every interval until q, a signal, or frames frames (0: no end). */
+static int
+top(struct gpudctl_daemon **daemons, size_t n, double interval, unsigned frames)
+{
+   struct termios saved;
+   bool tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
+   if (tty) {
+      struct termios raw = saved;
+      raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+      raw.c_cc[VMIN] = 0;
+      raw.c_cc[VTIME] = 0;
+      tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+   }
+   struct sigaction sa = {.sa_handler = top_signal};
+   sigaction(SIGINT, &sa, NULL);
+   sigaction(SIGTERM, &sa, NULL);
+   Gpud__StatusReply **before = calloc(n, sizeof(*before));
+   uint64_t *when = calloc(n, sizeof(*when));
+   int ret = 0;
+   for (unsigned frame = 0; before && when && !top_stop && (!frames || frame < frames); frame++) {
+      struct winsize ws = {0};
+      unsigned width = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : 100;
+      printf("\033[H\033[2J");
+      for (size_t i = 0; i < n; i++) {
+         Gpud__StatusReply *s = NULL;
+         uint64_t now = util_now_ns();
+         if (daemons[i]->status(daemons[i], &s) != 0) {
+            ret = 1;
+            top_stop = 1;
+            break;
          }
-         printf("]}\n");
-      } else {
-         printf("client:       %" PRIu64 " (%s, pid %u, uid %u)\n", c->id, c->name, c->pid,
-                c->uid);
-         printf("state:        %s%s\n", c->state, c->send_blocked_ms >= 1000 ? " (not reading)" : "");
-         printf("worker:       %u\n", c->worker_pid);
-         printf("connected:    %.1f s ago\n", (double)c->connected_ms / 1000.0);
-         printf("objects:      %" PRIu64 "\n", c->objects);
-         printf("memory:       %" PRIu64 " bytes\n", c->memory_bytes);
-         printf("commands:     %" PRIu64 "\n", c->commands);
-         for (size_t k = 0; k < c->n_names; k++)
-            printf("named:        %s '%s'\n", c->names[k]->type, c->names[k]->name);
+         gpudctl_print_top(s, before[i], now - when[i], daemons[i]->where, width);
+         printf("\n");
+         if (before[i])
+            daemons[i]->free_status(daemons[i], before[i]);
+         before[i] = s;
+         when[i] = now;
       }
-      return 0;
+      fflush(stdout);
+      if (frames && frame + 1 == frames)
+         break;
+      /* sleep, waking for q */
+      uint64_t end = util_now_ns() + (uint64_t)(interval * 1e9);
+      for (uint64_t now = util_now_ns(); now < end && !top_stop; now = util_now_ns()) {
+         struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+         int ms = (int)((end - now) / 1000000) + 1;
+         if (tty && poll(&pfd, 1, ms) > 0) {
+            char ch;
+            if (read(STDIN_FILENO, &ch, 1) == 1 && (ch == 'q' || ch == 'Q'))
+               top_stop = 1;
+         } else if (!tty) {
+            usleep((useconds_t)ms * 1000);
+         }
+      }
    }
-   fprintf(stderr, "gpudctl: no client %" PRIu64 "%s\n", id,
-           s->hidden_clients ? " of yours" : "");
-   return 1;
+   for (size_t i = 0; before && i < n; i++) {
+      if (before[i])
+         daemons[i]->free_status(daemons[i], before[i]);
+   }
+   free(before);
+   free(when);
+   if (tty)
+      tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+   return ret;
 }
 
 /* -d NAME: the socket NAME.sock (as gpud@NAME serves), or that path. */
@@ -318,75 +328,147 @@ daemon_matches(const char *path, const char *name)
    return !strncmp(base, name, len) && !strcmp(base + len, ".sock");
 }
 
-/* One daemon: command on the daemon at socket_path. */
-static int
-run_on(const char *socket_path, const char *command, bool is_status, uint64_t client_id,
-       bool json)
+/* A whole number from text, or false. */
+static bool
+parse_u64(const char *text, uint64_t *ret)
 {
-   int fd;
-   int r = util_socket_connect(socket_path, &fd);
-   if (r < 0) {
-      fprintf(stderr, "gpudctl: cannot reach gpud at %s: %s\n", socket_path, strerror(-r));
-      return 1;
-   }
-   json_socket = socket_path;
-   struct util_msg_reader reader;
-   util_msg_reader_init(&reader, 64u << 20);
+   char *end = NULL;
+   errno = 0;
+   unsigned long long v = strtoull(text, &end, 10);
+   if (errno || end == text || *end || text[0] == '-')
+      return false;
+   *ret = v;
+   return true;
+}
 
-   Gpud__Hello hello = GPUD__HELLO__INIT;
-   hello.protocol_version = WIRE_PROTOCOL_VERSION;
-   hello.command_table_hash = WIRE_COMMAND_TABLE_HASH;
-   hello.vk_header_version = WIRE_VK_HEADER_VERSION;
-   hello.client_name = (char *)"gpudctl";
-   hello.role = GPUD__ROLE__ROLE_CONTROL;
-   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
-   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
-   m.hello = &hello;
-   int ret = 1;
-   Gpud__ControlMessage *reply = NULL;
-   if (wire_control_send(fd, &m) < 0 || !(reply = receive(fd, &reader)))
-      goto out;
-   wire_control_free(reply);
-   reply = NULL;
+enum command_kind { CMD_VIEW, CMD_DISCONNECT, CMD_INJECT, CMD_TOP };
 
-   Gpud__ControlMessage req = GPUD__CONTROL_MESSAGE__INIT;
-   Gpud__StatusRequest status = GPUD__STATUS_REQUEST__INIT;
-   Gpud__DisconnectClientRequest disc = GPUD__DISCONNECT_CLIENT_REQUEST__INIT;
-   if (is_status) {
-      req.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REQUEST;
-      req.status_request = &status;
-   } else {
-      disc.client_id = client_id;
-      req.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REQUEST;
-      req.disconnect_client_request = &disc;
-   }
-   if (wire_control_send(fd, &req) < 0 || !(reply = receive(fd, &reader)))
-      goto out;
-   if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY) {
-      if (!strcmp(command, "status")) {
-         print_status(reply->status_reply, json);
-         ret = 0;
-      } else {
-         ret = print_part(reply->status_reply, command, client_id, json);
+struct command {
+   const char *name;
+   enum command_kind kind;
+   uint64_t client_id;
+   const char *fault;
+   uint64_t value;
+   double interval;
+   unsigned frames;
+};
+
+/* The command's own arguments; 2 and a message when they are wrong. */
+static int
+parse_command(struct command *cmd, int argc, char **argv, bool *json)
+{
+   const char *name = cmd->name;
+   if (!strcmp(name, "status") || !strcmp(name, "clients") || !strcmp(name, "faults") ||
+       !strcmp(name, "queues") || !strcmp(name, "memory") || !strcmp(name, "client")) {
+      bool want_id = !strcmp(name, "client");
+      for (int i = 0; i < argc; i++) {
+         if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
+            *json = true;
+         else if (want_id && !cmd->client_id && parse_u64(argv[i], &cmd->client_id) &&
+                  cmd->client_id)
+            continue;
+         else {
+            fprintf(stderr, "gpudctl: unexpected argument '%s'\n", argv[i]);
+            return 2;
+         }
       }
-   } else if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY) {
-      if (reply->disconnect_client_reply->denied) {
-         fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
-                 client_id);
-      } else if (reply->disconnect_client_reply->found) {
-         printf("client %" PRIu64 " disconnected\n", client_id);
-         ret = 0;
-      } else {
-         fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
+      if (want_id && !cmd->client_id) {
+         fprintf(stderr, "gpudctl: client needs a client id (see 'gpudctl clients')\n");
+         return 2;
       }
-   } else {
-      fprintf(stderr, "gpudctl: unexpected answer from the daemon\n");
+      cmd->kind = CMD_VIEW;
+      return 0;
    }
-out:
-   wire_control_free(reply);
-   util_msg_reader_finish(&reader);
-   close(fd);
-   return ret;
+   if (!strcmp(name, "disconnect")) {
+      if (argc != 1 || !parse_u64(argv[0], &cmd->client_id) || !cmd->client_id) {
+         fprintf(stderr, "gpudctl: disconnect needs one client id (see 'gpudctl status')\n");
+         return 2;
+      }
+      cmd->kind = CMD_DISCONNECT;
+      return 0;
+   }
+   if (!strcmp(name, "inject")) {
+      cmd->kind = CMD_INJECT;
+      if (argc < 2 || !parse_u64(argv[0], &cmd->client_id) || !cmd->client_id) {
+         fprintf(stderr, "gpudctl: inject needs a client id and a fault "
+                         "(lose-device, fail-alloc N, delay-completions MS, crash-worker)\n");
+         return 2;
+      }
+      cmd->fault = argv[1];
+      bool takes_value = !strcmp(cmd->fault, "fail-alloc") ||
+                         !strcmp(cmd->fault, "delay-completions");
+      bool known = takes_value || !strcmp(cmd->fault, "lose-device") ||
+                   !strcmp(cmd->fault, "crash-worker");
+      if (!known) {
+         fprintf(stderr, "gpudctl: unknown fault '%s' (lose-device, fail-alloc N, "
+                         "delay-completions MS, crash-worker)\n", cmd->fault);
+         return 2;
+      }
+      if (takes_value ? argc != 3 || !parse_u64(argv[2], &cmd->value) : argc != 2) {
+         fprintf(stderr, takes_value ? "gpudctl: %s needs a number\n"
+                                     : "gpudctl: %s takes no value\n", cmd->fault);
+         return 2;
+      }
+      return 0;
+   }
+   if (!strcmp(name, "top")) {
+      cmd->kind = CMD_TOP;
+      cmd->interval = 1.0;
+      for (int i = 0; i < argc; i++) {
+         uint64_t n;
+         char *end = NULL;
+         if ((!strcmp(argv[i], "-i") || !strcmp(argv[i], "--interval")) && i + 1 < argc) {
+            cmd->interval = strtod(argv[++i], &end);
+            if (*end || !(cmd->interval >= 0.1 && cmd->interval <= 3600)) {
+               fprintf(stderr, "gpudctl: top -i takes seconds from 0.1 to 3600\n");
+               return 2;
+            }
+         } else if ((!strcmp(argv[i], "-n") || !strcmp(argv[i], "--frames")) && i + 1 < argc &&
+                    parse_u64(argv[i + 1], &n) && n > 0 && n < UINT32_MAX) {
+            cmd->frames = (unsigned)n;
+            i++;
+         } else {
+            fprintf(stderr, "gpudctl: unexpected argument '%s' to top\n", argv[i]);
+            return 2;
+         }
+      }
+      return 0;
+   }
+   fprintf(stderr, "gpudctl: unknown command '%s'\n", name);
+   usage(stderr);
+   return 2;
+}
+
+/* One command on one daemon. */
+static int
+run_on(struct gpudctl_daemon *d, const struct command *cmd, bool json)
+{
+   switch (cmd->kind) {
+   case CMD_DISCONNECT: {
+      int r = d->disconnect(d, cmd->client_id);
+      if (!r)
+         printf("client %" PRIu64 " disconnected\n", cmd->client_id);
+      return r;
+   }
+   case CMD_INJECT: {
+      int r = d->inject(d, cmd->client_id, cmd->fault, cmd->value);
+      if (!r)
+         printf("client %" PRIu64 ": %s injected\n", cmd->client_id, cmd->fault);
+      return r;
+   }
+   default: {
+      Gpud__StatusReply *s = NULL;
+      if (d->status(d, &s) != 0)
+         return 1;
+      int r = 0;
+      if (!strcmp(cmd->name, "status"))
+         gpudctl_print_status(s, d->where, json);
+      else
+         r = gpudctl_print_part(s, d->where, cmd->name, cmd->client_id, json);
+      d->free_status(d, s);
+      return r;
+   }
+   }
 }
 
 int
@@ -394,21 +476,23 @@ main(int argc, char **argv)
 {
    static const struct option options[] = {
       {"socket", required_argument, NULL, 's'},
+      {"bus", required_argument, NULL, 'b'},
       {"json", no_argument, NULL, 'j'},
       {"daemon", required_argument, NULL, 'd'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {0},
    };
-   char *socket_path = NULL;
+   const char *socket_path = NULL, *bus = NULL, *daemon_name = NULL;
    bool json = false;
    int c;
-   const char *daemon_name = NULL;
-   while ((c = getopt_long(argc, argv, "+s:d:jhV", options, NULL)) != -1) {
+   while ((c = getopt_long(argc, argv, "+s:b:d:jhV", options, NULL)) != -1) {
       switch (c) {
       case 's':
-         free(socket_path);
-         socket_path = strdup(optarg);
+         socket_path = optarg;
+         break;
+      case 'b':
+         bus = optarg;
          break;
       case 'j':
          json = true;
@@ -431,79 +515,89 @@ main(int argc, char **argv)
       usage(stderr);
       return 2;
    }
-   const char *command = argv[optind++];
-   uint64_t client_id = 0;
-   bool is_status = !strcmp(command, "status") || !strcmp(command, "clients") ||
-                    !strcmp(command, "client") || !strcmp(command, "faults");
-   if (is_status) {
-      bool want_id = !strcmp(command, "client");
-      for (; optind < argc; optind++) {
-         char *end = NULL;
-         if (!strcmp(argv[optind], "--json")) {
-            json = true;
-         } else if (want_id && !client_id &&
-                    (errno = 0, client_id = strtoull(argv[optind], &end, 10),
-                     !errno && !*end && client_id)) {
-            continue;
-         } else {
-            fprintf(stderr, "gpudctl: unexpected argument '%s'\n", argv[optind]);
-            return 2;
-         }
-      }
-      if (want_id && !client_id) {
-         fprintf(stderr, "gpudctl: client needs a client id (see 'gpudctl clients')\n");
-         return 2;
-      }
-   } else if (!strcmp(command, "disconnect")) {
-      char *end = NULL;
-      if (optind + 1 != argc ||
-          (errno = 0, client_id = strtoull(argv[optind], &end, 10), errno || *end || !client_id)) {
-         fprintf(stderr, "gpudctl: disconnect needs one client id (see 'gpudctl status')\n");
-         return 2;
-      }
-   } else {
-      fprintf(stderr, "gpudctl: unknown command '%s'\n", command);
-      usage(stderr);
+   if (socket_path && bus) {
+      fprintf(stderr, "gpudctl: --socket and --bus are two ways to one daemon: pick one\n");
       return 2;
    }
+   struct command cmd = {.name = argv[optind]};
+   int r = parse_command(&cmd, argc - optind - 1, argv + optind + 1, &json);
+   if (r)
+      return r;
 
-   /* one daemon, or every daemon an application would find */
-   char *one[2] = {socket_path, NULL};
-   char **found = socket_path ? NULL : util_socket_paths();
-   char **sockets = socket_path ? one : found;
-   if (!sockets || !sockets[0]) {
-      static char fallback[] = "/run/gpud/gpud.sock"; /* (for the message) */
-      one[0] = fallback;
-      sockets = one;
-   }
-   size_t n_picked = 0;
-   for (char **p = sockets; *p; p++)
-      n_picked += !daemon_name || daemon_matches(*p, daemon_name);
+   /* the daemons: on the bus, or every socket an application would find */
+   struct gpudctl_daemon **daemons = NULL;
+   size_t n = 0;
    int ret = 0;
-   if (!n_picked) {
-      fprintf(stderr, "gpudctl: no daemon '%s'\n", daemon_name);
+   if (bus) {
+      daemons = gpudctl_bus_daemons(bus);
+      if (!daemons)
+         return 1;
+      size_t kept = 0;
+      for (size_t i = 0; daemons[i]; i++) {
+         if (!daemon_name || daemon_matches(daemons[i]->where, daemon_name))
+            daemons[kept++] = daemons[i];
+         else
+            daemons[i]->close(daemons[i]);
+      }
+      daemons[kept] = NULL;
+      n = kept;
+   } else {
+      char *one[2] = {(char *)socket_path, NULL};
+      char **found = socket_path ? NULL : util_socket_paths();
+      char **sockets = socket_path ? one : found;
+      if (!sockets || !sockets[0]) {
+         static char fallback[] = "/run/gpud/gpud.sock"; /* (for the message) */
+         one[0] = fallback;
+         sockets = one;
+      }
+      size_t total = 0;
+      while (sockets[total])
+         total++;
+      daemons = calloc(total + 1, sizeof(*daemons));
+      for (size_t i = 0; daemons && i < total; i++) {
+         if (daemon_name && !daemon_matches(sockets[i], daemon_name))
+            continue;
+         /* the path lives as long as the daemon */
+         struct gpudctl_daemon *d = socket_open(strdup(sockets[i]));
+         if (d)
+            daemons[n++] = d;
+         else
+            ret = 1;
+      }
+      util_socket_paths_free(found);
+      if (!daemons)
+         return 1;
+   }
+   if (!n) {
+      if (daemon_name)
+         fprintf(stderr, "gpudctl: no daemon '%s'\n", daemon_name);
+      else if (bus)
+         fprintf(stderr, "gpudctl: no gpud on the bus\n");
       ret = 1;
-   } else if (!is_status && n_picked > 1) {
-      fprintf(stderr, "gpudctl: %zu daemons; pick one with -d NAME:", n_picked);
-      for (char **p = sockets; *p; p++)
-         fprintf(stderr, " %s", *p);
+   } else if ((cmd.kind == CMD_DISCONNECT || cmd.kind == CMD_INJECT) && n > 1) {
+      fprintf(stderr, "gpudctl: %zu daemons; pick one with -d NAME:", n);
+      for (size_t i = 0; i < n; i++)
+         fprintf(stderr, " %s", daemons[i]->where);
       fprintf(stderr, "\n");
       ret = 2;
+   } else if (cmd.kind == CMD_TOP) {
+      ret = top(daemons, n, cmd.interval, cmd.frames);
    } else {
-      bool first = true;
-      for (char **p = sockets; *p; p++) {
-         if (daemon_name && !daemon_matches(*p, daemon_name))
-            continue;
-         if (n_picked > 1 && !json)
-            printf("%s== %s\n", first ? "" : "\n", *p);
-         first = false;
-         int r = run_on(*p, command, is_status, client_id, json);
+      for (size_t i = 0; i < n; i++) {
+         if (n > 1 && !json)
+            printf("%s== %s\n", i ? "\n" : "", daemons[i]->where);
+         r = run_on(daemons[i], &cmd, json);
          if (r > ret)
             ret = r;
          fflush(stdout);
       }
    }
-   util_socket_paths_free(found);
-   free(socket_path);
+   for (size_t i = 0; i < n; i++) {
+      const char *where = daemons[i]->where;
+      daemons[i]->close(daemons[i]);
+      if (!bus)
+         free((char *)where);
+   }
+   free(daemons);
    return ret;
 }

@@ -2077,6 +2077,10 @@ def main():
     hw('const uint16_t *wire_op_device_extensions(uint32_t op);')
     hw('/* "buffer", "device memory", ... (NULL for an unknown type). */')
     hw('const char *wire_object_type_name(VkObjectType type);')
+    hw('/* Every object type gpud knows, numbered from 0 in a compact index (-1:')
+    hw(' * not one of them), and back. */')
+    hw('int wire_object_type_index(VkObjectType type);')
+    hw('VkObjectType wire_object_type_at(unsigned index);')
     hw('const char *wire_op_name(uint32_t op);')
     hw('/* Whether the op expects a reply (a synchronous call). */')
     hw('bool wire_op_is_sync(uint32_t op);')
@@ -2133,6 +2137,20 @@ def main():
         words = objtype[len('VK_OBJECT_TYPE_'):].lower().replace('_', ' ')
         cw(f'   case {objtype}: return "{words}";')
     cw('   default: return NULL;\n   }\n}\n')
+    objtypes = []
+    for h, v in sorted(reg.handles.items()):
+        if h in gen.types and v[1] and v[1] not in objtypes:
+            objtypes.append(v[1])
+    hw(f'#define WIRE_OBJECT_TYPE_COUNT {len(objtypes)}')
+    cw('int\nwire_object_type_index(VkObjectType type)\n{\n   switch ((int)type) {')
+    for i, t in enumerate(objtypes):
+        cw(f'   case {t}: return {i};')
+    cw('   default: return -1;\n   }\n}\n')
+    cw('VkObjectType\nwire_object_type_at(unsigned index)\n{\n   static const VkObjectType types[] = {')
+    for t in objtypes:
+        cw(f'      {t},')
+    cw('   };')
+    cw('   return index < sizeof(types) / sizeof(types[0]) ? types[index] : VK_OBJECT_TYPE_UNKNOWN;\n}\n')
     cw('const char *\nwire_op_name(uint32_t op)\n{\n   switch (op) {')
     for name in gen.wire_commands:
         cw(f'   case WIRE_OP_{name}: return "{name}";')

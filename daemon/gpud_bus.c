@@ -1,0 +1,703 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * org.gpud.Daemon1 on D-Bus (sd-bus, folded into the server's libevent
+ * loop): the daemon's device and totals as properties, its clients, faults,
+ * limits and heaps through methods, disconnecting and fault injection, and
+ * signals when clients come, go and fault.  Each daemon owns the name
+ * org.gpud.Daemon1.NAME (NAME: its socket's name without .sock, as
+ * gpud@NAME serves) with one object, /org/gpud/Daemon1.  A caller is who
+ * the bus says it is, under the same rules as the socket: it must be
+ * allowed to connect, and sees and acts on its own clients (root and the
+ * admin group on all).  docs/dbus.md describes the interface.
+ */
+#include "gpud_server.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <systemd/sd-bus.h>
+
+#include "util_log.h"
+#include "util_time.h"
+
+#define BUS_INTERFACE "org.gpud.Daemon1"
+#define BUS_PATH "/org/gpud/Daemon1"
+#define BUS_ERROR_NO_CLIENT "org.gpud.Daemon1.Error.NoSuchClient"
+#define BUS_ERROR_CANNOT_INJECT "org.gpud.Daemon1.Error.CannotInject"
+
+struct gpud_bus {
+   struct gpud_server *server;
+   sd_bus *bus;
+   struct event *io;
+   struct event *timer;
+   char *name;   /* the well-known name */
+   char *socket; /* the path clients connect to */
+};
+
+static void bus_rearm(struct gpud_bus *b);
+
+static void
+on_bus_event(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_bus *b = data;
+   int r;
+   while ((r = sd_bus_process(b->bus, NULL)) > 0)
+      ;
+   if (r < 0) {
+      util_warn("D-Bus: the connection failed (%s); gpud is no longer on the bus",
+                strerror(-r));
+      gpud_bus_stop(b->server);
+      return;
+   }
+   bus_rearm(b);
+}
+
+/* Waits for what sd-bus wants next: its fd's events and its timeout. */
+static void
+bus_rearm(struct gpud_bus *b)
+{
+   int events = sd_bus_get_events(b->bus);
+   short what = EV_READ;
+   if (events > 0 && (events & POLLOUT))
+      what |= EV_WRITE;
+   event_del(b->io);
+   event_assign(b->io, b->server->base, sd_bus_get_fd(b->bus), what, on_bus_event, b);
+   event_add(b->io, NULL);
+   uint64_t until;
+   event_del(b->timer);
+   if (sd_bus_get_timeout(b->bus, &until) >= 0 && until != UINT64_MAX) {
+      uint64_t now = util_now_ns() / 1000;
+      uint64_t us = until > now ? until - now : 0;
+      struct timeval tv = {.tv_sec = (time_t)(us / 1000000),
+                           .tv_usec = (suseconds_t)(us % 1000000)};
+      event_add(b->timer, &tv);
+   }
+}
+
+/* ---- who calls ------------------------------------------------------------ */
+
+/* The groups of user uid in the user and group databases (its primary
+ * group in *gid too); their count, or 0. */
+static int
+user_groups(uid_t uid, gid_t *gid, gid_t **ret)
+{
+   *ret = NULL;
+   struct passwd pw, *found = NULL;
+   char buf[4096];
+   if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || !found)
+      return 0;
+   *gid = pw.pw_gid;
+   int n = 32;
+   for (int tries = 0; tries < 4; tries++) {
+      gid_t *list = malloc(sizeof(gid_t) * (size_t)n);
+      if (!list)
+         return 0;
+      int want = n;
+      if (getgrouplist(pw.pw_name, pw.pw_gid, list, &want) >= 0) {
+         *ret = list;
+         return want;
+      }
+      free(list);
+      n = want > n ? want : n * 2;
+   }
+   return 0;
+}
+
+/* The caller as a control viewer (uid, pid, admin); false with an error set
+ * when it may not use the daemon at all. */
+static bool
+caller(struct gpud_bus *b, sd_bus_message *m, struct gpud_client *viewer, sd_bus_error *error)
+{
+   memset(viewer, 0, sizeof(*viewer));
+   viewer->state = GPUD_CLIENT_CONTROL;
+   viewer->server = b->server;
+   sd_bus_creds *creds = NULL;
+   int r = sd_bus_query_sender_creds(m,
+                                     SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID |
+                                        SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS,
+                                     &creds);
+   uid_t uid;
+   gid_t gid = (gid_t)-1;
+   if (r < 0 || sd_bus_creds_get_euid(creds, &uid) < 0) {
+      sd_bus_creds_unref(creds);
+      sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "the bus does not say who you are");
+      return false;
+   }
+   pid_t pid = 0;
+   sd_bus_creds_get_pid(creds, &pid);
+   sd_bus_creds_get_egid(creds, &gid);
+   const gid_t *groups = NULL;
+   int n = sd_bus_creds_get_supplementary_gids(creds, &groups);
+   gid_t *db_groups = NULL;
+   if (n <= 0 && uid != 0) {
+      /* dbus-daemon says only who the caller is: its groups are what the
+       * group database gives its user (as the bus's own policy takes them) */
+      n = user_groups(uid, &gid, &db_groups);
+      groups = db_groups;
+   }
+   char reason[160];
+   bool admin = false;
+   bool ok = gpud_access_check(b->server, uid, gid, n > 0 ? groups : NULL,
+                               n > 0 ? (size_t)n : 0, reason, sizeof(reason), &admin);
+   free(db_groups);
+   sd_bus_creds_unref(creds);
+   if (!ok) {
+      sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", reason);
+      return false;
+   }
+   viewer->uid = uid;
+   viewer->pid = pid;
+   viewer->admin = admin;
+   return true;
+}
+
+/* ---- a{sv} ---------------------------------------------------------------- */
+
+static int
+put_t(sd_bus_message *m, const char *key, uint64_t v)
+{
+   return sd_bus_message_append(m, "{sv}", key, "t", v);
+}
+
+static int
+put_u(sd_bus_message *m, const char *key, uint32_t v)
+{
+   return sd_bus_message_append(m, "{sv}", key, "u", v);
+}
+
+static int
+put_s(sd_bus_message *m, const char *key, const char *v)
+{
+   return sd_bus_message_append(m, "{sv}", key, "s", v ? v : "");
+}
+
+static int
+put_b(sd_bus_message *m, const char *key, bool v)
+{
+   return sd_bus_message_append(m, "{sv}", key, "b", (int)v);
+}
+
+/* Opens {key: variant of an array of contents} */
+static int
+open_array(sd_bus_message *m, const char *key, const char *array_type, const char *contents)
+{
+   int r = sd_bus_message_open_container(m, 'e', "sv");
+   if (r >= 0)
+      r = sd_bus_message_append(m, "s", key);
+   if (r >= 0)
+      r = sd_bus_message_open_container(m, 'v', array_type);
+   if (r >= 0)
+      r = sd_bus_message_open_container(m, 'a', contents);
+   return r;
+}
+
+static int
+close_array(sd_bus_message *m)
+{
+   int r = sd_bus_message_close_container(m);
+   if (r >= 0)
+      r = sd_bus_message_close_container(m);
+   if (r >= 0)
+      r = sd_bus_message_close_container(m);
+   return r;
+}
+
+/* A client as a{sv}: the members and names of gpudctl's JSON. */
+static int
+put_client(sd_bus_message *m, const Gpud__ClientInfo *c)
+{
+   int r = sd_bus_message_open_container(m, 'a', "{sv}");
+   if (r < 0)
+      return r;
+   put_t(m, "id", c->id);
+   put_u(m, "pid", c->pid);
+   put_u(m, "uid", c->uid);
+   put_s(m, "name", c->name);
+   put_s(m, "state", c->state);
+   put_u(m, "worker_pid", c->worker_pid);
+   put_t(m, "objects", c->objects);
+   put_t(m, "memory_bytes", c->memory_bytes);
+   put_t(m, "commands", c->commands);
+   put_t(m, "send_blocked_ms", c->send_blocked_ms);
+   put_t(m, "connected_ms", c->connected_ms);
+   open_array(m, "names", "a(tss)", "(tss)");
+   for (size_t k = 0; k < c->n_names; k++)
+      sd_bus_message_append(m, "(tss)", c->names[k]->id, c->names[k]->type, c->names[k]->name);
+   close_array(m);
+   open_array(m, "object_types", "a{st}", "{st}");
+   for (size_t k = 0; k < c->n_object_types; k++)
+      sd_bus_message_append(m, "{st}", c->object_types[k]->type, c->object_types[k]->count);
+   close_array(m);
+   open_array(m, "heaps", "a(ut)", "(ut)");
+   for (size_t k = 0; k < c->n_heaps; k++)
+      sd_bus_message_append(m, "(ut)", c->heaps[k]->heap, c->heaps[k]->bytes);
+   close_array(m);
+   open_array(m, "queues", "a(tuutttt)", "(tuutttt)");
+   for (size_t k = 0; k < c->n_queues; k++) {
+      const Gpud__QueueInfo *q = c->queues[k];
+      sd_bus_message_append(m, "(tuutttt)", q->device, q->family, q->index, q->submissions,
+                            q->in_flight, q->completed, q->busy_ns);
+   }
+   close_array(m);
+   open_array(m, "injected", "as", "s");
+   for (size_t k = 0; k < c->n_injected; k++)
+      sd_bus_message_append(m, "s", c->injected[k]);
+   r = close_array(m);
+   if (r >= 0)
+      r = sd_bus_message_close_container(m);
+   return r;
+}
+
+static int
+put_fault(sd_bus_message *m, const Gpud__FaultInfo *f)
+{
+   int r = sd_bus_message_open_container(m, 'a', "{sv}");
+   if (r < 0)
+      return r;
+   put_t(m, "client_id", f->client_id);
+   put_u(m, "pid", f->pid);
+   put_u(m, "uid", f->uid);
+   put_s(m, "name", f->name);
+   put_u(m, "worker_pid", f->worker_pid);
+   put_s(m, "reason", f->reason);
+   put_t(m, "age_ms", f->age_ms);
+   return sd_bus_message_close_container(m);
+}
+
+/* ---- methods -------------------------------------------------------------- */
+
+/* Runs fill(reply, status) for a caller allowed to ask. */
+static int
+with_status(sd_bus_message *m, void *userdata, sd_bus_error *error,
+            int (*fill)(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
+                        sd_bus_error *error))
+{
+   struct gpud_bus *b = userdata;
+   struct gpud_client viewer;
+   if (!caller(b, m, &viewer, error))
+      return -EACCES;
+   const Gpud__StatusReply *s = NULL;
+   struct gpud_status_view *v = gpud_control_status(b->server, &viewer, &s);
+   if (!v)
+      return -ENOMEM;
+   sd_bus_message *reply = NULL;
+   int r = sd_bus_message_new_method_return(m, &reply);
+   if (r >= 0)
+      r = fill(reply, s, m, error);
+   if (r >= 0)
+      r = sd_bus_send(NULL, reply, NULL);
+   sd_bus_message_unref(reply);
+   gpud_control_status_free(v);
+   return r;
+}
+
+static int
+fill_clients(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
+             sd_bus_error *error)
+{
+   int r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+   for (size_t i = 0; r >= 0 && i < s->n_clients; i++)
+      r = put_client(reply, s->clients[i]);
+   if (r >= 0)
+      r = sd_bus_message_close_container(reply);
+   if (r >= 0)
+      r = sd_bus_message_append(reply, "u", s->hidden_clients);
+   return r;
+}
+
+static int
+method_list_clients(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   return with_status(m, userdata, error, fill_clients);
+}
+
+static int
+fill_client(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
+            sd_bus_error *error)
+{
+   uint64_t id;
+   int r = sd_bus_message_read(call, "t", &id);
+   if (r < 0)
+      return r;
+   for (size_t i = 0; i < s->n_clients; i++) {
+      if (s->clients[i]->id == id)
+         return put_client(reply, s->clients[i]);
+   }
+   return sd_bus_error_setf(error, BUS_ERROR_NO_CLIENT, "no client %" PRIu64 "%s", id,
+                            s->hidden_clients ? " of yours" : "");
+}
+
+static int
+method_get_client(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   return with_status(m, userdata, error, fill_client);
+}
+
+static int
+fill_faults(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
+            sd_bus_error *error)
+{
+   int r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+   for (size_t i = 0; r >= 0 && i < s->n_faults; i++)
+      r = put_fault(reply, s->faults[i]);
+   if (r >= 0)
+      r = sd_bus_message_close_container(reply);
+   return r;
+}
+
+static int
+method_list_faults(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   return with_status(m, userdata, error, fill_faults);
+}
+
+static int
+fill_limits(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
+            sd_bus_error *error)
+{
+   const Gpud__Limits *l = s->limits;
+   int r = sd_bus_message_open_container(reply, 'a', "{sv}");
+   if (r < 0 || !l)
+      return r < 0 ? r : sd_bus_message_close_container(reply);
+   put_t(reply, "client_memory_bytes", l->client_memory);
+   put_t(reply, "uid_memory_bytes", l->uid_memory);
+   put_t(reply, "client_objects", l->client_objects);
+   put_u(reply, "uid_connections", l->uid_connections);
+   put_u(reply, "max_clients", l->max_clients);
+   put_u(reply, "spare_workers", l->spare_workers);
+   put_s(reply, "validate", l->validate);
+   return sd_bus_message_close_container(reply);
+}
+
+static int
+method_get_limits(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   return with_status(m, userdata, error, fill_limits);
+}
+
+static int
+fill_heaps(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
+           sd_bus_error *error)
+{
+   int r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+   for (size_t i = 0; r >= 0 && i < s->n_heaps; i++) {
+      const Gpud__HeapInfo *h = s->heaps[i];
+      r = sd_bus_message_open_container(reply, 'a', "{sv}");
+      put_u(reply, "heap", h->heap);
+      put_t(reply, "size_bytes", h->size_bytes);
+      put_b(reply, "device_local", h->device_local);
+      put_t(reply, "memory_bytes", h->used_bytes);
+      if (r >= 0)
+         r = sd_bus_message_close_container(reply);
+   }
+   if (r >= 0)
+      r = sd_bus_message_close_container(reply);
+   return r;
+}
+
+static int
+method_get_heaps(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   return with_status(m, userdata, error, fill_heaps);
+}
+
+/* A control result as a D-Bus error (or the empty reply). */
+static int
+act_reply(sd_bus_message *m, int r, uint64_t id, const char *why, sd_bus_error *error)
+{
+   if (r == -ENOENT)
+      return sd_bus_error_setf(error, BUS_ERROR_NO_CLIENT, "no client %" PRIu64, id);
+   if (r == -EACCES)
+      return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                               "client %" PRIu64 " is another user's", id);
+   if (r < 0)
+      return sd_bus_error_setf(error, BUS_ERROR_CANNOT_INJECT, "%s", why ? why : "failed");
+   return sd_bus_reply_method_return(m, NULL);
+}
+
+static int
+method_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   struct gpud_bus *b = userdata;
+   struct gpud_client viewer;
+   uint64_t id;
+   if (!caller(b, m, &viewer, error))
+      return -EACCES;
+   int r = sd_bus_message_read(m, "t", &id);
+   if (r < 0)
+      return r;
+   return act_reply(m, gpud_control_disconnect(b->server, &viewer, id, "D-Bus"), id, NULL,
+                    error);
+}
+
+static int
+method_inject(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   struct gpud_bus *b = userdata;
+   struct gpud_client viewer;
+   uint64_t id, value;
+   const char *fault;
+   if (!caller(b, m, &viewer, error))
+      return -EACCES;
+   int r = sd_bus_message_read(m, "tst", &id, &fault, &value);
+   if (r < 0)
+      return r;
+   const char *why = NULL;
+   r = gpud_control_inject(b->server, &viewer, id, fault, value, "D-Bus", &why);
+   return act_reply(m, r, id, why, error);
+}
+
+/* ---- properties ----------------------------------------------------------- */
+
+static int
+get_property(sd_bus *bus, const char *path, const char *interface, const char *property,
+             sd_bus_message *reply, void *userdata, sd_bus_error *error)
+{
+   struct gpud_bus *b = userdata;
+   struct gpud_server *server = b->server;
+   if (!strcmp(property, "Device"))
+      return sd_bus_message_append(reply, "s", server->device_name);
+   if (!strcmp(property, "HostDriver"))
+      return sd_bus_message_append(reply, "s", server->host_driver ? server->host_driver : "");
+   if (!strcmp(property, "Version"))
+      return sd_bus_message_append(reply, "s", GPUD_VERSION);
+   if (!strcmp(property, "Socket"))
+      return sd_bus_message_append(reply, "s", b->socket);
+   if (!strcmp(property, "Isolation"))
+      return sd_bus_message_append(
+         reply, "s", server->cfg.isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
+   if (!strcmp(property, "DaemonPid"))
+      return sd_bus_message_append(reply, "u", (uint32_t)getpid());
+   if (!strcmp(property, "UptimeMs"))
+      return sd_bus_message_append(reply, "t", (util_now_ns() - server->start_ns) / 1000000);
+   uint64_t clients = 0, memory = 0, objects = 0;
+   struct gpud_client *c;
+   util_list_for_each(c, &server->clients, link) {
+      if (c->state == GPUD_CLIENT_CONTROL)
+         continue;
+      clients++;
+      memory += c->memory;
+      if (c->worker && c->worker->status)
+         objects += atomic_load_explicit(&c->worker->status->objects, memory_order_relaxed);
+   }
+   if (!strcmp(property, "Clients"))
+      return sd_bus_message_append(reply, "u", (uint32_t)clients);
+   if (!strcmp(property, "MemoryBytes"))
+      return sd_bus_message_append(reply, "t", memory);
+   if (!strcmp(property, "Objects"))
+      return sd_bus_message_append(reply, "t", objects);
+   return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_PROPERTY, "no property %s", property);
+}
+
+static const sd_bus_vtable daemon_vtable[] = {
+   SD_BUS_VTABLE_START(0),
+   SD_BUS_PROPERTY("Device", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("HostDriver", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("Version", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("Socket", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("Isolation", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("DaemonPid", "u", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("UptimeMs", "t", get_property, 0, 0),
+   SD_BUS_PROPERTY("Clients", "u", get_property, 0, 0),
+   SD_BUS_PROPERTY("Objects", "t", get_property, 0, 0),
+   SD_BUS_PROPERTY("MemoryBytes", "t", get_property, 0, 0),
+   SD_BUS_METHOD_WITH_NAMES("ListClients", "", , "aa{sv}u", SD_BUS_PARAM(clients)
+                            SD_BUS_PARAM(hidden_clients), method_list_clients,
+                            SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("GetClient", "t", SD_BUS_PARAM(id), "a{sv}", SD_BUS_PARAM(client),
+                            method_get_client, SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("ListFaults", "", , "aa{sv}", SD_BUS_PARAM(faults),
+                            method_list_faults, SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("GetLimits", "", , "a{sv}", SD_BUS_PARAM(limits),
+                            method_get_limits, SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("GetHeaps", "", , "aa{sv}", SD_BUS_PARAM(heaps),
+                            method_get_heaps, SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("Disconnect", "t", SD_BUS_PARAM(id), "", , method_disconnect,
+                            SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("Inject", "tst", SD_BUS_PARAM(id) SD_BUS_PARAM(fault)
+                            SD_BUS_PARAM(value), "", , method_inject,
+                            SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_SIGNAL_WITH_NAMES("ClientConnected", "tuus", SD_BUS_PARAM(id) SD_BUS_PARAM(pid)
+                            SD_BUS_PARAM(uid) SD_BUS_PARAM(name), 0),
+   SD_BUS_SIGNAL_WITH_NAMES("ClientDisconnected", "tuus", SD_BUS_PARAM(id) SD_BUS_PARAM(pid)
+                            SD_BUS_PARAM(uid) SD_BUS_PARAM(name), 0),
+   SD_BUS_SIGNAL_WITH_NAMES("ClientFaulted", "ts", SD_BUS_PARAM(id) SD_BUS_PARAM(reason), 0),
+   SD_BUS_VTABLE_END,
+};
+
+/* ---- the connection ------------------------------------------------------- */
+
+/* org.gpud.Daemon1.NAME for the socket at path (NAME.sock): characters a
+ * bus name may not hold become '_'. */
+static char *
+bus_name_for(const char *path)
+{
+   const char *base = strrchr(path, '/');
+   base = base ? base + 1 : path;
+   size_t len = strlen(base);
+   if (len > 5 && !strcmp(base + len - 5, ".sock"))
+      len -= 5;
+   if (!len || len > 180)
+      base = "gpud", len = 4;
+   char *name = malloc(sizeof(BUS_INTERFACE) + 2 + len);
+   if (!name)
+      return NULL;
+   char *p = name + sprintf(name, "%s.", BUS_INTERFACE);
+   if (base[0] >= '0' && base[0] <= '9')
+      *p++ = '_';
+   for (size_t i = 0; i < len; i++) {
+      char ch = base[i];
+      bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                ch == '_';
+      *p++ = ok ? ch : '_';
+   }
+   *p = 0;
+   return name;
+}
+
+static char *
+socket_path_of(struct gpud_server *server)
+{
+   if (server->socket_path)
+      return strdup(server->socket_path);
+   struct sockaddr_un sun;
+   socklen_t len = sizeof(sun);
+   memset(&sun, 0, sizeof(sun));
+   if (getsockname(server->listen_fd, (struct sockaddr *)&sun, &len) < 0 ||
+       sun.sun_family != AF_UNIX || !sun.sun_path[0])
+      return strdup("");
+   return strndup(sun.sun_path, sizeof(sun.sun_path));
+}
+
+void
+gpud_bus_start(struct gpud_server *server)
+{
+   const char *want = server->cfg.bus;
+   bool asked = want != NULL;
+   if (want && !strcmp(want, "none"))
+      return;
+   if (!want)
+      want = server->access.root ? "system" : "session";
+   struct gpud_bus *b = calloc(1, sizeof(*b));
+   if (!b)
+      return;
+   b->server = server;
+   int r;
+   const char *step = "connect";
+   if (!strcmp(want, "system")) {
+      r = sd_bus_open_system(&b->bus);
+   } else if (!strcmp(want, "session")) {
+      r = sd_bus_open_user(&b->bus);
+   } else {
+      r = sd_bus_new(&b->bus);
+      if (r >= 0)
+         r = sd_bus_set_address(b->bus, want);
+      if (r >= 0)
+         r = sd_bus_set_bus_client(b->bus, 1);
+      if (r >= 0)
+         r = sd_bus_start(b->bus);
+   }
+   b->socket = socket_path_of(server);
+   b->name = b->socket ? bus_name_for(b->socket) : NULL;
+   if (r >= 0 && !b->name)
+      r = -ENOMEM;
+   if (r >= 0) {
+      step = "offer " BUS_PATH;
+      r = sd_bus_add_object_vtable(b->bus, NULL, BUS_PATH, BUS_INTERFACE, daemon_vtable, b);
+   }
+   if (r >= 0) {
+      step = "own the name";
+      r = sd_bus_request_name(b->bus, b->name, 0);
+   }
+   if (r < 0) {
+      /* the socket serves without the bus; say so as loud as it was asked */
+      util_log(asked ? UTIL_LOG_ERR : UTIL_LOG_INFO,
+               "D-Bus: cannot %s on the %s bus (%s): not on D-Bus", step, want, strerror(-r));
+      sd_bus_flush_close_unref(b->bus);
+      free(b->name);
+      free(b->socket);
+      free(b);
+      return;
+   }
+   b->io = event_new(server->base, -1, 0, on_bus_event, b);
+   b->timer = evtimer_new(server->base, on_bus_event, b);
+   if (!b->io || !b->timer) {
+      if (b->io)
+         event_free(b->io);
+      if (b->timer)
+         event_free(b->timer);
+      sd_bus_flush_close_unref(b->bus);
+      free(b->name);
+      free(b->socket);
+      free(b);
+      return;
+   }
+   server->bus = b;
+   util_notice("D-Bus: %s on the %s bus", b->name, want);
+   bus_rearm(b);
+}
+
+void
+gpud_bus_stop(struct gpud_server *server)
+{
+   struct gpud_bus *b = server->bus;
+   if (!b)
+      return;
+   server->bus = NULL;
+   event_free(b->io);
+   event_free(b->timer);
+   sd_bus_flush_close_unref(b->bus);
+   free(b->name);
+   free(b->socket);
+   free(b);
+}
+
+static void
+emit(struct gpud_server *server, const char *signal, const char *types, ...)
+{
+   struct gpud_bus *b = server->bus;
+   if (!b)
+      return;
+   sd_bus_message *m = NULL;
+   int r = sd_bus_message_new_signal(b->bus, &m, BUS_PATH, BUS_INTERFACE, signal);
+   if (r >= 0) {
+      va_list ap;
+      va_start(ap, types);
+      r = sd_bus_message_appendv(m, types, ap);
+      va_end(ap);
+   }
+   if (r >= 0)
+      r = sd_bus_send(b->bus, m, NULL);
+   sd_bus_message_unref(m);
+   if (r < 0)
+      util_debug("D-Bus: cannot send %s: %s", signal, strerror(-r));
+   bus_rearm(b);
+}
+
+void
+gpud_bus_client_connected(struct gpud_server *server, const struct gpud_client *c)
+{
+   emit(server, "ClientConnected", "tuus", c->id, (uint32_t)c->pid, (uint32_t)c->uid, c->name);
+}
+
+void
+gpud_bus_client_disconnected(struct gpud_server *server, const struct gpud_client *c)
+{
+   emit(server, "ClientDisconnected", "tuus", c->id, (uint32_t)c->pid, (uint32_t)c->uid,
+        c->name);
+}
+
+void
+gpud_bus_client_faulted(struct gpud_server *server, uint64_t client_id, const char *reason)
+{
+   emit(server, "ClientFaulted", "ts", client_id, reason);
+}

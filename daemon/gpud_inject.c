@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Faults gpudctl injects into one client (`gpudctl inject`), so that people
+ * can see how their application survives them.  The server writes the
+ * request on the client's status page; the worker acts on it here:
+ *
+ * - lose-device: at the next command, every device the client has is lost
+ *   (every later call on it says VK_ERROR_DEVICE_LOST, waits in flight end
+ *   with it), as when the GPU faults;
+ * - fail-alloc N: the next N vkAllocateMemory fail with
+ *   VK_ERROR_OUT_OF_DEVICE_MEMORY;
+ * - delay-completions MS: blocking waits (fences, semaphores, queue and
+ *   device idle) that succeed are answered MS later (or time out first),
+ *   and vkGetFenceStatus says VK_NOT_READY for MS after it first saw the
+ *   fence signalled;
+ * - crash-worker is the server's: it kills the worker with SIGSEGV.
+ */
+#include "gpud_call.h"
+
+#include <stdio.h>
+
+#include "util_time.h"
+
+void
+gpud_inject_before_command(struct gpud_call *call)
+{
+   struct gpud_context *ctx = call->ctx;
+   struct gpud_status_page *page = ctx->status;
+   if (!page || !atomic_load_explicit(&page->inject.lose_device, memory_order_relaxed) ||
+       !atomic_exchange(&page->inject.lose_device, 0))
+      return;
+   struct gpud_object *obj;
+   unsigned n = 0;
+   util_list_for_each(obj, &ctx->object_list, link) {
+      if (obj->type == VK_OBJECT_TYPE_DEVICE) {
+         obj->lost = true;
+         n++;
+      }
+   }
+   atomic_store(&ctx->inject_lost, true);
+   atomic_store(&ctx->host_lost, true); /* reported here, not again */
+   static const char reason[] = "device lost by fault injection (gpudctl inject lose-device)";
+   gpud_context_log(ctx, UTIL_LOG_WARNING, "%s: %u device%s", reason, n, n == 1 ? "" : "s");
+   gpud_context_debug_message(ctx, VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, "gpud-device-lost", 0,
+                              reason);
+   if (ctx->ops.fault)
+      ctx->ops.fault(ctx->ops.data, reason);
+}
+
+bool
+gpud_inject_lost(struct gpud_context *ctx)
+{
+   return atomic_load_explicit(&ctx->inject_lost, memory_order_relaxed);
+}
+
+bool
+gpud_inject_fail_alloc(struct gpud_context *ctx)
+{
+   if (!ctx->status)
+      return false;
+   atomic_uint_least32_t *left = &ctx->status->inject.fail_alloc;
+   uint32_t n = atomic_load_explicit(left, memory_order_relaxed);
+   while (n && !atomic_compare_exchange_weak(left, &n, n - 1))
+      ;
+   return n != 0;
+}
+
+uint64_t
+gpud_inject_delay_ns(struct gpud_context *ctx)
+{
+   if (!ctx->status)
+      return 0;
+   return (uint64_t)atomic_load_explicit(&ctx->status->inject.delay_ms, memory_order_relaxed) *
+          1000000;
+}
+
+void
+gpud_exec_vkGetFenceStatus(struct gpud_call *call, struct wire_args_vkGetFenceStatus *a)
+{
+   gpud_gen_exec_vkGetFenceStatus(call, a);
+   uint64_t delay = gpud_inject_delay_ns(call->ctx);
+   struct gpud_object *fence =
+      gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence);
+   if (a->ret != VK_SUCCESS || !fence)
+      return;
+   uint64_t now = util_now_ns();
+   uint64_t seen = 0;
+   atomic_compare_exchange_strong(&fence->signal_seen_ns, &seen, now);
+   seen = seen ? seen : now;
+   if (delay && now < seen + delay)
+      a->ret = VK_NOT_READY;
+}
+
+void
+gpud_exec_vkResetFences(struct gpud_call *call, struct wire_args_vkResetFences *a)
+{
+   for (unsigned i = 0; i < call->n_touched; i++) {
+      if (call->touched[i] && call->touched[i]->type == VK_OBJECT_TYPE_FENCE)
+         atomic_store(&call->touched[i]->signal_seen_ns, 0);
+   }
+   gpud_gen_exec_vkResetFences(call, a);
+}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What each queue of a client is doing, for gpudctl: submissions, how many
+ * are still in flight, the last one complete and the queue's busy time.
+ *
+ * Every submit carries a fence of gpud's own (the application's submit
+ * takes it when it names no fence of its own, else an empty submit right
+ * after it does: either signals once everything submitted before is done).
+ * A tracker thread per device waits on the oldest fence of each queue and
+ * publishes completions on the status page; its fences go back to a pool.
+ * A queue's busy time is the time it had work submitted and not complete.
+ */
+#include "gpud_call.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util_time.h"
+
+/* Submissions tracked at once per queue; more are counted and covered by
+ * the next tracked one (a fence signals after all earlier work). */
+#define TRACK_MAX_PENDING 256u
+/* The tracker sleeps at most this long in one host wait. */
+#define TRACK_SLICE_NS (50ull * 1000 * 1000)
+
+struct track_entry {
+   VkFence fence;
+   uint64_t seq; /* the submission it completes */
+};
+
+struct gpud_queue_track {
+   struct util_list link; /* dtrack->queues */
+   VkQueue queue;
+   struct gpud_status_queue *slot; /* NULL when the page has no free slot */
+   struct track_entry ring[TRACK_MAX_PENDING];
+   unsigned head, count;
+   uint64_t submitted, completed;
+   uint64_t busy_ns, busy_since_ns;
+};
+
+struct gpud_device_track {
+   struct gpud_context *ctx;
+   VkDevice dev;
+   const struct gpud_host_dispatch *disp;
+   pthread_mutex_t mutex;
+   pthread_cond_t cond;
+   pthread_t thread;
+   bool started, stop, lost;
+   struct util_list queues;
+   VkFence *free_fences;
+   unsigned n_free, cap_free;
+};
+
+static void
+publish(struct gpud_queue_track *q)
+{
+   if (!q->slot)
+      return;
+   atomic_store_explicit(&q->slot->submissions, q->submitted, memory_order_relaxed);
+   atomic_store_explicit(&q->slot->completed, q->completed, memory_order_relaxed);
+   atomic_store_explicit(&q->slot->busy_ns, q->busy_ns, memory_order_relaxed);
+   atomic_store_explicit(&q->slot->busy_since_ns, q->busy_since_ns, memory_order_relaxed);
+}
+
+/* Takes the finished submissions off each queue; with the mutex held. */
+static void
+collect(struct gpud_device_track *t)
+{
+   uint64_t now = util_now_ns();
+   struct gpud_queue_track *q;
+   util_list_for_each(q, &t->queues, link) {
+      bool changed = false;
+      while (q->count) {
+         struct track_entry *e = &q->ring[q->head];
+         if (t->disp->GetFenceStatus(t->dev, e->fence) != VK_SUCCESS)
+            break;
+         t->disp->ResetFences(t->dev, 1, &e->fence);
+         t->free_fences[t->n_free++] = e->fence;
+         q->completed = e->seq;
+         q->head = (q->head + 1) % TRACK_MAX_PENDING;
+         q->count--;
+         changed = true;
+      }
+      /* idle once the last submission is done (one that went untracked
+       * after the last tracked one keeps it busy until the next is done) */
+      if (changed && q->completed == q->submitted) {
+         if (q->busy_since_ns && now > q->busy_since_ns)
+            q->busy_ns += now - q->busy_since_ns;
+         q->busy_since_ns = 0;
+      }
+      if (changed)
+         publish(q);
+   }
+}
+
+static void *
+tracker_thread(void *data)
+{
+   struct gpud_device_track *t = data;
+   VkFence fences[64];
+   pthread_mutex_lock(&t->mutex);
+   while (!t->stop) {
+      uint32_t n = 0;
+      struct gpud_queue_track *q;
+      util_list_for_each(q, &t->queues, link) {
+         if (q->count && n < 64)
+            fences[n++] = q->ring[q->head].fence;
+      }
+      if (!n || t->lost) {
+         pthread_cond_wait(&t->cond, &t->mutex);
+         continue;
+      }
+      pthread_mutex_unlock(&t->mutex);
+      VkResult r = t->disp->WaitForFences(t->dev, n, fences, VK_FALSE, TRACK_SLICE_NS);
+      pthread_mutex_lock(&t->mutex);
+      if (r == VK_ERROR_DEVICE_LOST || r < 0)
+         t->lost = true; /* nothing completes any more: stop watching */
+      else if (r == VK_SUCCESS)
+         collect(t);
+   }
+   pthread_mutex_unlock(&t->mutex);
+   return NULL;
+}
+
+static struct gpud_device_track *
+device_track(struct gpud_context *ctx, struct gpud_object *device)
+{
+   if (device->dtrack)
+      return device->dtrack;
+   struct gpud_device_track *t = calloc(1, sizeof(*t));
+   if (!t)
+      return NULL;
+   t->ctx = ctx;
+   t->dev = (VkDevice)(uintptr_t)device->handle;
+   t->disp = device->disp;
+   t->free_fences = calloc(TRACK_MAX_PENDING, sizeof(*t->free_fences));
+   if (!t->free_fences || !t->disp->WaitForFences || !t->disp->GetFenceStatus ||
+       !t->disp->ResetFences || !t->disp->CreateFence || !t->disp->DestroyFence ||
+       !t->disp->QueueSubmit) {
+      free(t->free_fences);
+      free(t);
+      return NULL;
+   }
+   t->cap_free = TRACK_MAX_PENDING;
+   pthread_mutex_init(&t->mutex, NULL);
+   pthread_cond_init(&t->cond, NULL);
+   util_list_init(&t->queues);
+   device->dtrack = t;
+   return t;
+}
+
+void
+gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue)
+{
+   struct gpud_object *device = queue->device;
+   struct gpud_device_track *t = device ? device_track(ctx, device) : NULL;
+   if (!t)
+      return;
+   struct gpud_queue_track *q = calloc(1, sizeof(*q));
+   if (!q)
+      return;
+   q->queue = (VkQueue)(uintptr_t)queue->handle;
+   for (unsigned i = 0; ctx->status && i < GPUD_STATUS_QUEUES; i++) {
+      struct gpud_status_queue *slot = &ctx->status->queues[i];
+      if (atomic_load_explicit(&slot->device, memory_order_relaxed))
+         continue;
+      atomic_store_explicit(&slot->family, queue->queue_family, memory_order_relaxed);
+      atomic_store_explicit(&slot->index, queue->queue_index, memory_order_relaxed);
+      q->slot = slot;
+      publish(q);
+      atomic_store_explicit(&slot->device, device->id, memory_order_release);
+      break;
+   }
+   pthread_mutex_lock(&t->mutex);
+   util_list_add_tail(&t->queues, &q->link);
+   pthread_mutex_unlock(&t->mutex);
+   queue->track = q;
+}
+
+/* A fence for the next submission on q, or VK_NULL_HANDLE when it goes
+ * untracked. */
+static VkFence
+track_begin(struct gpud_device_track *t, struct gpud_queue_track *q)
+{
+   VkFence fence = VK_NULL_HANDLE;
+   pthread_mutex_lock(&t->mutex);
+   if (!t->lost && q->count < TRACK_MAX_PENDING) {
+      if (t->n_free) {
+         fence = t->free_fences[--t->n_free];
+      } else {
+         const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+         if (t->disp->CreateFence(t->dev, &info, NULL, &fence) != VK_SUCCESS)
+            fence = VK_NULL_HANDLE;
+      }
+   }
+   pthread_mutex_unlock(&t->mutex);
+   return fence;
+}
+
+/* The submission went to the host (submitted), with fence when that is not
+ * VK_NULL_HANDLE (then fence_used says whether the host took it). */
+static void
+track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence,
+          bool submitted, bool fence_used)
+{
+   pthread_mutex_lock(&t->mutex);
+   if (submitted) {
+      q->submitted++;
+      if (!q->busy_since_ns)
+         q->busy_since_ns = util_now_ns();
+   }
+   if (fence && fence_used) {
+      q->ring[(q->head + q->count) % TRACK_MAX_PENDING] =
+         (struct track_entry){.fence = fence, .seq = q->submitted};
+      q->count++;
+      if (!t->started)
+         t->started = pthread_create(&t->thread, NULL, tracker_thread, t) == 0;
+      pthread_cond_signal(&t->cond);
+   } else if (fence) {
+      if (t->n_free < t->cap_free)
+         t->free_fences[t->n_free++] = fence;
+      else
+         t->disp->DestroyFence(t->dev, fence, NULL);
+   }
+   publish(q);
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device)
+{
+   (void)ctx;
+   struct gpud_device_track *t = device->dtrack;
+   if (!t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   t->stop = true;
+   pthread_cond_signal(&t->cond);
+   pthread_mutex_unlock(&t->mutex);
+   if (t->started)
+      pthread_join(t->thread, NULL);
+   /* the device is idle (or lost): every fence may go */
+   struct gpud_queue_track *q;
+   util_list_for_each_safe(q, &t->queues, link) {
+      for (unsigned i = 0; i < q->count; i++)
+         t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % TRACK_MAX_PENDING].fence, NULL);
+      if (q->slot)
+         atomic_store_explicit(&q->slot->device, 0, memory_order_release);
+      free(q);
+   }
+   for (unsigned i = 0; i < t->n_free; i++)
+      t->disp->DestroyFence(t->dev, t->free_fences[i], NULL);
+   struct gpud_object *obj;
+   util_list_for_each(obj, &ctx->object_list, link) {
+      if (obj->type == VK_OBJECT_TYPE_QUEUE && obj->device == device)
+         obj->track = NULL;
+   }
+   pthread_mutex_destroy(&t->mutex);
+   pthread_cond_destroy(&t->cond);
+   free(t->free_fences);
+   free(t);
+   device->dtrack = NULL;
+}
+
+/* ---- the submits --------------------------------------------------------- */
+
+/* Runs a submit with tracking: fence is the application's (a pointer into
+ * the args, swapped for gpud's own while the host runs the submit when the
+ * application named none). */
+#define TRACKED_SUBMIT(cmd)                                                                 \
+   void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
+   {                                                                                        \
+      struct gpud_object *queue =                                                           \
+         gpud_call_named(call, VK_OBJECT_TYPE_QUEUE, (uint64_t)(uintptr_t)a->queue);        \
+      struct gpud_queue_track *q = queue ? queue->track : NULL;                             \
+      struct gpud_device_track *t = q && queue->device ? queue->device->dtrack : NULL;      \
+      VkFence fence = t ? track_begin(t, q) : VK_NULL_HANDLE;                               \
+      bool own = fence && a->fence == VK_NULL_HANDLE;                                       \
+      if (own)                                                                              \
+         a->fence = fence;                                                                  \
+      gpud_gen_exec_##cmd(call, a);                                                         \
+      if (own)                                                                              \
+         a->fence = VK_NULL_HANDLE;                                                         \
+      bool used = own && a->ret == VK_SUCCESS;                                              \
+      if (fence && !own && a->ret == VK_SUCCESS)                                            \
+         used = t->disp->QueueSubmit(a->queue, 0, NULL, fence) == VK_SUCCESS;              \
+      if (t)                                                                                \
+         track_end(t, q, fence, a->ret == VK_SUCCESS, used);                               \
+   }
+
+TRACKED_SUBMIT(vkQueueSubmit)
+TRACKED_SUBMIT(vkQueueSubmit2)
+TRACKED_SUBMIT(vkQueueBindSparse)

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vk_inject: a Vulkan application that does what the test tells it, one line
+ * on stdin at a time, and prints what it saw, so the service test can check
+ * the effect of `gpudctl inject` (and of nothing injected) from outside:
+ *
+ *   alloc N    N allocations of 64 KiB (each freed at once): prints
+ *              "alloc RESULT RESULT ..." (VkResult names)
+ *   fence      a small copy submitted with a fence, then vkWaitForFences:
+ *              prints "fence RESULT MS" (the time from submit to wake-up)
+ *   poll       the same, polling vkGetFenceStatus every 1 ms: "poll RESULT MS"
+ *   work MS    submits copies back to back for MS milliseconds (a busy queue)
+ *              and prints "work RESULT SUBMITS"
+ *   idle       vkDeviceWaitIdle: "idle RESULT"
+ *   hold N     allocates N MiB and keeps it: "hold RESULT"
+ *   release    frees what hold allocated: "release"
+ *   quit       exits 0
+ *
+ * It prints "READY" once its device exists.  Nothing it sees is fatal: a
+ * lost device is a result to print.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vkt_common.h"
+
+struct app {
+   struct vkt_context ctx;
+   struct vkt_buffer src, dst;
+   VkCommandBuffer cmd;
+   VkFence fence;
+   VkDeviceMemory held;
+};
+
+static void
+record(struct app *a)
+{
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+   };
+   VKT_CHECK(vkBeginCommandBuffer(a->cmd, &begin));
+   const VkBufferCopy copy = {.size = a->src.size};
+   vkCmdCopyBuffer(a->cmd, a->src.buffer, a->dst.buffer, 1, &copy);
+   VKT_CHECK(vkEndCommandBuffer(a->cmd));
+}
+
+static VkResult
+submit(struct app *a, VkFence fence)
+{
+   const VkSubmitInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &a->cmd,
+   };
+   return vkQueueSubmit(a->ctx.queue, 1, &info, fence);
+}
+
+static void
+do_alloc(struct app *a, unsigned n)
+{
+   printf("alloc");
+   for (unsigned i = 0; i < n; i++) {
+      const VkMemoryAllocateInfo info = {
+         .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+         .allocationSize = 64 * 1024,
+         .memoryTypeIndex = 0,
+      };
+      VkDeviceMemory mem = VK_NULL_HANDLE;
+      VkResult r = vkAllocateMemory(a->ctx.device, &info, NULL, &mem);
+      printf(" %s", vkt_result_name(r));
+      if (r == VK_SUCCESS)
+         vkFreeMemory(a->ctx.device, mem, NULL);
+   }
+   printf("\n");
+}
+
+static void
+do_fence(struct app *a, bool poll)
+{
+   VkResult r = vkResetFences(a->ctx.device, 1, &a->fence);
+   uint64_t start = vkt_now_ns();
+   if (r == VK_SUCCESS)
+      r = submit(a, a->fence);
+   if (r == VK_SUCCESS && !poll) {
+      r = vkWaitForFences(a->ctx.device, 1, &a->fence, VK_TRUE, 30ull * 1000 * 1000 * 1000);
+   } else if (r == VK_SUCCESS) {
+      while ((r = vkGetFenceStatus(a->ctx.device, a->fence)) == VK_NOT_READY &&
+             vkt_now_ns() - start < 30ull * 1000 * 1000 * 1000) {
+         const struct timespec ms = {.tv_nsec = 1000000};
+         nanosleep(&ms, NULL);
+      }
+   }
+   printf("%s %s %.1f\n", poll ? "poll" : "fence", vkt_result_name(r),
+          (double)(vkt_now_ns() - start) / 1e6);
+}
+
+static void
+do_work(struct app *a, unsigned ms)
+{
+   uint64_t end = vkt_now_ns() + (uint64_t)ms * 1000000;
+   unsigned n = 0;
+   VkResult r = VK_SUCCESS;
+   while (r == VK_SUCCESS && vkt_now_ns() < end) {
+      r = vkResetFences(a->ctx.device, 1, &a->fence);
+      if (r == VK_SUCCESS)
+         r = submit(a, a->fence);
+      if (r == VK_SUCCESS)
+         r = vkWaitForFences(a->ctx.device, 1, &a->fence, VK_TRUE, 30ull * 1000 * 1000 * 1000);
+      n += r == VK_SUCCESS;
+   }
+   printf("work %s %u\n", vkt_result_name(r), n);
+}
+
+int
+main(int argc, char **argv)
+{
+   const char *device = NULL;
+   for (int i = 1; i < argc; i++) {
+      if (!strcmp(argv[i], "--device") && i + 1 < argc)
+         device = argv[++i];
+      else
+         vkt_fail("usage: vk_inject [--device NAME] (commands on stdin)");
+   }
+   struct app a = {0};
+   vkt_context_init(&a.ctx, "vk_inject", device, 0);
+   /* big enough that a copy takes a moment on a CPU */
+   vkt_buffer_create(&a.ctx, 4u << 20, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, &a.src);
+   vkt_buffer_create(&a.ctx, 4u << 20, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &a.dst);
+   const VkCommandBufferAllocateInfo cb = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = a.ctx.cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+   };
+   VKT_CHECK(vkAllocateCommandBuffers(a.ctx.device, &cb, &a.cmd));
+   record(&a);
+   const VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VKT_CHECK(vkCreateFence(a.ctx.device, &fi, NULL, &a.fence));
+   setvbuf(stdout, NULL, _IOLBF, 0);
+   printf("READY\n");
+
+   char line[128];
+   while (fgets(line, sizeof(line), stdin)) {
+      unsigned n = 0;
+      if (sscanf(line, "alloc %u", &n) == 1 && n <= 1000)
+         do_alloc(&a, n);
+      else if (!strncmp(line, "fence", 5))
+         do_fence(&a, false);
+      else if (!strncmp(line, "poll", 4))
+         do_fence(&a, true);
+      else if (sscanf(line, "work %u", &n) == 1)
+         do_work(&a, n);
+      else if (sscanf(line, "hold %u", &n) == 1 && !a.held) {
+         const VkMemoryAllocateInfo info = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+            .allocationSize = (VkDeviceSize)n << 20,
+            .memoryTypeIndex = 0,
+         };
+         printf("hold %s\n", vkt_result_name(vkAllocateMemory(a.ctx.device, &info, NULL,
+                                                              &a.held)));
+      } else if (!strncmp(line, "release", 7)) {
+         vkFreeMemory(a.ctx.device, a.held, NULL);
+         a.held = VK_NULL_HANDLE;
+         printf("release\n");
+      } else if (!strncmp(line, "idle", 4))
+         printf("idle %s\n", vkt_result_name(vkDeviceWaitIdle(a.ctx.device)));
+      else if (!strncmp(line, "quit", 4))
+         break;
+      else
+         printf("unknown command\n");
+   }
+   /* a lost device may still be destroyed */
+   vkDeviceWaitIdle(a.ctx.device);
+   vkDestroyFence(a.ctx.device, a.fence, NULL);
+   vkt_buffer_destroy(&a.ctx, &a.src);
+   vkt_buffer_destroy(&a.ctx, &a.dst);
+   vkt_context_finish(&a.ctx);
+   return 0;
+}
