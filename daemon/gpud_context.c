@@ -56,12 +56,15 @@ gpud_context_log(struct gpud_context *ctx, enum util_log_level level, const char
    va_start(ap, fmt);
    vsnprintf(msg, sizeof(msg), fmt, ap);
    va_end(ap);
-   const char *name = ctx->info.name[0] ? ctx->info.name : "?";
+   const struct util_log_client who = {
+      .id = ctx->info.id,
+      .pid = (int)ctx->info.pid,
+      .uid = (unsigned)ctx->info.uid,
+      .name = ctx->info.name,
+   };
    if (suppressed)
-      util_log(level, "client %" PRIu64 " (pid %d, %s): %u lines about this client suppressed",
-               ctx->info.id, (int)ctx->info.pid, name, suppressed);
-   util_log(level, "client %" PRIu64 " (pid %d, %s): %s", ctx->info.id, (int)ctx->info.pid,
-            name, msg);
+      util_log_client(level, &who, "%u lines about this client suppressed", suppressed);
+   util_log_client(level, &who, "%s", msg);
 }
 
 /* Records why the context ends (the first reason wins) and stops it. */

@@ -16,7 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#define SD_JOURNAL_SUPPRESS_LOCATION /* the sink is no place worth naming */
+#include <systemd/sd-journal.h>
 
 #include "gpud_limits.h"
 #include "gpud_server.h"
@@ -631,6 +636,76 @@ gpud_config_finish(struct gpud_config *cfg)
    cfg->strings = NULL;
 }
 
+/* ---- the log: the journal's fields when stderr is the journal ------------- */
+
+/* Whether stderr is the journal stream systemd gave us (JOURNAL_STREAM names
+ * its device and inode). */
+static bool
+stderr_is_journal(void)
+{
+   const char *e = getenv("JOURNAL_STREAM");
+   unsigned long long dev, ino;
+   struct stat st;
+   if (!e || sscanf(e, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+      return false;
+   return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+static const char *log_identifier = "gpud";
+
+/* A line as a journal entry: the client's id, pid, uid and name as fields
+ * of their own (journalctl GPUD_CLIENT_ID=7); stderr when the journal
+ * cannot take it (a worker's sandbox, say). */
+static void
+journal_sink(enum util_log_level level, const struct util_log_client *client,
+             const char *message)
+{
+   char priority[16], id[40], pid[32], uid[32], name[96], identifier[48];
+   struct iovec iov[7];
+   size_t n = 0;
+   size_t mlen = strlen(message);
+   char *text = malloc(mlen + sizeof("MESSAGE="));
+   if (text) {
+      memcpy(text, "MESSAGE=", 8);
+      memcpy(text + 8, message, mlen + 1);
+      iov[n++] = (struct iovec){text, mlen + 8};
+   }
+   snprintf(priority, sizeof(priority), "PRIORITY=%d", (int)level);
+   iov[n++] = (struct iovec){priority, strlen(priority)};
+   snprintf(identifier, sizeof(identifier), "SYSLOG_IDENTIFIER=%s", log_identifier);
+   iov[n++] = (struct iovec){identifier, strlen(identifier)};
+   if (client) {
+      snprintf(id, sizeof(id), "GPUD_CLIENT_ID=%llu", client->id);
+      snprintf(pid, sizeof(pid), "GPUD_CLIENT_PID=%d", client->pid);
+      snprintf(uid, sizeof(uid), "GPUD_CLIENT_UID=%u", client->uid);
+      snprintf(name, sizeof(name), "GPUD_CLIENT_NAME=%s", client->name ? client->name : "");
+      iov[n++] = (struct iovec){id, strlen(id)};
+      iov[n++] = (struct iovec){pid, strlen(pid)};
+      iov[n++] = (struct iovec){uid, strlen(uid)};
+      iov[n++] = (struct iovec){name, strlen(name)};
+   }
+   if (!text || sd_journal_sendv(iov, (int)n) < 0) {
+      char line[1200];
+      int len = snprintf(line, sizeof(line), "<%d>%s\n", (int)level, message);
+      if (len > 0) {
+         size_t out = (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1;
+         ssize_t w = write(STDERR_FILENO, line, out);
+         (void)w;
+      }
+   }
+   free(text);
+}
+
+static void
+log_setup(bool worker)
+{
+   log_identifier = worker ? "gpud-worker" : "gpud";
+   if (stderr_is_journal())
+      util_log_set_sink(journal_sink);
+   else
+      util_log_set_timestamps(true);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -665,6 +740,7 @@ main(int argc, char **argv)
       return 2;
    }
    signal(SIGPIPE, SIG_IGN);
+   log_setup(worker_parent != 0);
 
    if (worker_parent) {
       const struct gpud_worker_options opt = {

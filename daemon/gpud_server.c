@@ -69,8 +69,13 @@ gpud_server_client_log(struct gpud_client *client, int level, const char *fmt, .
    va_start(ap, fmt);
    vsnprintf(msg, sizeof(msg), fmt, ap);
    va_end(ap);
-   util_log((enum util_log_level)level, "client %" PRIu64 " (pid %d, %s): %s", client->id,
-            (int)client->pid, client->name[0] ? client->name : "?", msg);
+   const struct util_log_client who = {
+      .id = client->id,
+      .pid = (int)client->pid,
+      .uid = (unsigned)client->uid,
+      .name = client->name,
+   };
+   util_log_client((enum util_log_level)level, &who, "%s", msg);
 }
 
 static void

@@ -15,6 +15,7 @@ packages="
    libwayland-bin wayland-protocols
    gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-bad ffmpeg
    xvfb x11-apps weston mesa-utils glmark2-x11 vkd3d-demos
+   dbus-daemon dbus-bin tmux
 "
 
 missing=

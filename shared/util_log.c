@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util_log.h"
 
 static atomic_int max_level = UTIL_LOG_INFO;
+static _Atomic(util_log_sink) sink;
+static atomic_bool timestamps;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static const struct {
@@ -97,17 +100,50 @@ write_all(const char *buf, size_t len)
    }
 }
 
-static void log_line(enum util_log_level level, int saved_errno, const char *fmt,
-                     va_list ap) UTIL_PRINTF(3, 0);
+void
+util_log_set_sink(util_log_sink fn)
+{
+   atomic_store(&sink, fn);
+}
+
+void
+util_log_set_timestamps(bool on)
+{
+   atomic_store(&timestamps, on);
+}
+
+static void log_line(enum util_log_level level, const struct util_log_client *client,
+                     int saved_errno, const char *fmt, va_list ap) UTIL_PRINTF(4, 0);
 
 static void
-log_line(enum util_log_level level, int saved_errno, const char *fmt, va_list ap)
+log_line(enum util_log_level level, const struct util_log_client *client, int saved_errno,
+         const char *fmt, va_list ap)
 {
    /* The prefix and the message go out in a single write() so that lines
     * from different threads do not interleave. */
    char stack_buf[1024];
    char *buf = stack_buf;
-   int prefix = snprintf(stack_buf, sizeof(stack_buf), "<%d>", (int)level);
+   util_log_sink to = atomic_load(&sink);
+   int prefix = 0;
+   if (!to) {
+      prefix = snprintf(stack_buf, sizeof(stack_buf), "<%d>", (int)level);
+      if (atomic_load(&timestamps)) {
+         struct timespec ts;
+         struct tm tm;
+         clock_gettime(CLOCK_REALTIME, &ts);
+         localtime_r(&ts.tv_sec, &tm);
+         prefix += (int)strftime(stack_buf + prefix, sizeof(stack_buf) - (size_t)prefix,
+                                 "%Y-%m-%d %H:%M:%S", &tm);
+         prefix += snprintf(stack_buf + prefix, sizeof(stack_buf) - (size_t)prefix, ".%03ld ",
+                            ts.tv_nsec / 1000000);
+      }
+   }
+   if (client)
+      prefix += snprintf(stack_buf + prefix, sizeof(stack_buf) - (size_t)prefix,
+                         "client %llu (pid %d, %s): ", client->id, client->pid,
+                         client->name && client->name[0] ? client->name : "?");
+   if ((size_t)prefix >= sizeof(stack_buf) - 2)
+      prefix = (int)sizeof(stack_buf) - 3;
 
    va_list ap2;
    va_copy(ap2, ap);
@@ -133,9 +169,16 @@ log_line(enum util_log_level level, int saved_errno, const char *fmt, va_list ap
    }
    va_end(ap2);
 
-   if (total == (size_t)prefix || buf[total - 1] != '\n')
-      buf[total++] = '\n';
-   write_all(buf, total);
+   if (to) {
+      buf[total] = 0;
+      /* the journal has the client's fields: the text keeps its prefix too,
+       * for people reading the plain log */
+      to(level, client, buf);
+   } else {
+      if (total == (size_t)prefix || buf[total - 1] != '\n')
+         buf[total++] = '\n';
+      write_all(buf, total);
+   }
 
    if (buf != stack_buf)
       free(buf);
@@ -150,7 +193,24 @@ util_log(enum util_log_level level, const char *fmt, ...)
    if ((int)level <= atomic_load(&max_level)) {
       va_list ap;
       va_start(ap, fmt);
-      log_line(level, saved_errno, fmt, ap);
+      log_line(level, NULL, saved_errno, fmt, ap);
+      va_end(ap);
+   }
+
+   errno = saved_errno;
+}
+
+void
+util_log_client(enum util_log_level level, const struct util_log_client *client,
+                const char *fmt, ...)
+{
+   int saved_errno = errno;
+
+   init_once();
+   if ((int)level <= atomic_load(&max_level)) {
+      va_list ap;
+      va_start(ap, fmt);
+      log_line(level, client, saved_errno, fmt, ap);
       va_end(ap);
    }
 

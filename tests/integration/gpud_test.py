@@ -107,6 +107,8 @@ DAEMON_ARGS = {
     'killstorm': ['--crash-limit', '0', '--isolation=process'],
 }
 
+SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 # A group and users that need not exist, for the access tests (root only).
 TEST_GID = 4242
 TEST_UID = 4243
@@ -1812,6 +1814,108 @@ def test_config(fx):
     log('the client working through both reloads finished')
 
 
+def check_units(fx):
+    """The units as built: systemd-analyze verify finds nothing (the
+    ExecStart pointed at the built gpud), and their exposure in
+    systemd-analyze security is at most 2.0."""
+    analyze = shutil.which('systemd-analyze')
+    built = os.path.join(os.path.dirname(os.path.dirname(fx.args.gpud)), 'systemd')
+    source = os.path.join(SOURCE_DIR, 'systemd')
+    if not analyze or not os.path.isdir(built):
+        log('no systemd-analyze or no built units: units not checked')
+        return
+    units = os.path.join(fx.tmp, 'units')
+    os.makedirs(units)
+    for name, folder in (('gpud.service', built), ('gpud@.service', built),
+                         ('gpud.socket', source), ('gpud@.socket', source)):
+        with open(os.path.join(folder, name)) as f:
+            text = f.read()
+        text = re.sub(r'^ExecStart=\S+', 'ExecStart=' + fx.args.gpud, text, flags=re.M)
+        with open(os.path.join(units, name), 'w') as f:
+            f.write(text)
+    for names in (['gpud.service', 'gpud.socket'], ['gpud@card0.service', 'gpud@card0.socket']):
+        cmd = [analyze, 'verify', '--man=no'] + [os.path.join(units, n.replace('card0', ''))
+                                                 if '@' not in n else
+                                                 os.path.join(units, n) for n in names]
+        if '@' in names[0]:
+            # an instance of the templates
+            for n in names:
+                shutil.copy(os.path.join(units, n.replace('card0', '')), os.path.join(units, n))
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+                           cwd=units)
+        out = p.stdout.decode(errors='replace').strip()
+        log('$ %s\n%s' % (' '.join(cmd), indent(out) if out else '    (nothing to say)'))
+        if p.returncode != 0 or out:
+            fail('systemd-analyze verify complains about %s' % ', '.join(names))
+    for name in ('gpud.service', 'gpud@card0.service'):
+        cmd = [analyze, 'security', '--offline=yes', os.path.join(units, name)]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+                           cwd=units)
+        out = p.stdout.decode(errors='replace')
+        m = re.search(r'Overall exposure level for \S+: ([\d.]+)', out)
+        if not m:
+            fail('systemd-analyze security printed no exposure level:\n%s' % out)
+        log('%s: exposure %s' % (name, m.group(1)))
+        if float(m.group(1)) > 2.0:
+            fail('%s: exposure %s, more than 2.0:\n%s' % (name, m.group(1), out))
+
+
+def check_journal(fx):
+    """Under systemd (stderr the journal stream JOURNAL_STREAM names) lines
+    go to the journal as entries, a client's with its id, pid, uid and name
+    as fields.  Checked with a stand-in for journald's socket where no
+    journald runs."""
+    path = '/run/systemd/journal/socket'
+    if os.geteuid() != 0 or os.path.exists(path):
+        log('journald runs here (or not root): the journal fields are not checked')
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    journal = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    journal.bind(path)
+    journal.settimeout(0.5)
+    sock = os.path.join(fx.tmp, 'journal.sock')
+    try:
+        with open(os.path.join(fx.tmp, 'journal-stderr.log'), 'wb') as err:
+            st = os.fstat(err.fileno())
+            env = dict(fx.base_env(), JOURNAL_STREAM='%d:%d' % (st.st_dev, st.st_ino))
+            cmd = [fx.args.gpud, '--socket', sock, '--host-driver',
+                   fx.args.lavapipe_manifest, '--bus', 'none'] + fx.daemon_args()
+            log('$ JOURNAL_STREAM=(its stderr) ' + ' '.join(cmd))
+            d = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+            try:
+                deadline = time.monotonic() + 10
+                while not os.path.exists(sock):
+                    if time.monotonic() > deadline or d.poll() is not None:
+                        fail('gpud on the journal did not start')
+                    time.sleep(0.05)
+                fx.run([fx.prog('vk_compute'), '--iterations', '2'],
+                       fx.gpud_env(None, sock), label='journal')
+            finally:
+                d.terminate()
+                d.wait(timeout=10)
+        entries = []
+        while True:
+            try:
+                data = journal.recv(65536).decode(errors='replace')
+            except socket.timeout:
+                break
+            entries.append(dict(line.split('=', 1) for line in data.split('\n') if '=' in line))
+    finally:
+        journal.close()
+        os.unlink(path)
+    log('journal entries: %d' % len(entries))
+    if not any(e.get('MESSAGE', '').startswith('serving ') and e.get('PRIORITY') == '5' and
+               e.get('SYSLOG_IDENTIFIER') == 'gpud' for e in entries):
+        fail('no "serving" entry with PRIORITY=5: %r' % entries[:3])
+    mine = [e for e in entries if e.get('GPUD_CLIENT_NAME') == 'vk_compute' and
+            e.get('MESSAGE', '').endswith('connected')]
+    if not mine or not all(e.get('GPUD_CLIENT_ID', '').isdigit() and
+                           e.get('GPUD_CLIENT_PID', '').isdigit() and
+                           e.get('GPUD_CLIENT_UID') == '0' for e in mine):
+        fail('the client lines lack their fields: %r' % entries)
+    log('journal: %s' % mine[0])
+
+
 def test_systemd(fx):
     """Socket activation and sd_notify, as systemd would drive them:
     systemd-socket-activate holds the listening socket and starts gpud on the
@@ -1819,6 +1923,8 @@ def test_systemd(fx):
     petting the watchdog, and say STOPPING=1 on SIGTERM."""
     if fx.direct:
         raise TestSkip('socket activation is gpud\'s')
+    check_units(fx)
+    check_journal(fx)
     activate = shutil.which('systemd-socket-activate')
     if not activate:
         raise TestSkip('systemd-socket-activate is not installed')
