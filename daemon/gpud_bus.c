@@ -49,9 +49,18 @@ static void
 on_bus_event(evutil_socket_t fd, short what, void *data)
 {
    struct gpud_bus *b = data;
-   int r;
-   while ((r = sd_bus_process(b->bus, NULL)) > 0)
+   int r = 0;
+   /* a batch, then the loop's other events get their turn (a caller that
+    * floods the bus does not starve the clients) */
+   for (int i = 0; i < 32 && (r = sd_bus_process(b->bus, NULL)) > 0; i++)
       ;
+   if (r > 0) {
+      /* more to do: come back at once, after the others */
+      event_del(b->timer);
+      struct timeval now = {0, 0};
+      event_add(b->timer, &now);
+      return;
+   }
    if (r < 0) {
       util_warn("D-Bus: the connection failed (%s); gpud is no longer on the bus",
                 strerror(-r));
@@ -479,10 +488,15 @@ get_property(sd_bus *bus, const char *path, const char *interface, const char *p
       return sd_bus_message_append(reply, "u", (uint32_t)getpid());
    if (!strcmp(property, "UptimeMs"))
       return sd_bus_message_append(reply, "t", (util_now_ns() - server->start_ns) / 1000000);
+   /* the totals of what the caller may see */
+   struct gpud_client viewer;
+   sd_bus_message *m = sd_bus_get_current_message(bus);
+   if (!m || !caller(b, m, &viewer, error))
+      return -EACCES;
    uint64_t clients = 0, memory = 0, objects = 0;
    struct gpud_client *c;
    util_list_for_each(c, &server->clients, link) {
-      if (c->state == GPUD_CLIENT_CONTROL)
+      if (c->state == GPUD_CLIENT_CONTROL || !gpud_access_may_see(&viewer, c))
          continue;
       clients++;
       memory += c->memory;
@@ -655,7 +669,8 @@ gpud_bus_stop(struct gpud_server *server)
    server->bus = NULL;
    event_free(b->io);
    event_free(b->timer);
-   sd_bus_flush_close_unref(b->bus);
+   /* no flush: a bus that stops reading must not hold up the shutdown */
+   sd_bus_close_unref(b->bus);
    free(b->name);
    free(b->socket);
    free(b);

@@ -26,7 +26,8 @@ struct gpud_object {
    struct gpud_object *device;       /* owning device (for device children) */
    struct gpud_object *pool;         /* command or descriptor pool of a child */
    struct gpud_host_dispatch *disp;  /* instances and devices: their own table */
-   bool lost;                        /* devices: an asynchronous call failed */
+   atomic_bool lost;                 /* devices: an asynchronous call failed (or
+                                      * gpudctl inject lose-device) */
    VkDebugUtilsMessengerEXT messenger; /* instances, when validating */
    /* buffers and images: usable only once bound to memory (or sparse) */
    bool bound;
@@ -141,8 +142,6 @@ void gpud_inject_before_command(struct gpud_call *call);
 bool gpud_inject_fail_alloc(struct gpud_context *ctx);
 /* The delay to add to a completion, in ns (0: none). */
 uint64_t gpud_inject_delay_ns(struct gpud_context *ctx);
-/* Whether the devices were lost by injection (waits end with it). */
-bool gpud_inject_lost(struct gpud_context *ctx);
 
 /* Validation (gpud_validate.c): what gpud_exec_vkCreateInstance adds when
  * validating, and the messenger. */

@@ -84,7 +84,6 @@ struct gpud_context {
    atomic_bool closing;
 
    atomic_bool host_lost; /* reported once */
-   atomic_bool inject_lost; /* gpudctl inject lose-device */
 
    /* why the context ended (set once) */
    char end_reason[256];

@@ -82,8 +82,8 @@ utf8_char(const unsigned char *s)
 /* A name the worker wrote, made fit to show: control characters and bytes
  * that are not UTF-8 become '?', and a character cut short at the end (the
  * status page's names are bounded) goes. */
-static void
-clean_name(char *name)
+void
+gpud_control_clean_text(char *name)
 {
    unsigned char *p = (unsigned char *)name;
    while (*p) {
@@ -127,7 +127,7 @@ fill_names(Gpud__ClientInfo *info, const struct gpud_status_page *page)
       /* the worker wrote these: bounded, printable, or not shown */
       char *name = text + j * GPUD_STATUS_NAME_SIZE;
       memcpy(name, names[i].name, GPUD_STATUS_NAME_SIZE - 1);
-      clean_name(name);
+      gpud_control_clean_text(name);
       const char *type = wire_object_type_name((VkObjectType)names[i].type);
       gpud__object_name__init(&objs[j]);
       objs[j].id = names[i].id;

@@ -37,7 +37,6 @@ gpud_inject_before_command(struct gpud_call *call)
          n++;
       }
    }
-   atomic_store(&ctx->inject_lost, true);
    atomic_store(&ctx->host_lost, true); /* reported here, not again */
    static const char reason[] = "device lost by fault injection (gpudctl inject lose-device)";
    gpud_context_log(ctx, UTIL_LOG_WARNING, "%s: %u device%s", reason, n, n == 1 ? "" : "s");
@@ -46,12 +45,6 @@ gpud_inject_before_command(struct gpud_call *call)
                               reason);
    if (ctx->ops.fault)
       ctx->ops.fault(ctx->ops.data, reason);
-}
-
-bool
-gpud_inject_lost(struct gpud_context *ctx)
-{
-   return atomic_load_explicit(&ctx->inject_lost, memory_order_relaxed);
 }
 
 bool

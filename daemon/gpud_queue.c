@@ -14,12 +14,17 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util_time.h"
 
-/* Submissions tracked at once per queue; more are counted and covered by
- * the next tracked one (a fence signals after all earlier work). */
-#define TRACK_MAX_PENDING 256u
+/* Submissions tracked at once per queue (the ring grows to this); more
+ * are counted and covered by the next tracked one (a fence signals after
+ * all earlier work). */
+#define TRACK_MAX_PENDING 65536u
+#define TRACK_FIRST_RING 64u
+/* Fences kept for reuse per device */
+#define TRACK_POOL 256u
 /* The tracker sleeps at most this long in one host wait. */
 #define TRACK_SLICE_NS (50ull * 1000 * 1000)
 
@@ -32,8 +37,8 @@ struct gpud_queue_track {
    struct util_list link; /* dtrack->queues */
    VkQueue queue;
    struct gpud_status_queue *slot; /* NULL when the page has no free slot */
-   struct track_entry ring[TRACK_MAX_PENDING];
-   unsigned head, count;
+   struct track_entry *ring;
+   unsigned head, count, cap;
    uint64_t submitted, completed;
    uint64_t busy_ns, busy_since_ns;
 };
@@ -74,10 +79,14 @@ collect(struct gpud_device_track *t)
          struct track_entry *e = &q->ring[q->head];
          if (t->disp->GetFenceStatus(t->dev, e->fence) != VK_SUCCESS)
             break;
-         t->disp->ResetFences(t->dev, 1, &e->fence);
-         t->free_fences[t->n_free++] = e->fence;
+         if (t->n_free < t->cap_free) {
+            t->disp->ResetFences(t->dev, 1, &e->fence);
+            t->free_fences[t->n_free++] = e->fence;
+         } else {
+            t->disp->DestroyFence(t->dev, e->fence, NULL);
+         }
          q->completed = e->seq;
-         q->head = (q->head + 1) % TRACK_MAX_PENDING;
+         q->head = (q->head + 1) % q->cap;
          q->count--;
          changed = true;
       }
@@ -113,10 +122,17 @@ tracker_thread(void *data)
       pthread_mutex_unlock(&t->mutex);
       VkResult r = t->disp->WaitForFences(t->dev, n, fences, VK_FALSE, TRACK_SLICE_NS);
       pthread_mutex_lock(&t->mutex);
-      if (r == VK_ERROR_DEVICE_LOST || r < 0)
+      if (r == VK_ERROR_DEVICE_LOST) {
          t->lost = true; /* nothing completes any more: stop watching */
-      else if (r == VK_SUCCESS)
+      } else if (r == VK_SUCCESS) {
          collect(t);
+      } else if (r < 0) {
+         /* out of memory, say: look again a little later */
+         struct timespec ts = {.tv_nsec = 10000000};
+         pthread_mutex_unlock(&t->mutex);
+         nanosleep(&ts, NULL);
+         pthread_mutex_lock(&t->mutex);
+      }
    }
    pthread_mutex_unlock(&t->mutex);
    return NULL;
@@ -133,7 +149,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    t->ctx = ctx;
    t->dev = (VkDevice)(uintptr_t)device->handle;
    t->disp = device->disp;
-   t->free_fences = calloc(TRACK_MAX_PENDING, sizeof(*t->free_fences));
+   t->free_fences = calloc(TRACK_POOL, sizeof(*t->free_fences));
    if (!t->free_fences || !t->disp->WaitForFences || !t->disp->GetFenceStatus ||
        !t->disp->ResetFences || !t->disp->CreateFence || !t->disp->DestroyFence ||
        !t->disp->QueueSubmit) {
@@ -141,7 +157,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
       free(t);
       return NULL;
    }
-   t->cap_free = TRACK_MAX_PENDING;
+   t->cap_free = TRACK_POOL;
    pthread_mutex_init(&t->mutex, NULL);
    pthread_cond_init(&t->cond, NULL);
    util_list_init(&t->queues);
@@ -160,6 +176,12 @@ gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue)
    if (!q)
       return;
    q->queue = (VkQueue)(uintptr_t)queue->handle;
+   q->ring = calloc(TRACK_FIRST_RING, sizeof(*q->ring));
+   if (!q->ring) {
+      free(q);
+      return;
+   }
+   q->cap = TRACK_FIRST_RING;
    for (unsigned i = 0; ctx->status && i < GPUD_STATUS_QUEUES; i++) {
       struct gpud_status_queue *slot = &ctx->status->queues[i];
       if (atomic_load_explicit(&slot->device, memory_order_relaxed))
@@ -184,7 +206,19 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q)
 {
    VkFence fence = VK_NULL_HANDLE;
    pthread_mutex_lock(&t->mutex);
-   if (!t->lost && q->count < TRACK_MAX_PENDING) {
+   if (q->count == q->cap && q->cap < TRACK_MAX_PENDING) {
+      /* a bigger ring, the entries in order from its start */
+      struct track_entry *ring = calloc(q->cap * 2, sizeof(*ring));
+      if (ring) {
+         for (unsigned i = 0; i < q->count; i++)
+            ring[i] = q->ring[(q->head + i) % q->cap];
+         free(q->ring);
+         q->ring = ring;
+         q->head = 0;
+         q->cap *= 2;
+      }
+   }
+   if (!t->lost && q->count < q->cap) {
       if (t->n_free) {
          fence = t->free_fences[--t->n_free];
       } else {
@@ -210,7 +244,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          q->busy_since_ns = util_now_ns();
    }
    if (fence && fence_used) {
-      q->ring[(q->head + q->count) % TRACK_MAX_PENDING] =
+      q->ring[(q->head + q->count) % q->cap] =
          (struct track_entry){.fence = fence, .seq = q->submitted};
       q->count++;
       if (!t->started)
@@ -243,9 +277,10 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    struct gpud_queue_track *q;
    util_list_for_each_safe(q, &t->queues, link) {
       for (unsigned i = 0; i < q->count; i++)
-         t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % TRACK_MAX_PENDING].fence, NULL);
+         t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % q->cap].fence, NULL);
       if (q->slot)
          atomic_store_explicit(&q->slot->device, 0, memory_order_release);
+      free(q->ring);
       free(q);
    }
    for (unsigned i = 0; i < t->n_free; i++)
@@ -267,7 +302,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
 /* Runs a submit with tracking: fence is the application's (a pointer into
  * the args, swapped for gpud's own while the host runs the submit when the
  * application named none). */
-#define TRACKED_SUBMIT(cmd)                                                                 \
+#define TRACKED_SUBMIT(cmd, fence_covers_earlier)                                           \
    void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
    {                                                                                        \
       struct gpud_object *queue =                                                           \
@@ -275,7 +310,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
       struct gpud_queue_track *q = queue ? queue->track : NULL;                             \
       struct gpud_device_track *t = q && queue->device ? queue->device->dtrack : NULL;      \
       VkFence fence = t ? track_begin(t, q) : VK_NULL_HANDLE;                               \
-      bool own = fence && a->fence == VK_NULL_HANDLE;                                       \
+      bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \
       if (own)                                                                              \
          a->fence = fence;                                                                  \
       gpud_gen_exec_##cmd(call, a);                                                         \
@@ -288,6 +323,8 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
          track_end(t, q, fence, a->ret == VK_SUCCESS, used);                               \
    }
 
-TRACKED_SUBMIT(vkQueueSubmit)
-TRACKED_SUBMIT(vkQueueSubmit2)
-TRACKED_SUBMIT(vkQueueBindSparse)
+/* A submit's fence signals once all earlier work on the queue is done; a
+ * sparse bind's covers the bind alone: gpud's own submit follows it. */
+TRACKED_SUBMIT(vkQueueSubmit, true)
+TRACKED_SUBMIT(vkQueueSubmit2, true)
+TRACKED_SUBMIT(vkQueueBindSparse, false)

@@ -455,6 +455,8 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
    snprintf(f->name, sizeof(f->name), "%s", client->name);
    f->worker_pid = worker_pid;
    snprintf(f->reason, sizeof(f->reason), "%s", reason);
+   gpud_control_clean_text(f->reason);
+   gpud_control_clean_text(f->name);
    gpud_bus_client_faulted(server, client->id, f->reason);
    if (!crash || !server->cfg.limits.crash_limit)
       return;

@@ -252,6 +252,9 @@ void gpud_kill_worker(struct gpud_worker *worker, const char *why);
 
 /* gpud_control.c: gpudctl's requests; negative when the connection ends. */
 int gpud_control_handle(struct gpud_client *control, const void *data, size_t size);
+/* Text a worker (or a client) wrote made fit to show: control characters
+ * and bytes that are not UTF-8 become '?', a character cut short goes. */
+void gpud_control_clean_text(char *text);
 /* The daemon as viewer (a control connection, or a D-Bus caller made into
  * one: uid, pid, admin) may see it; freed with gpud_control_status_free. */
 struct gpud_status_view;

@@ -57,7 +57,7 @@ wait_sliced(struct gpud_waiter *w)
 {
    for (;;) {
       if (atomic_load(&w->cancel) || atomic_load(&w->ctx->closing) ||
-          gpud_inject_lost(w->ctx))
+          (w->device && atomic_load(&w->device->lost)))
          return VK_ERROR_DEVICE_LOST;
       uint64_t now = util_now_ns();
       uint64_t left = w->deadline_ns > now ? w->deadline_ns - now : 0;
@@ -174,7 +174,7 @@ waiter_thread(void *data)
       break;
    }
    if (r == VK_SUCCESS && (w->kind == WAIT_QUEUE_IDLE || w->kind == WAIT_DEVICE_IDLE) &&
-       gpud_inject_lost(w->ctx))
+       w->device && atomic_load(&w->device->lost))
       r = VK_ERROR_DEVICE_LOST;
    if (r == VK_SUCCESS && w->kind != WAIT_QUERY)
       r = delay_completion(w);
