@@ -59,6 +59,10 @@ sleep 0.3
 echo
 echo "== gpudctl status while it runs"
 build/daemon/gpudctl --socket "$sock" status
+echo
+echo "== gpudctl queues and memory: its submissions, busy time and memory per heap"
+build/daemon/gpudctl --socket "$sock" queues
+build/daemon/gpudctl --socket "$sock" memory
 wait "$compute"
 grep -v READY "$run/compute.out"
 
