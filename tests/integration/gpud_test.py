@@ -2757,8 +2757,10 @@ HOSTILE_CASES = {
                            r'extension of this command'),
 }
 
+# "<N>", the time (when not on the journal), then the client
 LOG_CLIENT_LINE = re.compile(
-    r'^(?:<\d>)?client (\d+) \(pid (\d+), (.*?)\): (.*)$')
+    r'^(?:<\d>)?(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} )?'
+    r'client (\d+) \(pid (\d+), (.*?)\): (.*)$')
 
 
 def hostile_log_lines(fx):
