@@ -26,6 +26,7 @@
 #include <event2/event.h>
 #include <systemd/sd-bus.h>
 
+#include "gpud_bus_open.h"
 #include "util_log.h"
 #include "util_time.h"
 
@@ -605,21 +606,8 @@ gpud_bus_start(struct gpud_server *server)
    if (!b)
       return;
    b->server = server;
-   int r;
    const char *step = "connect";
-   if (!strcmp(want, "system")) {
-      r = sd_bus_open_system(&b->bus);
-   } else if (!strcmp(want, "session")) {
-      r = sd_bus_open_user(&b->bus);
-   } else {
-      r = sd_bus_new(&b->bus);
-      if (r >= 0)
-         r = sd_bus_set_address(b->bus, want);
-      if (r >= 0)
-         r = sd_bus_set_bus_client(b->bus, 1);
-      if (r >= 0)
-         r = sd_bus_start(b->bus);
-   }
+   int r = gpud_bus_open(want, &b->bus);
    b->socket = socket_path_of(server);
    b->name = b->socket ? bus_name_for(b->socket) : NULL;
    if (r >= 0 && !b->name)

@@ -15,6 +15,8 @@
 
 #include <systemd/sd-bus.h>
 
+#include "gpud_bus_open.h"
+
 #define BUS_INTERFACE "org.gpud.Daemon1"
 #define BUS_PATH "/org/gpud/Daemon1"
 
@@ -453,20 +455,7 @@ struct gpudctl_daemon **
 gpudctl_bus_daemons(const char *which)
 {
    sd_bus *bus = NULL;
-   int r;
-   if (!strcmp(which, "system")) {
-      r = sd_bus_open_system(&bus);
-   } else if (!strcmp(which, "session")) {
-      r = sd_bus_open_user(&bus);
-   } else {
-      r = sd_bus_new(&bus);
-      if (r >= 0)
-         r = sd_bus_set_address(bus, which);
-      if (r >= 0)
-         r = sd_bus_set_bus_client(bus, 1);
-      if (r >= 0)
-         r = sd_bus_start(bus);
-   }
+   int r = gpud_bus_open(which, &bus);
    if (r < 0) {
       fprintf(stderr, "gpudctl: cannot connect to the %s bus: %s\n", which, strerror(-r));
       sd_bus_unref(bus);

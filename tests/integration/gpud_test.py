@@ -1833,14 +1833,12 @@ def check_units(fx):
         text = re.sub(r'^ExecStart=\S+', 'ExecStart=' + fx.args.gpud, text, flags=re.M)
         with open(os.path.join(units, name), 'w') as f:
             f.write(text)
+    # the templates as an instance, as systemd loads them
+    for template in ('gpud@.service', 'gpud@.socket'):
+        shutil.copy(os.path.join(units, template),
+                    os.path.join(units, template.replace('@', '@card0')))
     for names in (['gpud.service', 'gpud.socket'], ['gpud@card0.service', 'gpud@card0.socket']):
-        cmd = [analyze, 'verify', '--man=no'] + [os.path.join(units, n.replace('card0', ''))
-                                                 if '@' not in n else
-                                                 os.path.join(units, n) for n in names]
-        if '@' in names[0]:
-            # an instance of the templates
-            for n in names:
-                shutil.copy(os.path.join(units, n.replace('card0', '')), os.path.join(units, n))
+        cmd = [analyze, 'verify', '--man=no'] + [os.path.join(units, n) for n in names]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
                            cwd=units)
         out = p.stdout.decode(errors='replace').strip()
