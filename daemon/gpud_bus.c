@@ -476,6 +476,12 @@ get_property(sd_bus *bus, const char *path, const char *interface, const char *p
    struct gpud_server *server = b->server;
    if (!strcmp(property, "Device"))
       return sd_bus_message_append(reply, "s", server->device_name);
+   if (!strcmp(property, "DeviceUuid"))
+      return sd_bus_message_append(reply, "s", server->device_uuid);
+   if (!strcmp(property, "PciAddress"))
+      return sd_bus_message_append(reply, "s", server->device_pci);
+   if (!strcmp(property, "RenderNode"))
+      return sd_bus_message_append(reply, "s", server->render_node);
    if (!strcmp(property, "HostDriver"))
       return sd_bus_message_append(reply, "s", server->host_driver ? server->host_driver : "");
    if (!strcmp(property, "Version"))
@@ -516,6 +522,9 @@ get_property(sd_bus *bus, const char *path, const char *interface, const char *p
 static const sd_bus_vtable daemon_vtable[] = {
    SD_BUS_VTABLE_START(0),
    SD_BUS_PROPERTY("Device", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("DeviceUuid", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("PciAddress", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+   SD_BUS_PROPERTY("RenderNode", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
    SD_BUS_PROPERTY("HostDriver", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
    SD_BUS_PROPERTY("Version", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
    SD_BUS_PROPERTY("Socket", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),

@@ -298,6 +298,9 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    gpud__status_reply__init(reply);
    reply->device_name = server->device_name;
    reply->host_driver = server->host_driver;
+   reply->device_uuid = server->device_uuid;
+   reply->device_pci = server->device_pci;
+   reply->render_node = server->render_node;
    reply->daemon_pid = (uint32_t)getpid();
    reply->isolation =
       (char *)(server->cfg.isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");

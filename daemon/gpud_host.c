@@ -271,8 +271,115 @@ probe_import(struct gpud_host *host, struct gpud_host_dispatch *d, VkPhysicalDev
       destroy(dev, NULL);
 }
 
+/* ---- the host's devices ----------------------------------------------------- */
+
+static bool
+has_device_extension(const struct gpud_host_dispatch *d, VkPhysicalDevice pdev, const char *name)
+{
+   uint32_t n = 0;
+   if (d->EnumerateDeviceExtensionProperties(pdev, NULL, &n, NULL) < 0 || !n)
+      return false;
+   VkExtensionProperties *exts = calloc(n, sizeof(*exts));
+   bool found = false;
+   if (exts && d->EnumerateDeviceExtensionProperties(pdev, NULL, &n, exts) >= 0) {
+      for (uint32_t i = 0; i < n && !found; i++)
+         found = !strcmp(exts[i].extensionName, name);
+   }
+   free(exts);
+   return found;
+}
+
+/* What the selection needs to know of a device: name, UUID, and where the
+ * host driver tells them, its PCI address and DRM device numbers. */
+static void
+describe_device(const struct gpud_host_dispatch *d, VkPhysicalDevice pdev,
+                struct gpud_device_info *info)
+{
+   VkPhysicalDeviceDrmPropertiesEXT drm = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRM_PROPERTIES_EXT,
+   };
+   VkPhysicalDevicePCIBusInfoPropertiesEXT pci = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT,
+   };
+   VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+   VkPhysicalDeviceProperties2 p2 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+      .pNext = &id,
+   };
+   bool has_pci = has_device_extension(d, pdev, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
+   bool has_drm = has_device_extension(d, pdev, VK_EXT_PHYSICAL_DEVICE_DRM_EXTENSION_NAME);
+   if (has_pci) {
+      pci.pNext = p2.pNext;
+      p2.pNext = &pci;
+   }
+   if (has_drm) {
+      drm.pNext = p2.pNext;
+      p2.pNext = &drm;
+   }
+   d->GetPhysicalDeviceProperties2(pdev, &p2);
+   memset(info, 0, sizeof(*info));
+   snprintf(info->name, sizeof(info->name), "%s", p2.properties.deviceName);
+   info->type = p2.properties.deviceType;
+   info->vendor_id = p2.properties.vendorID;
+   info->device_id = p2.properties.deviceID;
+   memcpy(info->uuid, id.deviceUUID, VK_UUID_SIZE);
+   if (has_pci) {
+      info->has_pci = true;
+      info->pci = (struct gpud_pci_address){
+         .domain = pci.pciDomain,
+         .bus = (uint8_t)pci.pciBus,
+         .device = (uint8_t)pci.pciDevice,
+         .function = (uint8_t)pci.pciFunction,
+      };
+   }
+   if (has_drm && drm.hasRender) {
+      info->has_render = true;
+      info->render_major = (uint32_t)drm.renderMajor;
+      info->render_minor = (uint32_t)drm.renderMinor;
+   }
+}
+
+/* The instance's devices and their descriptions (both malloc'ed). */
+static uint32_t
+enumerate_devices(const struct gpud_host_dispatch *d, VkInstance instance,
+                  VkPhysicalDevice **pdevs_out, struct gpud_device_info **infos_out)
+{
+   *pdevs_out = NULL;
+   *infos_out = NULL;
+   uint32_t n = 0;
+   if (d->EnumeratePhysicalDevices(instance, &n, NULL) < 0 || !n)
+      return 0;
+   n = UTIL_MIN(n, 64u);
+   VkPhysicalDevice *pdevs = calloc(n, sizeof(*pdevs));
+   struct gpud_device_info *infos = calloc(n, sizeof(*infos));
+   if (!pdevs || !infos || d->EnumeratePhysicalDevices(instance, &n, pdevs) < 0) {
+      free(pdevs);
+      free(infos);
+      return 0;
+   }
+   for (uint32_t i = 0; i < n; i++)
+      describe_device(d, pdevs[i], &infos[i]);
+   *pdevs_out = pdevs;
+   *infos_out = infos;
+   return n;
+}
+
+/* The render nodes, or none with a warning: a device is still found by
+ * anything but its render node. */
+static size_t
+find_render_nodes(const char *sysfs_root, struct gpud_render_node **nodes)
+{
+   size_t n = 0;
+   int r = gpud_render_nodes(sysfs_root, nodes, &n);
+   if (r < 0)
+      util_warn("cannot list render nodes%s%s: %s", sysfs_root ? " in " : "",
+                sysfs_root ? sysfs_root : "", strerror(-r));
+   return n;
+}
+
 int
-gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_match)
+gpud_host_load(struct gpud_host *host, const char *manifest, const struct gpud_selector *sel,
+               const char *sysfs_root)
 {
    memset(host, 0, sizeof(*host));
    host->manifest = strdup(manifest);
@@ -303,44 +410,46 @@ gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_
    struct gpud_host_dispatch d = {.GetInstanceProcAddr = host->get_instance_proc_addr};
    gpud_host_dispatch_load_instance(&d, instance);
 
-   uint32_t n = 0;
-   d.EnumeratePhysicalDevices(instance, &n, NULL);
-   VkPhysicalDevice *pdevs = calloc(n ? n : 1, sizeof(*pdevs));
-   if (pdevs)
-      d.EnumeratePhysicalDevices(instance, &n, pdevs);
-   r = -ENODEV;
-   for (uint32_t i = 0; pdevs && i < n; i++) {
-      VkPhysicalDeviceIDProperties id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
-      VkPhysicalDeviceProperties2 p2 = {
-         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-         .pNext = &id,
-      };
-      d.GetPhysicalDeviceProperties2(pdevs[i], &p2);
-      if (device_match && !strstr(p2.properties.deviceName, device_match))
-         continue;
-      memcpy(host->device_uuid, id.deviceUUID, VK_UUID_SIZE);
-      snprintf(host->device_name, sizeof(host->device_name), "%s", p2.properties.deviceName);
-      host->device_type = p2.properties.deviceType;
+   VkPhysicalDevice *pdevs;
+   struct gpud_device_info *infos;
+   uint32_t n = enumerate_devices(&d, instance, &pdevs, &infos);
+   struct gpud_render_node *nodes = NULL;
+   size_t n_nodes = find_render_nodes(sysfs_root, &nodes);
+   unsigned matches = 0;
+   char why[512];
+   int i = gpud_select_device(sel, infos, n, nodes, n_nodes, &matches, why, sizeof(why));
+   if (i >= 0) {
+      const struct gpud_device_info *info = &infos[i];
+      memcpy(host->device_uuid, info->uuid, VK_UUID_SIZE);
+      snprintf(host->device_name, sizeof(host->device_name), "%s", info->name);
+      host->device_type = info->type;
+      host->has_pci = info->has_pci;
+      host->pci = info->pci;
+      const struct gpud_render_node *node = gpud_device_render_node(info, nodes, n_nodes);
+      if (node)
+         snprintf(host->render_node, sizeof(host->render_node), "%s", node->name);
       d.GetPhysicalDeviceMemoryProperties(pdevs[i], &host->memory);
       probe_import(host, &d, pdevs[i]);
-      r = 0;
-      break;
+      if (matches > 1) {
+         char uuid[GPUD_UUID_TEXT];
+         gpud_uuid_format(info->uuid, uuid);
+         util_notice("%u devices' names contain '%s': serving the first, uuid:%s (name "
+                     "one by uuid:, pci: or index: to be sure)", matches, sel->name, uuid);
+      }
    }
+   free(nodes);
+   free(infos);
    free(pdevs);
    /* The probe's instance stays: drivers set themselves up with a process's
     * first instance and tear down with its last, so a worker waiting for a
     * client keeps theirs set up (NVIDIA's takes tens of milliseconds). */
-   if (r < 0) {
+   if (i < 0) {
       d.DestroyInstance(instance, NULL);
-   } else {
-      host->warm_instance = instance;
-      host->warm_destroy = d.DestroyInstance;
+      util_err("host driver %s: %s (gpud --list-devices shows what there is)", manifest, why);
+      return -ENODEV;
    }
-   if (r < 0) {
-      util_err("host driver %s: no device%s%s", manifest, device_match ? " matching " : "",
-               device_match ? device_match : "");
-      return r;
-   }
+   host->warm_instance = instance;
+   host->warm_destroy = d.DestroyInstance;
    if (!host->has_external_memory_host)
       util_warn("host driver lacks VK_EXT_external_memory_host: no memory is host-visible "
                 "to clients");
@@ -360,55 +469,58 @@ gpud_host_finish(struct gpud_host *host)
 
 /* ---- choosing a host driver ------------------------------------------- */
 
-static bool
-manifest_has_gpu(const char *manifest)
+/* A driver's devices, seen through an instance of its own that is gone
+ * again; 0 when it cannot be loaded. */
+static uint32_t
+probe_devices(const char *manifest, struct gpud_device_info **infos)
 {
+   *infos = NULL;
    struct gpud_host probe = {0};
-   if (open_library(&probe, manifest) < 0) {
-      gpud_host_finish(&probe);
-      return false;
-   }
-   bool gpu = false;
+   uint32_t n = 0;
    VkInstance instance;
-   if (create_probe_instance(&probe, &instance) == VK_SUCCESS) {
+   if (open_library(&probe, manifest) == 0 &&
+       create_probe_instance(&probe, &instance) == VK_SUCCESS) {
       struct gpud_host_dispatch d = {.GetInstanceProcAddr = probe.get_instance_proc_addr};
       gpud_host_dispatch_load_instance(&d, instance);
-      uint32_t n = 0;
-      d.EnumeratePhysicalDevices(instance, &n, NULL);
-      VkPhysicalDevice pdevs[16];
-      n = UTIL_MIN(n, 16u);
-      if (n && d.EnumeratePhysicalDevices(instance, &n, pdevs) >= 0) {
-         for (uint32_t i = 0; i < n; i++) {
-            VkPhysicalDeviceProperties p;
-            d.GetPhysicalDeviceProperties(pdevs[i], &p);
-            gpu |= p.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
-         }
-      }
+      VkPhysicalDevice *pdevs;
+      n = enumerate_devices(&d, instance, &pdevs, infos);
+      free(pdevs);
       d.DestroyInstance(instance, NULL);
    }
    gpud_host_finish(&probe);
-   return gpu;
+   return n;
 }
 
-char *
-gpud_host_default_manifest(void)
+static int
+compare_paths(const void *a, const void *b)
+{
+   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The ICD manifests a daemon could serve, in the loader's folders (never
+ * gpud's own); lavapipe only with_software. */
+static char **
+manifest_paths(bool with_software, size_t *count)
 {
    static const char *const dirs[] = {
       "/etc/vulkan/icd.d",
       "/usr/local/share/vulkan/icd.d",
       "/usr/share/vulkan/icd.d",
    };
+   char **paths = NULL;
+   size_t n = 0;
    for (size_t i = 0; i < UTIL_ARRAY_SIZE(dirs); i++) {
       DIR *d = opendir(dirs[i]);
       if (!d)
          continue;
+      size_t first = n;
       struct dirent *de;
       while ((de = readdir(d))) {
          size_t len = strlen(de->d_name);
-         if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+         if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 ||
+             strstr(de->d_name, "gpud"))
             continue;
-         /* software drivers and gpud itself are never "the GPU's driver" */
-         if (strstr(de->d_name, "lvp_") || strstr(de->d_name, "gpud"))
+         if (!with_software && strstr(de->d_name, "lvp_"))
             continue;
          char *path = NULL;
          if (asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0)
@@ -416,13 +528,133 @@ gpud_host_default_manifest(void)
          char *lib = manifest_library(path);
          bool skip = !lib || is_gpud_library(lib);
          free(lib);
-         if (!skip && manifest_has_gpu(path)) {
-            closedir(d);
-            return path;
+         char **grown = skip ? NULL : realloc(paths, (n + 2) * sizeof(*paths));
+         if (!grown) {
+            free(path);
+            continue;
          }
-         free(path);
+         paths = grown;
+         paths[n++] = path;
+         paths[n] = NULL;
       }
       closedir(d);
+      if (n > first + 1)
+         qsort(paths + first, n - first, sizeof(*paths), compare_paths);
    }
-   return strdup(GPUD_LAVAPIPE_MANIFEST);
+   *count = n;
+   return paths;
+}
+
+static void
+free_paths(char **paths, size_t n)
+{
+   for (size_t i = 0; i < n; i++)
+      free(paths[i]);
+   free(paths);
+}
+
+/* Whether the driver serves what sel asks for: with no selector, a device
+ * other than a CPU (a software driver is never "the GPU's driver"). */
+static bool
+manifest_serves(const char *manifest, const struct gpud_selector *sel, const char *sysfs_root)
+{
+   struct gpud_device_info *infos;
+   uint32_t n = probe_devices(manifest, &infos);
+   bool serves = false;
+   if (sel->by == GPUD_SELECT_FIRST) {
+      for (uint32_t i = 0; i < n; i++)
+         serves |= infos[i].type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+   } else if (n) {
+      struct gpud_render_node *nodes = NULL;
+      size_t n_nodes = sel->by == GPUD_SELECT_RENDER ? find_render_nodes(sysfs_root, &nodes) : 0;
+      serves = gpud_select_device(sel, infos, n, nodes, n_nodes, NULL, NULL, 0) >= 0;
+      free(nodes);
+   }
+   free(infos);
+   return serves;
+}
+
+char *
+gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root)
+{
+   size_t n;
+   char **paths = manifest_paths(false, &n);
+   char *chosen = NULL;
+   for (size_t i = 0; i < n && !chosen; i++) {
+      if (manifest_serves(paths[i], sel, sysfs_root)) {
+         chosen = paths[i];
+         paths[i] = NULL;
+      }
+   }
+   free_paths(paths, n);
+   return chosen ? chosen : strdup(GPUD_LAVAPIPE_MANIFEST);
+}
+
+static const char *
+type_name(VkPhysicalDeviceType type)
+{
+   switch (type) {
+   case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+   case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+   case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+   case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+   default: return "other";
+   }
+}
+
+int
+gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
+{
+   size_t n_paths = 0;
+   char **paths = NULL;
+   if (manifest) {
+      paths = calloc(2, sizeof(*paths));
+      if (!paths || !(paths[0] = strdup(manifest))) {
+         free(paths);
+         return -ENOMEM;
+      }
+      n_paths = 1;
+   } else {
+      paths = manifest_paths(true, &n_paths);
+   }
+   struct gpud_render_node *nodes = NULL;
+   size_t n_nodes = find_render_nodes(sysfs_root, &nodes);
+   bool *served = calloc(n_nodes ? n_nodes : 1, sizeof(*served));
+   unsigned total = 0;
+   for (size_t p = 0; p < n_paths; p++) {
+      struct gpud_device_info *infos;
+      uint32_t n = probe_devices(paths[p], &infos);
+      fprintf(f, "%s%s\n", paths[p], n ? ":" : ": no device here");
+      for (uint32_t i = 0; i < n; i++) {
+         const struct gpud_device_info *info = &infos[i];
+         char uuid[GPUD_UUID_TEXT], pci[GPUD_PCI_TEXT] = "-";
+         gpud_uuid_format(info->uuid, uuid);
+         if (info->has_pci)
+            gpud_pci_format(&info->pci, pci);
+         const struct gpud_render_node *node = gpud_device_render_node(info, nodes, n_nodes);
+         if (node && served)
+            served[node - nodes] = true;
+         fprintf(f, "  index:%u  %s (%s, %04x:%04x)\n", i, info->name, type_name(info->type),
+                 info->vendor_id, info->device_id);
+         fprintf(f, "           uuid:%s  pci:%s  render:%s\n", uuid, pci,
+                 node ? node->name : "-");
+      }
+      total += n;
+      free(infos);
+   }
+   fprintf(f, "render nodes (%s%s):%s\n", sysfs_root ? "sysfs tree " : "libdrm",
+           sysfs_root ? sysfs_root : "", n_nodes ? "" : " none");
+   for (size_t i = 0; i < n_nodes; i++) {
+      char pci[GPUD_PCI_TEXT] = "-";
+      if (nodes[i].has_pci)
+         gpud_pci_format(&nodes[i].pci, pci);
+      fprintf(f, "  %s  %u:%u  pci:%s  %04x:%04x  %s%s\n", nodes[i].name, nodes[i].major,
+              nodes[i].minor, pci, nodes[i].vendor_id, nodes[i].device_id,
+              nodes[i].driver[0] ? nodes[i].driver : "?",
+              served && served[i] ? "" : "  (no listed driver's device)");
+   }
+   free(served);
+   free(nodes);
+   free_paths(paths, n_paths);
+   return total ? 0 : -ENODEV;
 }

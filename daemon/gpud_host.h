@@ -11,8 +11,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <vulkan/vulkan_core.h>
+
+#include "gpud_select.h"
 
 enum gpud_validate_mode {
    GPUD_VALIDATE_OFF,
@@ -33,6 +36,9 @@ struct gpud_host {
    VkDeviceSize import_alignment;
    uint32_t importable_types; /* memory types a memfd can be imported into */
    VkPhysicalDeviceType device_type;
+   bool has_pci;
+   struct gpud_pci_address pci;
+   char render_node[32]; /* "" when it is none (or none was found) */
    /* Validation: the host driver is reached through the Vulkan loader with
     * the Khronos validation layer (see gpud_validate.c). */
    enum gpud_validate_mode validate;
@@ -41,10 +47,17 @@ struct gpud_host {
    PFN_vkDestroyInstance warm_destroy;
 };
 
-int gpud_host_load(struct gpud_host *host, const char *manifest, const char *device_match);
+/* Loads the driver and finds the device sel names (render nodes from libdrm,
+ * or from the sysfs tree sysfs_root). */
+int gpud_host_load(struct gpud_host *host, const char *manifest, const struct gpud_selector *sel,
+                   const char *sysfs_root);
 /* Reaches the host driver through the loader and the validation layer. */
 int gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode);
 void gpud_host_finish(struct gpud_host *host);
-/* Picks a host driver manifest when none was named: a GPU driver if one
- * enumerates a GPU, else the embedded default (lavapipe). */
-char *gpud_host_default_manifest(void);
+/* Picks a host driver manifest when none was named: the first GPU driver
+ * with a GPU (with a selector: with the device it names), else the embedded
+ * default (lavapipe). */
+char *gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root);
+/* gpud --list-devices: every driver's devices (or manifest's) with the
+ * selectors that name them, and the render nodes.  -ENODEV: none. */
+int gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root);

@@ -23,6 +23,7 @@
 #define SD_JOURNAL_SUPPRESS_LOCATION /* the sink is no place worth naming */
 #include <systemd/sd-journal.h>
 
+#include "gpud_host.h"
 #include "gpud_limits.h"
 #include "gpud_server.h"
 #include "gpud_worker.h"
@@ -41,7 +42,15 @@ usage(FILE *f)
            "                           $XDG_RUNTIME_DIR/gpud/gpud.sock otherwise)\n"
            "  -d, --host-driver FILE   host Vulkan driver's ICD manifest (default: the GPU's\n"
            "                           driver, else lavapipe: %s)\n"
-           "  -D, --device NAME        serve the host device whose name contains NAME\n"
+           "  -D, --device SELECTOR    the host device to serve: index:N, uuid:UUID,\n"
+           "                           pci:[DOMAIN:]BUS:DEV.FN, render:renderDN (also\n"
+           "                           renderDN, /dev/dri/renderDN) or name:TEXT (the\n"
+           "                           first whose name contains TEXT; also TEXT alone);\n"
+           "                           default: the host driver's first device\n"
+           "      --list-devices       list every host driver's devices with their\n"
+           "                           selectors, and the render nodes, then exit\n"
+           "      --sysfs DIR          find render nodes in DIR/class/drm, a tree laid out\n"
+           "                           like /sys, instead of through libdrm (testing)\n"
            "  -c, --config FILE        read settings from FILE and FILE.d/*.conf (default:\n"
            "                           %s and its .d/; the command line wins)\n"
            "      --isolation=MODE     process (default): a worker process per client;\n"
@@ -174,6 +183,8 @@ enum {
    OPT_SPARE_WORKERS,
    OPT_NO_SANDBOX,
    OPT_WORKER,
+   OPT_SYSFS,
+   OPT_LIST_DEVICES,
    OPT_LIMIT, /* OPT_LIMIT + i: limit_options[i] */
 };
 
@@ -320,6 +331,9 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
    } else if (!strcmp(name, "host-driver")) {
       cfg->manifest = kept;
    } else if (!strcmp(name, "device")) {
+      if (gpud_selector_parse(kept, &cfg->device_sel, NULL, 0) < 0)
+         return "a device selector (index:N, uuid:HEX, pci:[DOMAIN:]BUS:DEV.FN, "
+                "render:renderDN or name:TEXT)";
       cfg->device = kept;
    } else if (!strcmp(name, "user")) {
       cfg->user = kept;
@@ -477,6 +491,8 @@ static const struct option fixed_options[] = {
    {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
    {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
    {"worker", required_argument, NULL, OPT_WORKER},
+   {"sysfs", required_argument, NULL, OPT_SYSFS},
+   {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
    {"log-level", required_argument, NULL, 'l'},
    {"help", no_argument, NULL, 'h'},
    {"version", no_argument, NULL, 'V'},
@@ -579,6 +595,12 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
             return BUILD_USAGE;
          }
          *worker_parent = (pid_t)v;
+         continue;
+      case OPT_SYSFS:
+         cfg->sysfs_root = optarg;
+         continue;
+      case OPT_LIST_DEVICES:
+         cfg->list_devices = true;
          continue;
       case 'h':
          usage(stdout);
@@ -742,12 +764,19 @@ main(int argc, char **argv)
    signal(SIGPIPE, SIG_IGN);
    log_setup(worker_parent != 0);
 
+   if (cfg.list_devices) {
+      int r = gpud_host_list_devices(stdout, cfg.manifest, cfg.sysfs_root);
+      gpud_config_finish(&cfg);
+      return r < 0 ? 1 : 0;
+   }
+
    if (worker_parent) {
       const struct gpud_worker_options opt = {
          .control_fd = 3,
          .parent = worker_parent,
          .manifest = cfg.manifest,
-         .device = cfg.device,
+         .device = &cfg.device_sel,
+         .sysfs_root = cfg.sysfs_root,
          .validate = cfg.validate,
          .sandbox = cfg.sandbox,
       };

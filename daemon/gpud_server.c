@@ -10,6 +10,7 @@
  * GPUD_MAX_SERVER_QUEUE is dropped.
  */
 #include "gpud_server.h"
+#include "gpud_worker.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -809,8 +810,20 @@ worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
       server->host_driver = server->manifest;
    }
    if (!server->have_device) {
+      if (ready->device_uuid.len != VK_UUID_SIZE) {
+         gpud_kill_worker(worker, "it named no device");
+         worker->failed_start = true;
+         return;
+      }
+      server->device_pin.by = GPUD_SELECT_UUID;
+      memcpy(server->device_pin.uuid, ready->device_uuid.data, VK_UUID_SIZE);
+      gpud_uuid_format(server->device_pin.uuid, server->device_uuid);
       snprintf(server->device_name, sizeof(server->device_name), "%s",
                ready->device_name ? ready->device_name : "?");
+      snprintf(server->device_pci, sizeof(server->device_pci), "%s",
+               ready->pci_address ? ready->pci_address : "");
+      snprintf(server->render_node, sizeof(server->render_node), "%s",
+               ready->render_node ? ready->render_node : "");
       server->n_heaps = 0;
       server->total_heap = 0;
       for (size_t i = 0; i < ready->n_heap_sizes && i < VK_MAX_MEMORY_HEAPS; i++) {
@@ -1082,8 +1095,11 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
          else
             util_err("a worker failed to start");
          if (!server->have_device) {
-            util_err("no worker could load the host driver: giving up");
-            server->exit_status = 1;
+            bool no_device = reaped && WIFEXITED(wstatus) &&
+                             WEXITSTATUS(wstatus) == GPUD_EXIT_NO_DEVICE;
+            util_err("%s: giving up", no_device ? "the host driver has no such device"
+                                                : "no worker could load the host driver");
+            server->exit_status = no_device ? GPUD_EXIT_NO_DEVICE : 1;
             event_base_loopbreak(server->base);
          } else {
             timer_in(server->spawn_timer, SPAWN_BACKOFF_MS);
@@ -1443,11 +1459,16 @@ open_socket(struct gpud_server *server)
 static int
 load_host(struct gpud_server *server)
 {
-   if (gpud_host_load(&server->host, server->manifest, server->cfg.device) < 0)
+   if (gpud_host_load(&server->host, server->manifest, &server->cfg.device_sel,
+                      server->cfg.sysfs_root) < 0)
       return -ENODEV;
    if (gpud_host_enable_validation(&server->host, server->cfg.validate) < 0)
       return -ENOENT;
    snprintf(server->device_name, sizeof(server->device_name), "%s", server->host.device_name);
+   gpud_uuid_format(server->host.device_uuid, server->device_uuid);
+   if (server->host.has_pci)
+      gpud_pci_format(&server->host.pci, server->device_pci);
+   snprintf(server->render_node, sizeof(server->render_node), "%s", server->host.render_node);
    const VkPhysicalDeviceMemoryProperties *mem = &server->host.memory;
    for (uint32_t i = 0; i < mem->memoryHeapCount; i++) {
       server->heap_size[i] = mem->memoryHeaps[i].size;
@@ -1543,12 +1564,16 @@ gpud_server_run(const struct gpud_config *cfg)
    if (cfg->manifest)
       server->manifest = strdup(cfg->manifest);
    else if (cfg->isolation == GPUD_ISOLATION_THREAD)
-      server->manifest = gpud_host_default_manifest();
+      server->manifest = gpud_host_default_manifest(&cfg->device_sel, cfg->sysfs_root);
    if ((cfg->manifest || cfg->isolation == GPUD_ISOLATION_THREAD) && !server->manifest)
       goto out;
    server->host_driver = server->manifest;
-   if (cfg->isolation == GPUD_ISOLATION_THREAD && load_host(server) < 0)
+   int loaded = 0;
+   if (cfg->isolation == GPUD_ISOLATION_THREAD && (loaded = load_host(server)) < 0) {
+      if (loaded == -ENODEV)
+         status = GPUD_EXIT_NO_DEVICE;
       goto out;
+   }
 
    if (closer_start(server) < 0) {
       util_err("cannot start a thread");
@@ -1587,7 +1612,9 @@ gpud_server_run(const struct gpud_config *cfg)
     * is. */
    event_add(server->accept_ev, NULL);
    if (wait_for_device(server) < 0) {
-      if (!server->stopping)
+      /* stopped before the device was known: a clean stop all the same */
+      status = server->stopping ? 0 : server->exit_status ? server->exit_status : 1;
+      if (!server->stopping && status != GPUD_EXIT_NO_DEVICE)
          util_err("cannot serve: no worker could start");
       goto out;
    }

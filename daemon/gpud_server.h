@@ -34,7 +34,10 @@ enum gpud_isolation {
 struct gpud_config {
    const char *socket_path; /* NULL: systemd's socket or the default */
    const char *manifest;    /* host driver; NULL: pick one */
-   const char *device;      /* served device's name contains this */
+   const char *device;      /* the served device's selector, as written */
+   struct gpud_selector device_sel; /* ... parsed */
+   const char *sysfs_root;  /* render nodes from this sysfs tree, not libdrm */
+   bool list_devices;       /* --list-devices */
    enum gpud_validate_mode validate;
    enum gpud_isolation isolation;
    bool sandbox;
@@ -197,6 +200,12 @@ struct gpud_server {
    /* the served device, from the first ready worker (or the host) */
    bool have_device;
    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+   char device_uuid[GPUD_UUID_TEXT];
+   char device_pci[GPUD_PCI_TEXT];
+   char render_node[32];
+   /* every worker after the first serves the first one's device by its
+    * UUID: a render node or index renumbered meanwhile changes nothing */
+   struct gpud_selector device_pin;
    char *host_driver;
    uint32_t n_heaps;
    uint64_t heap_size[VK_MAX_MEMORY_HEAPS];

@@ -102,7 +102,7 @@ free_environ(struct gpud_server *server, char **env)
 static int
 spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_fd)
 {
-   char parent[32], level[16];
+   char parent[32], level[16], device[128];
    snprintf(parent, sizeof(parent), "--worker=%d", (int)getpid());
    snprintf(level, sizeof(level), "--log-level=%d", (int)util_log_get_max_level());
    const char *argv[16];
@@ -113,9 +113,18 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
       argv[n++] = "--host-driver";
       argv[n++] = server->manifest;
    }
-   if (server->cfg.device) {
+   /* the first worker finds the device; the others serve the one it found */
+   const struct gpud_selector *sel =
+      server->have_device && server->device_pin.by == GPUD_SELECT_UUID ? &server->device_pin
+                                                                       : &server->cfg.device_sel;
+   gpud_selector_format(sel, device, sizeof(device));
+   if (device[0]) {
       argv[n++] = "--device";
-      argv[n++] = server->cfg.device;
+      argv[n++] = device;
+   }
+   if (server->cfg.sysfs_root) {
+      argv[n++] = "--sysfs";
+      argv[n++] = server->cfg.sysfs_root;
    }
    argv[n++] = validate_name(server->cfg.validate);
    argv[n++] = level;

@@ -151,6 +151,11 @@ send_ready(struct worker *w)
    ready.device_uuid.data = (uint8_t *)host->device_uuid;
    ready.device_uuid.len = VK_UUID_SIZE;
    ready.host_driver = host->manifest;
+   char pci[GPUD_PCI_TEXT] = "";
+   if (host->has_pci)
+      gpud_pci_format(&host->pci, pci);
+   ready.pci_address = pci;
+   ready.render_node = (char *)host->render_node;
    ready.heap_sizes = sizes;
    ready.n_heap_sizes = n;
    ready.heap_flags = flags;
@@ -309,11 +314,13 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
 
    /* The first worker picks the host driver when the server was not told
     * one (the server never loads a driver to look). */
-   char *manifest = opt->manifest ? strdup(opt->manifest) : gpud_host_default_manifest();
+   char *manifest = opt->manifest ? strdup(opt->manifest)
+                                  : gpud_host_default_manifest(opt->device, opt->sysfs_root);
    static struct gpud_host host;
-   if (!manifest || gpud_host_load(&host, manifest, opt->device) < 0)
-      return 1;
+   int r = manifest ? gpud_host_load(&host, manifest, opt->device, opt->sysfs_root) : -ENOMEM;
    free(manifest);
+   if (r < 0)
+      return r == -ENODEV ? GPUD_EXIT_NO_DEVICE : 1;
    if (gpud_host_enable_validation(&host, opt->validate) < 0)
       return 1;
    if (opt->sandbox && gpud_sandbox_enter() < 0)
@@ -324,7 +331,7 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
    struct gpud_context *ctx = NULL;
    if (send_ready(&w) < 0)
       _exit(1);
-   int r = take_client(&w, &ctx);
+   r = take_client(&w, &ctx);
    if (r < 0)
       _exit(r == -ECONNRESET ? 0 : 1);
    static struct watcher watcher;

@@ -19,10 +19,17 @@ struct gpud_worker_options {
    int control_fd;
    pid_t parent;
    const char *manifest;
-   const char *device;
+   const struct gpud_selector *device;
+   const char *sysfs_root;
    enum gpud_validate_mode validate;
    bool sandbox; /* the system-call filter (off only for debugging) */
 };
+
+/* A worker's (and the daemon's) exit status when the host driver has no
+ * device the selector names, or none at all: EX_UNAVAILABLE, which the units
+ * do not restart for (nothing changes until the configuration or the
+ * hardware does). */
+#define GPUD_EXIT_NO_DEVICE 69
 
 /* Process isolation: the main of `gpud --worker ...`.  Returns the exit
  * status when start-up fails; otherwise exits once its client is gone. */

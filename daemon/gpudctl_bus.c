@@ -357,6 +357,9 @@ bus_status(struct gpudctl_daemon *base, Gpud__StatusReply **ret)
    s->limits = limits;
    int r = 0;
    if (get_string(d, "Device", &s->device_name) < 0 ||
+       get_string(d, "DeviceUuid", &s->device_uuid) < 0 ||
+       get_string(d, "PciAddress", &s->device_pci) < 0 ||
+       get_string(d, "RenderNode", &s->render_node) < 0 ||
        get_string(d, "HostDriver", &s->host_driver) < 0 ||
        get_string(d, "Version", &s->daemon_version) < 0 ||
        get_string(d, "Isolation", &s->isolation) < 0 ||

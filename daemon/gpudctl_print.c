@@ -228,6 +228,16 @@ text_client_heaps(const Gpud__ClientInfo *c)
    }
 }
 
+/* A string, or null when it is empty (a fact the daemon does not know). */
+static void
+json_string_or_null(const char *s)
+{
+   if (s && *s)
+      json_string(s);
+   else
+      printf("null");
+}
+
 void
 gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
 {
@@ -235,6 +245,12 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
       json_head(where);
       printf(", \"device\": ");
       json_string(s->device_name);
+      printf(", \"device_uuid\": ");
+      json_string_or_null(s->device_uuid);
+      printf(", \"device_pci\": ");
+      json_string_or_null(s->device_pci);
+      printf(", \"render_node\": ");
+      json_string_or_null(s->render_node);
       printf(", \"host_driver\": ");
       json_string(s->host_driver);
       printf(", \"daemon_version\": ");
@@ -258,6 +274,10 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
       return;
    }
    printf("device:       %s\n", s->device_name);
+   if (s->device_uuid && *s->device_uuid)
+      printf("device id:    uuid:%s  pci:%s  render:%s\n", s->device_uuid,
+             s->device_pci && *s->device_pci ? s->device_pci : "-",
+             s->render_node && *s->render_node ? s->render_node : "-");
    printf("host driver:  %s\n", s->host_driver);
    printf("daemon:       gpud %s, pid %u (%s isolation), up %.0f s\n", s->daemon_version,
           s->daemon_pid, s->isolation, (double)s->uptime_ms / 1000.0);
