@@ -1858,6 +1858,79 @@ def check_units(fx):
             fail('%s: exposure %s, more than 2.0:\n%s' % (name, m.group(1), out))
 
 
+def unit_allowed_syscalls(analyze, unit_text):
+    """The system calls a unit's SystemCallFilter= lines allow: the first
+    (an allow list) with its groups expanded, less those of each ~ line."""
+    groups = {}
+
+    def expand(name, out):
+        if not name.startswith('@'):
+            out.add(name)
+            return
+        if name not in groups:
+            p = subprocess.run([analyze, 'syscall-filter', name], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=30)
+            if p.returncode != 0:
+                fail('systemd-analyze syscall-filter %s: %s' % (name, p.stderr.decode()))
+            groups[name] = [w for w in (line.strip() for line in
+                                        p.stdout.decode().splitlines()[1:])
+                            if w and not w.startswith('#')]
+        for member in groups[name]:
+            expand(member, out)
+
+    allowed, denied = set(), set()
+    lines = re.findall(r'^SystemCallFilter=(.*)$', unit_text, re.M)
+    if not lines or lines[0].startswith('~'):
+        fail('the unit has no allow-list SystemCallFilter=')
+    for line in lines:
+        deny = line.startswith('~')
+        for word in line.lstrip('~').split():
+            expand(word, denied if deny else allowed)
+    return sorted(allowed - denied)
+
+
+def check_unit_filter(fx):
+    """gpud.service's system-call filter, as systemd would apply it (allow
+    list, EPERM for the rest, no_new_privs), around a daemon whose clients
+    compute and render: the unit lets the host driver and the workers run."""
+    analyze = shutil.which('systemd-analyze')
+    unit = os.path.join(os.path.dirname(os.path.dirname(fx.args.gpud)), 'systemd',
+                        'gpud.service')
+    if not analyze or not os.path.exists(unit):
+        log('no systemd-analyze or no built unit: its filter is not checked')
+        return
+    with open(unit) as f:
+        text = f.read()
+    allowed = unit_allowed_syscalls(analyze, text)
+    for needed in ('read', 'execve', 'setresuid', 'ioctl', 'mmap'):
+        if needed not in allowed:
+            fail('the unit\'s filter expands without %s: %d calls' % (needed, len(allowed)))
+    for refused in ('mount', 'ptrace', 'init_module', 'reboot', 'settimeofday'):
+        if refused in allowed:
+            fail('the unit\'s filter allows %s' % refused)
+    path = os.path.join(fx.tmp, 'unit-syscalls')
+    write_file(path, '\n'.join(allowed) + '\n')
+    log('gpud.service allows %d system calls' % len(allowed))
+    fx.stop_daemon()
+    real_gpud = fx.args.gpud
+    wrapper = os.path.join(fx.tmp, 'gpud-filtered')
+    write_file(wrapper, '#!/bin/sh\nexec %s %s %s "$@"\n' %
+               (fx.prog('seccomp_run'), path, real_gpud))
+    os.chmod(wrapper, 0o755)
+    fx.args.gpud = wrapper
+    try:
+        fx.start_daemon()
+        for prog, args in (('vk_compute', ['--iterations', '2']), ('vk_render', [])):
+            fx.run([fx.prog(prog)] + args, fx.gpud_env(VARIANTS[0]),
+                   label=prog + ' under the unit\'s filter')
+        fx.check_daemon()
+        fx.stop_daemon()
+    finally:
+        fx.args.gpud = real_gpud
+    fx.start_daemon()
+    log('a daemon under gpud.service\'s system-call filter served vk_compute and vk_render')
+
+
 def check_journal(fx):
     """Under systemd (stderr the journal stream JOURNAL_STREAM names) lines
     go to the journal as entries, a client's with its id, pid, uid and name
@@ -1914,6 +1987,139 @@ def check_journal(fx):
     log('journal: %s' % mine[0])
 
 
+def fake_sysfs(root):
+    """A sysfs tree with two GPUs' render nodes, as gpud --sysfs reads it."""
+    for name, dev, uevent in [
+            ('renderD128', '226:128', 'DRIVER=nvidia\nPCI_ID=10DE:2330\n'
+                                      'PCI_SLOT_NAME=0000:65:00.0\n'),
+            ('renderD129', '226:129', 'DRIVER=nvidia\nPCI_ID=10DE:2330\n'
+                                      'PCI_SLOT_NAME=0000:b3:00.0\n')]:
+        write_file(os.path.join(root, 'class', 'drm', name, 'dev'), dev + '\n')
+        write_file(os.path.join(root, 'class', 'drm', name, 'device', 'uevent'), uevent)
+    return root
+
+
+def gpud_once(fx, args, timeout=30):
+    """gpud run to its end: (exit status, stdout, stderr)."""
+    p = subprocess.run([fx.args.gpud] + args, env=fx.base_env(), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    return (p.returncode, p.stdout.decode(errors='replace'),
+            p.stderr.decode(errors='replace'))
+
+
+def worker_cmdlines(pid):
+    """The command lines of a process's children."""
+    out = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            if ppid != pid:
+                continue
+            with open('/proc/%s/cmdline' % entry, 'rb') as f:
+                out.append(f.read().decode(errors='replace').split('\0'))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def test_devices(fx):
+    """Which device a daemon serves: gpud --list-devices names each with its
+    selectors; a daemon started with any of them serves it and says which
+    (UUID, PCI address, render node) in gpudctl; later workers serve the
+    first one's device by UUID; a selector that names no device is exit 69
+    with the reason (a render node from a sysfs tree whose PCI address the
+    host driver does not have, an index past the end), a malformed one
+    exit 2 on the command line and 78 in a file."""
+    # the workers (another user, as root) read it as they would read /sys
+    tree = tempfile.mkdtemp(prefix='gpud-sysfs-')
+    os.chmod(tree, 0o755)
+    try:
+        devices_with_tree(fx, fake_sysfs(tree))
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def devices_with_tree(fx, tree):
+    lvp = fx.args.lavapipe_manifest
+    rc, out, err = gpud_once(fx, ['--list-devices', '--host-driver', lvp, '--sysfs', tree])
+    log('gpud --list-devices:\n' + out + err)
+    m = re.search(r'^  index:0  (.*) \(CPU, .*\)\n\s+uuid:([0-9a-f-]{36})  pci:-  render:-$',
+                  out, re.M)
+    if rc != 0 or not m:
+        fail('gpud --list-devices: exit %d, no index:0 line with its uuid' % rc)
+    name, uuid = m.group(1), m.group(2)
+    for node, pci in [('renderD128', '0000:65:00.0'), ('renderD129', '0000:b3:00.0')]:
+        if not re.search(r'^  %s  226:%s  pci:%s  10de:2330  nvidia  \(no listed driver' %
+                         (node, node[7:], pci), out, re.M):
+            fail('gpud --list-devices does not list %s at %s from the sysfs tree' % (node, pci))
+
+    fx.stop_daemon()
+    for selector in ['uuid:' + uuid, uuid.replace('-', '').upper(), 'index:0',
+                     name.split(' ')[0]]:
+        fx.extra_args = ['--device', selector]
+        fx.start_daemon()
+        st = fx.gpudctl_status()
+        got = (st.get('device'), st.get('device_uuid'), st.get('device_pci'),
+               st.get('render_node'))
+        if got != (name, uuid, None, None):
+            fail('--device %s: gpudctl status says %r, expected %r' %
+                 (selector, got, (name, uuid, None, None)))
+        _, out, _ = fx.run([fx.prog('vk_enum')], fx.gpud_env(VARIANTS[0]),
+                           label='--device ' + selector)
+        if parse_enum(out) != ['gpud: ' + name]:
+            fail('--device %s: vk_enum sees %r' % (selector, parse_enum(out)))
+        # the spare workers serve the first one's device by its UUID
+        deadline = time.monotonic() + 10
+        workers = []
+        while '--isolation=thread' not in fx.daemon_args():
+            workers = [c for c in worker_cmdlines(fx.daemon.pid)
+                       if c and c[0] == 'gpud-worker']
+            if workers and all('uuid:' + uuid in c for c in workers):
+                break
+            if time.monotonic() > deadline:
+                fail('--device %s: workers %r do not all serve uuid:%s' %
+                     (selector, workers, uuid))
+            time.sleep(0.1)
+        log('--device %s: serves %s, uuid %s; workers %s' %
+            (selector, name, uuid, [c[c.index('--device') + 1] for c in workers
+                                     if '--device' in c]))
+        fx.stop_daemon()
+    fx.extra_args = []
+    fx.start_daemon()
+
+    never = os.path.join(fx.tmp, 'never.sock')
+    base = ['--socket', never, '--host-driver', lvp] + fx.daemon_args()
+    for args, want_rc, want in [
+            (['--device', 'renderD128', '--sysfs', tree], 69,
+             ['no device is render node renderD128 (PCI 0000:65:00.0, 10de:2330, driver '
+              'nvidia)', 'tells no device\'s PCI address']),
+            (['--device', 'renderD130', '--sysfs', tree], 69,
+             ['no render node renderD130 (2 found)']),
+            (['--device', 'index:1'], 69, ['no device index:1: the host driver has 1']),
+            (['--device', 'pci:0000:65:00.0'], 69, ['no device at PCI address 0000:65:00.0']),
+            (['--device', 'uuid:' + '0' * 32], 69,
+             ['no device has UUID 00000000-0000-0000-0000-000000000000']),
+            (['--device', 'gpu:0'], 2, ["--device: 'gpu:0' is not a device selector"]),
+            (['--device', 'pci:65:00'], 2, ["'pci:65:00' is not a device selector"])]:
+        rc, out, err = gpud_once(fx, base + args)
+        log('gpud %s: exit %d: %s' % (' '.join(args), rc, err.strip().splitlines()[-1:]))
+        if rc != want_rc or not all(w in err for w in want):
+            fail('gpud %s: exit %d, "%s"; expected %d and %r' %
+                 (' '.join(args), rc, err.strip(), want_rc, want))
+        if os.path.exists(never):
+            fail('gpud %s left its socket behind' % ' '.join(args))
+    conf = os.path.join(fx.tmp, 'device.conf')
+    write_file(conf, '[gpud]\ndevice = uuid:123\n')
+    rc, out, err = gpud_once(fx, base + ['--config', conf])
+    if rc != 78 or '%s:2:' % conf not in err or 'device selector' not in err:
+        fail('device = uuid:123 in a file: exit %d, "%s"; expected 78 and %s:2' %
+             (rc, err.strip(), conf))
+    log('device = uuid:123 in a file: exit 78: %s' % err.strip())
+
+
 def test_systemd(fx):
     """Socket activation and sd_notify, as systemd would drive them:
     systemd-socket-activate holds the listening socket and starts gpud on the
@@ -1922,6 +2128,7 @@ def test_systemd(fx):
     if fx.direct:
         raise TestSkip('socket activation is gpud\'s')
     check_units(fx)
+    check_unit_filter(fx)
     check_journal(fx)
     activate = shutil.which('systemd-socket-activate')
     if not activate:
@@ -2858,6 +3065,7 @@ SUBCOMMANDS = {
     'races': test_races,
     'killstorm': test_killstorm,
     'config': test_config,
+    'devices': test_devices,
 }
 
 
