@@ -497,50 +497,73 @@ compare_paths(const void *a, const void *b)
    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The ICD manifests a daemon could serve, in the loader's folders (never
- * gpud's own); lavapipe only with_software. */
+/* Appends the .json manifests of one folder, by name, but gpud's own. */
+static void
+add_manifests(char ***paths, size_t *n, const char *dir, bool with_software)
+{
+   DIR *d = opendir(dir);
+   if (!d)
+      return;
+   size_t first = *n;
+   struct dirent *de;
+   while ((de = readdir(d))) {
+      size_t len = strlen(de->d_name);
+      if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 || strstr(de->d_name, "gpud"))
+         continue;
+      if (!with_software && strstr(de->d_name, "lvp_"))
+         continue;
+      char *path = NULL;
+      if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+         continue;
+      char *lib = manifest_library(path);
+      bool skip = !lib || is_gpud_library(lib);
+      free(lib);
+      for (size_t i = 0; i < first && !skip; i++)
+         skip = !strcmp(strrchr((*paths)[i], '/'), strrchr(path, '/')); /* shadowed */
+      char **grown = skip ? NULL : realloc(*paths, (*n + 2) * sizeof(**paths));
+      if (!grown) {
+         free(path);
+         continue;
+      }
+      *paths = grown;
+      grown[(*n)++] = path;
+      grown[*n] = NULL;
+   }
+   closedir(d);
+   if (*n > first + 1)
+      qsort(*paths + first, *n - first, sizeof(**paths), compare_paths);
+}
+
+/* Every folder of a colon-separated list (or of fallback when it is unset
+ * or empty), each with suffix. */
+static void
+add_manifest_dirs(char ***paths, size_t *n, const char *list, const char *fallback,
+                  bool with_software)
+{
+   char *copy = strdup(list && *list ? list : fallback);
+   char *save = NULL;
+   for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
+        dir = strtok_r(NULL, ":", &save)) {
+      char *full = NULL;
+      if (dir[0] == '/' && asprintf(&full, "%s/vulkan/icd.d", dir) >= 0)
+         add_manifests(paths, n, full, with_software);
+      free(full);
+   }
+   free(copy);
+}
+
+/* The ICD manifests a daemon could serve, where the Vulkan loader looks for
+ * them (XDG_CONFIG_DIRS, /etc, XDG_DATA_DIRS; a name found earlier shadows
+ * the same name later), never gpud's own; lavapipe only with_software. */
 static char **
 manifest_paths(bool with_software, size_t *count)
 {
-   static const char *const dirs[] = {
-      "/etc/vulkan/icd.d",
-      "/usr/local/share/vulkan/icd.d",
-      "/usr/share/vulkan/icd.d",
-   };
    char **paths = NULL;
    size_t n = 0;
-   for (size_t i = 0; i < UTIL_ARRAY_SIZE(dirs); i++) {
-      DIR *d = opendir(dirs[i]);
-      if (!d)
-         continue;
-      size_t first = n;
-      struct dirent *de;
-      while ((de = readdir(d))) {
-         size_t len = strlen(de->d_name);
-         if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 ||
-             strstr(de->d_name, "gpud"))
-            continue;
-         if (!with_software && strstr(de->d_name, "lvp_"))
-            continue;
-         char *path = NULL;
-         if (asprintf(&path, "%s/%s", dirs[i], de->d_name) < 0)
-            continue;
-         char *lib = manifest_library(path);
-         bool skip = !lib || is_gpud_library(lib);
-         free(lib);
-         char **grown = skip ? NULL : realloc(paths, (n + 2) * sizeof(*paths));
-         if (!grown) {
-            free(path);
-            continue;
-         }
-         paths = grown;
-         paths[n++] = path;
-         paths[n] = NULL;
-      }
-      closedir(d);
-      if (n > first + 1)
-         qsort(paths + first, n - first, sizeof(*paths), compare_paths);
-   }
+   add_manifest_dirs(&paths, &n, getenv("XDG_CONFIG_DIRS"), "/etc/xdg", with_software);
+   add_manifest_dirs(&paths, &n, "/etc", "/etc", with_software);
+   add_manifest_dirs(&paths, &n, getenv("XDG_DATA_DIRS"), "/usr/local/share:/usr/share",
+                     with_software);
    *count = n;
    return paths;
 }
@@ -574,11 +597,14 @@ manifest_serves(const char *manifest, const struct gpud_selector *sel, const cha
    return serves;
 }
 
-char *
-gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root)
+int
+gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root,
+                           char **manifest)
 {
    size_t n;
-   char **paths = manifest_paths(false, &n);
+   /* a selector may name lavapipe's device too; without one, lavapipe is
+    * only the fallback */
+   char **paths = manifest_paths(sel->by != GPUD_SELECT_FIRST, &n);
    char *chosen = NULL;
    for (size_t i = 0; i < n && !chosen; i++) {
       if (manifest_serves(paths[i], sel, sysfs_root)) {
@@ -587,7 +613,16 @@ gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_ro
       }
    }
    free_paths(paths, n);
-   return chosen ? chosen : strdup(GPUD_LAVAPIPE_MANIFEST);
+   if (!chosen && sel->by != GPUD_SELECT_FIRST) {
+      char text[128];
+      gpud_selector_format(sel, text, sizeof(text));
+      util_err("no host driver has the device %s (gpud --list-devices shows what there is)",
+               text);
+      *manifest = NULL;
+      return -ENODEV;
+   }
+   *manifest = chosen ? chosen : strdup(GPUD_LAVAPIPE_MANIFEST);
+   return *manifest ? 0 : -ENOMEM;
 }
 
 static const char *

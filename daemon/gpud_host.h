@@ -57,7 +57,8 @@ void gpud_host_finish(struct gpud_host *host);
 /* Picks a host driver manifest when none was named: the first GPU driver
  * with a GPU (with a selector: with the device it names), else the embedded
  * default (lavapipe). */
-char *gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root);
+int gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root,
+                               char **manifest);
 /* gpud --list-devices: every driver's devices (or manifest's) with the
  * selectors that name them, and the render nodes.  -ENODEV: none. */
 int gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root);

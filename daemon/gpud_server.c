@@ -1097,7 +1097,7 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
          if (!server->have_device) {
             bool no_device = reaped && WIFEXITED(wstatus) &&
                              WEXITSTATUS(wstatus) == GPUD_EXIT_NO_DEVICE;
-            util_err("%s: giving up", no_device ? "the host driver has no such device"
+            util_err("%s: giving up", no_device ? "no such device"
                                                 : "no worker could load the host driver");
             server->exit_status = no_device ? GPUD_EXIT_NO_DEVICE : 1;
             event_base_loopbreak(server->base);
@@ -1563,8 +1563,10 @@ gpud_server_run(const struct gpud_config *cfg)
     * the driver: the server never loads one. */
    if (cfg->manifest)
       server->manifest = strdup(cfg->manifest);
-   else if (cfg->isolation == GPUD_ISOLATION_THREAD)
-      server->manifest = gpud_host_default_manifest(&cfg->device_sel, cfg->sysfs_root);
+   else if (cfg->isolation == GPUD_ISOLATION_THREAD &&
+            gpud_host_default_manifest(&cfg->device_sel, cfg->sysfs_root, &server->manifest) ==
+               -ENODEV)
+      status = GPUD_EXIT_NO_DEVICE;
    if ((cfg->manifest || cfg->isolation == GPUD_ISOLATION_THREAD) && !server->manifest)
       goto out;
    server->host_driver = server->manifest;

@@ -314,10 +314,12 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
 
    /* The first worker picks the host driver when the server was not told
     * one (the server never loads a driver to look). */
-   char *manifest = opt->manifest ? strdup(opt->manifest)
-                                  : gpud_host_default_manifest(opt->device, opt->sysfs_root);
+   char *manifest = NULL;
+   int r = opt->manifest ? ((manifest = strdup(opt->manifest)) ? 0 : -ENOMEM)
+                         : gpud_host_default_manifest(opt->device, opt->sysfs_root, &manifest);
    static struct gpud_host host;
-   int r = manifest ? gpud_host_load(&host, manifest, opt->device, opt->sysfs_root) : -ENOMEM;
+   if (r == 0)
+      r = gpud_host_load(&host, manifest, opt->device, opt->sysfs_root);
    free(manifest);
    if (r < 0)
       return r == -ENODEV ? GPUD_EXIT_NO_DEVICE : 1;

@@ -2111,6 +2111,12 @@ def devices_with_tree(fx, tree):
                  (' '.join(args), rc, err.strip(), want_rc, want))
         if os.path.exists(never):
             fail('gpud %s left its socket behind' % ' '.join(args))
+    # no host driver named: every one the loader would find is asked
+    rc, out, err = gpud_once(fx, ['--socket', never, '--device', 'pci:0000:ff:1f.7'] +
+                             fx.daemon_args())
+    if rc != 69 or 'no host driver has the device pci:0000:ff:1f.7' not in err:
+        fail('--device pci:0000:ff:1f.7 with no --host-driver: exit %d, "%s"' %
+             (rc, err.strip()))
     conf = os.path.join(fx.tmp, 'device.conf')
     write_file(conf, '[gpud]\ndevice = uuid:123\n')
     rc, out, err = gpud_once(fx, base + ['--config', conf])
