@@ -1836,8 +1836,9 @@ def check_units(fx):
     # the templates as an instance, as systemd loads them
     for template in ('gpud@.service', 'gpud@.socket'):
         shutil.copy(os.path.join(units, template),
-                    os.path.join(units, template.replace('@', '@card0')))
-    for names in (['gpud.service', 'gpud.socket'], ['gpud@card0.service', 'gpud@card0.socket']):
+                    os.path.join(units, template.replace('@', '@renderD128')))
+    for names in (['gpud.service', 'gpud.socket'],
+                  ['gpud@renderD128.service', 'gpud@renderD128.socket']):
         cmd = [analyze, 'verify', '--man=no'] + [os.path.join(units, n) for n in names]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
                            cwd=units)
@@ -1845,7 +1846,7 @@ def check_units(fx):
         log('$ %s\n%s' % (' '.join(cmd), indent(out) if out else '    (nothing to say)'))
         if p.returncode != 0 or out:
             fail('systemd-analyze verify complains about %s' % ', '.join(names))
-    for name in ('gpud.service', 'gpud@card0.service'):
+    for name in ('gpud.service', 'gpud@renderD128.service'):
         cmd = [analyze, 'security', '--offline=yes', os.path.join(units, name)]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
                            cwd=units)
