@@ -35,6 +35,28 @@
 #define BUS_ERROR_NO_CLIENT "org.gpud.Daemon1.Error.NoSuchClient"
 #define BUS_ERROR_CANNOT_INJECT "org.gpud.Daemon1.Error.CannotInject"
 
+/* Who the bus says a connection is, asked once per connection: the
+ * bus's answer (GetConnectionCredentials) comes back through the loop, and
+ * the connection's calls wait, held, until it has. */
+#define CALLERS 128       /* connections known or being asked about */
+#define CALLER_HELD 16    /* calls of one connection held meanwhile */
+
+struct bus_caller {
+   struct gpud_bus *bus;
+   char *sender;          /* its unique name; NULL: a free entry */
+   bool asking;
+   bool known;            /* the bus said who it is (else: it would not) */
+   uid_t uid;
+   pid_t pid;
+   gid_t gid;
+   gid_t *groups;
+   int n_groups;
+   uint64_t used;         /* least recently used goes first */
+   sd_bus_slot *query;
+   sd_bus_message *held[CALLER_HELD];
+   unsigned n_held;
+};
+
 struct gpud_bus {
    struct gpud_server *server;
    sd_bus *bus;
@@ -42,6 +64,8 @@ struct gpud_bus {
    struct event *timer;
    char *name;   /* the well-known name */
    char *socket; /* the path clients connect to */
+   struct bus_caller callers[CALLERS];
+   uint64_t tick;
 };
 
 static void bus_rearm(struct gpud_bus *b);
@@ -122,6 +146,137 @@ user_groups(uid_t uid, gid_t *gid, gid_t **ret)
    return 0;
 }
 
+static struct bus_caller *
+find_caller(struct gpud_bus *b, const char *sender)
+{
+   for (unsigned i = 0; i < CALLERS; i++) {
+      if (b->callers[i].sender && !strcmp(b->callers[i].sender, sender))
+         return &b->callers[i];
+   }
+   return NULL;
+}
+
+static void
+forget_caller(struct bus_caller *c)
+{
+   for (unsigned i = 0; i < c->n_held; i++)
+      sd_bus_message_unref(c->held[i]);
+   sd_bus_slot_unref(c->query);
+   free(c->sender);
+   free(c->groups);
+   struct gpud_bus *b = c->bus;
+   memset(c, 0, sizeof(*c));
+   c->bus = b;
+}
+
+/* A free entry, or the least recently used one that is not being asked
+ * about; NULL when every entry waits for the bus. */
+static struct bus_caller *
+new_caller(struct gpud_bus *b, const char *sender)
+{
+   struct bus_caller *pick = NULL;
+   for (unsigned i = 0; i < CALLERS; i++) {
+      struct bus_caller *c = &b->callers[i];
+      if (!c->sender) {
+         pick = c;
+         break;
+      }
+      if (!c->asking && (!pick || c->used < pick->used))
+         pick = c;
+   }
+   if (!pick)
+      return NULL;
+   forget_caller(pick);
+   pick->sender = strdup(sender);
+   return pick->sender ? pick : NULL;
+}
+
+/* The bus's answer: who the connection is; its held calls run now. */
+static int
+on_credentials(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+   struct bus_caller *c = userdata;
+   struct gpud_bus *b = c->bus;
+   c->query = sd_bus_slot_unref(c->query);
+   c->asking = false;
+   bool have_uid = false;
+   uint32_t uid = 0, pid = 0;
+   int r = sd_bus_message_is_method_error(reply, NULL) ? -EACCES
+                                                       : sd_bus_message_enter_container(
+                                                            reply, 'a', "{sv}");
+   while (r > 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+      const char *key;
+      r = sd_bus_message_read(reply, "s", &key);
+      if (r >= 0 && !strcmp(key, "UnixUserID")) {
+         r = sd_bus_message_read(reply, "v", "u", &uid);
+         have_uid = r >= 0;
+      } else if (r >= 0 && !strcmp(key, "ProcessID")) {
+         r = sd_bus_message_read(reply, "v", "u", &pid);
+      } else if (r >= 0) {
+         r = sd_bus_message_skip(reply, "v");
+      }
+      if (r >= 0)
+         r = sd_bus_message_exit_container(reply);
+   }
+   if (r >= 0 && have_uid) {
+      c->known = true;
+      c->uid = uid;
+      c->pid = (pid_t)pid;
+      c->gid = (gid_t)-1;
+      /* dbus-daemon says only who the caller is: its groups are what the
+       * group database gives its user (as the bus's own policy takes
+       * them) */
+      if (uid != 0)
+         c->n_groups = user_groups(uid, &c->gid, &c->groups);
+   } else {
+      util_debug("D-Bus: the bus does not say who %s is", c->sender);
+   }
+   /* the calls it held, in their order, through the filter again */
+   for (unsigned i = 0; i < c->n_held; i++) {
+      sd_bus_enqueue_for_read(b->bus, c->held[i]);
+      sd_bus_message_unref(c->held[i]);
+   }
+   c->n_held = 0;
+   return 1;
+}
+
+/* Every call to the object: on from a connection the bus has said who it
+ * is, held (and the bus asked) otherwise. */
+static int
+on_incoming(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
+{
+   struct gpud_bus *b = userdata;
+   const char *path = sd_bus_message_get_path(m);
+   const char *sender = sd_bus_message_get_sender(m);
+   if (!sd_bus_message_is_method_call(m, NULL, NULL) || !path || strcmp(path, BUS_PATH) ||
+       !sender)
+      return 0;
+   struct bus_caller *c = find_caller(b, sender);
+   if (c && !c->asking) {
+      c->used = ++b->tick;
+      return 0;
+   }
+   if (!c) {
+      c = new_caller(b, sender);
+      if (c && sd_bus_call_method_async(b->bus, &c->query, "org.freedesktop.DBus",
+                                        "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                        "GetConnectionCredentials", on_credentials, c, "s",
+                                        sender) < 0)
+         forget_caller(c), c = NULL;
+      if (c) {
+         c->asking = true;
+         c->used = ++b->tick;
+      }
+   }
+   if (!c || c->n_held == CALLER_HELD) {
+      sd_bus_reply_method_errorf(m, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                 "too many calls wait for the bus to say who their callers are");
+      return 1;
+   }
+   c->held[c->n_held++] = sd_bus_message_ref(m);
+   return 1;
+}
+
 /* The caller as a control viewer (uid, pid, admin); false with an error set
  * when it may not use the daemon at all. */
 static bool
@@ -130,36 +285,19 @@ caller(struct gpud_bus *b, sd_bus_message *m, struct gpud_client *viewer, sd_bus
    memset(viewer, 0, sizeof(*viewer));
    viewer->state = GPUD_CLIENT_CONTROL;
    viewer->server = b->server;
-   sd_bus_creds *creds = NULL;
-   int r = sd_bus_query_sender_creds(m,
-                                     SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID |
-                                        SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS,
-                                     &creds);
-   uid_t uid;
-   gid_t gid = (gid_t)-1;
-   if (r < 0 || sd_bus_creds_get_euid(creds, &uid) < 0) {
-      sd_bus_creds_unref(creds);
+   const char *sender = sd_bus_message_get_sender(m);
+   const struct bus_caller *c = sender ? find_caller(b, sender) : NULL;
+   if (!c || !c->known) {
       sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "the bus does not say who you are");
       return false;
    }
-   pid_t pid = 0;
-   sd_bus_creds_get_pid(creds, &pid);
-   sd_bus_creds_get_egid(creds, &gid);
-   const gid_t *groups = NULL;
-   int n = sd_bus_creds_get_supplementary_gids(creds, &groups);
-   gid_t *db_groups = NULL;
-   if (n <= 0 && uid != 0) {
-      /* dbus-daemon says only who the caller is: its groups are what the
-       * group database gives its user (as the bus's own policy takes them) */
-      n = user_groups(uid, &gid, &db_groups);
-      groups = db_groups;
-   }
+   uid_t uid = c->uid;
+   pid_t pid = c->pid;
    char reason[160];
    bool admin = false;
-   bool ok = gpud_access_check(b->server, uid, gid, n > 0 ? groups : NULL,
-                               n > 0 ? (size_t)n : 0, reason, sizeof(reason), &admin);
-   free(db_groups);
-   sd_bus_creds_unref(creds);
+   bool ok = gpud_access_check(b->server, uid, c->gid, c->n_groups > 0 ? c->groups : NULL,
+                               c->n_groups > 0 ? (size_t)c->n_groups : 0, reason,
+                               sizeof(reason), &admin);
    if (!ok) {
       sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", reason);
       return false;
@@ -615,12 +753,18 @@ gpud_bus_start(struct gpud_server *server)
    if (!b)
       return;
    b->server = server;
+   for (unsigned i = 0; i < CALLERS; i++)
+      b->callers[i].bus = b;
    const char *step = "connect";
    int r = gpud_bus_open(want, &b->bus);
    b->socket = socket_path_of(server);
    b->name = b->socket ? bus_name_for(b->socket) : NULL;
    if (r >= 0 && !b->name)
       r = -ENOMEM;
+   if (r >= 0) {
+      step = "filter calls";
+      r = sd_bus_add_filter(b->bus, NULL, on_incoming, b);
+   }
    if (r >= 0) {
       step = "offer " BUS_PATH;
       r = sd_bus_add_object_vtable(b->bus, NULL, BUS_PATH, BUS_INTERFACE, daemon_vtable, b);
@@ -666,6 +810,8 @@ gpud_bus_stop(struct gpud_server *server)
    server->bus = NULL;
    event_free(b->io);
    event_free(b->timer);
+   for (unsigned i = 0; i < CALLERS; i++)
+      forget_caller(&b->callers[i]);
    /* no flush: a bus that stops reading must not hold up the shutdown */
    sd_bus_close_unref(b->bus);
    free(b->name);

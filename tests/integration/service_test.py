@@ -58,13 +58,18 @@ def validate(doc, schema, root, path='$'):
                 errors.append(str(e))
         else:
             fail('%s matches none of anyOf: %s' % (path, '; '.join(errors)))
-    kinds = {'object': dict, 'array': list, 'string': str, 'boolean': bool}
+    def of_type(t):
+        if t == 'integer':
+            return isinstance(doc, int) and not isinstance(doc, bool)
+        if t == 'null':
+            return doc is None
+        return isinstance(doc, {'object': dict, 'array': list, 'string': str,
+                                'boolean': bool}[t])
     t = schema.get('type')
-    if t == 'integer':
-        if not isinstance(doc, int) or isinstance(doc, bool):
-            fail('%s: %r is not an integer' % (path, doc))
-    elif t and not isinstance(doc, kinds[t]):
+    if t and not any(of_type(one) for one in (t if isinstance(t, list) else [t])):
         fail('%s: %r is not of type %s' % (path, doc, t))
+    if 'pattern' in schema and isinstance(doc, str) and not re.search(schema['pattern'], doc):
+        fail('%s: %r does not match %s' % (path, doc, schema['pattern']))
     if 'minimum' in schema and doc < schema['minimum']:
         fail('%s: %r < %r' % (path, doc, schema['minimum']))
     if 'const' in schema and doc != schema['const']:
