@@ -16,6 +16,7 @@ packages="
    gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-bad ffmpeg
    xvfb x11-apps weston mesa-utils glmark2-x11 vkd3d-demos
    dbus-daemon dbus-bin tmux
+   debhelper dpkg-dev lintian
 "
 
 missing=

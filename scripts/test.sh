@@ -19,7 +19,10 @@ run() {
    meson test -C "$dir" --num-processes "$jobs" --print-errorlogs
 }
 
+# the release build also builds, installs and purges the Debian package
+export GPUD_TEST_PACKAGE=1
 run build-ci -Dwerror=true
+unset GPUD_TEST_PACKAGE
 
 # Leaks inside the host driver (lavapipe, LLVM) are not ours to fix.
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
