@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gpud_gen.h"
+#include "util_dir.h"
 #include "util_log.h"
 #include "util_macros.h"
 #include "util_memfd.h"
@@ -491,47 +492,32 @@ probe_devices(const char *manifest, struct gpud_device_info **infos)
    return n;
 }
 
-static int
-compare_paths(const void *a, const void *b)
-{
-   return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Appends the .json manifests of one folder, by name, but gpud's own. */
+/* Appends the manifests of one folder that a daemon could serve: gpud's own
+ * never, lavapipe only with_software, a name found in an earlier folder
+ * never again (it shadows this one, as for the loader). */
 static void
 add_manifests(char ***paths, size_t *n, const char *dir, bool with_software)
 {
-   DIR *d = opendir(dir);
-   if (!d)
-      return;
    size_t first = *n;
-   struct dirent *de;
-   while ((de = readdir(d))) {
-      size_t len = strlen(de->d_name);
-      if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0 || strstr(de->d_name, "gpud"))
-         continue;
-      if (!with_software && strstr(de->d_name, "lvp_"))
-         continue;
-      char *path = NULL;
-      if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
-         continue;
+   util_paths_add_dir(paths, n, dir, ".json");
+   size_t kept = first;
+   for (size_t i = first; i < *n; i++) {
+      char *path = (*paths)[i];
+      const char *name = strrchr(path, '/') + 1;
       char *lib = manifest_library(path);
-      bool skip = !lib || is_gpud_library(lib);
+      bool skip = !lib || is_gpud_library(lib) || strstr(name, "gpud") ||
+                  (!with_software && strstr(name, "lvp_"));
       free(lib);
-      for (size_t i = 0; i < first && !skip; i++)
-         skip = !strcmp(strrchr((*paths)[i], '/'), strrchr(path, '/')); /* shadowed */
-      char **grown = skip ? NULL : realloc(*paths, (*n + 2) * sizeof(**paths));
-      if (!grown) {
+      for (size_t j = 0; j < first && !skip; j++)
+         skip = !strcmp(strrchr((*paths)[j], '/') + 1, name);
+      if (skip)
          free(path);
-         continue;
-      }
-      *paths = grown;
-      grown[(*n)++] = path;
-      grown[*n] = NULL;
+      else
+         (*paths)[kept++] = path;
    }
-   closedir(d);
-   if (*n > first + 1)
-      qsort(*paths + first, *n - first, sizeof(**paths), compare_paths);
+   *n = kept;
+   if (*paths)
+      (*paths)[kept] = NULL;
 }
 
 /* Every folder of a colon-separated list (or of fallback when it is unset

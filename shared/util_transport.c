@@ -14,6 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "util_dir.h"
 #include "util_macros.h"
 #include "util_transport.h"
 #include "util_time.h"
@@ -673,49 +674,6 @@ util_socket_spin_readable(int fd, uint64_t max_ns)
 
 /* ---- finding daemons ---------------------------------------------------- */
 
-static int
-add_path(char ***paths, size_t *n, const char *path)
-{
-   char **p = realloc(*paths, sizeof(char *) * (*n + 2));
-   if (!p)
-      return -ENOMEM;
-   *paths = p;
-   p[*n] = strdup(path);
-   if (!p[*n])
-      return -ENOMEM;
-   (*n)++;
-   p[*n] = NULL;
-   return 0;
-}
-
-static int
-compare_names(const void *a, const void *b)
-{
-   return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void
-scan_dir(char ***paths, size_t *n, const char *dir)
-{
-   DIR *d = opendir(dir);
-   if (!d)
-      return;
-   size_t first = *n;
-   struct dirent *de;
-   while ((de = readdir(d))) {
-      size_t len = strlen(de->d_name);
-      if (len < 6 || strcmp(de->d_name + len - 5, ".sock") != 0)
-         continue;
-      char path[4096];
-      if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
-         continue;
-      add_path(paths, n, path);
-   }
-   closedir(d);
-   if (*n > first)
-      qsort(*paths + first, *n - first, sizeof(char *), compare_names);
-}
-
 char **
 util_socket_paths(void)
 {
@@ -727,16 +685,16 @@ util_socket_paths(void)
       char *save = NULL;
       for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
            tok = strtok_r(NULL, ":", &save))
-         add_path(&paths, &n, tok);
+         util_paths_add(&paths, &n, tok);
       free(copy);
    } else {
       const char *xdg = getenv("XDG_RUNTIME_DIR");
       if (xdg && *xdg) {
          char dir[4096];
          if (snprintf(dir, sizeof(dir), "%s/gpud", xdg) < (int)sizeof(dir))
-            scan_dir(&paths, &n, dir);
+            util_paths_add_dir(&paths, &n, dir, ".sock");
       }
-      scan_dir(&paths, &n, "/run/gpud");
+      util_paths_add_dir(&paths, &n, "/run/gpud", ".sock");
    }
    return paths;
 }
@@ -744,9 +702,5 @@ util_socket_paths(void)
 void
 util_socket_paths_free(char **paths)
 {
-   if (!paths)
-      return;
-   for (char **p = paths; *p; p++)
-      free(*p);
-   free(paths);
+   util_paths_free(paths);
 }
