@@ -64,6 +64,7 @@ struct gpud_bus {
    struct event *timer;
    char *name;   /* the well-known name */
    char *socket; /* the path clients connect to */
+   char *which;  /* system, session or the address */
    struct bus_caller callers[CALLERS];
    uint64_t tick;
 };
@@ -740,6 +741,23 @@ socket_path_of(struct gpud_server *server)
    return strndup(sun.sun_path, sizeof(sun.sun_path));
 }
 
+static int
+on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
+{
+   struct gpud_bus *b = userdata;
+   const sd_bus_error *e = sd_bus_message_get_error(reply);
+   uint32_t answer = 0;
+   if (e)
+      util_err("D-Bus: cannot own %s on the %s bus: %s", b->name, b->which,
+               e->message ? e->message : e->name);
+   else if (sd_bus_message_read(reply, "u", &answer) < 0 || (answer != 1 && answer != 4))
+      util_err("D-Bus: cannot own %s on the %s bus: %s", b->name, b->which,
+               answer == 3 ? "another process owns it" : "the bus said no");
+   else
+      util_notice("D-Bus: %s on the %s bus", b->name, b->which);
+   return 1;
+}
+
 void
 gpud_bus_start(struct gpud_server *server)
 {
@@ -757,9 +775,10 @@ gpud_bus_start(struct gpud_server *server)
       b->callers[i].bus = b;
    const char *step = "connect";
    int r = gpud_bus_open(want, &b->bus);
+   b->which = strdup(want);
    b->socket = socket_path_of(server);
    b->name = b->socket ? bus_name_for(b->socket) : NULL;
-   if (r >= 0 && !b->name)
+   if (r >= 0 && (!b->name || !b->which))
       r = -ENOMEM;
    if (r >= 0) {
       step = "filter calls";
@@ -770,8 +789,10 @@ gpud_bus_start(struct gpud_server *server)
       r = sd_bus_add_object_vtable(b->bus, NULL, BUS_PATH, BUS_INTERFACE, daemon_vtable, b);
    }
    if (r >= 0) {
-      step = "own the name";
-      r = sd_bus_request_name(b->bus, b->name, 0);
+      /* the bus answers through the loop: a slow bus never holds up the
+       * start */
+      step = "ask for the name";
+      r = sd_bus_request_name_async(b->bus, NULL, b->name, 0, on_name, b);
    }
    if (r < 0) {
       /* the socket serves without the bus; say so as loud as it was asked */
@@ -780,6 +801,7 @@ gpud_bus_start(struct gpud_server *server)
       sd_bus_flush_close_unref(b->bus);
       free(b->name);
       free(b->socket);
+      free(b->which);
       free(b);
       return;
    }
@@ -793,11 +815,12 @@ gpud_bus_start(struct gpud_server *server)
       sd_bus_flush_close_unref(b->bus);
       free(b->name);
       free(b->socket);
+      free(b->which);
       free(b);
       return;
    }
    server->bus = b;
-   util_notice("D-Bus: %s on the %s bus", b->name, want);
+   util_info("D-Bus: connected to the %s bus, asking for %s", want, b->name);
    bus_rearm(b);
 }
 
@@ -816,6 +839,7 @@ gpud_bus_stop(struct gpud_server *server)
    sd_bus_close_unref(b->bus);
    free(b->name);
    free(b->socket);
+   free(b->which);
    free(b);
 }
 
