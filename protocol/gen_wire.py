@@ -197,9 +197,12 @@ SPIRV_COMMANDS = {'vkCreateShaderModule', 'vkGetShaderModuleCreateInfoIdentifier
 
 # Calls that must reach the daemon before returning even though they return
 # nothing the application reads.
-FORCE_SYNC = {
-    'vkEndCommandBuffer',  # the recorded stream is shipped and replayed here
-}
+FORCE_SYNC = set()
+
+# Calls on a command buffer that end its recording: they ship the recorded
+# stream (the daemon replays it into the host command buffer as it comes)
+# instead of being recorded themselves.
+SHIPS_RECORDING = {'vkEndCommandBuffer'}
 
 # Calls that return a VkResult but need not wait for it: the work is
 # queued in order and a failure loses the device (every later call on it
@@ -211,6 +214,10 @@ FORCE_ASYNC = {
     # resets fail for want of memory only; a frame of Zink or of the WSI's
     # present thread makes several
     'vkResetFences', 'vkResetCommandPool',
+    # the end of a recording fails for want of memory only (the ICD reports
+    # its own running out at once); the application goes on recording the
+    # next frame while the daemon replays this one
+    'vkEndCommandBuffer',
 }
 
 # Asynchronous calls after which the ICD sends what it has queued at once:
@@ -1648,7 +1655,7 @@ def emit_icd(gen, w):
             continue
         outs = [p for p in params if p.role == 'out_handle']
         oom = 'VK_ERROR_OUT_OF_HOST_MEMORY' if ret == 'VkResult' else ''
-        if records_in_cmdbuf(cmd) and name not in FORCE_SYNC:
+        if records_in_cmdbuf(cmd) and name not in SHIPS_RECORDING:
             w(f'   struct wire_enc *e = icd_cmd_stream({first.name}, WIRE_OP_{name});')
             w('   if (!e)')
             w(f'      return{" VK_SUCCESS" if ret == "VkResult" else (" " + lost if lost else "")};')
@@ -1659,8 +1666,8 @@ def emit_icd(gen, w):
             w('}\n')
             continue
         w(f'   struct icd_connection *conn = icd_connection_of({first.name});')
-        if records_in_cmdbuf(cmd):
-            # vkEndCommandBuffer: ship the recording, then a synchronous call
+        if name in SHIPS_RECORDING:
+            # vkEndCommandBuffer: ship the recording, then the call
             w(f'   VkResult ship = icd_cmd_ship({first.name});')
             w('   if (ship != VK_SUCCESS)')
             w(f'      return ship == VK_ERROR_DEVICE_LOST ? {lost} : ship;')
