@@ -9,7 +9,9 @@
  * llvmpipe device directly; --direct-only measures lavapipe alone.
  *
  *   (a) round trip of one synchronous call: vkGetEventStatus, and a
- *       vkCreateBuffer + vkDestroyBuffer pair (medians)
+ *       vkCreateBuffer + vkDestroyBuffer pair; a signalled fence's
+ *       vkGetFenceStatus (answered in the application through gpud), and an
+ *       empty submit's reset + submit + vkWaitForFences (medians)
  *   (b) write bandwidth into mapped host-visible memory (256 MiB): first
  *       touch, memset, streaming stores
  *   (c) 100k vkCmdDraw into one command buffer (re-binding the pipeline and
@@ -51,6 +53,8 @@ struct options {
 
 enum metric {
    M_EVENT_STATUS,
+   M_FENCE_STATUS,
+   M_FENCE_SUBMIT_WAIT,
    M_BUFFER_PAIR,
    M_WRITE_FIRST,
    M_WRITE_MEMSET,
@@ -67,6 +71,8 @@ static const struct {
    const char *unit;
 } metrics[M_COUNT] = {
    [M_EVENT_STATUS] = { "vkGetEventStatus, median", "us" },
+   [M_FENCE_STATUS] = { "vkGetFenceStatus (signalled), median", "us" },
+   [M_FENCE_SUBMIT_WAIT] = { "empty submit + vkWaitForFences, median", "us" },
    [M_BUFFER_PAIR] = { "vkCreateBuffer+vkDestroyBuffer, median", "us" },
    [M_WRITE_FIRST] = { "mapped write, first touch (memset)", "GB/s" },
    [M_WRITE_MEMSET] = { "mapped write, memset, best", "GB/s" },
@@ -124,6 +130,32 @@ bench_round_trips(const struct vkt_context *ctx, const struct options *o,
    }
    results[M_EVENT_STATUS] = median_us(samples, o->calls);
    vkDestroyEvent(ctx->device, event, NULL);
+
+   /* a fence: its status once signalled, and an empty submit's round trip
+    * through the queue (reset, submit, wait) */
+   const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VkFence fence;
+   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
+   VKT_CHECK(vkQueueSubmit(ctx->queue, 0, NULL, fence));
+   VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, UINT64_MAX));
+   for (uint32_t i = 0; i < o->calls; i++) {
+      uint64_t t0 = vkt_now_ns();
+      VkResult r = vkGetFenceStatus(ctx->device, fence);
+      samples[i] = vkt_now_ns() - t0;
+      if (r != VK_SUCCESS)
+         vkt_fail("vkGetFenceStatus returned %s", vkt_result_name(r));
+   }
+   results[M_FENCE_STATUS] = median_us(samples, o->calls);
+   uint32_t rounds = o->calls < 2000 ? o->calls : 2000;
+   for (uint32_t i = 0; i < rounds; i++) {
+      uint64_t t0 = vkt_now_ns();
+      VKT_CHECK(vkResetFences(ctx->device, 1, &fence));
+      VKT_CHECK(vkQueueSubmit(ctx->queue, 0, NULL, fence));
+      VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, UINT64_MAX));
+      samples[i] = vkt_now_ns() - t0;
+   }
+   results[M_FENCE_SUBMIT_WAIT] = median_us(samples, rounds);
+   vkDestroyFence(ctx->device, fence, NULL);
 
    for (uint32_t i = 0; i < o->calls; i++) {
       VkBuffer buffer;

@@ -207,8 +207,10 @@ gpud_call_async_error(struct gpud_call *call, VkResult result)
    gpud_context_debug_message(call->ctx, VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
                               VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, "gpud-device-lost", 0,
                               why);
-   if (call->device)
+   if (call->device) {
       call->device->lost = true;
+      gpud_queue_device_lost(call->device);
+   }
    if (result == VK_ERROR_DEVICE_LOST)
       gpud_context_host_lost(call->ctx, wire_op_name(call->op));
 }
@@ -216,8 +218,10 @@ gpud_call_async_error(struct gpud_call *call, VkResult result)
 void
 gpud_call_host_lost(struct gpud_call *call)
 {
-   if (call->device)
+   if (call->device) {
       call->device->lost = true;
+      gpud_queue_device_lost(call->device);
+   }
    gpud_context_host_lost(call->ctx, wire_op_name(call->op));
 }
 

@@ -56,6 +56,11 @@ struct gpud_object {
    /* fences, while completions are delayed (gpud_inject.c): when the worker
     * first saw it signalled */
    atomic_uint_least64_t signal_seen_ns;
+   /* fences with a slot on their device's completion page (gpud_queue.c):
+    * the slot, and the resets so far (from the slot's first generation) */
+   bool fence_tracked;
+   uint32_t fence_slot;
+   uint32_t fence_generation;
 };
 
 /* One command being executed. */
@@ -134,6 +139,13 @@ void gpud_context_destroy_objects(struct gpud_context *ctx, struct gpud_object *
 void gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue);
 /* Before a device's objects go: stops its tracker, frees its queues'. */
 void gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device);
+/* The completion page: a fence destroyed, or whose state only the host
+ * driver knows from now on (its slot says "ask"); a device lost. */
+void gpud_queue_fence_gone(struct gpud_object *fence, bool ask);
+/* This signal of the fence is the host driver's to tell: its slot says
+ * "ask" (until the ICD resets it). */
+void gpud_queue_fence_ask(struct gpud_object *fence);
+void gpud_queue_device_lost(struct gpud_object *device);
 
 /* Fault injection (gpud_inject.c), from what the server wrote on the status
  * page.  Before each command: loses every device when asked to. */

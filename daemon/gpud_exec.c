@@ -1030,4 +1030,11 @@ gpud_exec_vkSignalGPUD(struct gpud_call *call, struct wire_args_vkSignalGPUD *a)
    VkResult r = call->disp->QueueSubmit(queue, a->semaphore ? 1 : 0, &submit, a->fence);
    if (r != VK_SUCCESS)
       gpud_call_async_error(call, r);
+   /* no tracker sees this signal: the ICD asks the host driver's fence,
+    * until the fence is reset */
+   struct gpud_object *fence =
+      a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence)
+               : NULL;
+   if (fence)
+      gpud_queue_fence_ask(fence);
 }

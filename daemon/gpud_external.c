@@ -205,6 +205,11 @@ gpud_exec_vkImportFenceFdKHR(struct gpud_call *call, struct wire_args_vkImportFe
    gpud_gen_exec_vkImportFenceFdKHR(call, a);
    if (a->ret != VK_SUCCESS || call->dec.fatal)
       util_fd_close(&info->fd);
+   /* its state is the imported payload's: the ICD asks (it said so) */
+   struct gpud_object *fence =
+      gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)info->fence);
+   if (fence && a->ret == VK_SUCCESS)
+      gpud_queue_fence_gone(fence, true);
 }
 
 void
@@ -219,4 +224,8 @@ gpud_exec_vkGetFenceFdKHR(struct gpud_call *call, struct wire_args_vkGetFenceFdK
 {
    *a->pFd = -1;
    gpud_gen_exec_vkGetFenceFdKHR(call, a);
+   struct gpud_object *fence =
+      gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->pGetFdInfo->fence);
+   if (fence && a->ret == VK_SUCCESS)
+      gpud_queue_fence_gone(fence, true);
 }

@@ -34,6 +34,7 @@ gpud_inject_before_command(struct gpud_call *call)
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type == VK_OBJECT_TYPE_DEVICE) {
          obj->lost = true;
+         gpud_queue_device_lost(obj);
          n++;
       }
    }
@@ -89,8 +90,12 @@ void
 gpud_exec_vkResetFences(struct gpud_call *call, struct wire_args_vkResetFences *a)
 {
    for (unsigned i = 0; i < call->n_touched; i++) {
-      if (call->touched[i] && call->touched[i]->type == VK_OBJECT_TYPE_FENCE)
-         atomic_store(&call->touched[i]->signal_seen_ns, 0);
+      struct gpud_object *fence = call->touched[i];
+      if (fence && fence->type == VK_OBJECT_TYPE_FENCE) {
+         atomic_store(&fence->signal_seen_ns, 0);
+         /* the ICD counted this reset too (the completion page) */
+         fence->fence_generation++;
+      }
    }
    gpud_gen_exec_vkResetFences(call, a);
 }

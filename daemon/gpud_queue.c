@@ -9,14 +9,28 @@
  * A tracker thread per device waits on the oldest fence of each queue and
  * publishes completions on the status page; its fences go back to a pool.
  * A queue's busy time is the time it had work submitted and not complete.
+ *
+ * The tracker also publishes the application's fences on the device's
+ * completion page (protocol/wire_completion.h): when a submission that
+ * signals one completes, the fence's slot gets its current generation with
+ * the signalled bit, and waiters in the application wake.
  */
 #include "gpud_call.h"
 
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "util_macros.h"
+#include "util_memfd.h"
 #include "util_time.h"
+#include "wire_completion.h"
 
 /* Submissions tracked at once per queue (the ring grows to this); more
  * are counted and covered by the next tracked one (a fence signals after
@@ -31,6 +45,12 @@
 struct track_entry {
    VkFence fence;
    uint64_t seq; /* the submission it completes */
+   /* the application's fence it signals on the page: its slot (or -1),
+    * its object's id and the value it gets */
+   int32_t slot;
+   uint64_t owner;
+   uint32_t value;
+   uint64_t done_ns; /* when the tracker saw it done (completions delayed) */
 };
 
 struct gpud_queue_track {
@@ -54,7 +74,31 @@ struct gpud_device_track {
    struct util_list queues;
    VkFence *free_fences;
    unsigned n_free, cap_free;
+   /* the completion page, and the id of the fence each slot is (0: none) */
+   struct gpud_completion_header *page;
+   int page_fd;
+   uint64_t *owner;
 };
+
+/* After slots changed: waiters in the application look again. */
+static void
+page_wake(struct gpud_completion_header *h)
+{
+   atomic_fetch_add(&h->seq, 1);
+   if (atomic_load(&h->waiters))
+      syscall(SYS_futex, &h->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* With the mutex held: the slot's value, if the fence still owns it. */
+static bool
+page_write(struct gpud_device_track *t, int32_t slot, uint64_t owner, uint32_t value)
+{
+   if (!t->page || slot < 0 || (uint32_t)slot >= GPUD_COMPLETION_FENCE_SLOTS ||
+       t->owner[slot] != owner)
+      return false;
+   atomic_store(&gpud_completion_fences(t->page)[slot], value);
+   return true;
+}
 
 static void
 publish(struct gpud_queue_track *q)
@@ -67,18 +111,34 @@ publish(struct gpud_queue_track *q)
    atomic_store_explicit(&q->slot->busy_since_ns, q->busy_since_ns, memory_order_relaxed);
 }
 
-/* Takes the finished submissions off each queue; with the mutex held. */
-static void
+/* Takes the finished submissions off each queue; with the mutex held.
+ * Returns when the first submission held back by injected delay may go
+ * (0: none is held). */
+static uint64_t
 collect(struct gpud_device_track *t)
 {
    uint64_t now = util_now_ns();
+   uint64_t delay = gpud_inject_delay_ns(t->ctx);
+   uint64_t release = 0;
+   bool wrote = false;
    struct gpud_queue_track *q;
    util_list_for_each(q, &t->queues, link) {
       bool changed = false;
       while (q->count) {
          struct track_entry *e = &q->ring[q->head];
-         if (t->disp->GetFenceStatus(t->dev, e->fence) != VK_SUCCESS)
+         if (!e->done_ns) {
+            if (t->disp->GetFenceStatus(t->dev, e->fence) != VK_SUCCESS)
+               break;
+            e->done_ns = now;
+         }
+         if (delay && e->slot >= 0 && now < e->done_ns + delay) {
+            /* gpudctl inject delay-completions: the application's fence
+             * signals for it this much later */
+            uint64_t at = e->done_ns + delay;
+            release = !release || at < release ? at : release;
             break;
+         }
+         wrote |= page_write(t, e->slot, e->owner, e->value);
          if (t->n_free < t->cap_free) {
             t->disp->ResetFences(t->dev, 1, &e->fence);
             t->free_fences[t->n_free++] = e->fence;
@@ -100,6 +160,16 @@ collect(struct gpud_device_track *t)
       if (changed)
          publish(q);
    }
+   if (wrote)
+      page_wake(t->page);
+   return release;
+}
+
+static void
+page_lost(struct gpud_device_track *t)
+{
+   if (t->page && !atomic_exchange(&t->page->lost, 1))
+      page_wake(t->page);
 }
 
 static void *
@@ -107,25 +177,38 @@ tracker_thread(void *data)
 {
    struct gpud_device_track *t = data;
    VkFence fences[64];
+   uint64_t release = 0; /* a completion held back by injected delay goes then */
    pthread_mutex_lock(&t->mutex);
    while (!t->stop) {
       uint32_t n = 0;
       struct gpud_queue_track *q;
       util_list_for_each(q, &t->queues, link) {
-         if (q->count && n < 64)
+         if (q->count && n < 64 && !q->ring[q->head].done_ns)
             fences[n++] = q->ring[q->head].fence;
       }
-      if (!n || t->lost) {
+      if (t->lost || (!n && !release)) {
          pthread_cond_wait(&t->cond, &t->mutex);
          continue;
       }
+      uint64_t now = util_now_ns();
+      uint64_t slice = TRACK_SLICE_NS;
+      if (release)
+         slice = release > now ? UTIL_MIN(slice, release - now) : 0;
       pthread_mutex_unlock(&t->mutex);
-      VkResult r = t->disp->WaitForFences(t->dev, n, fences, VK_FALSE, TRACK_SLICE_NS);
+      VkResult r = VK_TIMEOUT;
+      if (n) {
+         r = t->disp->WaitForFences(t->dev, n, fences, VK_FALSE, slice);
+      } else {
+         struct timespec ts = {.tv_sec = (time_t)(slice / 1000000000ull),
+                               .tv_nsec = (long)(slice % 1000000000ull)};
+         nanosleep(&ts, NULL);
+      }
       pthread_mutex_lock(&t->mutex);
       if (r == VK_ERROR_DEVICE_LOST) {
          t->lost = true; /* nothing completes any more: stop watching */
-      } else if (r == VK_SUCCESS) {
-         collect(t);
+         page_lost(t);
+      } else if (r == VK_SUCCESS || r == VK_TIMEOUT) {
+         release = collect(t);
       } else if (r < 0) {
          /* out of memory, say: look again a little later */
          struct timespec ts = {.tv_nsec = 10000000};
@@ -158,6 +241,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
       return NULL;
    }
    t->cap_free = TRACK_POOL;
+   t->page_fd = -1;
    pthread_mutex_init(&t->mutex, NULL);
    pthread_cond_init(&t->cond, NULL);
    util_list_init(&t->queues);
@@ -235,7 +319,7 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q)
  * VK_NULL_HANDLE (then fence_used says whether the host took it). */
 static void
 track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence,
-          bool submitted, bool fence_used)
+          bool submitted, bool fence_used, const struct gpud_object *app_fence)
 {
    pthread_mutex_lock(&t->mutex);
    if (submitted) {
@@ -243,9 +327,16 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       if (!q->busy_since_ns)
          q->busy_since_ns = util_now_ns();
    }
+   bool tracked_app = app_fence && app_fence->fence_tracked;
    if (fence && fence_used) {
-      q->ring[(q->head + q->count) % q->cap] =
-         (struct track_entry){.fence = fence, .seq = q->submitted};
+      q->ring[(q->head + q->count) % q->cap] = (struct track_entry){
+         .fence = fence,
+         .seq = q->submitted,
+         .slot = tracked_app ? (int32_t)app_fence->fence_slot : -1,
+         .owner = tracked_app ? app_fence->id : 0,
+         .value = tracked_app ? gpud_fence_value(app_fence->fence_generation, 1) : 0,
+      };
+      tracked_app = false;
       q->count++;
       if (!t->started)
          t->started = pthread_create(&t->thread, NULL, tracker_thread, t) == 0;
@@ -256,6 +347,9 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       else
          t->disp->DestroyFence(t->dev, fence, NULL);
    }
+   if (tracked_app && submitted && page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
+                                              GPUD_FENCE_ASK))
+      page_wake(t->page); /* untracked: the host driver's fence tells */
    publish(q);
    pthread_mutex_unlock(&t->mutex);
 }
@@ -285,6 +379,12 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    }
    for (unsigned i = 0; i < t->n_free; i++)
       t->disp->DestroyFence(t->dev, t->free_fences[i], NULL);
+   if (t->page) {
+      page_lost(t); /* nothing signals any more: waiters stop */
+      munmap(t->page, GPUD_COMPLETION_SIZE);
+   }
+   util_fd_close(&t->page_fd);
+   free(t->owner);
    struct gpud_object *obj;
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type == VK_OBJECT_TYPE_QUEUE && obj->device == device)
@@ -309,6 +409,9 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
          gpud_call_named(call, VK_OBJECT_TYPE_QUEUE, (uint64_t)(uintptr_t)a->queue);        \
       struct gpud_queue_track *q = queue ? queue->track : NULL;                             \
       struct gpud_device_track *t = q && queue->device ? queue->device->dtrack : NULL;      \
+      const struct gpud_object *app_fence =                                                 \
+         a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
+                  : NULL;                                                                   \
       VkFence fence = t ? track_begin(t, q) : VK_NULL_HANDLE;                               \
       bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \
       if (own)                                                                              \
@@ -320,7 +423,9 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
       if (fence && !own && a->ret == VK_SUCCESS)                                            \
          used = t->disp->QueueSubmit(a->queue, 0, NULL, fence) == VK_SUCCESS;              \
       if (t)                                                                                \
-         track_end(t, q, fence, a->ret == VK_SUCCESS, used);                               \
+         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence);                    \
+      else if (app_fence)                                                                   \
+         gpud_queue_fence_ask((struct gpud_object *)app_fence);                             \
    }
 
 /* A submit's fence signals once all earlier work on the queue is done; a
@@ -328,3 +433,105 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
 TRACKED_SUBMIT(vkQueueSubmit, true)
 TRACKED_SUBMIT(vkQueueSubmit2, true)
 TRACKED_SUBMIT(vkQueueBindSparse, false)
+
+/* ---- the completion page ------------------------------------------------ */
+
+void
+gpud_exec_vkGetCompletionPageGPUD(struct gpud_call *call,
+                                  struct wire_args_vkGetCompletionPageGPUD *a)
+{
+   *a->pFd = -1;
+   a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+   struct gpud_device_track *t = call->device ? device_track(call->ctx, call->device) : NULL;
+   if (!t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (!t->page) {
+      int fd = -1;
+      void *map = MAP_FAILED;
+      uint64_t *owner = calloc(GPUD_COMPLETION_FENCE_SLOTS, sizeof(*owner));
+      if (owner && util_memfd_create("gpud-completion", GPUD_COMPLETION_SIZE, &fd) == 0)
+         map = mmap(NULL, GPUD_COMPLETION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (map == MAP_FAILED) {
+         util_fd_close(&fd);
+         free(owner);
+      } else {
+         struct gpud_completion_header *h = map;
+         h->magic = GPUD_COMPLETION_MAGIC;
+         h->fence_slots = GPUD_COMPLETION_FENCE_SLOTS;
+         atomic_store(&h->lost, atomic_load(&call->device->lost) ? 1 : 0);
+         t->page = h;
+         t->page_fd = fd;
+         t->owner = owner;
+      }
+   }
+   if (t->page) {
+      *a->pFd = fcntl(t->page_fd, F_DUPFD_CLOEXEC, 3);
+      a->ret = *a->pFd >= 0 ? VK_SUCCESS : VK_ERROR_TOO_MANY_OBJECTS;
+   }
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_exec_vkSetFenceSlotGPUD(struct gpud_call *call, struct wire_args_vkSetFenceSlotGPUD *a)
+{
+   struct gpud_object *fence =
+      gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence);
+   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
+   /* a slot past the page: the fence is asked about (the ICD's own
+    * business, nothing of the daemon's at stake) */
+   if (!fence || !t || a->slot >= GPUD_COMPLETION_FENCE_SLOTS)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (t->page && !fence->fence_tracked) {
+      /* the ICD hands out the slots: a slot it gives again is no longer
+       * the earlier fence's */
+      struct gpud_object *earlier =
+         t->owner[a->slot] ? gpud_object_find(call->ctx, t->owner[a->slot]) : NULL;
+      if (earlier && earlier->type == VK_OBJECT_TYPE_FENCE)
+         earlier->fence_tracked = false;
+      t->owner[a->slot] = fence->id;
+      fence->fence_tracked = true;
+      fence->fence_slot = a->slot;
+      fence->fence_generation = a->generation;
+   }
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_fence_gone(struct gpud_object *fence, bool ask)
+{
+   struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
+   if (!fence->fence_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (ask && page_write(t, (int32_t)fence->fence_slot, fence->id, GPUD_FENCE_ASK))
+      page_wake(t->page);
+   if (t->owner && t->owner[fence->fence_slot] == fence->id)
+      t->owner[fence->fence_slot] = 0;
+   fence->fence_tracked = false;
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_fence_ask(struct gpud_object *fence)
+{
+   struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
+   if (!fence->fence_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (page_write(t, (int32_t)fence->fence_slot, fence->id, GPUD_FENCE_ASK))
+      page_wake(t->page);
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_device_lost(struct gpud_object *device)
+{
+   struct gpud_device_track *t = device->dtrack;
+   if (!t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   page_lost(t);
+   pthread_mutex_unlock(&t->mutex);
+}

@@ -10,6 +10,7 @@
 #include <vulkan/vk_icd.h>
 #include <vulkan/vulkan_core.h>
 
+#include "wire_completion.h"
 #include "wire_icd.h"
 #include "icd_gen.h"
 #include "util_list.h"
@@ -167,7 +168,28 @@ struct icd_device {
    struct icd_physical_device *physical_device;
    pthread_mutex_t mutex;
    struct icd_queue *queues;
+   /* the worker's completion page (icd_fence.c); NULL: fences are asked
+    * about; fence slots in use, and each slot's next first generation
+    * (with mutex) */
+   struct gpud_completion_header *completion;
+   uint64_t *fence_used;
+   uint32_t *fence_generation;
+   unsigned fence_hint;
 };
+
+struct icd_fence {
+   struct icd_object base;
+   struct icd_device *device; /* NULL: asked about (no slot) */
+   int slot;
+   _Atomic uint32_t generation; /* resets so far, from the slot's first */
+};
+
+void icd_device_completion_finish(struct icd_device *dev);
+/* The fence's next signal is the host driver's to tell (a window system's
+ * acquire): its state is asked about until it is reset. */
+void icd_fence_ask(VkFence fence);
+/* Its payload was imported or exported: asked about from now on. */
+void icd_fence_untrack(VkFence fence);
 
 struct icd_command_pool {
    struct icd_object base;

@@ -165,6 +165,7 @@ icd_vkImportFenceFdKHR(VkDevice device, const VkImportFenceFdInfoKHR *pImportFen
    if (r == VK_SUCCESS) {
       int fd = pImportFenceFdInfo->fd;
       util_fd_close(&fd);
+      icd_fence_untrack(pImportFenceFdInfo->fence);
    }
    return r;
 }

@@ -80,6 +80,12 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
       struct icd_device_memory *mem = icd_object_alloc(sizeof(*mem), conn, type, false);
       return (uint64_t)(uintptr_t)mem;
    }
+   case VK_OBJECT_TYPE_FENCE: {
+      struct icd_fence *f = icd_object_alloc(sizeof(*f), conn, type, false);
+      if (f)
+         f->slot = -1;
+      return (uint64_t)(uintptr_t)f;
+   }
    default:
       return icd_connection_new_id(conn);
    }
@@ -100,10 +106,12 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
          icd_object_free(q);
          q = next;
       }
+      icd_device_completion_finish(dev);
       pthread_mutex_destroy(&dev->mutex);
       icd_object_free(dev);
       break;
    }
+   case VK_OBJECT_TYPE_FENCE:
    case VK_OBJECT_TYPE_QUEUE:
       icd_object_free(ptr);
       break;

@@ -17,6 +17,8 @@ signal_acquired(VkDevice device, VkSemaphore semaphore, VkFence fence)
 {
    if (!semaphore && !fence)
       return VK_SUCCESS;
+   /* no tracker sees this signal: the fence is asked about until reset */
+   icd_fence_ask(fence);
    icd_gen_vkSignalGPUD(device, semaphore, fence);
    return icd_connection_lost(icd_connection_of(device)) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
 }

@@ -79,6 +79,18 @@ PRIVATE_COMMANDS = """
     <param optional="true"><type>VkSemaphore</type> <name>semaphore</name></param>
     <param optional="true"><type>VkFence</type> <name>fence</name></param>
   </command>
+  <command>
+    <proto><type>VkResult</type> <name>vkGetCompletionPageGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param><type>int</type>* <name>pFd</name></param>
+  </command>
+  <command>
+    <proto><type>void</type> <name>vkSetFenceSlotGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param><type>VkFence</type> <name>fence</name></param>
+    <param><type>uint32_t</type> <name>slot</name></param>
+    <param><type>uint32_t</type> <name>generation</name></param>
+  </command>
 </commands>
 """
 
@@ -158,7 +170,7 @@ HOST_OPTIONAL = {
 # client-side state).  Every other non-dispatchable handle's value is its id.
 ICD_POINTER_HANDLES = {
     'VkInstance', 'VkPhysicalDevice', 'VkDevice', 'VkQueue', 'VkCommandBuffer',
-    'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate',
+    'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate', 'VkFence',
 }
 
 # Synchronous queries whose answer depends only on their arguments and the
@@ -268,6 +280,7 @@ FD_MEMBERS = {
     ('vkGetMemoryFdKHR', 'pFd'): None,
     ('vkGetSemaphoreFdKHR', 'pFd'): None,
     ('vkGetFenceFdKHR', 'pFd'): None,
+    ('vkGetCompletionPageGPUD', 'pFd'): None,
 }
 
 # Output pointers inside input structures: the host writes through them, the

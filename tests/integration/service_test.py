@@ -547,6 +547,57 @@ def test_top(fx):
     log('gpudctl top showed both clients working, refreshed and quit on q')
 
 
+def test_completion(fx):
+    """Fences answered in the application: vkGetFenceStatus and
+    vkWaitForFences on a signalled fence send nothing to the daemon (its
+    count of the client's commands stays put); threads that each submit and
+    wait cost the submits and resets only; threads waiting for fences nothing
+    signals all get VK_ERROR_DEVICE_LOST, promptly, when the daemon is
+    killed."""
+    if fx.direct:
+        raise TestSkip("the completion page is gpud's")
+
+    def commands(app):
+        return client_of(gpudctl_doc(fx, ['status']), app.pid)['commands']
+
+    app = App(fx, 'fences')
+    if app.do('fence')[0] != 'VK_SUCCESS':
+        fail('the first fence wait failed')
+    before = commands(app)
+    if app.do('status 20000') != ['VK_SUCCESS']:
+        fail('vkGetFenceStatus/vkWaitForFences on a signalled fence failed')
+    after = commands(app)
+    log('20000 vkGetFenceStatus and 2000 vkWaitForFences: %d commands reached the daemon'
+        % (after - before))
+    if after - before > 1:
+        fail('status checks of a signalled fence sent %d commands' % (after - before))
+
+    before = after
+    res = app.do('threads 8')
+    if res != ['VK_SUCCESS'] * 8:
+        fail('8 threads waiting on their fences: %r' % res)
+    after = commands(app)
+    log('8 threads, each a reset, a submit and a wait: %d commands' % (after - before))
+    if after - before > 16:
+        fail('8 threads cost %d commands: their waits went to the daemon' % (after - before))
+
+    # a daemon that dies wakes every waiter with VK_ERROR_DEVICE_LOST
+    app.p.stdin.write(b'block 4\n')
+    app.p.stdin.flush()
+    if not app.p.out.wait_for('blocked', 30):
+        fail('the blocked waiters did not start: %s' % app.p.err.text())
+    killed = fx.kill_daemon()
+    line = app.p.out.wait_for_prefix('block ', 10)
+    if not line:
+        fail('4 threads waiting on fences did not return within 10 s of the daemon\'s death')
+    took = time.monotonic() - killed
+    log('daemon killed: "%s" after %.2f s' % (line, took))
+    if line.split()[1:] != ['VK_ERROR_DEVICE_LOST'] * 4:
+        fail('waiters after the daemon died: %s' % line)
+    app.quit()
+    fx.start_daemon()
+
+
 # crash-worker needs a worker process (the sanitizer run uses threads)
 gpud_test.DAEMON_ARGS['inject'] = ['--isolation=process']
 
@@ -554,6 +605,7 @@ SUBCOMMANDS = {
     'dbus': test_dbus,
     'inject': test_inject,
     'top': test_top,
+    'completion': test_completion,
 }
 
 if __name__ == '__main__':

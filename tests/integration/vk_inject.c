@@ -12,6 +12,14 @@
  *   work MS    submits copies back to back for MS milliseconds (a busy queue)
  *              and prints "work RESULT SUBMITS"
  *   idle       vkDeviceWaitIdle: "idle RESULT"
+ *   status N   N vkGetFenceStatus and N/10 vkWaitForFences (timeouts 0 and
+ *              1 s) on the fence "fence" signalled: "status RESULT" (the
+ *              first that was not VK_SUCCESS, else VK_SUCCESS)
+ *   threads N  N threads (at most 8) each reset a fence of their own, submit
+ *              an empty batch with it and wait for it: "threads RESULT..."
+ *   block N    N threads wait for fences nothing will signal, with no time
+ *              limit; prints "blocked" once they wait, then "block
+ *              RESULT..." when they return (the test kills the daemon)
  *   hold N     allocates N MiB and keeps it: "hold RESULT"
  *   release    frees what hold allocated: "release"
  *   quit       exits 0
@@ -19,6 +27,7 @@
  * It prints "READY" once its device exists.  Nothing it sees is fatal: a
  * lost device is a result to print.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +41,15 @@ struct app {
    VkCommandBuffer cmd;
    VkFence fence;
    VkDeviceMemory held;
+   VkFence thread_fences[8];
+   pthread_mutex_t queue_mutex; /* submits from several threads */
+};
+
+struct waiter {
+   struct app *a;
+   VkFence fence;
+   bool submit;
+   VkResult result;
 };
 
 static void
@@ -97,6 +115,61 @@ do_fence(struct app *a, bool poll)
 }
 
 static void
+do_status(struct app *a, unsigned n)
+{
+   VkResult r = VK_SUCCESS;
+   for (unsigned i = 0; i < n && r == VK_SUCCESS; i++)
+      r = vkGetFenceStatus(a->ctx.device, a->fence);
+   for (unsigned i = 0; i < n / 10 && r == VK_SUCCESS; i++)
+      r = vkWaitForFences(a->ctx.device, 1, &a->fence, VK_TRUE, i % 2 ? 0 : 1000000000ull);
+   printf("status %s\n", vkt_result_name(r));
+}
+
+static void *
+waiter_thread(void *data)
+{
+   struct waiter *w = data;
+   VkResult r = vkResetFences(w->a->ctx.device, 1, &w->fence);
+   if (w->submit) {
+      pthread_mutex_lock(&w->a->queue_mutex);
+      if (r == VK_SUCCESS)
+         r = vkQueueSubmit(w->a->ctx.queue, 0, NULL, w->fence);
+      pthread_mutex_unlock(&w->a->queue_mutex);
+   }
+   if (r == VK_SUCCESS)
+      r = vkWaitForFences(w->a->ctx.device, 1, &w->fence, VK_TRUE,
+                          w->submit ? 30ull * 1000 * 1000 * 1000 : UINT64_MAX);
+   w->result = r;
+   return NULL;
+}
+
+/* N threads waiting at once: on fences they submit, or on fences nothing
+ * signals. */
+static void
+do_threads(struct app *a, unsigned n, bool submit)
+{
+   struct waiter w[8];
+   pthread_t t[8];
+   n = n > 8 ? 8 : n;
+   for (unsigned i = 0; i < n; i++) {
+      w[i] = (struct waiter){.a = a, .fence = a->thread_fences[i], .submit = submit};
+      if (pthread_create(&t[i], NULL, waiter_thread, &w[i]) != 0)
+         vkt_fail("pthread_create");
+   }
+   if (!submit) {
+      const struct timespec wait = {.tv_nsec = 300000000};
+      nanosleep(&wait, NULL);
+      printf("blocked\n");
+   }
+   for (unsigned i = 0; i < n; i++)
+      pthread_join(t[i], NULL);
+   printf("%s", submit ? "threads" : "block");
+   for (unsigned i = 0; i < n; i++)
+      printf(" %s", vkt_result_name(w[i].result));
+   printf("\n");
+}
+
+static void
 do_work(struct app *a, unsigned ms)
 {
    uint64_t end = vkt_now_ns() + (uint64_t)ms * 1000000;
@@ -138,6 +211,9 @@ main(int argc, char **argv)
    record(&a);
    const VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
    VKT_CHECK(vkCreateFence(a.ctx.device, &fi, NULL, &a.fence));
+   for (unsigned i = 0; i < 8; i++)
+      VKT_CHECK(vkCreateFence(a.ctx.device, &fi, NULL, &a.thread_fences[i]));
+   pthread_mutex_init(&a.queue_mutex, NULL);
    setvbuf(stdout, NULL, _IOLBF, 0);
    printf("READY\n");
 
@@ -166,6 +242,12 @@ main(int argc, char **argv)
          printf("release\n");
       } else if (!strncmp(line, "idle", 4))
          printf("idle %s\n", vkt_result_name(vkDeviceWaitIdle(a.ctx.device)));
+      else if (sscanf(line, "status %u", &n) == 1)
+         do_status(&a, n);
+      else if (sscanf(line, "threads %u", &n) == 1)
+         do_threads(&a, n, true);
+      else if (sscanf(line, "block %u", &n) == 1)
+         do_threads(&a, n, false);
       else if (!strncmp(line, "quit", 4))
          break;
       else
@@ -174,6 +256,8 @@ main(int argc, char **argv)
    /* a lost device may still be destroyed */
    vkDeviceWaitIdle(a.ctx.device);
    vkDestroyFence(a.ctx.device, a.fence, NULL);
+   for (unsigned i = 0; i < 8; i++)
+      vkDestroyFence(a.ctx.device, a.thread_fences[i], NULL);
    vkt_buffer_destroy(&a.ctx, &a.src);
    vkt_buffer_destroy(&a.ctx, &a.dst);
    vkt_context_finish(&a.ctx);

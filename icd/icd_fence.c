@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fences answered in the application's process: each device maps the
+ * worker's completion page (protocol/wire_completion.h) and each fence owns
+ * a slot in it, so vkGetFenceStatus and vkWaitForFences read shared memory
+ * and sleep on a futex instead of asking the daemon.  A fence whose state
+ * only the host driver knows (an imported payload, a signal from the window
+ * system) says GPUD_FENCE_ASK and is asked about as before.
+ *
+ * Generations: a slot holds (generation << 1) | signalled.  The ICD and the
+ * worker count a fence's resets alike (both see every vkResetFences, in
+ * order), and a slot's first generation for a new fence continues where its
+ * last fence stopped, so whatever the worker writes for an earlier
+ * generation, or for the slot's earlier fence, reads as "not signalled".
+ */
+#include "icd.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util_time.h"
+
+/* How long a waiter polls the page before it sleeps, and the longest sleep
+ * between looks at whether the daemon is still there. */
+#define FENCE_SPIN_NS (20u * 1000u)
+#define FENCE_SLICE_NS (20u * 1000u * 1000u)
+
+static struct gpud_completion_header *
+page_of(const struct icd_device *dev)
+{
+   return dev->completion;
+}
+
+/* ---- the device's page -------------------------------------------------- */
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo *pCreateInfo,
+                   const VkAllocationCallbacks *pAllocator, VkDevice *pDevice)
+{
+   VkResult r = icd_gen_vkCreateDevice(physicalDevice, pCreateInfo, pAllocator, pDevice);
+   if (r != VK_SUCCESS)
+      return r;
+   struct icd_device *dev = (struct icd_device *)*pDevice;
+   int fd = -1;
+   if (icd_gen_vkGetCompletionPageGPUD(*pDevice, &fd) != VK_SUCCESS || fd < 0)
+      return VK_SUCCESS; /* every fence is asked about */
+   void *map = mmap(NULL, GPUD_COMPLETION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+   close(fd);
+   if (map == MAP_FAILED)
+      return VK_SUCCESS;
+   const struct gpud_completion_header *h = map;
+   if (h->magic != GPUD_COMPLETION_MAGIC || h->fence_slots != GPUD_COMPLETION_FENCE_SLOTS) {
+      munmap(map, GPUD_COMPLETION_SIZE);
+      return VK_SUCCESS;
+   }
+   dev->fence_generation = calloc(GPUD_COMPLETION_FENCE_SLOTS, sizeof(uint32_t));
+   dev->fence_used = calloc((GPUD_COMPLETION_FENCE_SLOTS + 63) / 64, sizeof(uint64_t));
+   if (!dev->fence_generation || !dev->fence_used) {
+      free(dev->fence_generation);
+      free(dev->fence_used);
+      dev->fence_generation = NULL;
+      dev->fence_used = NULL;
+      munmap(map, GPUD_COMPLETION_SIZE);
+      return VK_SUCCESS;
+   }
+   dev->completion = map;
+   return VK_SUCCESS;
+}
+
+void
+icd_device_completion_finish(struct icd_device *dev)
+{
+   if (dev->completion)
+      munmap(dev->completion, GPUD_COMPLETION_SIZE);
+   free(dev->fence_generation);
+   free(dev->fence_used);
+   dev->completion = NULL;
+   dev->fence_generation = NULL;
+   dev->fence_used = NULL;
+}
+
+/* ---- fences ---------------------------------------------------------------- */
+
+static int
+slot_take(struct icd_device *dev)
+{
+   pthread_mutex_lock(&dev->mutex);
+   int slot = -1;
+   for (unsigned w = dev->fence_hint; w < (GPUD_COMPLETION_FENCE_SLOTS + 63) / 64; w++) {
+      if (dev->fence_used[w] == ~0ull)
+         continue;
+      unsigned bit = (unsigned)__builtin_ctzll(~dev->fence_used[w]);
+      if (w * 64 + bit >= GPUD_COMPLETION_FENCE_SLOTS)
+         break;
+      dev->fence_used[w] |= 1ull << bit;
+      dev->fence_hint = w;
+      slot = (int)(w * 64 + bit);
+      break;
+   }
+   pthread_mutex_unlock(&dev->mutex);
+   return slot;
+}
+
+static void
+slot_give(struct icd_device *dev, struct icd_fence *f)
+{
+   pthread_mutex_lock(&dev->mutex);
+   /* the slot's next fence starts past this one's generations */
+   dev->fence_generation[f->slot] = atomic_load(&f->generation) + 1;
+   dev->fence_used[f->slot / 64] &= ~(1ull << (f->slot % 64));
+   if ((unsigned)f->slot / 64 < dev->fence_hint)
+      dev->fence_hint = (unsigned)f->slot / 64;
+   pthread_mutex_unlock(&dev->mutex);
+}
+
+static _Atomic uint32_t *
+slot_of(const struct icd_fence *f)
+{
+   return &gpud_completion_fences(f->device->completion)[f->slot];
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkCreateFence(VkDevice device, const VkFenceCreateInfo *pCreateInfo,
+                  const VkAllocationCallbacks *pAllocator, VkFence *pFence)
+{
+   VkResult r = icd_gen_vkCreateFence(device, pCreateInfo, pAllocator, pFence);
+   struct icd_device *dev = (struct icd_device *)device;
+   if (r != VK_SUCCESS || !dev->completion)
+      return r;
+   /* an exportable fence's payload may leave for another process: the host
+    * driver keeps its state */
+   for (const VkBaseInStructure *s = pCreateInfo->pNext; s; s = s->pNext) {
+      if (s->sType == VK_STRUCTURE_TYPE_EXPORT_FENCE_CREATE_INFO)
+         return r;
+   }
+   struct icd_fence *f = (struct icd_fence *)*pFence;
+   int slot = slot_take(dev);
+   if (slot < 0)
+      return r; /* asked about, as every fence was before */
+   f->device = dev;
+   f->slot = slot;
+   pthread_mutex_lock(&dev->mutex);
+   uint32_t generation = dev->fence_generation[slot];
+   pthread_mutex_unlock(&dev->mutex);
+   atomic_store(&f->generation, generation);
+   atomic_store(slot_of(f),
+                gpud_fence_value(generation, pCreateInfo->flags & VK_FENCE_CREATE_SIGNALED_BIT));
+   icd_gen_vkSetFenceSlotGPUD(device, *pFence, (uint32_t)slot, generation);
+   return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkDestroyFence(VkDevice device, VkFence fence, const VkAllocationCallbacks *pAllocator)
+{
+   struct icd_fence *f = (struct icd_fence *)fence;
+   if (f && f->device)
+      slot_give(f->device, f);
+   icd_gen_vkDestroyFence(device, fence, pAllocator);
+}
+
+/* The fence's state goes to the host driver alone (its payload was
+ * imported, or exported as a sync file): asked about from now on. */
+void
+icd_fence_untrack(VkFence fence)
+{
+   struct icd_fence *f = (struct icd_fence *)fence;
+   if (!f || !f->device)
+      return;
+   atomic_store(slot_of(f), GPUD_FENCE_ASK);
+   slot_give(f->device, f);
+   f->device = NULL;
+}
+
+void
+icd_fence_ask(VkFence fence)
+{
+   struct icd_fence *f = (struct icd_fence *)fence;
+   if (f && f->device)
+      atomic_store(slot_of(f), GPUD_FENCE_ASK);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkGetFenceFdKHR(VkDevice device, const VkFenceGetFdInfoKHR *pGetFdInfo, int *pFd)
+{
+   VkResult r = icd_gen_vkGetFenceFdKHR(device, pGetFdInfo, pFd);
+   if (r == VK_SUCCESS)
+      icd_fence_untrack(pGetFdInfo->fence);
+   return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkResetFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences)
+{
+   for (uint32_t i = 0; i < fenceCount; i++) {
+      struct icd_fence *f = (struct icd_fence *)pFences[i];
+      if (f && f->device) {
+         uint32_t generation = atomic_fetch_add(&f->generation, 1) + 1;
+         atomic_store(slot_of(f), gpud_fence_value(generation, 0));
+      }
+   }
+   return icd_gen_vkResetFences(device, fenceCount, pFences);
+}
+
+enum fence_state { FENCE_UNSIGNALED, FENCE_SIGNALED, FENCE_ASK };
+
+static enum fence_state
+fence_state(const struct icd_fence *f)
+{
+   if (!f->device)
+      return FENCE_ASK;
+   uint32_t v = atomic_load(slot_of(f));
+   if (v == GPUD_FENCE_ASK)
+      return FENCE_ASK;
+   return v == gpud_fence_value(atomic_load(&f->generation), 1) ? FENCE_SIGNALED
+                                                                : FENCE_UNSIGNALED;
+}
+
+/* Whether the daemon is gone (its end of the socket closed): the page will
+ * never change again. */
+static bool
+daemon_gone(struct icd_connection *conn)
+{
+   if (icd_connection_is_lost(conn))
+      return true;
+   struct pollfd p = {.fd = conn->fd, .events = 0};
+   if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
+      icd_connection_set_lost(conn, "the daemon closed the connection");
+      return true;
+   }
+   return false;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkGetFenceStatus(VkDevice device, VkFence fence)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_fence *f = (struct icd_fence *)fence;
+   struct gpud_completion_header *h = page_of(dev);
+   if (!h || !f->device)
+      return icd_gen_vkGetFenceStatus(device, fence);
+   if (atomic_load(&h->lost) || icd_connection_is_lost(dev->base.conn))
+      return VK_ERROR_DEVICE_LOST;
+   switch (fence_state(f)) {
+   case FENCE_SIGNALED:
+      return VK_SUCCESS;
+   case FENCE_ASK:
+      return icd_gen_vkGetFenceStatus(device, fence);
+   case FENCE_UNSIGNALED:
+      break;
+   }
+   /* what would signal it may still be queued here */
+   if (icd_connection_flush(dev->base.conn) != VK_SUCCESS || daemon_gone(dev->base.conn))
+      return VK_ERROR_DEVICE_LOST;
+   return VK_NOT_READY;
+}
+
+static void
+futex_wait(_Atomic uint32_t *word, uint32_t value, uint64_t ns)
+{
+   struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+                         .tv_nsec = (long)(ns % 1000000000ull)};
+   syscall(SYS_futex, word, FUTEX_WAIT, value, &ts, NULL, 0);
+}
+
+/* VK_SUCCESS, VK_TIMEOUT, VK_NOT_READY (a fence must be asked about) */
+static VkResult
+fences_reached(uint32_t n, const VkFence *fences, bool all)
+{
+   bool any = false, every = true;
+   for (uint32_t i = 0; i < n; i++) {
+      switch (fence_state((const struct icd_fence *)fences[i])) {
+      case FENCE_ASK:
+         return VK_NOT_READY;
+      case FENCE_SIGNALED:
+         any = true;
+         break;
+      case FENCE_UNSIGNALED:
+         every = false;
+         break;
+      }
+   }
+   return (all ? every : any) ? VK_SUCCESS : VK_TIMEOUT;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences,
+                    VkBool32 waitAll, uint64_t timeout)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   struct gpud_completion_header *h = page_of(dev);
+   struct icd_connection *conn = dev->base.conn;
+   if (!h)
+      return icd_gen_vkWaitForFences(device, fenceCount, pFences, waitAll, timeout);
+   uint64_t start = util_now_ns();
+   uint64_t deadline = timeout > UINT64_MAX - start ? UINT64_MAX : start + timeout;
+   bool flushed = false;
+   for (;;) {
+      if (atomic_load(&h->lost) || icd_connection_is_lost(conn))
+         return VK_ERROR_DEVICE_LOST;
+      uint32_t seq = atomic_load(&h->seq);
+      VkResult r = fences_reached(fenceCount, pFences, waitAll);
+      if (r == VK_SUCCESS)
+         return VK_SUCCESS;
+      uint64_t now = util_now_ns();
+      if (r == VK_NOT_READY) {
+         /* the daemon knows: ask it, for what is left of the timeout */
+         uint64_t left = now >= deadline ? 0 : deadline == UINT64_MAX ? UINT64_MAX
+                                                                      : deadline - now;
+         return icd_gen_vkWaitForFences(device, fenceCount, pFences, waitAll, left);
+      }
+      if (now >= deadline)
+         return VK_TIMEOUT;
+      if (!flushed) {
+         /* what would signal them may still be queued here */
+         if (icd_connection_flush(conn) != VK_SUCCESS)
+            return VK_ERROR_DEVICE_LOST;
+         flushed = true;
+      }
+      if (now - start < FENCE_SPIN_NS) {
+         sched_yield();
+         continue;
+      }
+      uint64_t slice = deadline - now < FENCE_SLICE_NS ? deadline - now : FENCE_SLICE_NS;
+      atomic_fetch_add(&h->waiters, 1);
+      if (atomic_load(&h->seq) == seq)
+         futex_wait(&h->seq, seq, slice);
+      atomic_fetch_sub(&h->waiters, 1);
+      if (daemon_gone(conn))
+         return VK_ERROR_DEVICE_LOST;
+   }
+}

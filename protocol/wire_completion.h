@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The completion page: shared memory (a memfd) per device that the worker
+ * writes what completed into and the ICD reads, so that an application asks
+ * whether a fence is signalled, or waits for one, without a message.
+ *
+ * The worker only writes it (and reads `waiters`, a hint): what a client
+ * writes into its own page fools that client alone.  A fence slot holds
+ * (generation << 1) | signalled, where the generation counts the fence's
+ * resets on both sides (the ICD's vkResetFences and the daemon's, in stream
+ * order); a value of another generation is stale and means "not signalled".
+ * GPUD_FENCE_ASK: the fence's state is the host driver's alone (a payload
+ * imported, a signal the tracker does not see): the ICD asks the daemon.
+ *
+ * After writing slots the worker increments `seq` and, when `waiters` is not
+ * 0, wakes every futex waiter on it; a waiter increments `waiters`, reads
+ * `seq`, checks its slots and sleeps while `seq` is unchanged.
+ */
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define GPUD_COMPLETION_SIZE (64u * 1024u)
+#define GPUD_COMPLETION_MAGIC 0x63647067u /* "gpdc" */
+
+struct gpud_completion_header {
+   uint32_t magic;
+   uint32_t fence_slots;
+   _Atomic uint32_t seq;
+   _Atomic uint32_t waiters;
+   _Atomic uint32_t lost; /* the device is lost: every wait ends */
+   uint32_t reserved[11];
+};
+
+#define GPUD_COMPLETION_FENCE_SLOTS                                                      \
+   ((GPUD_COMPLETION_SIZE - sizeof(struct gpud_completion_header)) / sizeof(uint32_t))
+#define GPUD_FENCE_ASK 0xffffffffu
+
+static inline _Atomic uint32_t *
+gpud_completion_fences(void *page)
+{
+   return (_Atomic uint32_t *)((char *)page + sizeof(struct gpud_completion_header));
+}
+
+static inline uint32_t
+gpud_fence_value(uint32_t generation, int signaled)
+{
+   return ((generation << 1) | (signaled ? 1u : 0u)) & 0x7fffffffu;
+}
+
+_Static_assert(sizeof(struct gpud_completion_header) == 64, "one cache line");
