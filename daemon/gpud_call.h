@@ -146,6 +146,10 @@ void gpud_queue_fence_gone(struct gpud_object *fence, bool ask);
  * "ask" (until the ICD resets it). */
 void gpud_queue_fence_ask(struct gpud_object *fence);
 void gpud_queue_device_lost(struct gpud_object *device);
+/* What completed is on the page now: before a wait answered by the host
+ * (idle, fences, semaphores) replies, so that the application never sees a
+ * fence unsignalled on the page after the host said its work is done. */
+void gpud_queue_publish(struct gpud_object *device);
 
 /* Fault injection (gpud_inject.c), from what the server wrote on the status
  * page.  Before each command: loses every device when asked to. */

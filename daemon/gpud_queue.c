@@ -526,6 +526,17 @@ gpud_queue_fence_ask(struct gpud_object *fence)
 }
 
 void
+gpud_queue_publish(struct gpud_object *device)
+{
+   struct gpud_device_track *t = device ? device->dtrack : NULL;
+   if (!t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   collect(t);
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
 gpud_queue_device_lost(struct gpud_object *device)
 {
    struct gpud_device_track *t = device->dtrack;

@@ -178,6 +178,8 @@ waiter_thread(void *data)
       r = VK_ERROR_DEVICE_LOST;
    if (r == VK_SUCCESS && w->kind != WAIT_QUERY)
       r = delay_completion(w);
+   if (r == VK_SUCCESS && w->kind != WAIT_QUERY)
+      gpud_queue_publish(w->device);
    if (r == VK_ERROR_DEVICE_LOST && !atomic_load(&w->cancel) && !atomic_load(&w->ctx->closing))
       gpud_context_host_lost(w->ctx, wire_op_name(w->op));
    if (!atomic_load(&w->ctx->closing))
@@ -262,6 +264,8 @@ gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFenc
 {
    if (a->timeout == 0 || !call->device) {
       gpud_gen_exec_vkWaitForFences(call, a);
+      if (a->ret == VK_SUCCESS)
+         gpud_queue_publish(call->device);
       return;
    }
    struct gpud_waiter *w = waiter_new(call, WAIT_FENCES, a->fenceCount);
@@ -280,6 +284,8 @@ gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFenc
    if (!waiter_start(call, w)) {
       waiter_free(w);
       gpud_gen_exec_vkWaitForFences(call, a);
+      if (a->ret == VK_SUCCESS)
+         gpud_queue_publish(call->device);
    }
 }
 
@@ -319,6 +325,8 @@ gpud_exec_vkQueueWaitIdle(struct gpud_call *call, struct wire_args_vkQueueWaitId
       waiter_free(w);
    }
    gpud_gen_exec_vkQueueWaitIdle(call, a);
+   if (a->ret == VK_SUCCESS)
+      gpud_queue_publish(call->device);
 }
 
 void
@@ -331,6 +339,8 @@ gpud_exec_vkDeviceWaitIdle(struct gpud_call *call, struct wire_args_vkDeviceWait
       waiter_free(w);
    }
    gpud_gen_exec_vkDeviceWaitIdle(call, a);
+   if (a->ret == VK_SUCCESS)
+      gpud_queue_publish(call->device);
 }
 
 void

@@ -581,6 +581,11 @@ def test_completion(fx):
     if after - before > 16:
         fail('8 threads cost %d commands: their waits went to the daemon' % (after - before))
 
+    # once the host says the queue or the device is idle, the page says so too
+    res = app.do('settled 200')
+    if res != ['VK_SUCCESS', '0']:
+        fail('after vkQueueWaitIdle/vkDeviceWaitIdle the fence was unsignalled: %r' % res)
+
     # a daemon that dies wakes every waiter with VK_ERROR_DEVICE_LOST
     app.p.stdin.write(b'block 4\n')
     app.p.stdin.flush()

@@ -17,6 +17,10 @@
  *              first that was not VK_SUCCESS, else VK_SUCCESS)
  *   threads N  N threads (at most 8) each reset a fence of their own, submit
  *              an empty batch with it and wait for it: "threads RESULT..."
+ *   settled N  N times: a copy submitted with the fence, vkQueueWaitIdle
+ *              (or vkDeviceWaitIdle every other time), then vkGetFenceStatus
+ *              at once: "settled RESULT UNSIGNALLED" (how many times the
+ *              fence was not signalled after the idle wait said done)
  *   block N    N threads wait for fences nothing will signal, with no time
  *              limit; prints "blocked" once they wait, then "block
  *              RESULT..." when they return (the test kills the daemon)
@@ -123,6 +127,28 @@ do_status(struct app *a, unsigned n)
    for (unsigned i = 0; i < n / 10 && r == VK_SUCCESS; i++)
       r = vkWaitForFences(a->ctx.device, 1, &a->fence, VK_TRUE, i % 2 ? 0 : 1000000000ull);
    printf("status %s\n", vkt_result_name(r));
+}
+
+static void
+do_settled(struct app *a, unsigned n)
+{
+   VkResult r = VK_SUCCESS;
+   unsigned unsignalled = 0;
+   for (unsigned i = 0; i < n && r == VK_SUCCESS; i++) {
+      r = vkResetFences(a->ctx.device, 1, &a->fence);
+      if (r == VK_SUCCESS)
+         r = submit(a, a->fence);
+      if (r == VK_SUCCESS)
+         r = i % 2 ? vkDeviceWaitIdle(a->ctx.device) : vkQueueWaitIdle(a->ctx.queue);
+      if (r == VK_SUCCESS) {
+         VkResult s = vkGetFenceStatus(a->ctx.device, a->fence);
+         if (s == VK_NOT_READY)
+            unsignalled++;
+         else if (s != VK_SUCCESS)
+            r = s;
+      }
+   }
+   printf("settled %s %u\n", vkt_result_name(r), unsignalled);
 }
 
 static void *
@@ -246,6 +272,8 @@ main(int argc, char **argv)
          do_status(&a, n);
       else if (sscanf(line, "threads %u", &n) == 1)
          do_threads(&a, n, true);
+      else if (sscanf(line, "settled %u", &n) == 1)
+         do_settled(&a, n);
       else if (sscanf(line, "block %u", &n) == 1)
          do_threads(&a, n, false);
       else if (!strncmp(line, "quit", 4))
