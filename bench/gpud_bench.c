@@ -11,7 +11,8 @@
  *   (a) round trip of one synchronous call: vkGetEventStatus, and a
  *       vkCreateBuffer + vkDestroyBuffer pair; a signalled fence's
  *       vkGetFenceStatus (answered in the application through gpud), and an
- *       empty submit's reset + submit + vkWaitForFences (medians)
+ *       empty submit's reset + submit + vkWaitForFences, a timeline
+ *       semaphore's vkGetSemaphoreCounterValue (medians)
  *   (b) write bandwidth into mapped host-visible memory (256 MiB): first
  *       touch, memset, streaming stores
  *   (c) 100k vkCmdDraw into one command buffer (re-binding the pipeline and
@@ -55,6 +56,7 @@ enum metric {
    M_EVENT_STATUS,
    M_FENCE_STATUS,
    M_FENCE_SUBMIT_WAIT,
+   M_COUNTER_VALUE,
    M_BUFFER_PAIR,
    M_WRITE_FIRST,
    M_WRITE_MEMSET,
@@ -73,6 +75,7 @@ static const struct {
    [M_EVENT_STATUS] = { "vkGetEventStatus, median", "us" },
    [M_FENCE_STATUS] = { "vkGetFenceStatus (signalled), median", "us" },
    [M_FENCE_SUBMIT_WAIT] = { "empty submit + vkWaitForFences, median", "us" },
+   [M_COUNTER_VALUE] = { "vkGetSemaphoreCounterValue, median", "us" },
    [M_BUFFER_PAIR] = { "vkCreateBuffer+vkDestroyBuffer, median", "us" },
    [M_WRITE_FIRST] = { "mapped write, first touch (memset)", "GB/s" },
    [M_WRITE_MEMSET] = { "mapped write, memset, best", "GB/s" },
@@ -156,6 +159,29 @@ bench_round_trips(const struct vkt_context *ctx, const struct options *o,
    }
    results[M_FENCE_SUBMIT_WAIT] = median_us(samples, rounds);
    vkDestroyFence(ctx->device, fence, NULL);
+
+   /* a timeline semaphore's value */
+   const VkSemaphoreTypeCreateInfo type = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+      .initialValue = 7,
+   };
+   const VkSemaphoreCreateInfo sem_info = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+                                           .pNext = &type};
+   VkSemaphore sem;
+   VKT_CHECK(vkCreateSemaphore(ctx->device, &sem_info, NULL, &sem));
+   uint64_t value = 0;
+   VKT_CHECK(vkGetSemaphoreCounterValue(ctx->device, sem, &value)); /* slot taken */
+   for (uint32_t i = 0; i < o->calls; i++) {
+      uint64_t t0 = vkt_now_ns();
+      VkResult r = vkGetSemaphoreCounterValue(ctx->device, sem, &value);
+      samples[i] = vkt_now_ns() - t0;
+      if (r != VK_SUCCESS || value != 7)
+         vkt_fail("vkGetSemaphoreCounterValue returned %s, %llu", vkt_result_name(r),
+                  (unsigned long long)value);
+   }
+   results[M_COUNTER_VALUE] = median_us(samples, o->calls);
+   vkDestroySemaphore(ctx->device, sem, NULL);
 
    for (uint32_t i = 0; i < o->calls; i++) {
       VkBuffer buffer;
@@ -537,7 +563,7 @@ bench_device(VkInstance instance, VkPhysicalDevice pdev,
 {
    struct vkt_context ctx = { .prog = "gpud_bench" };
 
-   vkt_context_init_physical(&ctx, instance, pdev, 0);
+   vkt_context_init_physical(&ctx, instance, pdev, VKT_FEATURE_TIMELINE_SEMAPHORE);
    fprintf(stderr, "gpud_bench: measuring '%s'...\n", ctx.props.deviceName);
    bench_round_trips(&ctx, o, results);
    bench_bandwidth(&ctx, o, results);

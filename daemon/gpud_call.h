@@ -61,6 +61,9 @@ struct gpud_object {
    bool fence_tracked;
    uint32_t fence_slot;
    uint32_t fence_generation;
+   /* timeline semaphores with a slot on the page */
+   bool semaphore_tracked;
+   uint32_t semaphore_slot;
 };
 
 /* One command being executed. */
@@ -150,6 +153,10 @@ void gpud_queue_device_lost(struct gpud_object *device);
  * (idle, fences, semaphores) replies, so that the application never sees a
  * fence unsignalled on the page after the host said its work is done. */
 void gpud_queue_publish(struct gpud_object *device);
+/* A timeline semaphore destroyed, or asked about from now on (ask); one the
+ * host signalled to value. */
+void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);
+void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t value);
 
 /* Fault injection (gpud_inject.c), from what the server wrote on the status
  * page.  Before each command: loses every device when asked to. */

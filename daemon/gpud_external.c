@@ -190,6 +190,10 @@ gpud_exec_vkImportSemaphoreFdKHR(struct gpud_call *call,
    gpud_gen_exec_vkImportSemaphoreFdKHR(call, a);
    if (a->ret != VK_SUCCESS || call->dec.fatal)
       util_fd_close(&info->fd); /* the host took it only on success */
+   struct gpud_object *sem =
+      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)info->semaphore);
+   if (sem && a->ret == VK_SUCCESS)
+      gpud_queue_semaphore_gone(sem, true);
 }
 
 void
@@ -217,6 +221,10 @@ gpud_exec_vkGetSemaphoreFdKHR(struct gpud_call *call, struct wire_args_vkGetSema
 {
    *a->pFd = -1;
    gpud_gen_exec_vkGetSemaphoreFdKHR(call, a);
+   struct gpud_object *sem = gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE,
+                                             (uint64_t)(uintptr_t)a->pGetFdInfo->semaphore);
+   if (sem && a->ret == VK_SUCCESS)
+      gpud_queue_semaphore_gone(sem, true);
 }
 
 void

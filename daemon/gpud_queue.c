@@ -42,6 +42,13 @@
 /* The tracker sleeps at most this long in one host wait. */
 #define TRACK_SLICE_NS (50ull * 1000 * 1000)
 
+/* A timeline semaphore a submission signals, to publish when it completes. */
+struct track_signal {
+   uint32_t slot;
+   uint64_t owner;
+   uint64_t value;
+};
+
 struct track_entry {
    VkFence fence;
    uint64_t seq; /* the submission it completes */
@@ -51,6 +58,8 @@ struct track_entry {
    uint64_t owner;
    uint32_t value;
    uint64_t done_ns; /* when the tracker saw it done (completions delayed) */
+   struct track_signal *signals; /* timeline semaphores it signals */
+   unsigned n_signals;
 };
 
 struct gpud_queue_track {
@@ -78,6 +87,7 @@ struct gpud_device_track {
    struct gpud_completion_header *page;
    int page_fd;
    uint64_t *owner;
+   uint64_t *sem_owner; /* the id of the semaphore each semaphore slot is */
 };
 
 /* After slots changed: waiters in the application look again. */
@@ -87,6 +97,39 @@ page_wake(struct gpud_completion_header *h)
    atomic_fetch_add(&h->seq, 1);
    if (atomic_load(&h->waiters))
       syscall(SYS_futex, &h->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* With the mutex held: a timeline semaphore's value raised, if it still owns
+ * its slot. */
+static bool
+page_raise(struct gpud_device_track *t, uint32_t slot, uint64_t owner, uint64_t value)
+{
+   if (!t->page || slot >= GPUD_COMPLETION_SEMAPHORE_SLOTS || t->sem_owner[slot] != owner)
+      return false;
+   gpud_semaphore_raise(&gpud_completion_semaphores(t->page)[slot].value, value);
+   return true;
+}
+
+/* With the mutex held: an entry's semaphores published (or, ask, handed to
+ * the host driver to tell) and dropped. */
+static bool
+entry_signals(struct gpud_device_track *t, struct track_entry *e, bool ask)
+{
+   bool wrote = false;
+   for (unsigned i = 0; i < e->n_signals; i++) {
+      const struct track_signal *s = &e->signals[i];
+      if (ask && t->page && s->slot < GPUD_COMPLETION_SEMAPHORE_SLOTS &&
+          t->sem_owner[s->slot] == s->owner) {
+         atomic_store(&gpud_completion_semaphores(t->page)[s->slot].value, GPUD_SEMAPHORE_ASK);
+         wrote = true;
+      } else if (!ask) {
+         wrote |= page_raise(t, s->slot, s->owner, s->value);
+      }
+   }
+   free(e->signals);
+   e->signals = NULL;
+   e->n_signals = 0;
+   return wrote;
 }
 
 /* With the mutex held: the slot's value, if the fence still owns it. */
@@ -138,6 +181,8 @@ collect(struct gpud_device_track *t)
             release = !release || at < release ? at : release;
             break;
          }
+         /* the semaphores first: a fence signals after its batch's semaphores */
+         wrote |= entry_signals(t, e, false);
          wrote |= page_write(t, e->slot, e->owner, e->value);
          if (t->n_free < t->cap_free) {
             t->disp->ResetFences(t->dev, 1, &e->fence);
@@ -319,7 +364,8 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q)
  * VK_NULL_HANDLE (then fence_used says whether the host took it). */
 static void
 track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence,
-          bool submitted, bool fence_used, const struct gpud_object *app_fence)
+          bool submitted, bool fence_used, const struct gpud_object *app_fence,
+          struct track_signal *signals, unsigned n_signals)
 {
    pthread_mutex_lock(&t->mutex);
    if (submitted) {
@@ -335,7 +381,11 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          .slot = tracked_app ? (int32_t)app_fence->fence_slot : -1,
          .owner = tracked_app ? app_fence->id : 0,
          .value = tracked_app ? gpud_fence_value(app_fence->fence_generation, 1) : 0,
+         .signals = signals,
+         .n_signals = n_signals,
       };
+      signals = NULL;
+      n_signals = 0;
       tracked_app = false;
       q->count++;
       if (!t->started)
@@ -347,9 +397,13 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       else
          t->disp->DestroyFence(t->dev, fence, NULL);
    }
-   if (tracked_app && submitted && page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
-                                              GPUD_FENCE_ASK))
-      page_wake(t->page); /* untracked: the host driver's fence tells */
+   /* untracked: the host driver's fence and semaphores tell */
+   bool wrote = tracked_app && submitted &&
+                page_write(t, (int32_t)app_fence->fence_slot, app_fence->id, GPUD_FENCE_ASK);
+   struct track_entry untracked = {.signals = signals, .n_signals = n_signals};
+   wrote |= entry_signals(t, &untracked, submitted);
+   if (wrote)
+      page_wake(t->page);
    publish(q);
    pthread_mutex_unlock(&t->mutex);
 }
@@ -370,8 +424,10 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    /* the device is idle (or lost): every fence may go */
    struct gpud_queue_track *q;
    util_list_for_each_safe(q, &t->queues, link) {
-      for (unsigned i = 0; i < q->count; i++)
+      for (unsigned i = 0; i < q->count; i++) {
          t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % q->cap].fence, NULL);
+         free(q->ring[(q->head + i) % q->cap].signals);
+      }
       if (q->slot)
          atomic_store_explicit(&q->slot->device, 0, memory_order_release);
       free(q->ring);
@@ -385,6 +441,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    }
    util_fd_close(&t->page_fd);
    free(t->owner);
+   free(t->sem_owner);
    struct gpud_object *obj;
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type == VK_OBJECT_TYPE_QUEUE && obj->device == device)
@@ -399,6 +456,88 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
 
 /* ---- the submits --------------------------------------------------------- */
 
+/* The tracked timeline semaphores a submit signals, with their values
+ * (malloc'ed; none when the page has none or memory runs out). */
+static void
+add_signal(struct gpud_call *call, struct track_signal **list, unsigned *n, unsigned *cap,
+           VkSemaphore semaphore, uint64_t value)
+{
+   struct gpud_object *sem =
+      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)semaphore);
+   if (!sem || !sem->semaphore_tracked)
+      return;
+   if (*n == *cap) {
+      unsigned grown = *cap ? *cap * 2 : 4;
+      struct track_signal *l = realloc(*list, grown * sizeof(**list));
+      if (!l)
+         return;
+      *list = l;
+      *cap = grown;
+   }
+   (*list)[(*n)++] = (struct track_signal){
+      .slot = sem->semaphore_slot, .owner = sem->id, .value = value};
+}
+
+static const VkTimelineSemaphoreSubmitInfo *
+timeline_info(const void *pnext)
+{
+   for (const VkBaseInStructure *s = pnext; s; s = s->pNext) {
+      if (s->sType == VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO)
+         return (const VkTimelineSemaphoreSubmitInfo *)s;
+   }
+   return NULL;
+}
+
+/* The signals of n batches of VkSubmitInfo or VkBindSparseInfo shape. */
+#define GATHER_BATCHES(batches, count)                                                      \
+   for (uint32_t i = 0; i < (count); i++) {                                                 \
+      const VkTimelineSemaphoreSubmitInfo *tl = timeline_info((batches)[i].pNext);         \
+      for (uint32_t j = 0; tl && tl->pSignalSemaphoreValues &&                              \
+                         j < (batches)[i].signalSemaphoreCount &&                           \
+                         j < tl->signalSemaphoreValueCount;                                 \
+           j++)                                                                             \
+         add_signal(call, &list, &n, &cap, (batches)[i].pSignalSemaphores[j],               \
+                    tl->pSignalSemaphoreValues[j]);                                         \
+   }
+
+static unsigned
+signals_vkQueueSubmit(struct gpud_call *call, const struct wire_args_vkQueueSubmit *a,
+                      struct track_signal **ret)
+{
+   struct track_signal *list = NULL;
+   unsigned n = 0, cap = 0;
+   GATHER_BATCHES(a->pSubmits, a->submitCount)
+   *ret = list;
+   return n;
+}
+
+static unsigned
+signals_vkQueueBindSparse(struct gpud_call *call, const struct wire_args_vkQueueBindSparse *a,
+                          struct track_signal **ret)
+{
+   struct track_signal *list = NULL;
+   unsigned n = 0, cap = 0;
+   GATHER_BATCHES(a->pBindInfo, a->bindInfoCount)
+   *ret = list;
+   return n;
+}
+
+static unsigned
+signals_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubmit2 *a,
+                       struct track_signal **ret)
+{
+   struct track_signal *list = NULL;
+   unsigned n = 0, cap = 0;
+   for (uint32_t i = 0; i < a->submitCount; i++) {
+      const VkSubmitInfo2 *s = &a->pSubmits[i];
+      for (uint32_t j = 0; j < s->signalSemaphoreInfoCount; j++)
+         add_signal(call, &list, &n, &cap, s->pSignalSemaphoreInfos[j].semaphore,
+                    s->pSignalSemaphoreInfos[j].value);
+   }
+   *ret = list;
+   return n;
+}
+
 /* Runs a submit with tracking: fence is the application's (a pointer into
  * the args, swapped for gpud's own while the host runs the submit when the
  * application named none). */
@@ -412,6 +551,8 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
       const struct gpud_object *app_fence =                                                 \
          a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
                   : NULL;                                                                   \
+      struct track_signal *signals = NULL;                                                  \
+      unsigned n_signals = signals_##cmd(call, a, &signals);                                \
       VkFence fence = t ? track_begin(t, q) : VK_NULL_HANDLE;                               \
       bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \
       if (own)                                                                              \
@@ -422,11 +563,17 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
       bool used = own && a->ret == VK_SUCCESS;                                              \
       if (fence && !own && a->ret == VK_SUCCESS)                                            \
          used = t->disp->QueueSubmit(a->queue, 0, NULL, fence) == VK_SUCCESS;              \
-      if (t)                                                                                \
-         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence);                    \
-      else if (app_fence)                                                                   \
-         gpud_queue_fence_ask((struct gpud_object *)app_fence);                             \
+      if (t) {                                                                              \
+         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence, signals, n_signals); \
+      } else {                                                                              \
+         if (app_fence)                                                                     \
+            gpud_queue_fence_ask((struct gpud_object *)app_fence);                          \
+         untracked_signals(call, signals, n_signals);                                       \
+      }                                                                                     \
    }
+
+static void untracked_signals(struct gpud_call *call, struct track_signal *signals,
+                              unsigned n_signals);
 
 /* A submit's fence signals once all earlier work on the queue is done; a
  * sparse bind's covers the bind alone: gpud's own submit follows it. */
@@ -450,19 +597,24 @@ gpud_exec_vkGetCompletionPageGPUD(struct gpud_call *call,
       int fd = -1;
       void *map = MAP_FAILED;
       uint64_t *owner = calloc(GPUD_COMPLETION_FENCE_SLOTS, sizeof(*owner));
-      if (owner && util_memfd_create("gpud-completion", GPUD_COMPLETION_SIZE, &fd) == 0)
+      uint64_t *sem_owner = calloc(GPUD_COMPLETION_SEMAPHORE_SLOTS, sizeof(*sem_owner));
+      if (owner && sem_owner &&
+          util_memfd_create("gpud-completion", GPUD_COMPLETION_SIZE, &fd) == 0)
          map = mmap(NULL, GPUD_COMPLETION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (map == MAP_FAILED) {
          util_fd_close(&fd);
          free(owner);
+         free(sem_owner);
       } else {
          struct gpud_completion_header *h = map;
          h->magic = GPUD_COMPLETION_MAGIC;
          h->fence_slots = GPUD_COMPLETION_FENCE_SLOTS;
+         h->semaphore_slots = GPUD_COMPLETION_SEMAPHORE_SLOTS;
          atomic_store(&h->lost, atomic_load(&call->device->lost) ? 1 : 0);
          t->page = h;
          t->page_fd = fd;
          t->owner = owner;
+         t->sem_owner = sem_owner;
       }
    }
    if (t->page) {
@@ -545,4 +697,85 @@ gpud_queue_device_lost(struct gpud_object *device)
    pthread_mutex_lock(&t->mutex);
    page_lost(t);
    pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_exec_vkSetSemaphoreSlotGPUD(struct gpud_call *call,
+                                 struct wire_args_vkSetSemaphoreSlotGPUD *a)
+{
+   struct gpud_object *sem =
+      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
+   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
+   /* a slot past the page, or no tag: the semaphore is asked about */
+   if (!sem || !t || a->slot >= GPUD_COMPLETION_SEMAPHORE_SLOTS || !a->tag ||
+       a->initialValue == GPUD_SEMAPHORE_ASK)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (t->page && !sem->semaphore_tracked) {
+      struct gpud_object *earlier =
+         t->sem_owner[a->slot] ? gpud_object_find(call->ctx, t->sem_owner[a->slot]) : NULL;
+      if (earlier && earlier->type == VK_OBJECT_TYPE_SEMAPHORE)
+         earlier->semaphore_tracked = false;
+      t->sem_owner[a->slot] = sem->id;
+      sem->semaphore_tracked = true;
+      sem->semaphore_slot = a->slot;
+      /* its value, then its tag: an ICD that sees the tag sees the value */
+      struct gpud_semaphore_slot *slot = &gpud_completion_semaphores(t->page)[a->slot];
+      atomic_store(&slot->value, a->initialValue);
+      atomic_store(&slot->tag, a->tag);
+   }
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_semaphore_gone(struct gpud_object *sem, bool ask)
+{
+   struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
+   if (!sem->semaphore_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (t->sem_owner && t->sem_owner[sem->semaphore_slot] == sem->id) {
+      if (ask) {
+         atomic_store(&gpud_completion_semaphores(t->page)[sem->semaphore_slot].value,
+                      GPUD_SEMAPHORE_ASK);
+         page_wake(t->page);
+      }
+      t->sem_owner[sem->semaphore_slot] = 0;
+   }
+   sem->semaphore_tracked = false;
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_semaphore_signalled(struct gpud_object *sem, uint64_t value)
+{
+   struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
+   if (!sem->semaphore_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (page_raise(t, sem->semaphore_slot, sem->id, value))
+      page_wake(t->page);
+   pthread_mutex_unlock(&t->mutex);
+}
+
+/* Semaphores of a submission no tracker follows: the host driver tells. */
+static void
+untracked_signals(struct gpud_call *call, struct track_signal *signals, unsigned n_signals)
+{
+   for (unsigned i = 0; i < n_signals; i++) {
+      struct gpud_object *sem = gpud_object_find(call->ctx, signals[i].owner);
+      if (sem && sem->type == VK_OBJECT_TYPE_SEMAPHORE)
+         gpud_queue_semaphore_gone(sem, true);
+   }
+   free(signals);
+}
+
+void
+gpud_exec_vkSignalSemaphore(struct gpud_call *call, struct wire_args_vkSignalSemaphore *a)
+{
+   gpud_gen_exec_vkSignalSemaphore(call, a);
+   struct gpud_object *sem = gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE,
+                                             (uint64_t)(uintptr_t)a->pSignalInfo->semaphore);
+   if (sem && a->ret == VK_SUCCESS)
+      gpud_queue_semaphore_signalled(sem, a->pSignalInfo->value);
 }

@@ -175,6 +175,16 @@ struct icd_device {
    uint64_t *fence_used;
    uint32_t *fence_generation;
    unsigned fence_hint;
+   uint64_t *semaphore_used;
+   unsigned semaphore_hint;
+   uint32_t next_tag;
+};
+
+struct icd_semaphore {
+   struct icd_object base;
+   struct icd_device *device; /* NULL: asked about (binary, exported, no slot) */
+   int slot;
+   uint32_t tag;
 };
 
 struct icd_fence {
@@ -190,6 +200,7 @@ void icd_device_completion_finish(struct icd_device *dev);
 void icd_fence_ask(VkFence fence);
 /* Its payload was imported or exported: asked about from now on. */
 void icd_fence_untrack(VkFence fence);
+void icd_semaphore_untrack(VkSemaphore semaphore);
 
 struct icd_command_pool {
    struct icd_object base;

@@ -56,17 +56,21 @@ icd_vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo *pC
    if (map == MAP_FAILED)
       return VK_SUCCESS;
    const struct gpud_completion_header *h = map;
-   if (h->magic != GPUD_COMPLETION_MAGIC || h->fence_slots != GPUD_COMPLETION_FENCE_SLOTS) {
+   if (h->magic != GPUD_COMPLETION_MAGIC || h->fence_slots != GPUD_COMPLETION_FENCE_SLOTS ||
+       h->semaphore_slots != GPUD_COMPLETION_SEMAPHORE_SLOTS) {
       munmap(map, GPUD_COMPLETION_SIZE);
       return VK_SUCCESS;
    }
    dev->fence_generation = calloc(GPUD_COMPLETION_FENCE_SLOTS, sizeof(uint32_t));
    dev->fence_used = calloc((GPUD_COMPLETION_FENCE_SLOTS + 63) / 64, sizeof(uint64_t));
-   if (!dev->fence_generation || !dev->fence_used) {
+   dev->semaphore_used = calloc((GPUD_COMPLETION_SEMAPHORE_SLOTS + 63) / 64, sizeof(uint64_t));
+   if (!dev->fence_generation || !dev->fence_used || !dev->semaphore_used) {
       free(dev->fence_generation);
       free(dev->fence_used);
+      free(dev->semaphore_used);
       dev->fence_generation = NULL;
       dev->fence_used = NULL;
+      dev->semaphore_used = NULL;
       munmap(map, GPUD_COMPLETION_SIZE);
       return VK_SUCCESS;
    }
@@ -81,29 +85,45 @@ icd_device_completion_finish(struct icd_device *dev)
       munmap(dev->completion, GPUD_COMPLETION_SIZE);
    free(dev->fence_generation);
    free(dev->fence_used);
+   free(dev->semaphore_used);
    dev->completion = NULL;
    dev->fence_generation = NULL;
    dev->fence_used = NULL;
+   dev->semaphore_used = NULL;
 }
 
 /* ---- fences ---------------------------------------------------------------- */
+
+/* A free slot of a bitmap of n (with the device's mutex), or -1. */
+static int
+bitmap_take(uint64_t *used, unsigned *hint, unsigned n)
+{
+   for (unsigned w = *hint; w < (n + 63) / 64; w++) {
+      if (used[w] == ~0ull)
+         continue;
+      unsigned bit = (unsigned)__builtin_ctzll(~used[w]);
+      if (w * 64 + bit >= n)
+         break;
+      used[w] |= 1ull << bit;
+      *hint = w;
+      return (int)(w * 64 + bit);
+   }
+   return -1;
+}
+
+static void
+bitmap_give(uint64_t *used, unsigned *hint, int slot)
+{
+   used[slot / 64] &= ~(1ull << (slot % 64));
+   if ((unsigned)slot / 64 < *hint)
+      *hint = (unsigned)slot / 64;
+}
 
 static int
 slot_take(struct icd_device *dev)
 {
    pthread_mutex_lock(&dev->mutex);
-   int slot = -1;
-   for (unsigned w = dev->fence_hint; w < (GPUD_COMPLETION_FENCE_SLOTS + 63) / 64; w++) {
-      if (dev->fence_used[w] == ~0ull)
-         continue;
-      unsigned bit = (unsigned)__builtin_ctzll(~dev->fence_used[w]);
-      if (w * 64 + bit >= GPUD_COMPLETION_FENCE_SLOTS)
-         break;
-      dev->fence_used[w] |= 1ull << bit;
-      dev->fence_hint = w;
-      slot = (int)(w * 64 + bit);
-      break;
-   }
+   int slot = bitmap_take(dev->fence_used, &dev->fence_hint, GPUD_COMPLETION_FENCE_SLOTS);
    pthread_mutex_unlock(&dev->mutex);
    return slot;
 }
@@ -114,9 +134,7 @@ slot_give(struct icd_device *dev, struct icd_fence *f)
    pthread_mutex_lock(&dev->mutex);
    /* the slot's next fence starts past this one's generations */
    dev->fence_generation[f->slot] = atomic_load(&f->generation) + 1;
-   dev->fence_used[f->slot / 64] &= ~(1ull << (f->slot % 64));
-   if ((unsigned)f->slot / 64 < dev->fence_hint)
-      dev->fence_hint = (unsigned)f->slot / 64;
+   bitmap_give(dev->fence_used, &dev->fence_hint, f->slot);
    pthread_mutex_unlock(&dev->mutex);
 }
 
@@ -270,12 +288,19 @@ futex_wait(_Atomic uint32_t *word, uint32_t value, uint64_t ns)
 }
 
 /* VK_SUCCESS, VK_TIMEOUT, VK_NOT_READY (a fence must be asked about) */
+struct fence_wait {
+   uint32_t n;
+   const VkFence *fences;
+   bool all;
+};
+
 static VkResult
-fences_reached(uint32_t n, const VkFence *fences, bool all)
+fences_reached(const void *data)
 {
+   const struct fence_wait *w = data;
    bool any = false, every = true;
-   for (uint32_t i = 0; i < n; i++) {
-      switch (fence_state((const struct icd_fence *)fences[i])) {
+   for (uint32_t i = 0; i < w->n; i++) {
+      switch (fence_state((const struct icd_fence *)w->fences[i])) {
       case FENCE_ASK:
          return VK_NOT_READY;
       case FENCE_SIGNALED:
@@ -286,18 +311,21 @@ fences_reached(uint32_t n, const VkFence *fences, bool all)
          break;
       }
    }
-   return (all ? every : any) ? VK_SUCCESS : VK_TIMEOUT;
+   return (w->all ? every : any) ? VK_SUCCESS : VK_TIMEOUT;
 }
 
-VKAPI_ATTR VkResult VKAPI_CALL
-icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences,
-                    VkBool32 waitAll, uint64_t timeout)
+/*
+ * Waits on the page until reached(what) says VK_SUCCESS, the timeout ends
+ * (VK_TIMEOUT), the device or the daemon is lost (VK_ERROR_DEVICE_LOST), or
+ * something must be asked about (VK_NOT_READY, with the timeout left in
+ * *left).
+ */
+static VkResult
+page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void *what,
+          uint64_t timeout, uint64_t *left)
 {
-   struct icd_device *dev = (struct icd_device *)device;
    struct gpud_completion_header *h = page_of(dev);
    struct icd_connection *conn = dev->base.conn;
-   if (!h)
-      return icd_gen_vkWaitForFences(device, fenceCount, pFences, waitAll, timeout);
    uint64_t start = util_now_ns();
    uint64_t deadline = timeout > UINT64_MAX - start ? UINT64_MAX : start + timeout;
    bool flushed = false;
@@ -305,15 +333,13 @@ icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences
       if (atomic_load(&h->lost) || icd_connection_is_lost(conn))
          return VK_ERROR_DEVICE_LOST;
       uint32_t seq = atomic_load(&h->seq);
-      VkResult r = fences_reached(fenceCount, pFences, waitAll);
+      VkResult r = reached(what);
       if (r == VK_SUCCESS)
          return VK_SUCCESS;
       uint64_t now = util_now_ns();
       if (r == VK_NOT_READY) {
-         /* the daemon knows: ask it, for what is left of the timeout */
-         uint64_t left = now >= deadline ? 0 : deadline == UINT64_MAX ? UINT64_MAX
-                                                                      : deadline - now;
-         return icd_gen_vkWaitForFences(device, fenceCount, pFences, waitAll, left);
+         *left = now >= deadline ? 0 : deadline == UINT64_MAX ? UINT64_MAX : deadline - now;
+         return VK_NOT_READY;
       }
       if (now >= deadline)
          return VK_TIMEOUT;
@@ -335,4 +361,171 @@ icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences
       if (daemon_gone(conn))
          return VK_ERROR_DEVICE_LOST;
    }
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences,
+                    VkBool32 waitAll, uint64_t timeout)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   const struct fence_wait w = {.n = fenceCount, .fences = pFences, .all = waitAll};
+   uint64_t left = timeout;
+   VkResult r = page_of(dev) ? page_wait(dev, fences_reached, &w, timeout, &left)
+                             : VK_NOT_READY;
+   /* the daemon knows: ask it, for what is left of the timeout */
+   return r == VK_NOT_READY ? icd_gen_vkWaitForFences(device, fenceCount, pFences, waitAll, left)
+                            : r;
+}
+
+/* ---- timeline semaphores ----------------------------------------------------- */
+
+static struct gpud_semaphore_slot *
+sem_slot(const struct icd_semaphore *s)
+{
+   return &gpud_completion_semaphores(s->device->completion)[s->slot];
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkCreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *pCreateInfo,
+                      const VkAllocationCallbacks *pAllocator, VkSemaphore *pSemaphore)
+{
+   VkResult r = icd_gen_vkCreateSemaphore(device, pCreateInfo, pAllocator, pSemaphore);
+   struct icd_device *dev = (struct icd_device *)device;
+   if (r != VK_SUCCESS || !dev->completion)
+      return r;
+   uint64_t initial = 0;
+   bool timeline = false;
+   for (const VkBaseInStructure *s = pCreateInfo->pNext; s; s = s->pNext) {
+      if (s->sType == VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO)
+         return r; /* others may signal it: the host driver keeps its value */
+      if (s->sType == VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO) {
+         const VkSemaphoreTypeCreateInfo *t = (const VkSemaphoreTypeCreateInfo *)s;
+         timeline = t->semaphoreType == VK_SEMAPHORE_TYPE_TIMELINE;
+         initial = t->initialValue;
+      }
+   }
+   if (!timeline || initial == GPUD_SEMAPHORE_ASK)
+      return r;
+   struct icd_semaphore *sem = (struct icd_semaphore *)*pSemaphore;
+   pthread_mutex_lock(&dev->mutex);
+   int slot = bitmap_take(dev->semaphore_used, &dev->semaphore_hint,
+                          GPUD_COMPLETION_SEMAPHORE_SLOTS);
+   uint32_t tag = ++dev->next_tag ? dev->next_tag : ++dev->next_tag;
+   pthread_mutex_unlock(&dev->mutex);
+   if (slot < 0)
+      return r;
+   sem->device = dev;
+   sem->slot = slot;
+   sem->tag = tag;
+   /* the worker stores the tag and the initial value when it takes the
+    * slot; until then this semaphore is asked about */
+   icd_gen_vkSetSemaphoreSlotGPUD(device, *pSemaphore, (uint32_t)slot, tag, initial);
+   return r;
+}
+
+static void
+semaphore_give(struct icd_semaphore *s)
+{
+   struct icd_device *dev = s->device;
+   pthread_mutex_lock(&dev->mutex);
+   bitmap_give(dev->semaphore_used, &dev->semaphore_hint, s->slot);
+   pthread_mutex_unlock(&dev->mutex);
+   s->device = NULL;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkDestroySemaphore(VkDevice device, VkSemaphore semaphore,
+                       const VkAllocationCallbacks *pAllocator)
+{
+   struct icd_semaphore *s = (struct icd_semaphore *)semaphore;
+   if (s && s->device)
+      semaphore_give(s);
+   icd_gen_vkDestroySemaphore(device, semaphore, pAllocator);
+}
+
+void
+icd_semaphore_untrack(VkSemaphore semaphore)
+{
+   struct icd_semaphore *s = (struct icd_semaphore *)semaphore;
+   if (s && s->device)
+      semaphore_give(s);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkGetSemaphoreFdKHR(VkDevice device, const VkSemaphoreGetFdInfoKHR *pGetFdInfo, int *pFd)
+{
+   VkResult r = icd_gen_vkGetSemaphoreFdKHR(device, pGetFdInfo, pFd);
+   if (r == VK_SUCCESS)
+      icd_semaphore_untrack(pGetFdInfo->semaphore);
+   return r;
+}
+
+/* Its value on the page, or false when it must be asked about. */
+static bool
+semaphore_value(const struct icd_semaphore *s, uint64_t *value)
+{
+   if (!s || !s->device)
+      return false;
+   const struct gpud_semaphore_slot *slot = sem_slot(s);
+   if (atomic_load(&slot->tag) != s->tag)
+      return false; /* the worker has not taken the slot for it yet */
+   uint64_t v = atomic_load(&slot->value);
+   if (v == GPUD_SEMAPHORE_ASK || atomic_load(&slot->tag) != s->tag)
+      return false;
+   *value = v;
+   return true;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkSignalSemaphore(VkDevice device, const VkSemaphoreSignalInfo *pSignalInfo)
+{
+   VkResult r = icd_gen_vkSignalSemaphore(device, pSignalInfo);
+   struct icd_semaphore *s = (struct icd_semaphore *)pSignalInfo->semaphore;
+   uint64_t v;
+   if (r == VK_SUCCESS && semaphore_value(s, &v))
+      gpud_semaphore_raise(&sem_slot(s)->value, pSignalInfo->value);
+   return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkGetSemaphoreCounterValue(VkDevice device, VkSemaphore semaphore, uint64_t *pValue)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   struct gpud_completion_header *h = page_of(dev);
+   uint64_t v;
+   if (!h || !semaphore_value((const struct icd_semaphore *)semaphore, &v))
+      return icd_gen_vkGetSemaphoreCounterValue(device, semaphore, pValue);
+   if (atomic_load(&h->lost) || icd_connection_is_lost(dev->base.conn))
+      return VK_ERROR_DEVICE_LOST;
+   *pValue = v;
+   return VK_SUCCESS;
+}
+
+/* VK_SUCCESS, VK_TIMEOUT, VK_NOT_READY (one must be asked about) */
+static VkResult
+semaphores_reached(const void *data)
+{
+   const VkSemaphoreWaitInfo *info = data;
+   bool any_flag = info->flags & VK_SEMAPHORE_WAIT_ANY_BIT;
+   bool any = false, every = true;
+   for (uint32_t i = 0; i < info->semaphoreCount; i++) {
+      uint64_t v;
+      if (!semaphore_value((const struct icd_semaphore *)info->pSemaphores[i], &v))
+         return VK_NOT_READY;
+      if (v >= info->pValues[i])
+         any = true;
+      else
+         every = false;
+   }
+   return (any_flag ? any : every) ? VK_SUCCESS : VK_TIMEOUT;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkWaitSemaphores(VkDevice device, const VkSemaphoreWaitInfo *pWaitInfo, uint64_t timeout)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   uint64_t left = timeout;
+   VkResult r = page_of(dev) ? page_wait(dev, semaphores_reached, pWaitInfo, timeout, &left)
+                             : VK_NOT_READY;
+   return r == VK_NOT_READY ? icd_gen_vkWaitSemaphores(device, pWaitInfo, left) : r;
 }

@@ -152,6 +152,7 @@ icd_vkImportSemaphoreFdKHR(VkDevice device,
    if (r == VK_SUCCESS) {
       int fd = pImportSemaphoreFdInfo->fd;
       util_fd_close(&fd);
+      icd_semaphore_untrack(pImportSemaphoreFdInfo->semaphore);
    }
    return r;
 }

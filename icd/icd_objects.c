@@ -86,6 +86,12 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
          f->slot = -1;
       return (uint64_t)(uintptr_t)f;
    }
+   case VK_OBJECT_TYPE_SEMAPHORE: {
+      struct icd_semaphore *s = icd_object_alloc(sizeof(*s), conn, type, false);
+      if (s)
+         s->slot = -1;
+      return (uint64_t)(uintptr_t)s;
+   }
    default:
       return icd_connection_new_id(conn);
    }
@@ -112,6 +118,7 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
       break;
    }
    case VK_OBJECT_TYPE_FENCE:
+   case VK_OBJECT_TYPE_SEMAPHORE:
    case VK_OBJECT_TYPE_QUEUE:
       icd_object_free(ptr);
       break;

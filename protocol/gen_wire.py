@@ -91,6 +91,14 @@ PRIVATE_COMMANDS = """
     <param><type>uint32_t</type> <name>slot</name></param>
     <param><type>uint32_t</type> <name>generation</name></param>
   </command>
+  <command>
+    <proto><type>void</type> <name>vkSetSemaphoreSlotGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param><type>VkSemaphore</type> <name>semaphore</name></param>
+    <param><type>uint32_t</type> <name>slot</name></param>
+    <param><type>uint32_t</type> <name>tag</name></param>
+    <param><type>uint64_t</type> <name>initialValue</name></param>
+  </command>
 </commands>
 """
 
@@ -170,7 +178,7 @@ HOST_OPTIONAL = {
 # client-side state).  Every other non-dispatchable handle's value is its id.
 ICD_POINTER_HANDLES = {
     'VkInstance', 'VkPhysicalDevice', 'VkDevice', 'VkQueue', 'VkCommandBuffer',
-    'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate', 'VkFence',
+    'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate', 'VkFence', 'VkSemaphore',
 }
 
 # Synchronous queries whose answer depends only on their arguments and the

@@ -581,6 +581,20 @@ def test_completion(fx):
     if after - before > 16:
         fail('8 threads cost %d commands: their waits went to the daemon' % (after - before))
 
+    # a timeline semaphore: the wait and the reads in the application; the
+    # submit and the host signal are the only commands
+    app.do('timeline 10')  # the worker has taken its slot by now
+    before = commands(app)
+    res = app.do('timeline 10000')
+    after = commands(app)
+    log('a timeline signal waited for, a host signal and 20000 counter reads: %d commands'
+        % (after - before))
+    if res[0] != 'VK_SUCCESS':
+        fail('timeline semaphore: %r' % res)
+    if after - before > 2:
+        fail('a timeline wait and 20000 reads cost %d commands (2 expected: the submit '
+             'and the host signal)' % (after - before))
+
     # once the host says the queue or the device is idle, the page says so too
     res = app.do('settled 200')
     if res != ['VK_SUCCESS', '0']:

@@ -21,6 +21,10 @@
  *              (or vkDeviceWaitIdle every other time), then vkGetFenceStatus
  *              at once: "settled RESULT UNSIGNALLED" (how many times the
  *              fence was not signalled after the idle wait said done)
+ *   timeline N an empty batch signals the timeline semaphore's next value,
+ *              vkWaitSemaphores waits for it, N vkGetSemaphoreCounterValue
+ *              read it, vkSignalSemaphore signals the one after and N more
+ *              reads see that: "timeline RESULT VALUE"
  *   block N    N threads wait for fences nothing will signal, with no time
  *              limit; prints "blocked" once they wait, then "block
  *              RESULT..." when they return (the test kills the daemon)
@@ -46,6 +50,8 @@ struct app {
    VkFence fence;
    VkDeviceMemory held;
    VkFence thread_fences[8];
+   VkSemaphore timeline;
+   uint64_t timeline_value;
    pthread_mutex_t queue_mutex; /* submits from several threads */
 };
 
@@ -151,6 +157,59 @@ do_settled(struct app *a, unsigned n)
    printf("settled %s %u\n", vkt_result_name(r), unsignalled);
 }
 
+static VkResult
+read_counter(struct app *a, unsigned n, uint64_t want)
+{
+   VkResult r = VK_SUCCESS;
+   for (unsigned i = 0; i < n && r == VK_SUCCESS; i++) {
+      uint64_t v = 0;
+      r = vkGetSemaphoreCounterValue(a->ctx.device, a->timeline, &v);
+      if (r == VK_SUCCESS && v != want)
+         r = VK_ERROR_UNKNOWN;
+   }
+   return r;
+}
+
+static void
+do_timeline(struct app *a, unsigned n)
+{
+   uint64_t next = a->timeline_value + 1;
+   const VkTimelineSemaphoreSubmitInfo tl = {
+      .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+      .signalSemaphoreValueCount = 1,
+      .pSignalSemaphoreValues = &next,
+   };
+   const VkSubmitInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .pNext = &tl,
+      .signalSemaphoreCount = 1,
+      .pSignalSemaphores = &a->timeline,
+   };
+   VkResult r = vkQueueSubmit(a->ctx.queue, 1, &info, VK_NULL_HANDLE);
+   const VkSemaphoreWaitInfo wait = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+      .semaphoreCount = 1,
+      .pSemaphores = &a->timeline,
+      .pValues = &next,
+   };
+   if (r == VK_SUCCESS)
+      r = vkWaitSemaphores(a->ctx.device, &wait, 30ull * 1000 * 1000 * 1000);
+   if (r == VK_SUCCESS)
+      r = read_counter(a, n, next);
+   const VkSemaphoreSignalInfo signal = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
+      .semaphore = a->timeline,
+      .value = next + 1,
+   };
+   if (r == VK_SUCCESS)
+      r = vkSignalSemaphore(a->ctx.device, &signal);
+   if (r == VK_SUCCESS)
+      r = read_counter(a, n, next + 1);
+   if (r == VK_SUCCESS)
+      a->timeline_value = next + 1;
+   printf("timeline %s %llu\n", vkt_result_name(r), (unsigned long long)a->timeline_value);
+}
+
 static void *
 waiter_thread(void *data)
 {
@@ -223,7 +282,7 @@ main(int argc, char **argv)
          vkt_fail("usage: vk_inject [--device NAME] (commands on stdin)");
    }
    struct app a = {0};
-   vkt_context_init(&a.ctx, "vk_inject", device, 0);
+   vkt_context_init(&a.ctx, "vk_inject", device, VKT_FEATURE_TIMELINE_SEMAPHORE);
    /* big enough that a copy takes a moment on a CPU */
    vkt_buffer_create(&a.ctx, 4u << 20, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, &a.src);
    vkt_buffer_create(&a.ctx, 4u << 20, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &a.dst);
@@ -240,6 +299,14 @@ main(int argc, char **argv)
    for (unsigned i = 0; i < 8; i++)
       VKT_CHECK(vkCreateFence(a.ctx.device, &fi, NULL, &a.thread_fences[i]));
    pthread_mutex_init(&a.queue_mutex, NULL);
+   const VkSemaphoreTypeCreateInfo type = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+      .initialValue = 0,
+   };
+   const VkSemaphoreCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
+                                     .pNext = &type};
+   VKT_CHECK(vkCreateSemaphore(a.ctx.device, &si, NULL, &a.timeline));
    setvbuf(stdout, NULL, _IOLBF, 0);
    printf("READY\n");
 
@@ -274,6 +341,8 @@ main(int argc, char **argv)
          do_threads(&a, n, true);
       else if (sscanf(line, "settled %u", &n) == 1)
          do_settled(&a, n);
+      else if (sscanf(line, "timeline %u", &n) == 1)
+         do_timeline(&a, n);
       else if (sscanf(line, "block %u", &n) == 1)
          do_threads(&a, n, false);
       else if (!strncmp(line, "quit", 4))
@@ -286,6 +355,7 @@ main(int argc, char **argv)
    vkDestroyFence(a.ctx.device, a.fence, NULL);
    for (unsigned i = 0; i < 8; i++)
       vkDestroyFence(a.ctx.device, a.thread_fences[i], NULL);
+   vkDestroySemaphore(a.ctx.device, a.timeline, NULL);
    vkt_buffer_destroy(&a.ctx, &a.src);
    vkt_buffer_destroy(&a.ctx, &a.dst);
    vkt_context_finish(&a.ctx);
