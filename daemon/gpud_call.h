@@ -153,6 +153,12 @@ void gpud_queue_device_lost(struct gpud_object *device);
  * (idle, fences, semaphores) replies, so that the application never sees a
  * fence unsignalled on the page after the host said its work is done. */
 void gpud_queue_publish(struct gpud_object *device);
+/* Fences and timeline semaphores a wait through the daemon found signalled
+ * (the host's word, before the tracker's): on the page before it replies. */
+void gpud_queue_fences_signalled(struct gpud_object *device, struct gpud_object *const *fences,
+                                 uint32_t n);
+void gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_object *const *sems,
+                                   uint32_t n);
 /* A timeline semaphore destroyed, or asked about from now on (ask); one the
  * host signalled to value. */
 void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);

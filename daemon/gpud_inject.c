@@ -73,11 +73,14 @@ void
 gpud_exec_vkGetFenceStatus(struct gpud_call *call, struct wire_args_vkGetFenceStatus *a)
 {
    gpud_gen_exec_vkGetFenceStatus(call, a);
-   if (a->ret == VK_SUCCESS)
-      gpud_queue_publish(call->device);
    uint64_t delay = gpud_inject_delay_ns(call->ctx);
    struct gpud_object *fence =
       gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence);
+   if (a->ret == VK_SUCCESS && fence && !delay) {
+      /* the host's word on the page before the application hears it */
+      gpud_queue_publish(call->device);
+      gpud_queue_fences_signalled(call->device, &fence, 1);
+   }
    if (a->ret != VK_SUCCESS || !fence)
       return;
    uint64_t now = util_now_ns();

@@ -60,6 +60,7 @@ struct track_entry {
    uint64_t done_ns; /* when the tracker saw it done (completions delayed) */
    struct track_signal *signals; /* timeline semaphores it signals */
    unsigned n_signals;
+   bool published; /* on the page already (a wait the host answered) */
 };
 
 struct gpud_queue_track {
@@ -157,6 +158,54 @@ publish(struct gpud_queue_track *q)
 /* Takes the finished submissions off each queue; with the mutex held.
  * Returns when the first submission held back by injected delay may go
  * (0: none is held). */
+/* With the mutex held: whether the entry's submission is done (noted). */
+static bool
+entry_done(struct gpud_device_track *t, struct track_entry *e, uint64_t now)
+{
+   if (!e->done_ns) {
+      if (t->disp->GetFenceStatus(t->dev, e->fence) != VK_SUCCESS)
+         return false;
+      e->done_ns = now;
+   }
+   return true;
+}
+
+/* With the mutex held: a done entry's semaphores and fence on the page. */
+static bool
+entry_publish(struct gpud_device_track *t, struct track_entry *e)
+{
+   if (e->published)
+      return false;
+   e->published = true;
+   /* the semaphores first: a fence signals after its batch's semaphores */
+   bool wrote = entry_signals(t, e, false);
+   return page_write(t, e->slot, e->owner, e->value) || wrote;
+}
+
+/* With the mutex held, on any thread: every done submission on the page,
+ * whatever delay is injected (the host answered a wait already), and
+ * nothing retired: the tracker thread alone recycles fences, which it may
+ * be waiting on. */
+static void
+publish_done(struct gpud_device_track *t)
+{
+   uint64_t now = util_now_ns();
+   bool wrote = false;
+   struct gpud_queue_track *q;
+   util_list_for_each(q, &t->queues, link) {
+      for (unsigned i = 0; i < q->count; i++) {
+         struct track_entry *e = &q->ring[(q->head + i) % q->cap];
+         if (!entry_done(t, e, now))
+            break;
+         wrote |= entry_publish(t, e);
+      }
+   }
+   if (wrote) {
+      page_wake(t->page);
+      pthread_cond_signal(&t->cond); /* the tracker retires them */
+   }
+}
+
 static uint64_t
 collect(struct gpud_device_track *t)
 {
@@ -169,21 +218,17 @@ collect(struct gpud_device_track *t)
       bool changed = false;
       while (q->count) {
          struct track_entry *e = &q->ring[q->head];
-         if (!e->done_ns) {
-            if (t->disp->GetFenceStatus(t->dev, e->fence) != VK_SUCCESS)
-               break;
-            e->done_ns = now;
-         }
-         if (delay && e->slot >= 0 && now < e->done_ns + delay) {
+         if (!entry_done(t, e, now))
+            break;
+         if (delay && !e->published && (e->slot >= 0 || e->n_signals) &&
+             now < e->done_ns + delay) {
             /* gpudctl inject delay-completions: the application's fence
-             * signals for it this much later */
+             * and semaphores signal for it this much later */
             uint64_t at = e->done_ns + delay;
             release = !release || at < release ? at : release;
             break;
          }
-         /* the semaphores first: a fence signals after its batch's semaphores */
-         wrote |= entry_signals(t, e, false);
-         wrote |= page_write(t, e->slot, e->owner, e->value);
+         wrote |= entry_publish(t, e);
          if (t->n_free < t->cap_free) {
             t->disp->ResetFences(t->dev, 1, &e->fence);
             t->free_fences[t->n_free++] = e->fence;
@@ -225,6 +270,9 @@ tracker_thread(void *data)
    uint64_t release = 0; /* a completion held back by injected delay goes then */
    pthread_mutex_lock(&t->mutex);
    while (!t->stop) {
+      /* what is done retires, also what another thread published (it
+       * noted those done: they are waited on no more) */
+      release = collect(t);
       uint32_t n = 0;
       struct gpud_queue_track *q;
       util_list_for_each(q, &t->queues, link) {
@@ -252,8 +300,6 @@ tracker_thread(void *data)
       if (r == VK_ERROR_DEVICE_LOST) {
          t->lost = true; /* nothing completes any more: stop watching */
          page_lost(t);
-      } else if (r == VK_SUCCESS || r == VK_TIMEOUT) {
-         release = collect(t);
       } else if (r < 0) {
          /* out of memory, say: look again a little later */
          struct timespec ts = {.tv_nsec = 10000000};
@@ -390,6 +436,14 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       q->count++;
       if (!t->started)
          t->started = pthread_create(&t->thread, NULL, tracker_thread, t) == 0;
+      if (!t->started) {
+         /* nothing will watch it: the host driver tells (the fence stays
+          * in the ring, in flight) */
+         struct track_entry *e = &q->ring[(q->head + q->count - 1) % q->cap];
+         if (page_write(t, e->slot, e->owner, GPUD_FENCE_ASK) | entry_signals(t, e, true))
+            page_wake(t->page);
+         e->slot = -1;
+      }
       pthread_cond_signal(&t->cond);
    } else if (fence) {
       if (t->n_free < t->cap_free)
@@ -400,8 +454,9 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
    /* untracked: the host driver's fence and semaphores tell */
    bool wrote = tracked_app && submitted &&
                 page_write(t, (int32_t)app_fence->fence_slot, app_fence->id, GPUD_FENCE_ASK);
-   struct track_entry untracked = {.signals = signals, .n_signals = n_signals};
-   wrote |= entry_signals(t, &untracked, submitted);
+   /* (a submit that failed signals nothing: its device is lost) */
+   struct track_entry untracked = {.signals = signals, .n_signals = submitted ? n_signals : 0};
+   wrote |= entry_signals(t, &untracked, true);
    if (wrote)
       page_wake(t->page);
    publish(q);
@@ -684,8 +739,52 @@ gpud_queue_publish(struct gpud_object *device)
    if (!t)
       return;
    pthread_mutex_lock(&t->mutex);
-   collect(t);
+   publish_done(t);
    pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_fences_signalled(struct gpud_object *device, struct gpud_object *const *fences,
+                            uint32_t n)
+{
+   struct gpud_device_track *t = device ? device->dtrack : NULL;
+   if (!t)
+      return;
+   bool wrote = false;
+   for (uint32_t i = 0; i < n; i++) {
+      struct gpud_object *f = fences[i];
+      if (!f || !f->fence_tracked ||
+          t->disp->GetFenceStatus(t->dev, (VkFence)(uintptr_t)f->handle) != VK_SUCCESS)
+         continue;
+      pthread_mutex_lock(&t->mutex);
+      wrote |= page_write(t, (int32_t)f->fence_slot, f->id, gpud_fence_value(f->fence_generation, 1));
+      pthread_mutex_unlock(&t->mutex);
+   }
+   if (wrote)
+      page_wake(t->page);
+}
+
+void
+gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_object *const *sems,
+                              uint32_t n)
+{
+   struct gpud_device_track *t = device ? device->dtrack : NULL;
+   if (!t || !t->disp->GetSemaphoreCounterValue)
+      return;
+   bool wrote = false;
+   for (uint32_t i = 0; i < n; i++) {
+      struct gpud_object *sem = sems[i];
+      uint64_t v;
+      if (!sem || !sem->semaphore_tracked ||
+          t->disp->GetSemaphoreCounterValue(t->dev, (VkSemaphore)(uintptr_t)sem->handle, &v) !=
+             VK_SUCCESS)
+         continue;
+      pthread_mutex_lock(&t->mutex);
+      wrote |= page_raise(t, sem->semaphore_slot, sem->id, v);
+      pthread_mutex_unlock(&t->mutex);
+   }
+   if (wrote)
+      page_wake(t->page);
 }
 
 void

@@ -39,6 +39,7 @@ struct gpud_waiter {
    uint64_t *handles;
    uint64_t *values;
    struct gpud_object **fences; /* fence waits: the fences' objects */
+   struct gpud_object **sems;   /* semaphore waits: the semaphores' objects */
    bool wait_all;
    VkSemaphoreWaitFlags sem_flags;
    uint64_t deadline_ns;
@@ -144,6 +145,7 @@ waiter_free(struct gpud_waiter *w)
    free(w->handles);
    free(w->values);
    free(w->fences);
+   free(w->sems);
    free(w->data);
    free(w);
 }
@@ -178,8 +180,14 @@ waiter_thread(void *data)
       r = VK_ERROR_DEVICE_LOST;
    if (r == VK_SUCCESS && w->kind != WAIT_QUERY)
       r = delay_completion(w);
-   if (r == VK_SUCCESS && w->kind != WAIT_QUERY)
+   if (r == VK_SUCCESS && w->kind != WAIT_QUERY) {
+      /* what the host said is on the page before the application hears it */
       gpud_queue_publish(w->device);
+      if (w->kind == WAIT_FENCES && w->fences)
+         gpud_queue_fences_signalled(w->device, w->fences, w->n_handles);
+      if (w->kind == WAIT_SEMAPHORES && w->sems)
+         gpud_queue_semaphores_reached(w->device, w->sems, w->n_handles);
+   }
    if (r == VK_ERROR_DEVICE_LOST && !atomic_load(&w->cancel) && !atomic_load(&w->ctx->closing))
       gpud_context_host_lost(w->ctx, wire_op_name(w->op));
    if (!atomic_load(&w->ctx->closing))
@@ -259,13 +267,36 @@ deadline(uint64_t timeout)
    return timeout > UINT64_MAX - now ? UINT64_MAX : now + timeout;
 }
 
+/* A wait the host answered here, on this thread: what it found signalled
+ * on the page before the reply. */
+static void
+publish_waited(struct gpud_call *call, VkObjectType type, const void *handles, uint32_t n)
+{
+   gpud_queue_publish(call->device);
+   struct gpud_object *objs[64];
+   for (uint32_t done = 0; done < n;) {
+      uint32_t k = n - done < 64 ? n - done : 64;
+      for (uint32_t i = 0; i < k; i++) {
+         uint64_t h = type == VK_OBJECT_TYPE_FENCE
+                         ? (uint64_t)(uintptr_t)((const VkFence *)handles)[done + i]
+                         : (uint64_t)(uintptr_t)((const VkSemaphore *)handles)[done + i];
+         objs[i] = gpud_call_named(call, type, h);
+      }
+      if (type == VK_OBJECT_TYPE_FENCE)
+         gpud_queue_fences_signalled(call->device, objs, k);
+      else
+         gpud_queue_semaphores_reached(call->device, objs, k);
+      done += k;
+   }
+}
+
 void
 gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFences *a)
 {
    if (a->timeout == 0 || !call->device) {
       gpud_gen_exec_vkWaitForFences(call, a);
-      if (a->ret == VK_SUCCESS)
-         gpud_queue_publish(call->device);
+      if (a->ret == VK_SUCCESS && call->device)
+         publish_waited(call, VK_OBJECT_TYPE_FENCE, a->pFences, a->fenceCount);
       return;
    }
    struct gpud_waiter *w = waiter_new(call, WAIT_FENCES, a->fenceCount);
@@ -285,7 +316,7 @@ gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFenc
       waiter_free(w);
       gpud_gen_exec_vkWaitForFences(call, a);
       if (a->ret == VK_SUCCESS)
-         gpud_queue_publish(call->device);
+         publish_waited(call, VK_OBJECT_TYPE_FENCE, a->pFences, a->fenceCount);
    }
 }
 
@@ -294,6 +325,9 @@ gpud_exec_vkWaitSemaphores(struct gpud_call *call, struct wire_args_vkWaitSemaph
 {
    if (a->timeout == 0 || !call->device) {
       gpud_gen_exec_vkWaitSemaphores(call, a);
+      if (a->ret == VK_SUCCESS && call->device)
+         publish_waited(call, VK_OBJECT_TYPE_SEMAPHORE, a->pWaitInfo->pSemaphores,
+                        a->pWaitInfo->semaphoreCount);
       return;
    }
    const VkSemaphoreWaitInfo *info = a->pWaitInfo;
@@ -302,15 +336,21 @@ gpud_exec_vkWaitSemaphores(struct gpud_call *call, struct wire_args_vkWaitSemaph
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
    }
+   w->sems = calloc(info->semaphoreCount ? info->semaphoreCount : 1, sizeof(*w->sems));
    for (uint32_t i = 0; i < info->semaphoreCount; i++) {
       w->handles[i] = (uint64_t)(uintptr_t)info->pSemaphores[i];
       w->values[i] = info->pValues[i];
+      if (w->sems)
+         w->sems[i] = gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, w->handles[i]);
    }
    w->sem_flags = info->flags;
    w->deadline_ns = deadline(a->timeout);
    if (!waiter_start(call, w)) {
       waiter_free(w);
       gpud_gen_exec_vkWaitSemaphores(call, a);
+      if (a->ret == VK_SUCCESS)
+         publish_waited(call, VK_OBJECT_TYPE_SEMAPHORE, info->pSemaphores,
+                        info->semaphoreCount);
    }
 }
 
@@ -409,3 +449,12 @@ gpud_waiters_cancel(struct gpud_context *ctx, struct gpud_object *device, uint64
 CANCEL_THEN_DESTROY(vkDestroyFence, fence)
 CANCEL_THEN_DESTROY(vkDestroySemaphore, semaphore)
 CANCEL_THEN_DESTROY(vkDestroyQueryPool, queryPool)
+
+void
+gpud_exec_vkGetSemaphoreCounterValue(struct gpud_call *call,
+                                     struct wire_args_vkGetSemaphoreCounterValue *a)
+{
+   gpud_gen_exec_vkGetSemaphoreCounterValue(call, a);
+   if (a->ret == VK_SUCCESS && call->device)
+      publish_waited(call, VK_OBJECT_TYPE_SEMAPHORE, &a->semaphore, 1);
+}

@@ -599,6 +599,13 @@ def test_completion(fx):
     res = app.do('settled 200')
     if res != ['VK_SUCCESS', '0']:
         fail('after vkQueueWaitIdle/vkDeviceWaitIdle the fence was unsignalled: %r' % res)
+    # and what completes after such a wait still reaches the page
+    for _ in range(20):
+        res = app.do('fence', timeout=20)
+        if res[0] != 'VK_SUCCESS' or float(res[1]) > 5000:
+            fail('a fence wait after idle waits: %r' % res)
+        if app.do('settled 1') != ['VK_SUCCESS', '0']:
+            fail('settled after a fence wait')
 
     # a daemon that dies wakes every waiter with VK_ERROR_DEVICE_LOST
     app.p.stdin.write(b'block 4\n')
