@@ -45,8 +45,11 @@ struct icd_object {
    VkObjectType type;
 };
 
+#define ICD_CACHE_BUCKETS 256
+
 struct icd_cache_entry {
    struct icd_cache_entry *next;
+   uint64_t hash;
    void *key;
    size_t key_size;
    void *reply;
@@ -75,7 +78,7 @@ struct icd_connection {
 
    /* replies of physical-device queries, fetched once */
    pthread_mutex_t cache_mutex;
-   struct icd_cache_entry *cache;
+   struct icd_cache_entry *cache[ICD_CACHE_BUCKETS]; /* by key hash */
    unsigned cache_entries;
 };
 

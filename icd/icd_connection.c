@@ -272,13 +272,15 @@ icd_connection_destroy(struct icd_connection *conn)
    if (conn->fd >= 0 && !icd_connection_is_lost(conn))
       icd_connection_flush(conn);
    util_fd_close(&conn->fd);
-   struct icd_cache_entry *c = conn->cache;
-   while (c) {
-      struct icd_cache_entry *next = c->next;
-      free(c->key);
-      free(c->reply);
-      free(c);
-      c = next;
+   for (unsigned b = 0; b < ICD_CACHE_BUCKETS; b++) {
+      struct icd_cache_entry *c = conn->cache[b];
+      while (c) {
+         struct icd_cache_entry *next = c->next;
+         free(c->key);
+         free(c->reply);
+         free(c);
+         c = next;
+      }
    }
    wire_enc_finish(&conn->stream);
    util_msg_reader_finish(&conn->reader);
@@ -376,14 +378,26 @@ icd_call_begin(struct icd_call *call, struct icd_connection *conn, uint32_t op, 
    return &conn->stream;
 }
 
+/* FNV-1a of a cache key */
+static uint64_t
+key_hash(const void *key, size_t size)
+{
+   const uint8_t *p = key;
+   uint64_t h = 0xcbf29ce484222325ull;
+   for (size_t i = 0; i < size; i++)
+      h = (h ^ p[i]) * 0x100000001b3ull;
+   return h;
+}
+
 static bool
 cache_lookup(struct icd_call *call, const void *key, size_t key_size)
 {
    struct icd_connection *conn = call->conn;
    bool found = false;
+   uint64_t hash = key_hash(key, key_size);
    pthread_mutex_lock(&conn->cache_mutex);
-   for (struct icd_cache_entry *c = conn->cache; c; c = c->next) {
-      if (c->key_size == key_size && memcmp(c->key, key, key_size) == 0) {
+   for (struct icd_cache_entry *c = conn->cache[hash % ICD_CACHE_BUCKETS]; c; c = c->next) {
+      if (c->hash == hash && c->key_size == key_size && memcmp(c->key, key, key_size) == 0) {
          call->reply_data = malloc(c->reply_size ? c->reply_size : 1);
          if (call->reply_data) {
             memcpy(call->reply_data, c->reply, c->reply_size);
@@ -413,11 +427,12 @@ cache_store(struct icd_call *call)
    c->reply_size = call->reply_size;
    c->key = call->key;
    c->key_size = call->key_size;
+   c->hash = key_hash(c->key, c->key_size);
    call->key = NULL;
    pthread_mutex_lock(&conn->cache_mutex);
    if (conn->cache_entries < ICD_CACHE_MAX_ENTRIES) {
-      c->next = conn->cache;
-      conn->cache = c;
+      c->next = conn->cache[c->hash % ICD_CACHE_BUCKETS];
+      conn->cache[c->hash % ICD_CACHE_BUCKETS] = c;
       conn->cache_entries++;
       c = NULL;
    }

@@ -182,7 +182,8 @@ ICD_POINTER_HANDLES = {
 }
 
 # Synchronous queries whose answer depends only on their arguments and the
-# physical device: the ICD keeps each answer and asks once.  Every query of
+# physical device (or the device they name): the ICD keeps each answer and
+# asks once.  Every query of
 # a physical device must be listed here or in UNCACHED.
 CACHED = {
     'vkGetPhysicalDeviceProperties', 'vkGetPhysicalDeviceProperties2',
@@ -202,6 +203,10 @@ CACHED = {
     'vkGetPhysicalDeviceSupportedFramebufferMixedSamplesCombinationsNV',
     'vkGetPhysicalDeviceFragmentShadingRatesKHR', 'vkGetPhysicalDeviceVideoCapabilitiesKHR',
     'vkGetPhysicalDeviceVideoFormatPropertiesKHR', 'vkGetPhysicalDeviceOpticalFlowImageFormatsNV',
+    # a device's memory requirements for a create info: the same whenever it
+    # is asked (the spec says a resource created with it gets these)
+    'vkGetDeviceBufferMemoryRequirements', 'vkGetDeviceImageMemoryRequirements',
+    'vkGetDeviceImageSparseMemoryRequirements',
 }
 UNCACHED = {
     'vkCreateDevice': 'creates an object',

@@ -595,6 +595,18 @@ def test_completion(fx):
         fail('a timeline wait and 20000 reads cost %d commands (2 expected: the submit '
              'and the host signal)' % (after - before))
 
+    # a device's memory requirements for a create info: asked once
+    app.do('requirements 1')
+    before = commands(app)
+    res = app.do('requirements 5000')
+    after = commands(app)
+    log('5000 vkGetDeviceBufferMemoryRequirements of one create info (and two buffers made '
+        'to compare): %d commands' % (after - before))
+    if res != ['VK_SUCCESS']:
+        fail('memory requirements: %r' % res)
+    if after - before > 12:
+        fail('5000 identical requirement queries cost %d commands' % (after - before))
+
     # once the host says the queue or the device is idle, the page says so too
     res = app.do('settled 200')
     if res != ['VK_SUCCESS', '0']:

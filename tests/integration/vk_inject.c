@@ -25,6 +25,9 @@
  *              vkWaitSemaphores waits for it, N vkGetSemaphoreCounterValue
  *              read it, vkSignalSemaphore signals the one after and N more
  *              reads see that: "timeline RESULT VALUE"
+ *   requirements N  N vkGetDeviceBufferMemoryRequirements of one create
+ *              info and of a second, each compared with a buffer created
+ *              with it: "requirements RESULT" (VK_ERROR_UNKNOWN: they differ)
  *   block N    N threads wait for fences nothing will signal, with no time
  *              limit; prints "blocked" once they wait, then "block
  *              RESULT..." when they return (the test kills the daemon)
@@ -210,6 +213,61 @@ do_timeline(struct app *a, unsigned n)
    printf("timeline %s %llu\n", vkt_result_name(r), (unsigned long long)a->timeline_value);
 }
 
+static VkResult
+check_requirements(struct app *a, const VkBufferCreateInfo *info)
+{
+   VkBuffer buffer;
+   VkResult r = vkCreateBuffer(a->ctx.device, info, NULL, &buffer);
+   if (r != VK_SUCCESS)
+      return r;
+   VkMemoryRequirements direct;
+   vkGetBufferMemoryRequirements(a->ctx.device, buffer, &direct);
+   vkDestroyBuffer(a->ctx.device, buffer, NULL);
+   const VkDeviceBufferMemoryRequirements query = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_BUFFER_MEMORY_REQUIREMENTS,
+      .pCreateInfo = info,
+   };
+   VkMemoryRequirements2 reqs = {.sType = VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2};
+   vkGetDeviceBufferMemoryRequirements(a->ctx.device, &query, &reqs);
+   const VkMemoryRequirements *m = &reqs.memoryRequirements;
+   if (m->size == direct.size && m->alignment == direct.alignment &&
+       m->memoryTypeBits == direct.memoryTypeBits)
+      return VK_SUCCESS;
+   fprintf(stderr, "vk_inject: requirements of a buffer: size %llu alignment %llu types 0x%x; "
+           "of its create info: size %llu alignment %llu types 0x%x\n",
+           (unsigned long long)direct.size, (unsigned long long)direct.alignment,
+           direct.memoryTypeBits, (unsigned long long)reqs.memoryRequirements.size,
+           (unsigned long long)reqs.memoryRequirements.alignment,
+           reqs.memoryRequirements.memoryTypeBits);
+   return VK_ERROR_UNKNOWN;
+}
+
+static void
+do_requirements(struct app *a, unsigned n)
+{
+   VkBufferCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+      .size = 65536 + 3,
+      .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+   };
+   VkResult r = check_requirements(a, &info);
+   const VkDeviceBufferMemoryRequirements query = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_BUFFER_MEMORY_REQUIREMENTS,
+      .pCreateInfo = &info,
+   };
+   for (unsigned i = 0; i < n && r == VK_SUCCESS; i++) {
+      VkMemoryRequirements2 reqs = {.sType = VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2};
+      vkGetDeviceBufferMemoryRequirements(a->ctx.device, &query, &reqs);
+      if (reqs.memoryRequirements.size < info.size)
+         r = VK_ERROR_UNKNOWN;
+   }
+   info.usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT;
+   info.size = 12345;
+   if (r == VK_SUCCESS)
+      r = check_requirements(a, &info);
+   printf("requirements %s\n", vkt_result_name(r));
+}
+
 static void *
 waiter_thread(void *data)
 {
@@ -343,6 +401,8 @@ main(int argc, char **argv)
          do_settled(&a, n);
       else if (sscanf(line, "timeline %u", &n) == 1)
          do_timeline(&a, n);
+      else if (sscanf(line, "requirements %u", &n) == 1)
+         do_requirements(&a, n);
       else if (sscanf(line, "block %u", &n) == 1)
          do_threads(&a, n, false);
       else if (!strncmp(line, "quit", 4))
