@@ -745,90 +745,141 @@ gpud_exec_vkBindImageMemory2(struct gpud_call *call, struct wire_args_vkBindImag
 /* Host-visible memory is imported host memory, and the API lets only
  * resources created for that handle type be bound to imported memory: the
  * daemon says so on the client's behalf (clients may not send these
- * structures themselves).  Sparse resources are usable without a memory
- * binding: remember which. */
+ * structures themselves), in the create info of a buffer or image and in
+ * that of a requirements query (whose answer must be what such a resource
+ * gets: the host may allow fewer memory types for it).  Sparse resources
+ * are usable without a memory binding: remember which. */
+struct external_patch {
+   union {
+      VkExternalMemoryBufferCreateInfo buffer;
+      VkExternalMemoryImageCreateInfo image;
+   } ours;
+   const void *next; /* the create info's own chain */
+   VkExternalMemoryHandleTypeFlags *theirs; /* the application's handle types */
+   VkExternalMemoryHandleTypeFlags their_types;
+};
+
+/* Adds the host-allocation handle type to a create info's chain (sType: of
+ * the external-memory structure that carries it). */
+static void
+external_add(const void **pnext, VkStructureType stype, struct external_patch *p)
+{
+   p->next = *pnext;
+   VkBaseOutStructure *theirs = (VkBaseOutStructure *)find_in_chain(*pnext, stype);
+   if (theirs) {
+      /* the application's own handle types stay; host-visible memory is a
+       * host allocation besides (both structures keep them after pNext) */
+      p->theirs = &((VkExternalMemoryBufferCreateInfo *)theirs)->handleTypes;
+      p->their_types = *p->theirs;
+      *p->theirs |= VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+      return;
+   }
+   p->ours.buffer = (VkExternalMemoryBufferCreateInfo){
+      .sType = stype,
+      .pNext = *pnext,
+      .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+   };
+   *pnext = &p->ours;
+}
+
+static void
+external_restore(const void **pnext, struct external_patch *p)
+{
+   *pnext = p->next;
+   if (p->theirs)
+      *p->theirs = p->their_types;
+}
+
+static void
+buffer_info_patch(struct gpud_call *call, VkBufferCreateInfo *info, struct external_patch *p)
+{
+   memset(p, 0, sizeof(*p));
+   p->next = info->pNext;
+   if (call->ctx->host->has_external_memory_host &&
+       !(info->flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT))
+      external_add(&info->pNext, VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO, p);
+}
+
+static void
+image_info_patch(struct gpud_call *call, VkImageCreateInfo *info, struct external_patch *p)
+{
+   memset(p, 0, sizeof(*p));
+   p->next = info->pNext;
+   if (!call->ctx->host->has_external_memory_host || !call->device->physical_device ||
+       (info->flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT))
+      return;
+   /* only where the host can import memory for such an image */
+   VkPhysicalDeviceExternalImageFormatInfo ext_info = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_IMAGE_FORMAT_INFO,
+      .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+   };
+   VkPhysicalDeviceImageFormatInfo2 fmt = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_IMAGE_FORMAT_INFO_2,
+      .pNext = &ext_info,
+      .format = info->format,
+      .type = info->imageType,
+      .tiling = info->tiling,
+      .usage = info->usage,
+      .flags = info->flags,
+   };
+   VkExternalImageFormatProperties ext_props = {
+      .sType = VK_STRUCTURE_TYPE_EXTERNAL_IMAGE_FORMAT_PROPERTIES,
+   };
+   VkImageFormatProperties2 props = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_FORMAT_PROPERTIES_2,
+      .pNext = &ext_props,
+   };
+   if (call->disp->GetPhysicalDeviceImageFormatProperties2(
+          (VkPhysicalDevice)(uintptr_t)call->device->physical_device, &fmt, &props) ==
+          VK_SUCCESS &&
+       (ext_props.externalMemoryProperties.externalMemoryFeatures &
+        VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT))
+      external_add(&info->pNext, VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO, p);
+}
+
 void
 gpud_exec_vkCreateBuffer(struct gpud_call *call, struct wire_args_vkCreateBuffer *a)
 {
    VkBufferCreateInfo *info = (VkBufferCreateInfo *)a->pCreateInfo; /* decoded: ours */
-   VkExternalMemoryBufferCreateInfo external = {
-      .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
-      .pNext = info->pNext,
-      .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
-   };
-   /* the application's own external handle types stay; host-visible memory
-    * is a host allocation besides */
-   VkExternalMemoryBufferCreateInfo *theirs =
-      (VkExternalMemoryBufferCreateInfo *)find_in_chain(info->pNext,
-         VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO);
-   VkExternalMemoryHandleTypeFlags their_types = theirs ? theirs->handleTypes : 0;
-   if (call->ctx->host->has_external_memory_host &&
-       !(info->flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT)) {
-      if (theirs)
-         theirs->handleTypes |= VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
-      else
-         info->pNext = &external;
-   }
+   struct external_patch p;
+   buffer_info_patch(call, info, &p);
    call->new_create_flags = info->flags;
    call->new_size = info->size;
    gpud_gen_exec_vkCreateBuffer(call, a);
-   info->pNext = external.pNext;
-   if (theirs)
-      theirs->handleTypes = their_types;
+   external_restore(&info->pNext, &p);
 }
 
 void
 gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *a)
 {
    VkImageCreateInfo *info = (VkImageCreateInfo *)a->pCreateInfo; /* decoded: ours */
-   VkExternalMemoryImageCreateInfo external = {
-      .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO,
-      .pNext = info->pNext,
-      .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
-   };
-   VkExternalMemoryImageCreateInfo *theirs =
-      (VkExternalMemoryImageCreateInfo *)find_in_chain(info->pNext,
-         VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO);
-   VkExternalMemoryHandleTypeFlags their_types = theirs ? theirs->handleTypes : 0;
-   if (call->ctx->host->has_external_memory_host && call->device->physical_device &&
-       !(info->flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT)) {
-      /* only where the host can import memory for such an image */
-      VkPhysicalDeviceExternalImageFormatInfo ext_info = {
-         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_IMAGE_FORMAT_INFO,
-         .handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
-      };
-      VkPhysicalDeviceImageFormatInfo2 fmt = {
-         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_IMAGE_FORMAT_INFO_2,
-         .pNext = &ext_info,
-         .format = info->format,
-         .type = info->imageType,
-         .tiling = info->tiling,
-         .usage = info->usage,
-         .flags = info->flags,
-      };
-      VkExternalImageFormatProperties ext_props = {
-         .sType = VK_STRUCTURE_TYPE_EXTERNAL_IMAGE_FORMAT_PROPERTIES,
-      };
-      VkImageFormatProperties2 props = {
-         .sType = VK_STRUCTURE_TYPE_IMAGE_FORMAT_PROPERTIES_2,
-         .pNext = &ext_props,
-      };
-      if (call->disp->GetPhysicalDeviceImageFormatProperties2(
-             (VkPhysicalDevice)(uintptr_t)call->device->physical_device, &fmt, &props) ==
-             VK_SUCCESS &&
-          (ext_props.externalMemoryProperties.externalMemoryFeatures &
-           VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT)) {
-         if (theirs)
-            theirs->handleTypes |= VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
-         else
-            info->pNext = &external;
-      }
-   }
+   struct external_patch p;
+   image_info_patch(call, info, &p);
    call->new_create_flags = info->flags;
    gpud_gen_exec_vkCreateImage(call, a);
-   info->pNext = external.pNext;
-   if (theirs)
-      theirs->handleTypes = their_types;
+   external_restore(&info->pNext, &p);
+}
+
+void
+gpud_exec_vkGetDeviceBufferMemoryRequirements(
+   struct gpud_call *call, struct wire_args_vkGetDeviceBufferMemoryRequirements *a)
+{
+   VkBufferCreateInfo *info = (VkBufferCreateInfo *)a->pInfo->pCreateInfo;
+   struct external_patch p;
+   buffer_info_patch(call, info, &p);
+   gpud_gen_exec_vkGetDeviceBufferMemoryRequirements(call, a);
+   external_restore(&info->pNext, &p);
+}
+
+void
+gpud_exec_vkGetDeviceImageMemoryRequirements(
+   struct gpud_call *call, struct wire_args_vkGetDeviceImageMemoryRequirements *a)
+{
+   VkImageCreateInfo *info = (VkImageCreateInfo *)a->pInfo->pCreateInfo;
+   struct external_patch p;
+   image_info_patch(call, info, &p);
+   gpud_gen_exec_vkGetDeviceImageMemoryRequirements(call, a);
+   external_restore(&info->pNext, &p);
 }
 
 /* ---- transfers -------------------------------------------------------------- */
