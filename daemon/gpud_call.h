@@ -160,7 +160,7 @@ void gpud_queue_fences_signalled(struct gpud_object *device, struct gpud_object 
 void gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_object *const *sems,
                                    uint32_t n);
 /* A timeline semaphore destroyed, or asked about from now on (ask); one the
- * host signalled to value. */
+ * host signalled, or said it has reached, value. */
 void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);
 void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t value);
 

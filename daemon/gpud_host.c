@@ -554,14 +554,6 @@ manifest_paths(bool with_software, size_t *count)
    return paths;
 }
 
-static void
-free_paths(char **paths, size_t n)
-{
-   for (size_t i = 0; i < n; i++)
-      free(paths[i]);
-   free(paths);
-}
-
 /* Whether the driver serves what sel asks for: with no selector, a device
  * other than a CPU (a software driver is never "the GPU's driver"). */
 static bool
@@ -593,12 +585,12 @@ gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_ro
    char **paths = manifest_paths(sel->by != GPUD_SELECT_FIRST, &n);
    char *chosen = NULL;
    for (size_t i = 0; i < n && !chosen; i++) {
-      if (manifest_serves(paths[i], sel, sysfs_root)) {
-         chosen = paths[i];
-         paths[i] = NULL;
+      if (manifest_serves(paths[i], sel, sysfs_root) && !(chosen = strdup(paths[i]))) {
+         util_paths_free(paths);
+         return -ENOMEM;
       }
    }
-   free_paths(paths, n);
+   util_paths_free(paths);
    if (!chosen && sel->by != GPUD_SELECT_FIRST) {
       char text[128];
       gpud_selector_format(sel, text, sizeof(text));
@@ -629,12 +621,10 @@ gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
    size_t n_paths = 0;
    char **paths = NULL;
    if (manifest) {
-      paths = calloc(2, sizeof(*paths));
-      if (!paths || !(paths[0] = strdup(manifest))) {
-         free(paths);
+      if (util_paths_add(&paths, &n_paths, manifest) < 0) {
+         util_paths_free(paths);
          return -ENOMEM;
       }
-      n_paths = 1;
    } else {
       paths = manifest_paths(true, &n_paths);
    }
@@ -676,6 +666,6 @@ gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
    }
    free(served);
    free(nodes);
-   free_paths(paths, n_paths);
+   util_paths_free(paths);
    return total ? 0 : -ENODEV;
 }

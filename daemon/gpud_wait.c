@@ -455,6 +455,9 @@ gpud_exec_vkGetSemaphoreCounterValue(struct gpud_call *call,
                                      struct wire_args_vkGetSemaphoreCounterValue *a)
 {
    gpud_gen_exec_vkGetSemaphoreCounterValue(call, a);
-   if (a->ret == VK_SUCCESS && call->device)
-      publish_waited(call, VK_OBJECT_TYPE_SEMAPHORE, &a->semaphore, 1);
+   struct gpud_object *sem =
+      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
+   /* the value the host gave is on the page before the application has it */
+   if (a->ret == VK_SUCCESS && sem)
+      gpud_queue_semaphore_signalled(sem, *a->pValue);
 }
