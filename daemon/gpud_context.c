@@ -79,6 +79,8 @@ end_context(struct gpud_context *ctx, bool fault, const char *reason)
    pthread_mutex_unlock(&ctx->log_mutex);
    atomic_store(&ctx->closing, true);
    shutdown(ctx->fd, SHUT_RDWR);
+   if (ctx->ring_map)
+      util_ring_wake_consumer(&ctx->commands);
 }
 
 int
@@ -87,8 +89,13 @@ gpud_context_send(struct gpud_context *ctx, uint32_t type, const void *data, siz
 {
    pthread_mutex_lock(&ctx->send_mutex);
    atomic_store(&ctx->status->send_blocked_since_ns, util_now_ns());
-   int r = util_msg_send_timeout(ctx->fd, type, data, size, fds, n_fds,
-                                 (int)ctx->info.send_timeout_ms);
+   int r;
+   if (ctx->ring_map)
+      r = util_ring_send(&ctx->replies, &ctx->ring_wait, type, data, size, fds, n_fds,
+                         (uint64_t)ctx->info.send_timeout_ms * 1000000ull);
+   else /* no rings yet: why the client is refused */
+      r = util_msg_send_timeout(ctx->fd, type, data, size, fds, n_fds,
+                                (int)ctx->info.send_timeout_ms);
    atomic_store(&ctx->status->send_blocked_since_ns, 0);
    pthread_mutex_unlock(&ctx->send_mutex);
    if (r == -ETIMEDOUT) {
@@ -186,7 +193,7 @@ recv_error(int r)
    case -EPROTO:
       return "malformed packet sequence";
    case -EMSGSIZE:
-      return "packet larger than the protocol allows";
+      return "message larger than the protocol allows";
    default:
       return strerror(-r);
    }
@@ -237,20 +244,78 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    return 0;
 }
 
+/* The client's first message: its rings. */
+static int
+setup_rings(struct gpud_context *ctx)
+{
+   struct util_msg msg;
+   int r = util_msg_recv(ctx->fd, &ctx->reader, &msg);
+   if (r == -ECONNRESET || (r < 0 && atomic_load(&ctx->closing))) {
+      end_context(ctx, false, "disconnected");
+      return r;
+   }
+   if (r < 0)
+      return gpud_context_protocol_error(ctx, "%s", recv_error(r));
+   Gpud__ControlMessage *m =
+      msg.type == UTIL_MSG_CONTROL ? wire_control_unpack(msg.data, msg.size) : NULL;
+   if (!m || m->msg_case != GPUD__CONTROL_MESSAGE__MSG_RING_SETUP || msg.n_fds != 1) {
+      wire_control_free(m);
+      util_msg_close_fds(&msg);
+      return gpud_context_protocol_error(ctx, "the first message does not set up the rings");
+   }
+   uint32_t command_size = m->ring_setup->command_size;
+   uint32_t reply_size = m->ring_setup->reply_size;
+   wire_control_free(m);
+   void *map = NULL;
+   r = util_ring_map_size(command_size, reply_size) ? util_ring_map(msg.fds[0], command_size,
+                                                                    reply_size, &map)
+                                                    : -EDOM;
+   util_msg_close_fds(&msg);
+   if (r < 0)
+      return gpud_context_protocol_error(ctx, "rings of %u and %u bytes: %s", command_size,
+                                         reply_size,
+                                         r == -EDOM     ? "sizes out of range"
+                                         : r == -EPERM  ? "memfd not sealed against shrinking"
+                                         : r == -ERANGE ? "memfd smaller than the rings"
+                                         : r == -EACCES ? "memfd sealed against writing"
+                                         : r == -ENOMEM ? "out of memory"
+                                                        : "not a memfd");
+   ctx->command_ring_size = command_size;
+   ctx->reply_ring_size = reply_size;
+   ctx->ring_wait = (struct util_ring_wait){
+      .socket_fd = ctx->fd,
+      .closing = &ctx->closing,
+      .spin_ns = GPUD_COMMAND_SPIN_NS,
+      .slice_ns = GPUD_RING_SLICE_NS,
+   };
+   util_ring_init(&ctx->commands, map, command_size, reply_size, true, false,
+                  GPUD_MAX_MESSAGE_SIZE);
+   pthread_mutex_lock(&ctx->send_mutex);
+   util_ring_init(&ctx->replies, map, command_size, reply_size, false, true, 0);
+   ctx->ring_map = map;
+   pthread_mutex_unlock(&ctx->send_mutex);
+   return 0;
+}
+
 void
 gpud_context_run(struct gpud_context *ctx)
 {
+   if (setup_rings(ctx) < 0)
+      return;
    for (;;) {
       struct util_msg msg;
-      /* The next command of a busy client usually follows at once. */
-      util_socket_spin_readable(ctx->fd, GPUD_COMMAND_SPIN_NS);
-      int r = util_msg_recv(ctx->fd, &ctx->reader, &msg);
+      /* The next command of a busy client usually follows at once: the
+       * ring polls before it sleeps. */
+      int r = util_ring_recv(&ctx->commands, &ctx->ring_wait, &msg);
       if (r == -ECONNRESET || (r < 0 && atomic_load(&ctx->closing))) {
          end_context(ctx, false, "disconnected");
          return;
       }
       if (r < 0) {
-         gpud_context_protocol_error(ctx, "%s", recv_error(r));
+         gpud_context_protocol_error(ctx, "%s",
+                                     r == -EPROTO     ? "malformed entry in the command ring"
+                                     : r == -EMSGSIZE ? "message larger than the protocol allows"
+                                                      : strerror(-r));
          return;
       }
       if (msg.n_fds && msg.type != UTIL_MSG_STREAM) {
@@ -292,6 +357,11 @@ gpud_context_destroy(struct gpud_context *ctx)
                        "released %" PRIu64 " objects and %" PRIu64 " bytes of memory", objects,
                        bytes);
    util_idmap_finish(&ctx->objects);
+   if (ctx->ring_map) {
+      util_ring_finish(&ctx->commands);
+      util_ring_finish(&ctx->replies);
+      util_ring_unmap(ctx->ring_map, ctx->command_ring_size, ctx->reply_ring_size);
+   }
    util_msg_reader_finish(&ctx->reader);
    wire_arena_destroy(ctx->arena);
    wire_enc_finish(&ctx->reply);

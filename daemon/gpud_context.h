@@ -21,6 +21,7 @@
 #include "gpud_status.h"
 #include "util_idmap.h"
 #include "util_list.h"
+#include "util_ring.h"
 #include "util_log.h"
 #include "util_transport.h"
 #include "wire.h"
@@ -64,6 +65,13 @@ struct gpud_context {
    struct gpud_context_ops ops;
    struct gpud_status_page *status; /* shared with the server */
    int fd;                          /* the client's socket */
+
+   /* the client's rings (util_ring.h), from its RingSetup on */
+   void *ring_map;
+   uint32_t command_ring_size, reply_ring_size;
+   struct util_ring_wait ring_wait;
+   struct util_ring commands; /* the decoding thread's */
+   struct util_ring replies;  /* under send_mutex */
 
    pthread_mutex_t send_mutex;
    struct util_msg_reader reader;

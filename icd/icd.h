@@ -14,6 +14,7 @@
 #include "wire_icd.h"
 #include "icd_gen.h"
 #include "util_list.h"
+#include "util_ring.h"
 #include "util_transport.h"
 #include "wire.h"
 
@@ -63,6 +64,12 @@ struct icd_connection {
    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
    atomic_uint_fast64_t next_id;
 
+   /* the rings (util_ring.h): commands out, replies and messages in */
+   void *ring_map;
+   struct util_ring_wait ring_wait;
+   struct util_ring commands; /* under send_mutex */
+   struct util_ring replies;  /* the leader's */
+
    /* send side: queued async commands and the sequence counter */
    pthread_mutex_t send_mutex;
    struct wire_enc stream;
@@ -91,6 +98,8 @@ int icd_connection_complete(struct icd_connection *conn, uint64_t deadline_ns);
 int icd_connection_open(const char *path, struct icd_connection **ret_conn);
 void icd_connection_destroy(struct icd_connection *conn);
 void icd_connection_set_lost(struct icd_connection *conn, const char *why);
+/* The daemon's socket hung up: delivers what it said last, then lost. */
+void icd_connection_hung_up(struct icd_connection *conn);
 static inline bool
 icd_connection_is_lost(struct icd_connection *conn)
 {

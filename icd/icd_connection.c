@@ -32,6 +32,14 @@
  * CPU) beats sleeping, whose wake-up alone can cost tens of microseconds
  * when the daemon runs on another CPU. */
 #define ICD_REPLY_SPIN_NS (50u * 1000u)
+/* The rings: the command ring bounds what the application has in flight
+ * (a larger message streams through it); replies and the daemon's
+ * messages come back through the other.  Pages are only touched as the
+ * rings fill. */
+#define ICD_COMMAND_RING_SIZE (4u << 20)
+#define ICD_REPLY_RING_SIZE (1u << 20)
+/* Sleeping for the daemon, look at its socket this often. */
+#define ICD_RING_SLICE_NS (20ull * 1000 * 1000)
 
 uint32_t icd_debug;
 
@@ -230,10 +238,51 @@ icd_connection_begin(const char *path, uint64_t deadline_ns, struct icd_connecti
    return 0;
 }
 
+/* The rings, and the message that hands them to the daemon: the first
+ * after the Welcome.  Commands may go into them before a worker reads. */
+static int
+send_ring_setup(struct icd_connection *conn, uint64_t deadline_ns)
+{
+   int fd;
+   int r = util_ring_create(ICD_COMMAND_RING_SIZE, ICD_REPLY_RING_SIZE, &fd, &conn->ring_map);
+   if (r < 0)
+      return r;
+   util_ring_init(&conn->commands, conn->ring_map, ICD_COMMAND_RING_SIZE, ICD_REPLY_RING_SIZE,
+                  true, true, 0);
+   util_ring_init(&conn->replies, conn->ring_map, ICD_COMMAND_RING_SIZE, ICD_REPLY_RING_SIZE,
+                  false, false, ICD_MAX_REPLY);
+   conn->ring_wait = (struct util_ring_wait){
+      .socket_fd = conn->fd,
+      .closing = &conn->lost,
+      .spin_ns = ICD_REPLY_SPIN_NS,
+      .slice_ns = ICD_RING_SLICE_NS,
+   };
+   Gpud__RingSetup setup = GPUD__RING_SETUP__INIT;
+   setup.command_size = ICD_COMMAND_RING_SIZE;
+   setup.reply_size = ICD_REPLY_RING_SIZE;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RING_SETUP;
+   m.ring_setup = &setup;
+   size_t size;
+   void *buf = wire_control_pack(&m, &size);
+   if (!buf) {
+      close(fd);
+      return -ENOMEM;
+   }
+   uint64_t now = util_now_ns();
+   int ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000) : 0;
+   r = util_msg_send_timeout(conn->fd, UTIL_MSG_CONTROL, buf, size, &fd, 1, ms);
+   free(buf);
+   close(fd);
+   return r;
+}
+
 int
 icd_connection_complete(struct icd_connection *conn, uint64_t deadline_ns)
 {
    int r = receive_welcome(conn, deadline_ns);
+   if (r >= 0)
+      r = send_ring_setup(conn, deadline_ns);
    if (r < 0) {
       icd_dbg(ICD_DEBUG_INIT, "daemon at %s: %s", conn->socket_path,
               r == -ETIMEDOUT ? "no answer in time" : strerror(-r));
@@ -282,6 +331,11 @@ icd_connection_destroy(struct icd_connection *conn)
          c = next;
       }
    }
+   if (conn->ring_map) {
+      util_ring_finish(&conn->commands);
+      util_ring_finish(&conn->replies);
+      util_ring_unmap(conn->ring_map, ICD_COMMAND_RING_SIZE, ICD_REPLY_RING_SIZE);
+   }
    wire_enc_finish(&conn->stream);
    util_msg_reader_finish(&conn->reader);
    pthread_mutex_destroy(&conn->send_mutex);
@@ -308,6 +362,8 @@ icd_connection_set_lost(struct icd_connection *conn, const char *why)
     * leader's recvmsg. */
    if (conn->fd >= 0)
       shutdown(conn->fd, SHUT_RDWR);
+   if (conn->ring_map)
+      util_ring_wake_consumer(&conn->replies);
    pthread_mutex_lock(&conn->recv_mutex);
    pthread_cond_broadcast(&conn->recv_cond);
    pthread_mutex_unlock(&conn->recv_mutex);
@@ -325,8 +381,8 @@ flush_locked(struct icd_connection *conn)
    }
    icd_dbg(ICD_DEBUG_WIRE, "send %zu bytes, %u fds", conn->stream.size, conn->stream.n_fds);
    /* the application's fds the commands name (the daemon gets copies) */
-   int r = util_msg_send(conn->fd, UTIL_MSG_STREAM, conn->stream.data, conn->stream.size,
-                         conn->stream.fds, conn->stream.n_fds);
+   int r = util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, conn->stream.data,
+                          conn->stream.size, conn->stream.fds, conn->stream.n_fds, UINT64_MAX);
    wire_enc_reset(&conn->stream);
    if (r < 0) {
       icd_connection_set_lost(conn, strerror(-r));
@@ -351,7 +407,8 @@ icd_connection_send_stream(struct icd_connection *conn, const void *data, size_t
    pthread_mutex_lock(&conn->send_mutex);
    VkResult result = flush_locked(conn);
    if (result == VK_SUCCESS && size) {
-      int r = util_msg_send(conn->fd, UTIL_MSG_STREAM, data, size, NULL, 0);
+      int r = util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data, size,
+                             NULL, 0, UINT64_MAX);
       if (r < 0) {
          icd_connection_set_lost(conn, strerror(-r));
          result = VK_ERROR_DEVICE_LOST;
@@ -523,6 +580,30 @@ deliver(struct icd_connection *conn, struct util_msg *msg)
    return false;
 }
 
+/* The daemon hung up: what the server said last on the socket (why the
+ * worker crashed, say) goes to the application's messengers.  recv_mutex
+ * held. */
+static void
+drain_socket(struct icd_connection *conn)
+{
+   struct util_msg msg;
+   while (util_msg_recv_packet(conn->fd, &conn->reader, &msg) == 0) {
+      if (msg.type == UTIL_MSG_CONTROL)
+         deliver(conn, &msg);
+      util_msg_close_fds(&msg);
+   }
+}
+
+void
+icd_connection_hung_up(struct icd_connection *conn)
+{
+   pthread_mutex_lock(&conn->recv_mutex);
+   if (!icd_connection_is_lost(conn))
+      drain_socket(conn);
+   pthread_mutex_unlock(&conn->recv_mutex);
+   icd_connection_set_lost(conn, "the daemon closed the connection");
+}
+
 static VkResult
 wait_reply(struct icd_call *call)
 {
@@ -536,13 +617,15 @@ wait_reply(struct icd_call *call)
       conn->reader_active = true;
       pthread_mutex_unlock(&conn->recv_mutex);
       struct util_msg msg;
-      util_socket_spin_readable(conn->fd, ICD_REPLY_SPIN_NS);
-      int r = util_msg_recv(conn->fd, &conn->reader, &msg);
+      int r = util_ring_recv(&conn->replies, &conn->ring_wait, &msg);
       pthread_mutex_lock(&conn->recv_mutex);
       conn->reader_active = false;
       if (r < 0) {
+         if (r == -ECONNRESET)
+            drain_socket(conn);
          pthread_mutex_unlock(&conn->recv_mutex);
-         icd_connection_set_lost(conn, strerror(-r));
+         icd_connection_set_lost(conn, r == -ECONNRESET ? "the daemon closed the connection"
+                                                        : strerror(-r));
          pthread_mutex_lock(&conn->recv_mutex);
       } else {
          bool ok = deliver(conn, &msg);

@@ -249,7 +249,7 @@ daemon_gone(struct icd_connection *conn)
       return true;
    struct pollfd p = {.fd = conn->fd, .events = 0};
    if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
-      icd_connection_set_lost(conn, "the daemon closed the connection");
+      icd_connection_hung_up(conn);
       return true;
    }
    return false;

@@ -24,7 +24,7 @@
 
 #include <vulkan/vulkan_core.h>
 
-#define WIRE_PROTOCOL_VERSION 1u
+#define WIRE_PROTOCOL_VERSION 2u
 
 struct wire_cmd_header {
    uint32_t op;    /* WIRE_OP_* */

@@ -191,7 +191,7 @@ wait_fd(int fd, short events, int timeout_ms)
 static bool
 valid_type(uint32_t type)
 {
-   return type == UTIL_MSG_CONTROL || type == UTIL_MSG_STREAM;
+   return type == UTIL_MSG_CONTROL || type == UTIL_MSG_STREAM || type == UTIL_MSG_FDS;
 }
 
 int

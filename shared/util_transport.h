@@ -26,6 +26,7 @@
 enum util_msg_type {
    UTIL_MSG_CONTROL = 1, /* protobuf-c control plane (protocol/gpud.proto) */
    UTIL_MSG_STREAM = 2,  /* Vulkan command stream (protocol/wire.h) */
+   UTIL_MSG_FDS = 3,     /* no payload: the fds of a message in a ring (util_ring.h) */
 };
 
 enum util_packet_flags {

@@ -2962,13 +2962,25 @@ HOSTILE_CASES = {
     # the second command: the first took the fd
     'fd-twice': ('hostile-fd-twice',
                  r'in vkGetMemoryFdPropertiesKHR: bad file descriptor index'),
-    # more fds than a message may carry: refused by the transport
-    'fd-many': ('hostile-fd-many', r'protocol error: malformed packet sequence'),
+    # more fds than a message may carry: refused by the ring
+    'fd-many': ('hostile-fd-many', r'protocol error: malformed entry in the command ring'),
     'fd-reply-op': ('hostile-fd-reply-op',
                     r'unexpected file descriptors: no command names them'),
     'disabled-extension': ('hostile-disabled-extension',
                            r'in vkGetMemoryFdPropertiesKHR: the device did not enable the '
                            r'extension of this command'),
+    # the rings (shared/util_ring.h): refused before they are mapped
+    'ring-sizes': ('hostile-ring-sizes', r'rings of \d+ and \d+ bytes: sizes out of range'),
+    'ring-small-memfd': ('hostile-ring-small-memfd', r'memfd smaller than the rings'),
+    'ring-unsealed': ('hostile-ring-unsealed', r'memfd not sealed against shrinking'),
+    'ring-not-memfd': ('hostile-ring-not-memfd', r'rings of \d+ and \d+ bytes: not a memfd'),
+    # and what a client writes into them, checked before it is read
+    'ring-head': ('hostile-ring-head', r'malformed entry in the command ring'),
+    'ring-entry-size': ('hostile-ring-entry-size', r'malformed entry in the command ring'),
+    'ring-entry-type': ('hostile-ring-entry-type', r'malformed entry in the command ring'),
+    'ring-fds-missing': ('hostile-ring-fds-missing', r'malformed entry in the command ring'),
+    'ring-fragment-type': ('hostile-ring-fragment-type',
+                           r'malformed entry in the command ring'),
 }
 
 # "<N>", the time (when not on the journal), then the client

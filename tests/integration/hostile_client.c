@@ -32,12 +32,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "util_memfd.h"
+#include "util_ring.h"
 #include "util_transport.h"
 #include "wire_control.h"
 #include "wire_gen.h"
@@ -78,12 +82,19 @@ note(const char *fmt, ...)
 
 /* ---- one connection ------------------------------------------------------- */
 
+#define RING_SIZE (256u * 1024u)
+
 struct conn {
    int fd;
    char name[64];
    uint32_t seq;
    struct util_msg_reader reader;
    struct wire_enc enc;
+   /* after the handshake, as the ICD does: every message goes through the
+    * rings, the socket carries fds */
+   void *ring_map;
+   struct util_ring out, in;
+   struct util_ring_wait wait;
 };
 
 static int
@@ -106,6 +117,12 @@ conn_open(struct conn *c, const char *name)
 static void
 conn_close(struct conn *c)
 {
+   if (c->ring_map) {
+      util_ring_finish(&c->out);
+      util_ring_finish(&c->in);
+      util_ring_unmap(c->ring_map, RING_SIZE, RING_SIZE);
+      c->ring_map = NULL;
+   }
    if (c->fd >= 0)
       close(c->fd);
    c->fd = -1;
@@ -166,13 +183,79 @@ expect_welcome(struct conn *c)
    return 0;
 }
 
+/* The rings, as the ICD sets them up after the Welcome. */
+static int
+setup_rings(struct conn *c)
+{
+   int fd;
+   int r = util_ring_create(RING_SIZE, RING_SIZE, &fd, &c->ring_map);
+   if (r < 0)
+      return fail("%s: rings: %s", c->name, strerror(-r));
+   util_ring_init(&c->out, c->ring_map, RING_SIZE, RING_SIZE, true, true, 0);
+   util_ring_init(&c->in, c->ring_map, RING_SIZE, RING_SIZE, false, false, MAX_REPLY);
+   c->wait = (struct util_ring_wait){
+      .socket_fd = c->fd,
+      .spin_ns = 20000,
+      .slice_ns = 20000000,
+      .timeout_ns = RECV_TIMEOUT_S * 1000000000ull,
+   };
+   Gpud__RingSetup setup = GPUD__RING_SETUP__INIT;
+   setup.command_size = RING_SIZE;
+   setup.reply_size = RING_SIZE;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RING_SETUP;
+   m.ring_setup = &setup;
+   uint8_t buf[64];
+   size_t size = gpud__control_message__get_packed_size(&m);
+   gpud__control_message__pack(&m, buf);
+   r = util_msg_send(c->fd, UTIL_MSG_CONTROL, buf, size, &fd, 1);
+   close(fd);
+   if (r < 0)
+      return fail("%s: sending the rings: %s", c->name, strerror(-r));
+   return 0;
+}
+
 static int
 handshake(struct conn *c)
 {
    if (send_hello(c, WIRE_PROTOCOL_VERSION, WIRE_COMMAND_TABLE_HASH,
-                  GPUD__ROLE__ROLE_VULKAN, NULL, 0) < 0)
+                  GPUD__ROLE__ROLE_VULKAN, NULL, 0) < 0 ||
+       expect_welcome(c) < 0)
       return -1;
-   return expect_welcome(c);
+   return setup_rings(c);
+}
+
+/* The next message from the daemon: from the rings once they are set up
+ * (then, when the worker has hung up, what the server said last on the
+ * socket), else from the socket.  -EAGAIN when nothing came in time. */
+static int
+conn_recv(struct conn *c, struct util_msg *msg)
+{
+   if (!c->ring_map)
+      return util_msg_recv(c->fd, &c->reader, msg);
+   int r = util_ring_recv(&c->in, &c->wait, msg);
+   if (r == -ECONNRESET) {
+      r = util_msg_recv_packet(c->fd, &c->reader, msg);
+      if (r == -EAGAIN)
+         r = -ECONNRESET;
+   }
+   return r == -ETIMEDOUT ? -EAGAIN : r;
+}
+
+/* A control message on the connection (through the rings once set up). */
+static int
+conn_send_control(struct conn *c, const Gpud__ControlMessage *m)
+{
+   if (!c->ring_map)
+      return wire_control_send(c->fd, m);
+   size_t size = gpud__control_message__get_packed_size(m);
+   uint8_t *buf = malloc(size ? size : 1);
+   if (!buf)
+      return -ENOMEM;
+   gpud__control_message__pack(m, buf);
+   int r = util_ring_send(&c->out, &c->wait, UTIL_MSG_CONTROL, buf, size, NULL, 0, UINT64_MAX);
+   free(buf);
+   return r;
 }
 
 /* Starts the only command of c->enc. */
@@ -193,7 +276,9 @@ end_cmd(struct conn *c)
 static int
 send_stream(struct conn *c, const void *data, size_t size, const int *fds, unsigned n_fds)
 {
-   int r = util_msg_send(c->fd, UTIL_MSG_STREAM, data, size, fds, n_fds);
+   int r = c->ring_map ? util_ring_send(&c->out, &c->wait, UTIL_MSG_STREAM, data, size, fds,
+                                        n_fds, UINT64_MAX)
+                       : util_msg_send(c->fd, UTIL_MSG_STREAM, data, size, fds, n_fds);
    if (r < 0)
       return fail("%s: sending %zu bytes of commands: %s", c->name, size, strerror(-r));
    return 0;
@@ -210,7 +295,7 @@ call_sync(struct conn *c, const char *what, struct wire_dec *reply)
    if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
       return -1;
    struct util_msg msg;
-   int r = util_msg_recv(c->fd, &c->reader, &msg);
+   int r = conn_recv(c, &msg);
    if (r == -EAGAIN)
       return fail("%s: no reply to %s within %d s", c->name, what, RECV_TIMEOUT_S);
    if (r < 0)
@@ -257,7 +342,7 @@ expect_disconnect(struct conn *c, const char *want_reason)
    bool disconnect = false;
    for (;;) {
       struct util_msg msg;
-      int r = util_msg_recv(c->fd, &c->reader, &msg);
+      int r = conn_recv(c, &msg);
       if (r == -ECONNRESET) {
          if (want_reason && !disconnect)
             return fail("%s: the daemon closed the connection without a Disconnect",
@@ -520,7 +605,10 @@ case_garbage(struct conn *c)
 static int
 case_garbage_after_hello(struct conn *c)
 {
-   if (conn_open(c, "hostile-garbage-after-hello") < 0 || handshake(c) < 0)
+   if (conn_open(c, "hostile-garbage-after-hello") < 0 ||
+       send_hello(c, WIRE_PROTOCOL_VERSION, WIRE_COMMAND_TABLE_HASH, GPUD__ROLE__ROLE_VULKAN,
+                  NULL, 0) < 0 ||
+       expect_welcome(c) < 0)
       return -1;
    static const uint8_t junk[] = {0xef, 0xbe, 0xad, 0xde, 0x55, 0xaa, 0x55, 0xaa,
                                   0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
@@ -875,7 +963,7 @@ case_control_request(struct conn *c)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REQUEST;
    m.status_request = &req;
-   int r = wire_control_send(c->fd, &m);
+   int r = conn_send_control(c, &m);
    if (r < 0)
       return fail("%s: send: %s", c->name, strerror(-r));
    return expect_disconnect(c, NULL);
@@ -1093,6 +1181,26 @@ out:
    return r;
 }
 
+/* Writes an entry as a producer that breaks the rules might: whatever
+ * e says, e->size bytes of data (none when NULL) follow, then head moves
+ * past them. */
+static void
+ring_publish_raw(struct conn *c, const struct util_ring_entry *e, const void *data)
+{
+   struct util_ring *r = &c->out;
+   const uint8_t *src = (const uint8_t *)e;
+   for (size_t i = 0; i < sizeof(*e); i++)
+      r->data[(r->pos + i) & (r->size - 1)] = src[i];
+   r->pos += sizeof(*e);
+   size_t n = data && e->size <= r->size / 2 ? e->size : 0;
+   for (size_t i = 0; i < n; i++)
+      r->data[(r->pos + i) & (r->size - 1)] = ((const uint8_t *)data)[i];
+   r->pos += (n + 7) & ~(size_t)7;
+   atomic_store(&r->ctrl->head, r->pos);
+   atomic_store(&r->ctrl->consumer_state, UTIL_RING_AWAKE);
+   syscall(SYS_futex, &r->ctrl->consumer_state, FUTEX_WAKE, 1, NULL, NULL, 0);
+}
+
 /* A packet with n fds, past util_msg_send()'s bound. */
 static int
 send_with_fds(struct conn *c, const void *data, size_t size, const int *fds, unsigned n)
@@ -1120,6 +1228,16 @@ send_with_fds(struct conn *c, const void *data, size_t size, const int *fds, uns
    cm->cmsg_type = SCM_RIGHTS;
    cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
    memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+   if (c->ring_map) {
+      /* the fds beside the ring, the entry counting them in it */
+      hdr.type = UTIL_MSG_FDS;
+      mh.msg_iovlen = 1;
+      if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(hdr))
+         return fail("%s: sendmsg: %s", c->name, strerror(errno));
+      struct util_ring_entry e = {.type = UTIL_MSG_STREAM, .size = (uint32_t)size, .n_fds = n};
+      ring_publish_raw(c, &e, data);
+      return 0;
+   }
    if (sendmsg(c->fd, &mh, MSG_NOSIGNAL) != (ssize_t)(sizeof(hdr) + size))
       return fail("%s: sendmsg: %s", c->name, strerror(errno));
    return 0;
@@ -1201,6 +1319,137 @@ case_disabled_extension(struct conn *c)
    return expect_disconnect(c, "did not enable the extension");
 }
 
+/* ---- the rings ------------------------------------------------------------ */
+
+/* Rings a worker must refuse before mapping them: sizes out of range, a
+ * memfd smaller than they need, one that may shrink (it could make the
+ * worker's mapping fault), and no memfd at all. */
+static int
+ring_setup_bad(struct conn *c, const char *name, uint32_t command_size, uint32_t reply_size,
+               int kind)
+{
+   if (conn_open(c, name) < 0 ||
+       send_hello(c, WIRE_PROTOCOL_VERSION, WIRE_COMMAND_TABLE_HASH, GPUD__ROLE__ROLE_VULKAN,
+                  NULL, 0) < 0 ||
+       expect_welcome(c) < 0)
+      return -1;
+   int fd = -1;
+   if (kind == 0) {
+      void *map;
+      int r = util_ring_create(RING_SIZE, RING_SIZE, &fd, &map);
+      if (r < 0)
+         return fail("%s: memfd: %s", c->name, strerror(-r));
+      util_ring_unmap(map, RING_SIZE, RING_SIZE);
+   } else if (kind == 1) {
+      fd = memfd_create("unsealed", MFD_CLOEXEC);
+      if (fd < 0 || ftruncate(fd, (off_t)util_ring_map_size(RING_SIZE, RING_SIZE)) < 0)
+         return fail("%s: memfd: %s", c->name, strerror(errno));
+   } else {
+      int sv[2];
+      if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+         return fail("%s: socketpair: %s", c->name, strerror(errno));
+      close(sv[1]);
+      fd = sv[0];
+   }
+   Gpud__RingSetup setup = GPUD__RING_SETUP__INIT;
+   setup.command_size = command_size;
+   setup.reply_size = reply_size;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RING_SETUP;
+   m.ring_setup = &setup;
+   uint8_t buf[64];
+   size_t size = gpud__control_message__get_packed_size(&m);
+   gpud__control_message__pack(&m, buf);
+   int r = util_msg_send(c->fd, UTIL_MSG_CONTROL, buf, size, &fd, 1);
+   close(fd);
+   if (r < 0)
+      return fail("%s: send: %s", c->name, strerror(-r));
+   return expect_disconnect(c, "rings");
+}
+
+static int
+case_ring_sizes(struct conn *c)
+{
+   return ring_setup_bad(c, "hostile-ring-sizes", RING_SIZE + 4096, RING_SIZE, 0);
+}
+
+static int
+case_ring_small_memfd(struct conn *c)
+{
+   return ring_setup_bad(c, "hostile-ring-small-memfd", RING_SIZE * 4, RING_SIZE, 0);
+}
+
+static int
+case_ring_unsealed(struct conn *c)
+{
+   return ring_setup_bad(c, "hostile-ring-unsealed", RING_SIZE, RING_SIZE, 1);
+}
+
+static int
+case_ring_not_memfd(struct conn *c)
+{
+   return ring_setup_bad(c, "hostile-ring-not-memfd", RING_SIZE, RING_SIZE, 2);
+}
+
+/* A head further than the ring is long past the tail. */
+static int
+case_ring_head(struct conn *c)
+{
+   if (open_ready(c, "hostile-ring-head") < 0)
+      return -1;
+   atomic_store(&c->out.ctrl->head, c->out.pos + RING_SIZE + 8);
+   syscall(SYS_futex, &c->out.ctrl->consumer_state, FUTEX_WAKE, 1, NULL, NULL, 0);
+   return expect_disconnect(c, "ring");
+}
+
+/* An entry longer than what was published, one of an unknown type, one
+ * whose fds never came, and one continuing with another type. */
+static int
+ring_entry_bad(struct conn *c, const char *name, struct util_ring_entry e1,
+               const struct util_ring_entry *e2)
+{
+   if (open_ready(c, name) < 0)
+      return -1;
+   static const uint8_t payload[64];
+   ring_publish_raw(c, &e1, payload);
+   if (e2)
+      ring_publish_raw(c, e2, payload);
+   return expect_disconnect(c, "ring");
+}
+
+static int
+case_ring_entry_size(struct conn *c)
+{
+   return ring_entry_bad(c, "hostile-ring-entry-size",
+                         (struct util_ring_entry){.type = UTIL_MSG_STREAM, .size = 1u << 30},
+                         NULL);
+}
+
+static int
+case_ring_entry_type(struct conn *c)
+{
+   return ring_entry_bad(c, "hostile-ring-entry-type",
+                         (struct util_ring_entry){.type = 77, .size = 8}, NULL);
+}
+
+static int
+case_ring_fds_missing(struct conn *c)
+{
+   return ring_entry_bad(c, "hostile-ring-fds-missing",
+                         (struct util_ring_entry){.type = UTIL_MSG_STREAM, .size = 8, .n_fds = 2},
+                         NULL);
+}
+
+static int
+case_ring_fragment_type(struct conn *c)
+{
+   const struct util_ring_entry second = {.type = UTIL_MSG_CONTROL, .size = 8};
+   return ring_entry_bad(c, "hostile-ring-fragment-type",
+                         (struct util_ring_entry){.type = UTIL_MSG_STREAM,
+                                                  .flags = UTIL_RING_MORE, .size = 8},
+                         &second);
+}
+
 /* ---- misbehaviours: not protocol errors, but what the daemon's limits are for
  * (not in --list; gpud_test.py runs each where it tests that limit) ----- */
 
@@ -1275,6 +1524,15 @@ static const struct {
     {"fd-many", case_fd_many},
     {"fd-reply-op", case_fd_reply_op},
     {"disabled-extension", case_disabled_extension},
+    {"ring-sizes", case_ring_sizes},
+    {"ring-small-memfd", case_ring_small_memfd},
+    {"ring-unsealed", case_ring_unsealed},
+    {"ring-not-memfd", case_ring_not_memfd},
+    {"ring-head", case_ring_head},
+    {"ring-entry-size", case_ring_entry_size},
+    {"ring-entry-type", case_ring_entry_type},
+    {"ring-fds-missing", case_ring_fds_missing},
+    {"ring-fragment-type", case_ring_fragment_type},
 };
 
 int

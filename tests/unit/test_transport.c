@@ -490,7 +490,7 @@ send_short_header(int fd, const int *fds, unsigned n_fds)
 static void
 send_unknown_type(int fd, const int *fds, unsigned n_fds)
 {
-   raw_send(fd, 3, 0, "abc", 3, fds, n_fds);
+   raw_send(fd, 99, 0, "abc", 3, fds, n_fds);
 }
 
 static void
@@ -757,7 +757,7 @@ test_send_invalid(void)
    int sv[2];
    make_pair(sv);
    CHECK_ERR(util_msg_send(sv[0], 0, "x", 1, NULL, 0), EINVAL);
-   CHECK_ERR(util_msg_send(sv[0], 3, "x", 1, NULL, 0), EINVAL);
+   CHECK_ERR(util_msg_send(sv[0], 99, "x", 1, NULL, 0), EINVAL);
    CHECK_ERR(util_msg_send(sv[0], UTIL_MSG_CONTROL, NULL, 1, NULL, 0), EINVAL);
    CHECK_ERR(util_msg_send(sv[0], UTIL_MSG_CONTROL, "x", 1, NULL, 1), EINVAL);
    int bad = 1000;
