@@ -21,8 +21,14 @@
  *       and from exec to exit, with only one driver listed for it (the host
  *       driver's manifest, or gpud's); medians of --starts runs, 300 ms
  *       apart
+ *   (e) a frame loop: record one small draw, submit it with a fence, wait,
+ *       reset the fence, --frames times (time per frame)
+ *   (f) --clients processes at once (only one driver listed for them), each
+ *       running that frame loop for --seconds from a common start: frames
+ *       per second of all together
  *
  *   gpud_bench [--direct-only] [--calls N] [--draws N] [--mib N] [--reps N]
+ *              [--starts N] [--frames N] [--clients N] [--seconds S]
  */
 #include <spawn.h>
 #include <stdio.h>
@@ -50,6 +56,9 @@ struct options {
    uint32_t draws;
    uint32_t mib;
    uint32_t reps;
+   uint32_t frames;
+   uint32_t clients;
+   uint32_t seconds;
 };
 
 enum metric {
@@ -65,6 +74,8 @@ enum metric {
    M_SUBMIT_WAIT,
    M_START_DEVICE,
    M_START_PROCESS,
+   M_FRAME,
+   M_CLIENTS,
    M_COUNT,
 };
 
@@ -84,6 +95,8 @@ static const struct {
    [M_SUBMIT_WAIT] = { "submit + wait draws, median", "ms" },
    [M_START_DEVICE] = { "new process: instance to 1st device, median", "ms" },
    [M_START_PROCESS] = { "new process: exec to exit, median", "ms" },
+   [M_FRAME] = { "frame loop: draw, submit, wait, reset", "us" },
+   [M_CLIENTS] = { "N processes' frame loops at once", "fps" },
 };
 
 static int
@@ -462,6 +475,169 @@ bench_draws(const struct vkt_context *ctx, const struct options *o,
    free(record);
 }
 
+/* ---- (e) a frame loop, (f) many processes running it --------------------- */
+
+/* Records one small draw, submits it with a fence, waits and resets the
+ * fence: frames times, or until end_ns (CLOCK_MONOTONIC) when frames is 0.
+ * Returns the frames done. */
+static uint64_t
+frame_loop(const struct vkt_context *ctx, uint64_t frames, uint64_t end_ns)
+{
+   struct draw_state s;
+   draw_state_init(ctx, &s);
+   const VkCommandBufferAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = ctx->cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+   };
+   const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VkCommandBuffer cmd;
+   VkFence fence;
+   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &cmd));
+   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+   };
+   const VkClearValue clear = {.color = {.float32 = {0, 0, 0, 1}}};
+   const VkRenderPassBeginInfo rp_begin = {
+      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
+      .renderPass = s.target.render_pass,
+      .framebuffer = s.target.framebuffer,
+      .renderArea = {{0, 0}, {FB_SIZE, FB_SIZE}},
+      .clearValueCount = 1,
+      .pClearValues = &clear,
+   };
+   const VkSubmitInfo submit_info = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &cmd,
+   };
+   uint64_t n = 0;
+   for (; frames ? n < frames : vkt_now_ns() < end_ns; n++) {
+      const struct push p = {
+         .rect = {-0.5f, -0.5f, 0.5f, 0.5f},
+         .color = {(float)(n & 0xff) / 255.0f, 0.5f, 0.25f, 1.0f},
+      };
+      VKT_CHECK(vkResetCommandBuffer(cmd, 0));
+      VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
+      vkCmdBeginRenderPass(cmd, &rp_begin, VK_SUBPASS_CONTENTS_INLINE);
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, s.pipeline);
+      vkCmdPushConstants(cmd, s.layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT,
+                         0, sizeof(p), &p);
+      vkCmdDraw(cmd, 3, 1, 0, 0);
+      vkCmdEndRenderPass(cmd);
+      VKT_CHECK(vkEndCommandBuffer(cmd));
+      VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit_info, fence));
+      VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 120000000000ull));
+      VKT_CHECK(vkResetFences(ctx->device, 1, &fence));
+   }
+   vkDestroyFence(ctx->device, fence, NULL);
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
+   draw_state_finish(ctx, &s);
+   return n;
+}
+
+static void
+bench_frames(const struct vkt_context *ctx, const struct options *o, double *results)
+{
+   frame_loop(ctx, 100, 0); /* warm up */
+   uint64_t t0 = vkt_now_ns();
+   frame_loop(ctx, o->frames, 0);
+   results[M_FRAME] = (double)(vkt_now_ns() - t0) / 1e3 / o->frames;
+}
+
+/* --clients-child START_NS END_NS: the frame loop from START_NS to END_NS
+ * (CLOCK_MONOTONIC), then prints the frames it did. */
+static int
+clients_child(const char *start_text, const char *end_text)
+{
+   uint64_t start = strtoull(start_text, NULL, 10);
+   uint64_t end = strtoull(end_text, NULL, 10);
+   VkInstance instance = vkt_instance_create("gpud_bench-client");
+   struct vkt_context ctx = {.prog = "gpud_bench"};
+   vkt_context_init_physical(&ctx, instance, vkt_physical_device_pick(instance, NULL), 0);
+   frame_loop(&ctx, 20, 0); /* set up, warm */
+   uint64_t now = vkt_now_ns();
+   if (now < start) {
+      struct timespec ts = {(time_t)((start - now) / 1000000000ull),
+                            (long)((start - now) % 1000000000ull)};
+      nanosleep(&ts, NULL);
+   }
+   uint64_t n = frame_loop(&ctx, 0, end);
+   vkt_context_finish(&ctx);
+   printf("%llu\n", (unsigned long long)n);
+   return 0;
+}
+
+/* The environment with only manifest listed for the loader. */
+static char **
+env_with_manifest(const char *manifest, char *icd, size_t icd_size)
+{
+   extern char **environ;
+   snprintf(icd, icd_size, "VK_ICD_FILENAMES=%s", manifest);
+   size_t n_env = 0;
+   while (environ[n_env])
+      n_env++;
+   char **env = calloc(n_env + 2, sizeof(char *));
+   if (!env)
+      vkt_fail("out of memory");
+   size_t j = 0;
+   for (size_t i = 0; i < n_env; i++) {
+      if (strncmp(environ[i], "VK_ICD_FILENAMES=", 17) &&
+          strncmp(environ[i], "VK_DRIVER_FILES=", 16))
+         env[j++] = environ[i];
+   }
+   env[j++] = icd;
+   return env;
+}
+
+static void
+bench_clients(const char *manifest, const struct options *o, double *results)
+{
+   char icd[4096];
+   char **env = env_with_manifest(manifest, icd, sizeof(icd));
+   /* everyone has time to start and set up before the common start */
+   uint64_t start = vkt_now_ns() + 3000000000ull;
+   uint64_t end = start + (uint64_t)o->seconds * 1000000000ull;
+   char start_text[32], end_text[32];
+   snprintf(start_text, sizeof(start_text), "%llu", (unsigned long long)start);
+   snprintf(end_text, sizeof(end_text), "%llu", (unsigned long long)end);
+   char *const argv[] = {"gpud_bench", "--clients-child", start_text, end_text, NULL};
+   pid_t pids[64];
+   int outs[64];
+   for (uint32_t i = 0; i < o->clients; i++) {
+      int out[2];
+      if (pipe(out) < 0)
+         vkt_fail("pipe failed");
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+      posix_spawn_file_actions_addclose(&fa, out[0]);
+      if (posix_spawn(&pids[i], "/proc/self/exe", &fa, NULL, argv, env) != 0)
+         vkt_fail("cannot start a client");
+      posix_spawn_file_actions_destroy(&fa);
+      close(out[1]);
+      outs[i] = out[0];
+   }
+   uint64_t frames = 0;
+   for (uint32_t i = 0; i < o->clients; i++) {
+      char buf[64] = "";
+      ssize_t len = read(outs[i], buf, sizeof(buf) - 1);
+      close(outs[i]);
+      int status;
+      waitpid(pids[i], &status, 0);
+      if (len <= 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+         vkt_fail("a client failed with %s", manifest);
+      frames += strtoull(buf, NULL, 10);
+   }
+   if (vkt_now_ns() > end + 2000000000ull)
+      fprintf(stderr, "gpud_bench: clients ended late: the count may be low\n");
+   free(env);
+   results[M_CLIENTS] = (double)frames / o->seconds;
+}
+
 /* ---- driver ------------------------------------------------------------- */
 
 /* --start-child: what a short program does first, timed. */
@@ -482,21 +658,10 @@ start_child(void)
 static void
 bench_start(const char *manifest, const struct options *o, double *results)
 {
-   extern char **environ;
    uint64_t device_ns[64], process_ns[64];
    uint32_t n = o->starts;
    char icd[4096];
-   snprintf(icd, sizeof(icd), "VK_ICD_FILENAMES=%s", manifest);
-   size_t n_env = 0;
-   while (environ[n_env])
-      n_env++;
-   char **env = calloc(n_env + 2, sizeof(char *));
-   size_t j = 0;
-   for (size_t i = 0; i < n_env; i++) {
-      if (strncmp(environ[i], "VK_ICD_FILENAMES=", 17) && strncmp(environ[i], "VK_DRIVER_FILES=", 16))
-         env[j++] = environ[i];
-   }
-   env[j++] = icd;
+   char **env = env_with_manifest(manifest, icd, sizeof(icd));
    char *const argv[] = { "gpud_bench", "--start-child", NULL };
    for (uint32_t i = 0; i < n; i++) {
       /* one application started at a time on a settled machine, as a user
@@ -568,6 +733,7 @@ bench_device(VkInstance instance, VkPhysicalDevice pdev,
    bench_round_trips(&ctx, o, results);
    bench_bandwidth(&ctx, o, results);
    bench_draws(&ctx, o, results);
+   bench_frames(&ctx, o, results);
    vkt_context_finish_device(&ctx);
 }
 
@@ -590,11 +756,16 @@ main(int argc, char **argv)
       .draws = 100000,
       .mib = 256,
       .reps = 3,
+      .frames = 10000,
+      .clients = 8,
+      .seconds = 3,
    };
 
    vkt_set_prog("gpud_bench");
    if (argc == 2 && !strcmp(argv[1], "--start-child"))
       return start_child();
+   if (argc == 4 && !strcmp(argv[1], "--clients-child"))
+      return clients_child(argv[2], argv[3]);
    for (int i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "--direct-only")) {
          o.direct_only = true;
@@ -610,6 +781,17 @@ main(int argc, char **argv)
       } else if (!strcmp(argv[i], "--reps")) {
          o.reps = parse_u32(argv[i], argv[i + 1]);
          i++;
+      } else if (!strcmp(argv[i], "--frames")) {
+         o.frames = parse_u32(argv[i], argv[i + 1]);
+         i++;
+      } else if (!strcmp(argv[i], "--clients")) {
+         o.clients = parse_u32(argv[i], argv[i + 1]);
+         if (o.clients > 64)
+            vkt_fail("--clients: at most 64");
+         i++;
+      } else if (!strcmp(argv[i], "--seconds")) {
+         o.seconds = parse_u32(argv[i], argv[i + 1]);
+         i++;
       } else if (!strcmp(argv[i], "--starts")) {
          o.starts = parse_u32(argv[i], argv[i + 1]);
          if (o.starts > 64)
@@ -617,7 +799,8 @@ main(int argc, char **argv)
          i++;
       } else {
          fprintf(stderr, "usage: gpud_bench [--direct-only] [--calls N] "
-                         "[--draws N] [--mib N] [--reps N] [--starts N]\n");
+                         "[--draws N] [--mib N] [--reps N] [--starts N] [--frames N] "
+                         "[--clients N] [--seconds S]\n");
          return 1;
       }
    }
@@ -667,10 +850,16 @@ main(int argc, char **argv)
       bench_start(direct_manifest, &o, res_direct);
    if (gpud_manifest[0] && !o.direct_only)
       bench_start(gpud_manifest, &o, res_gpud);
+   fprintf(stderr, "gpud_bench: %u processes' frame loops at once, %u s each...\n", o.clients,
+           o.seconds);
+   if (direct_manifest[0])
+      bench_clients(direct_manifest, &o, res_direct);
+   if (gpud_manifest[0] && !o.direct_only)
+      bench_clients(gpud_manifest, &o, res_gpud);
 
    printf("gpud_bench: %u calls, %u MiB mapped, %u draws (re-bind every "
-          "%u), %u reps, %u starts\n", o.calls, o.mib, o.draws, REBIND_EVERY, o.reps,
-          o.starts);
+          "%u), %u reps, %u starts, %u frames, %u processes x %u s\n", o.calls, o.mib, o.draws,
+          REBIND_EVERY, o.reps, o.starts, o.frames, o.clients, o.seconds);
    printf("direct: %s\n", direct_name);
    printf("gpud:   %s\n\n", gpud_name);
    printf("%-44s %6s %12s %12s %12s\n", "metric", "unit", "direct", "gpud",

@@ -221,6 +221,7 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    ctx->ops = *ops;
    ctx->status = status;
    ctx->fd = fd;
+   ctx->record_fd = -1;
    pthread_mutex_init(&ctx->send_mutex, NULL);
    pthread_mutex_init(&ctx->wait_mutex, NULL);
    pthread_mutex_init(&ctx->log_mutex, NULL);
@@ -290,6 +291,15 @@ setup_rings(struct gpud_context *ctx)
    };
    util_ring_init(&ctx->commands, map, command_size, reply_size, true, false,
                   GPUD_MAX_MESSAGE_SIZE);
+   /* A developer's switch: every command the client sends, in one file
+    * per client, to seed the decoder's fuzzer (tests/fuzz). */
+   const char *record = getenv("GPUD_RECORD_STREAMS");
+   if (record && *record) {
+      char path[4096];
+      snprintf(path, sizeof(path), "%s/client-%" PRIu64 "-%d.stream", record, ctx->info.id,
+               (int)getpid());
+      ctx->record_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+   }
    pthread_mutex_lock(&ctx->send_mutex);
    util_ring_init(&ctx->replies, map, command_size, reply_size, false, true, 0);
    ctx->ring_map = map;
@@ -334,6 +344,13 @@ gpud_context_run(struct gpud_context *ctx)
          gpud_context_protocol_error(ctx, "bad control message");
          return;
       }
+      if (ctx->record_fd >= 0) {
+         /* whole messages from the start, or the seed would not replay */
+         if (ctx->recorded + msg.size > GPUD_RECORD_MAX ||
+             write(ctx->record_fd, msg.data, msg.size) != (ssize_t)msg.size)
+            util_fd_close(&ctx->record_fd);
+         ctx->recorded += msg.size;
+      }
       if (gpud_call_process_stream(ctx, msg.data, msg.size, msg.fds, msg.n_fds) < 0)
          return;
    }
@@ -363,6 +380,7 @@ gpud_context_destroy(struct gpud_context *ctx)
       util_ring_unmap(ctx->ring_map, ctx->command_ring_size, ctx->reply_ring_size);
    }
    util_msg_reader_finish(&ctx->reader);
+   util_fd_close(&ctx->record_fd);
    wire_arena_destroy(ctx->arena);
    wire_enc_finish(&ctx->reply);
    util_fd_close(&ctx->fd);

@@ -72,6 +72,8 @@ struct gpud_context {
    struct util_ring_wait ring_wait;
    struct util_ring commands; /* the decoding thread's */
    struct util_ring replies;  /* under send_mutex */
+   int record_fd;             /* GPUD_RECORD_STREAMS: the client's stream, for fuzzing seeds */
+   uint64_t recorded;
 
    pthread_mutex_t send_mutex;
    struct util_msg_reader reader;

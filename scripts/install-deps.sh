@@ -17,6 +17,7 @@ packages="
    xvfb x11-apps weston mesa-utils glmark2-x11 vkd3d-demos
    dbus-daemon dbus-bin tmux
    debhelper dpkg-dev lintian
+   clang
 "
 
 missing=

@@ -24,6 +24,9 @@ export GPUD_TEST_PACKAGE=1
 run build-ci -Dwerror=true
 unset GPUD_TEST_PACKAGE
 
+# The fuzzers (clang, libFuzzer) for a bounded time, seeded from build-ci.
+GPUD_FUZZ_SEED_BUILD=build-ci ./scripts/fuzz.sh 60
+
 # Leaks inside the host driver (lavapipe, LLVM) are not ours to fix.
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

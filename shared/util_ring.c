@@ -187,6 +187,8 @@ util_ring_wake_consumer(struct util_ring *r)
 static void
 copy_in(struct util_ring *r, uint64_t pos, const void *src, size_t size)
 {
+   if (!size)
+      return;
    uint32_t off = (uint32_t)(pos & (r->size - 1));
    size_t first = r->size - off < size ? r->size - off : size;
    memcpy(r->data + off, src, first);
@@ -196,6 +198,8 @@ copy_in(struct util_ring *r, uint64_t pos, const void *src, size_t size)
 static void
 copy_out(const struct util_ring *r, uint64_t pos, void *dst, size_t size)
 {
+   if (!size)
+      return;
    uint32_t off = (uint32_t)(pos & (r->size - 1));
    size_t first = r->size - off < size ? r->size - off : size;
    memcpy(dst, r->data + off, first);

@@ -45,6 +45,22 @@ pair_open(struct pair *p, uint32_t size, size_t max_size)
       .socket_fd = p->sv[1], .spin_ns = 20000, .slice_ns = 20000000};
 }
 
+static void
+pair_close(struct pair *p)
+{
+   util_ring_finish(&p->client_out);
+   util_ring_finish(&p->client_in);
+   util_ring_finish(&p->worker_in);
+   util_ring_finish(&p->worker_out);
+   util_ring_unmap(p->client_map, p->client_out.size, p->client_in.size);
+   util_ring_unmap(p->worker_map, p->client_out.size, p->client_in.size);
+   close(p->memfd);
+   if (p->sv[0] >= 0)
+      close(p->sv[0]);
+   if (p->sv[1] >= 0)
+      close(p->sv[1]);
+}
+
 /* The pattern of message i, byte j. */
 static uint8_t
 pattern(unsigned i, size_t j)
@@ -90,6 +106,7 @@ start_producer(struct pair *p, unsigned n, unsigned pause_every)
    pid_t pid = fork();
    CHECK_SYS(pid);
    if (pid == 0) {
+      close(p->sv[1]); /* the worker's end: its hang-up is the parent's exit */
       static uint8_t buf[1u << 20];
       for (unsigned i = 0; i < n; i++) {
          size_t size = message_size(i);
@@ -127,6 +144,7 @@ test_wrap_and_fragments(void)
    pair_open(&p, SMALL, 2u << 20);
    const unsigned n = 400;
    pid_t pid = start_producer(&p, n, 37);
+   close(p.sv[0]);
    for (unsigned i = 0; i < n; i++) {
       struct util_msg m;
       CHECK_OK(util_ring_recv(&p.worker_in, &p.worker_wait, &m));
@@ -139,6 +157,8 @@ test_wrap_and_fragments(void)
    CHECK_EQ(wait_child(pid), 0);
    /* all of it went through a ring of SMALL bytes */
    CHECK(atomic_load(&p.client_out.ctrl->head) > 100ull * SMALL);
+   p.sv[0] = -1;
+   pair_close(&p);
 }
 
 /* The producer blocks on a full ring until the consumer reads; the
@@ -160,6 +180,7 @@ test_full_ring_and_sleep(void)
    pid_t pid = fork();
    CHECK_SYS(pid);
    if (pid == 0) {
+      close(p.sv[0]);
       struct timespec ts = {0, 100 * 1000000L};
       nanosleep(&ts, NULL);
       for (unsigned i = 0; i < 6; i++) {
@@ -186,6 +207,7 @@ test_full_ring_and_sleep(void)
    CHECK_OK(util_ring_send(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, "abc", 3, NULL, 0,
                            UINT64_MAX));
    CHECK_EQ(wait_child(pid), 0);
+   pair_close(&p);
 }
 
 /* fds travel beside the ring and arrive with their message. */
@@ -216,6 +238,9 @@ test_fds(void)
    p.client_out.pos += sizeof(e);
    atomic_store(&p.client_out.ctrl->head, p.client_out.pos);
    CHECK_ERR(util_ring_recv(&p.worker_in, &p.worker_wait, &m), EPROTO);
+   close(pipefd[0]);
+   close(pipefd[1]);
+   pair_close(&p);
 }
 
 /* A peer that dies at each step never leaves the other side waiting. */
@@ -265,6 +290,8 @@ test_peer_dies(void)
       CHECK_ERR(r, ECONNRESET);
       CHECK(util_now_ns() - start < 3000000000ull);
       wait_child(pid);
+      p.sv[0] = -1;
+      pair_close(&p);
    }
    /* a consumer that dies while the producer waits for room */
    struct pair p;
@@ -285,6 +312,8 @@ test_peer_dies(void)
    /* the socket is still open in the child until it dies, then hangs up */
    CHECK_ERR(r, ECONNRESET);
    wait_child(pid);
+   p.sv[1] = -1;
+   pair_close(&p);
 }
 
 /* A consumer that reads nothing: the producer gives up at its limit. */
@@ -306,6 +335,8 @@ test_timeout(void)
    CHECK_ERR(util_ring_send(&q.worker_out, &q.worker_wait, UTIL_MSG_STREAM, big, 16, NULL, 0,
                             50 * 1000000ull),
              ETIMEDOUT);
+   pair_close(&p);
+   pair_close(&q);
 }
 
 /* A hostile producer: random heads and entries.  The consumer returns a

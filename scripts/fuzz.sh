@@ -1,0 +1,65 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Builds the libFuzzer harnesses (clang, AddressSanitizer and
+# UndefinedBehaviorSanitizer) in build-fuzz, records seeds for the command
+# decoder from real programs run through a private daemon, and runs each
+# harness for a bounded time.
+#
+#   scripts/fuzz.sh [SECONDS]          (default 60 per harness)
+#
+# A long run by hand: build-fuzz/tests/fuzz/fuzz_stream -runs=100000000
+# build-fuzz/corpus/stream build-fuzz/seeds/stream (docs/security.md).
+set -eu
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+build=build-fuzz
+if [ ! -d "$build" ]; then
+   CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dwerror=true -Dbuildtype=debug \
+      -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+fi
+meson compile -C "$build" >/dev/null
+
+# Seeds for the decoder: what real programs send, recorded by a daemon
+# (contexts on threads, so the daemon itself writes the files).
+seeds=$build/seeds/stream
+if [ ! -d "$seeds" ]; then
+   mkdir -p "$seeds"
+   tmp=$(mktemp -d)
+   b=${GPUD_FUZZ_SEED_BUILD:-build}
+   [ -d "$b" ] || meson setup "$b" >/dev/null
+   meson compile -C "$b" >/dev/null
+   GPUD_RECORD_STREAMS=$PWD/$seeds "$b/daemon/gpud" --socket "$tmp/gpud.sock" \
+      --host-driver /usr/share/vulkan/icd.d/lvp_icd.x86_64.json --isolation=thread \
+      --bus=none >"$tmp/log" 2>&1 &
+   pid=$!
+   for _ in $(seq 50); do [ -S "$tmp/gpud.sock" ] && break; sleep 0.1; done
+   for prog in "vk_compute --iterations 1" vk_render vk_sync vk_enum vk_debugnames; do
+      # shellcheck disable=SC2086
+      XDG_RUNTIME_DIR=$tmp VK_ICD_FILENAMES=$PWD/$b/icd/gpud_icd.build.json \
+         GPUD_SOCKET=$tmp/gpud.sock "$b"/tests/integration/$prog >/dev/null 2>&1 || true
+   done
+   kill $pid
+   wait $pid || true
+   rm -rf "$tmp"
+fi
+mkdir -p "$build/corpus/ring" "$build/corpus/stream"
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+status=0
+for h in ring stream; do
+   dirs="$build/corpus/$h"
+   [ "$h" = stream ] && dirs="$dirs $seeds"
+   echo "fuzz_$h: $seconds s"
+   # shellcheck disable=SC2086
+   if ! "$build/tests/fuzz/fuzz_$h" -max_total_time="$seconds" -print_final_stats=1 \
+         -max_len=1048576 -timeout=30 -rss_limit_mb=4096 $dirs 2>"$build/fuzz_$h.log"; then
+      status=1
+      tail -60 "$build/fuzz_$h.log"
+   fi
+   grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz_$h.log" || true
+done
+[ $status = 0 ] && echo "fuzzers: no crash, leak or sanitizer report" || echo "fuzzers: FAILED"
+exit $status
