@@ -321,6 +321,7 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
       call.dec.user = &call;
       call.dec.fds = fds;
       call.dec.n_fds = n_fds;
+      call.dec.check_enums = true;
       if (h.flags & WIRE_CMD_REPLY) {
          wire_enc_reset(&ctx->reply);
          wire_enc_begin_cmd(&ctx->reply, WIRE_OP_REPLY, 0, h.seq);

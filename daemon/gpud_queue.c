@@ -440,7 +440,9 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          /* nothing will watch it: the host driver tells (the fence stays
           * in the ring, in flight) */
          struct track_entry *e = &q->ring[(q->head + q->count - 1) % q->cap];
-         if (page_write(t, e->slot, e->owner, GPUD_FENCE_ASK) | entry_signals(t, e, true))
+         /* both, whatever the first says */
+         bool wrote = page_write(t, e->slot, e->owner, GPUD_FENCE_ASK);
+         if (entry_signals(t, e, true) || wrote)
             page_wake(t->page);
          e->slot = -1;
       }

@@ -20,7 +20,7 @@
 
 #include "util_macros.h"
 
-static void
+static void UTIL_PRINTF(3, 4)
 say(char *buf, size_t size, const char *fmt, ...)
 {
    if (!buf || !size)

@@ -795,9 +795,45 @@ def emit_dec_value(gen, w, ind, tname, lvalue, dims=(), nullable=False):
         w(f'{ind}wire_dec_bytes(d, &({lvalue}), sizeof({lvalue}));')
     elif k == 'struct':
         w(f'{ind}wire_dec_{rt}(d, &({lvalue}));')
+    elif checked_enum(gen, tname):
+        w(f'{ind}{lvalue} = ({tname})wire_dec_enum(d, wire_enum_ok_{rt}(wire_peek_i32(d)), '
+          f'"{rt} value out of range");')
     else:
         wt = gen.wire_scalar(tname)
         w(f'{ind}{lvalue} = ({tname})wire_dec_{WIRE_FN[wt]}(d);')
+
+
+def checked_enum(gen, tname):
+    """Whether values of tname are checked against the registry when the
+    daemon decodes them: 32-bit enums that are not flag bits (a host driver
+    indexes tables with them; an unknown value is out of bounds)."""
+    reg = gen.reg
+    if reg.kind(tname) != 'enum':
+        return False
+    rt = reg.resolve_type(tname)
+    if 'FlagBits' in rt or gen.wire_scalar(tname) != 'int32_t' or rt == 'VkStructureType':
+        return False
+    return bool(reg.enum_members(rt))
+
+
+def emit_enum_checks(gen, w):
+    """wire_enum_ok_<Enum>(): whether a value is one the registry defines."""
+    reg = gen.reg
+    for name in sorted(reg.enums):
+        if reg.resolve_type(name) != name or not checked_enum(gen, name):
+            continue
+        vals = sorted(reg.enum_members(name))
+        w(f'static bool wire_enum_ok_{name}(int32_t v) __attribute__((unused));')
+        w(f'static bool\nwire_enum_ok_{name}(int32_t v)\n{{')
+        w('   switch (v) {')
+        for v in vals:
+            w(f'   case {v}:')
+        w('      return true;')
+        w('   default:')
+        w('      return false;')
+        w('   }')
+        w('}')
+        w('')
 
 
 def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
@@ -931,6 +967,11 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
         w(f'{ind}   for (uint32_t i = 0; arr && i < {n_name}; i++) {{')
         emit_dec_value(gen, w, ind + '      ', m.type, 'arr[i]', nullable=nullable)
         w(f'{ind}   }}')
+    elif checked_enum(gen, m.type):
+        rt = reg.resolve_type(m.type)
+        w(f'{ind}   for (uint32_t i = 0; arr && i < {n_name}; i++)')
+        w(f'{ind}      arr[i] = ({rt})wire_dec_enum(d, wire_enum_ok_{rt}(wire_peek_i32(d)), '
+          f'"{rt} value out of range");')
     else:
         w(f'{ind}   if (arr) wire_dec_bytes(d, arr, (size_t){n_name} * sizeof(*arr));')
     w(f'{ind}   {v} = arr;')
@@ -961,6 +1002,7 @@ def emit_checks(w, owner, checks):
 def emit_structs(gen, w):
     reg = gen.reg
     structs = gen.structs_all
+    emit_enum_checks(gen, w)
     # prototypes
     for sname in structs:
         s = reg.structs[sname]

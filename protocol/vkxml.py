@@ -222,6 +222,40 @@ class Registry:
             return None
         return None
 
+    def enum_members(self, name):
+        """The values an enum (not a FlagBits) may take: its own, and those
+        every feature level and extension adds (aliases are not values)."""
+        if not hasattr(self, '_enum_members'):
+            members = {}
+            for es in self.root.findall('enums'):
+                if es.get('type') != 'enum':
+                    continue
+                vals = members.setdefault(es.get('name'), set())
+                for e in es.findall('enum'):
+                    if e.get('value') is not None and e.get('alias') is None:
+                        vals.add(int(e.get('value'), 0))
+            for parent in self.root.findall('feature') + self.root.findall('extensions/extension'):
+                if 'vulkan' not in (parent.get('api') or parent.get('supported') or 'vulkan') \
+                        .replace('vulkansc', '').split(',') and parent.tag == 'feature':
+                    continue
+                number = parent.get('number')
+                for e in parent.iter('enum'):
+                    ext = e.get('extends')
+                    if not ext or e.get('alias') is not None or e.get('bitpos') is not None:
+                        continue
+                    if e.get('value') is not None:
+                        v = int(e.get('value'), 0)
+                    elif e.get('offset') is not None:
+                        extnum = int(e.get('extnumber') or number)
+                        v = 1000000000 + (extnum - 1) * 1000 + int(e.get('offset'))
+                        if e.get('dir') == '-':
+                            v = -v
+                    else:
+                        continue
+                    members.setdefault(ext, set()).add(v)
+            self._enum_members = members
+        return self._enum_members.get(self.resolve_type(name))
+
     @property
     def enum64(self):
         if not hasattr(self, '_enum64'):

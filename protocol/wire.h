@@ -205,6 +205,9 @@ struct wire_dec {
     * fails (or is answered) before its executor owns them */
    int taken[WIRE_MAX_FDS];
    unsigned n_taken;
+   /* Daemon side: an enum value the registry does not define is a
+    * malformed command (host drivers index tables with them). */
+   bool check_enums;
 };
 
 static inline void
@@ -270,6 +273,26 @@ static inline int32_t
 wire_dec_i32(struct wire_dec *d)
 {
    return (int32_t)wire_dec_u32(d);
+}
+
+/* The next 32-bit value, not taken (0 when there is none). */
+static inline int32_t
+wire_peek_i32(const struct wire_dec *d)
+{
+   int32_t v = 0;
+   if (wire_dec_remaining(d) >= 4)
+      memcpy(&v, d->p, 4);
+   return v;
+}
+
+/* An enum value; ok says whether the registry defines it. */
+static inline int32_t
+wire_dec_enum(struct wire_dec *d, bool ok, const char *why)
+{
+   int32_t v = wire_dec_i32(d);
+   if (d->check_enums && !ok && !d->fatal)
+      wire_dec_fail(d, why);
+   return v;
 }
 
 static inline int64_t

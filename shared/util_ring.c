@@ -286,7 +286,7 @@ has_entry(struct util_ring *r)
 static int
 reserve(struct util_ring *r, size_t size)
 {
-   if (size <= r->cap)
+   if (size <= r->cap && r->buf)
       return 0;
    size_t cap = r->cap ? r->cap : 4096;
    while (cap < size)

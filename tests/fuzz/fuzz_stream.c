@@ -18,6 +18,7 @@
 
 #include "gpud_call.h"
 #include "gpud_host.h"
+#include "gpud_select.h"
 #include "util_log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -25,6 +26,167 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct gpud_host host;
 static struct gpud_status_page *page;
+
+/* ---- the host, one submission at a time ----------------------------------
+ *
+ * A stream replayed without its application never waits where the
+ * application waited (fences and semaphores are answered in the
+ * application's process): it would destroy what the host is still
+ * executing, which no host driver survives and which says nothing about
+ * the decoder.  So each submission is finished before the next command
+ * runs, and runs without its semaphore waits: nothing later in the stream
+ * could signal them before the harness waits (and the teardown of a device
+ * whose queue waits forever would never end). */
+#define MAX_QUEUES 64
+static PFN_vkGetInstanceProcAddr real_gipa;
+static PFN_vkGetDeviceProcAddr real_gdpa;
+static PFN_vkGetDeviceQueue real_get_queue;
+static PFN_vkGetDeviceQueue2 real_get_queue2;
+static PFN_vkQueueSubmit real_submit;
+static PFN_vkQueueSubmit2 real_submit2;
+static PFN_vkQueueBindSparse real_bind_sparse;
+static PFN_vkCreateFence real_create_fence;
+static PFN_vkDestroyFence real_destroy_fence;
+static PFN_vkWaitForFences real_wait;
+static struct {
+   VkQueue queue;
+   VkDevice device;
+} queues[MAX_QUEUES];
+static unsigned n_queues;
+
+static void
+note_queue(VkDevice device, VkQueue queue)
+{
+   for (unsigned i = 0; i < n_queues; i++) {
+      if (queues[i].queue == queue) {
+         queues[i].device = device;
+         return;
+      }
+   }
+   if (n_queues < MAX_QUEUES)
+      queues[n_queues++] = (__typeof__(queues[0])){queue, device};
+}
+
+static void
+finish(VkQueue queue)
+{
+   VkDevice device = VK_NULL_HANDLE;
+   for (unsigned i = 0; i < n_queues; i++) {
+      if (queues[i].queue == queue)
+         device = queues[i].device;
+   }
+   const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VkFence fence;
+   if (!device || real_create_fence(device, &info, NULL, &fence) != VK_SUCCESS)
+      return;
+   if (real_submit(queue, 0, NULL, fence) == VK_SUCCESS)
+      real_wait(device, 1, &fence, VK_TRUE, 1000000000ull);
+   real_destroy_fence(device, fence, NULL);
+}
+
+static VKAPI_ATTR void VKAPI_CALL
+get_queue(VkDevice device, uint32_t family, uint32_t index, VkQueue *queue)
+{
+   real_get_queue(device, family, index, queue);
+   note_queue(device, *queue);
+}
+
+static VKAPI_ATTR void VKAPI_CALL
+get_queue2(VkDevice device, const VkDeviceQueueInfo2 *info, VkQueue *queue)
+{
+   real_get_queue2(device, info, queue);
+   if (*queue)
+      note_queue(device, *queue);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL
+submit(VkQueue queue, uint32_t n, const VkSubmitInfo *infos, VkFence fence)
+{
+   VkSubmitInfo *copy = n ? malloc(sizeof(*copy) * n) : NULL;
+   if (n && !copy)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   for (uint32_t i = 0; i < n; i++) {
+      copy[i] = infos[i];
+      copy[i].waitSemaphoreCount = 0;
+   }
+   VkResult r = real_submit(queue, n, copy, fence);
+   free(copy);
+   if (r == VK_SUCCESS)
+      finish(queue);
+   return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL
+submit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *infos, VkFence fence)
+{
+   VkSubmitInfo2 *copy = n ? malloc(sizeof(*copy) * n) : NULL;
+   if (n && !copy)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   for (uint32_t i = 0; i < n; i++) {
+      copy[i] = infos[i];
+      copy[i].waitSemaphoreInfoCount = 0;
+   }
+   VkResult r = real_submit2(queue, n, copy, fence);
+   free(copy);
+   if (r == VK_SUCCESS)
+      finish(queue);
+   return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL
+bind_sparse(VkQueue queue, uint32_t n, const VkBindSparseInfo *infos, VkFence fence)
+{
+   VkBindSparseInfo *copy = n ? malloc(sizeof(*copy) * n) : NULL;
+   if (n && !copy)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   for (uint32_t i = 0; i < n; i++) {
+      copy[i] = infos[i];
+      copy[i].waitSemaphoreCount = 0;
+   }
+   VkResult r = real_bind_sparse(queue, n, copy, fence);
+   free(copy);
+   if (r == VK_SUCCESS)
+      finish(queue);
+   return r;
+}
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+gdpa(VkDevice device, const char *name)
+{
+   PFN_vkVoidFunction f = real_gdpa(device, name);
+   if (!f)
+      return NULL;
+#define HOOK(vk, real, mine)                                                              \
+   if (!strcmp(name, vk)) {                                                                \
+      real = (__typeof__(real))f;                                                         \
+      return (PFN_vkVoidFunction)mine;                                                    \
+   }
+   if (!real_create_fence) {
+      real_create_fence = (PFN_vkCreateFence)real_gdpa(device, "vkCreateFence");
+      real_destroy_fence = (PFN_vkDestroyFence)real_gdpa(device, "vkDestroyFence");
+      real_wait = (PFN_vkWaitForFences)real_gdpa(device, "vkWaitForFences");
+      real_submit = (PFN_vkQueueSubmit)real_gdpa(device, "vkQueueSubmit");
+   }
+   HOOK("vkGetDeviceQueue", real_get_queue, get_queue)
+   HOOK("vkGetDeviceQueue2", real_get_queue2, get_queue2)
+   HOOK("vkQueueSubmit", real_submit, submit)
+   HOOK("vkQueueSubmit2", real_submit2, submit2)
+   HOOK("vkQueueSubmit2KHR", real_submit2, submit2)
+   HOOK("vkQueueBindSparse", real_bind_sparse, bind_sparse)
+#undef HOOK
+   return f;
+}
+
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+gipa(VkInstance instance, const char *name)
+{
+   PFN_vkVoidFunction f = real_gipa(instance, name);
+   if (f && !strcmp(name, "vkGetDeviceProcAddr")) {
+      real_gdpa = (PFN_vkGetDeviceProcAddr)f;
+      return (PFN_vkVoidFunction)gdpa;
+   }
+   return f;
+}
 
 static VkResult
 reserve_memory(void *data, uint32_t heap, uint64_t bytes, struct gpud_memory_budget *budget)
@@ -69,8 +231,11 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
    if (!getenv("GPUD_FUZZ_LOG"))
       util_log_set_sink(quiet);
    const char *manifest = getenv("GPUD_FUZZ_HOST_DRIVER");
-   if (gpud_host_load(&host, manifest ? manifest : GPUD_LAVAPIPE_MANIFEST, NULL, NULL) < 0)
+   static const struct gpud_selector first = {.by = GPUD_SELECT_FIRST};
+   if (gpud_host_load(&host, manifest ? manifest : GPUD_LAVAPIPE_MANIFEST, &first, NULL) < 0)
       abort();
+   real_gipa = host.get_instance_proc_addr;
+   host.get_instance_proc_addr = gipa;
    page = calloc(1, GPUD_STATUS_PAGE_SIZE);
    if (!page)
       abort();

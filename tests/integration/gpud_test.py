@@ -2969,6 +2969,7 @@ HOSTILE_CASES = {
     'disabled-extension': ('hostile-disabled-extension',
                            r'in vkGetMemoryFdPropertiesKHR: the device did not enable the '
                            r'extension of this command'),
+    'enum': ('hostile-enum', r'in vkCreateSampler: VkFilter value out of range'),
     # the rings (shared/util_ring.h): refused before they are mapped
     'ring-sizes': ('hostile-ring-sizes', r'rings of \d+ and \d+ bytes: sizes out of range'),
     'ring-small-memfd': ('hostile-ring-small-memfd', r'memfd smaller than the rings'),

@@ -1319,6 +1319,29 @@ case_disabled_extension(struct conn *c)
    return expect_disconnect(c, "did not enable the extension");
 }
 
+/* An enum value the registry does not define (a host driver would index a
+ * table with it). */
+static int
+case_enum(struct conn *c)
+{
+   if (open_device(c, "hostile-enum") < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   VkSampler sampler = (VkSampler)(uintptr_t)20;
+   const VkSamplerCreateInfo si = {
+       .sType = VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO,
+       .magFilter = (VkFilter)77,
+       .minFilter = VK_FILTER_NEAREST,
+   };
+   begin_cmd(c, WIRE_OP_vkCreateSampler, true);
+   wire_enc_vkCreateSampler(&c->enc, (VkDevice)&dev, &si, NULL, &sampler);
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkCreateSampler with magFilter 77", c->name);
+   return expect_disconnect(c, "VkFilter value out of range");
+}
+
 /* ---- the rings ------------------------------------------------------------ */
 
 /* Rings a worker must refuse before mapping them: sizes out of range, a
@@ -1524,6 +1547,7 @@ static const struct {
     {"fd-many", case_fd_many},
     {"fd-reply-op", case_fd_reply_op},
     {"disabled-extension", case_disabled_extension},
+    {"enum", case_enum},
     {"ring-sizes", case_ring_sizes},
     {"ring-small-memfd", case_ring_small_memfd},
     {"ring-unsealed", case_ring_unsealed},

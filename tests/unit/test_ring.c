@@ -339,6 +339,15 @@ test_timeout(void)
    pair_close(&q);
 }
 
+static uint64_t
+xorshift(uint64_t *s)
+{
+   *s ^= *s << 13;
+   *s ^= *s >> 7;
+   *s ^= *s << 17;
+   return *s;
+}
+
 /* A hostile producer: random heads and entries.  The consumer returns a
  * message or an error, never reads outside the ring (AddressSanitizer
  * watches in CI) and never takes more than max_size. */
@@ -346,7 +355,7 @@ static void
 test_hostile_producer(void)
 {
    uint64_t rng = 0x9e3779b97f4a7c15ull;
-#define NEXT() (rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17, rng)
+#define NEXT() xorshift(&rng)
    unsigned errors = 0, messages = 0;
    for (unsigned iter = 0; iter < 20000; iter++) {
       struct pair p;
@@ -361,12 +370,11 @@ test_hostile_producer(void)
       unsigned n = 1 + (unsigned)(NEXT() % 4);
       uint64_t pos = start;
       for (unsigned k = 0; k < n; k++) {
-         struct util_ring_entry e = {
-            .type = (uint32_t)(NEXT() % 4),
-            .flags = (uint32_t)(NEXT() % 8 == 0 ? NEXT() : NEXT() % 2),
-            .size = (uint32_t)(NEXT() % 5 == 0 ? NEXT() : NEXT() % 5000),
-            .n_fds = (uint32_t)(NEXT() % 10 == 0 ? NEXT() % 12 : 0),
-         };
+         struct util_ring_entry e;
+         e.type = (uint32_t)(NEXT() % 4);
+         e.flags = (uint32_t)(NEXT() % 8 == 0 ? NEXT() : NEXT() % 2);
+         e.size = (uint32_t)(NEXT() % 5 == 0 ? NEXT() : NEXT() % 5000);
+         e.n_fds = (uint32_t)(NEXT() % 10 == 0 ? NEXT() % 12 : 0);
          for (unsigned b = 0; b < sizeof(e); b++)
             ring[(pos + b) & (SMALL - 1)] = ((uint8_t *)&e)[b];
          pos += sizeof(e) + ((e.size + 7) & ~7u) * (NEXT() % 3 != 0);
