@@ -476,15 +476,41 @@ semaphore_value(const struct icd_semaphore *s, uint64_t *value)
    return true;
 }
 
+/* Host-side signals are asynchronous and go out at once (a queue may wait
+ * for them); a timeline value the page shows is raised here first, so this
+ * thread and every other reading the page sees it before the daemon has run
+ * the signal, and their waits wake. */
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkSignalSemaphore(VkDevice device, const VkSemaphoreSignalInfo *pSignalInfo)
 {
-   VkResult r = icd_gen_vkSignalSemaphore(device, pSignalInfo);
+   struct icd_device *dev = (struct icd_device *)device;
    struct icd_semaphore *s = (struct icd_semaphore *)pSignalInfo->semaphore;
+   VkResult r = icd_gen_vkSignalSemaphore(device, pSignalInfo);
    uint64_t v;
-   if (r == VK_SUCCESS && semaphore_value(s, &v))
+   struct gpud_completion_header *h = page_of(dev);
+   if (r == VK_SUCCESS && h && semaphore_value(s, &v) && v < pSignalInfo->value) {
       gpud_semaphore_raise(&sem_slot(s)->value, pSignalInfo->value);
+      atomic_fetch_add(&h->seq, 1);
+      if (atomic_load(&h->waiters))
+         syscall(SYS_futex, &h->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+   }
+   if (r == VK_SUCCESS)
+      r = icd_connection_flush(dev->base.conn);
    return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkSetEvent(VkDevice device, VkEvent event)
+{
+   VkResult r = icd_gen_vkSetEvent(device, event);
+   return r == VK_SUCCESS ? icd_connection_flush(((struct icd_device *)device)->base.conn) : r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkResetEvent(VkDevice device, VkEvent event)
+{
+   VkResult r = icd_gen_vkResetEvent(device, event);
+   return r == VK_SUCCESS ? icd_connection_flush(((struct icd_device *)device)->base.conn) : r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

@@ -243,6 +243,10 @@ FORCE_ASYNC = {
     # its own running out at once); the application goes on recording the
     # next frame while the daemon replays this one
     'vkEndCommandBuffer',
+    # host-side signals fail for want of memory only; the ICD sends them at
+    # once (icd_fence.c) and a timeline value shows on the completion page
+    # before the daemon has it
+    'vkSetEvent', 'vkResetEvent', 'vkSignalSemaphore',
 }
 
 # Asynchronous calls after which the ICD sends what it has queued at once:
