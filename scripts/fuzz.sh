@@ -51,11 +51,15 @@ export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 status=0
 for h in ring stream; do
    dirs="$build/corpus/$h"
-   [ "$h" = stream ] && dirs="$dirs $seeds"
+   max_len=65548 # a ring's bytes and where its tail and head are
+   if [ "$h" = stream ]; then
+      dirs="$dirs $seeds"
+      max_len=1048576
+   fi
    echo "fuzz_$h: $seconds s"
    # shellcheck disable=SC2086
    if ! "$build/tests/fuzz/fuzz_$h" -max_total_time="$seconds" -print_final_stats=1 \
-         -max_len=1048576 -timeout=30 -rss_limit_mb=4096 $dirs 2>"$build/fuzz_$h.log"; then
+         -max_len=$max_len -timeout=30 -rss_limit_mb=4096 $dirs 2>"$build/fuzz_$h.log"; then
       status=1
       tail -60 "$build/fuzz_$h.log"
    fi

@@ -48,9 +48,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    }
    struct util_ring_header *h = map;
    uint8_t *ring = (uint8_t *)map + UTIL_RING_HEADER_SIZE;
-   memset(ring, 0, RING);
-   for (size_t i = 0; i < size && i < RING; i++)
+   /* the ring as zeroes but for this input's bytes: clear what the last
+    * one wrote */
+   static uint64_t last_start;
+   static size_t last_size;
+   for (size_t i = 0; i < last_size; i++)
+      ring[(last_start + i) & (RING - 1)] = 0;
+   if (size > RING)
+      size = RING;
+   for (size_t i = 0; i < size; i++)
       ring[(start + i) & (RING - 1)] = data[i];
+   last_start = start;
+   last_size = size;
    atomic_store(&h->command.tail, start);
    atomic_store(&h->command.head, start + published);
    atomic_store(&h->command.consumer_state, 0);
