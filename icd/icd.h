@@ -173,6 +173,7 @@ struct icd_queue {
    uint32_t index;
    VkDeviceQueueCreateFlags flags;
    struct icd_queue *next;
+   VkFence idle_fence; /* vkQueueWaitIdle's own, on the completion page */
 };
 
 struct icd_device {

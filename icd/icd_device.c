@@ -44,3 +44,66 @@ icd_vkGetDeviceQueue2(VkDevice device, const VkDeviceQueueInfo2 *pQueueInfo, VkQ
    *pQueue = get_queue(device, pQueueInfo->queueFamilyIndex, pQueueInfo->queueIndex,
                        pQueueInfo->flags, pQueueInfo);
 }
+
+/* ---- waiting for idle, in the application --------------------------------
+ *
+ * An empty submission with a fence signals once everything submitted to the
+ * queue before it has completed: each queue has a fence of its own for
+ * that, on the completion page, so waiting for idle sends two asynchronous
+ * commands and waits in this process like vkWaitForFences (a dead daemon
+ * wakes it with VK_ERROR_DEVICE_LOST).  Without a slot on the page the
+ * daemon waits. */
+
+/* The queue's idle fence, reset and submitted; VK_NULL_HANDLE when the
+ * daemon must be asked. */
+static VkFence
+submit_idle_fence(struct icd_queue *q)
+{
+   VkDevice device = (VkDevice)q->device;
+   if (!q->device->completion)
+      return VK_NULL_HANDLE;
+   if (!q->idle_fence) {
+      const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+      VkFence f = VK_NULL_HANDLE;
+      if (icd_vkCreateFence(device, &info, NULL, &f) != VK_SUCCESS)
+         return VK_NULL_HANDLE;
+      if (!((struct icd_fence *)f)->device) {
+         icd_vkDestroyFence(device, f, NULL); /* no slot: it would be asked about */
+         return VK_NULL_HANDLE;
+      }
+      q->idle_fence = f;
+   } else if (icd_vkResetFences(device, 1, &q->idle_fence) != VK_SUCCESS) {
+      return VK_NULL_HANDLE;
+   }
+   if (icd_vkQueueSubmit((VkQueue)q, 0, NULL, q->idle_fence) != VK_SUCCESS)
+      return VK_NULL_HANDLE;
+   return q->idle_fence;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkQueueWaitIdle(VkQueue queue)
+{
+   struct icd_queue *q = (struct icd_queue *)queue;
+   VkFence f = submit_idle_fence(q);
+   if (!f)
+      return icd_gen_vkQueueWaitIdle(queue);
+   return icd_vkWaitForFences((VkDevice)q->device, 1, &f, VK_TRUE, UINT64_MAX);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkDeviceWaitIdle(VkDevice device)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   /* the application keeps every queue to itself meanwhile (external
+    * synchronisation); the list only grows, under the mutex */
+   pthread_mutex_lock(&dev->mutex);
+   struct icd_queue *first = dev->queues;
+   pthread_mutex_unlock(&dev->mutex);
+   VkResult r = VK_SUCCESS;
+   for (struct icd_queue *q = first; q && r == VK_SUCCESS; q = q->next) {
+      VkFence f = submit_idle_fence(q);
+      r = f ? icd_vkWaitForFences(device, 1, &f, VK_TRUE, UINT64_MAX)
+            : icd_gen_vkQueueWaitIdle((VkQueue)q);
+   }
+   return r;
+}

@@ -109,6 +109,9 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
       struct icd_queue *q = dev->queues;
       while (q) {
          struct icd_queue *next = q->next;
+         /* the daemon destroyed the idle fence with the device */
+         if (q->idle_fence)
+            icd_object_free((void *)(uintptr_t)q->idle_fence);
          icd_object_free(q);
          q = next;
       }
