@@ -99,56 +99,29 @@ get_queue2(VkDevice device, const VkDeviceQueueInfo2 *info, VkQueue *queue)
       note_queue(device, *queue);
 }
 
-static VKAPI_ATTR VkResult VKAPI_CALL
-submit(VkQueue queue, uint32_t n, const VkSubmitInfo *infos, VkFence fence)
-{
-   VkSubmitInfo *copy = n ? malloc(sizeof(*copy) * n) : NULL;
-   if (n && !copy)
-      return VK_ERROR_OUT_OF_HOST_MEMORY;
-   for (uint32_t i = 0; i < n; i++) {
-      copy[i] = infos[i];
-      copy[i].waitSemaphoreCount = 0;
+/* A submit-like call with its batches' semaphore waits taken out, then
+ * finished. */
+#define SUBMIT_WITHOUT_WAITS(fn, real, info_type, wait_count)                              \
+   static VKAPI_ATTR VkResult VKAPI_CALL fn(VkQueue queue, uint32_t n, const info_type *infos, \
+                                            VkFence fence)                                 \
+   {                                                                                        \
+      info_type *copy = n ? malloc(sizeof(*copy) * n) : NULL;                               \
+      if (n && !copy)                                                                       \
+         return VK_ERROR_OUT_OF_HOST_MEMORY;                                                \
+      for (uint32_t i = 0; i < n; i++) {                                                    \
+         copy[i] = infos[i];                                                                \
+         copy[i].wait_count = 0;                                                            \
+      }                                                                                     \
+      VkResult r = real(queue, n, copy, fence);                                             \
+      free(copy);                                                                           \
+      if (r == VK_SUCCESS)                                                                  \
+         finish(queue);                                                                     \
+      return r;                                                                             \
    }
-   VkResult r = real_submit(queue, n, copy, fence);
-   free(copy);
-   if (r == VK_SUCCESS)
-      finish(queue);
-   return r;
-}
 
-static VKAPI_ATTR VkResult VKAPI_CALL
-submit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *infos, VkFence fence)
-{
-   VkSubmitInfo2 *copy = n ? malloc(sizeof(*copy) * n) : NULL;
-   if (n && !copy)
-      return VK_ERROR_OUT_OF_HOST_MEMORY;
-   for (uint32_t i = 0; i < n; i++) {
-      copy[i] = infos[i];
-      copy[i].waitSemaphoreInfoCount = 0;
-   }
-   VkResult r = real_submit2(queue, n, copy, fence);
-   free(copy);
-   if (r == VK_SUCCESS)
-      finish(queue);
-   return r;
-}
-
-static VKAPI_ATTR VkResult VKAPI_CALL
-bind_sparse(VkQueue queue, uint32_t n, const VkBindSparseInfo *infos, VkFence fence)
-{
-   VkBindSparseInfo *copy = n ? malloc(sizeof(*copy) * n) : NULL;
-   if (n && !copy)
-      return VK_ERROR_OUT_OF_HOST_MEMORY;
-   for (uint32_t i = 0; i < n; i++) {
-      copy[i] = infos[i];
-      copy[i].waitSemaphoreCount = 0;
-   }
-   VkResult r = real_bind_sparse(queue, n, copy, fence);
-   free(copy);
-   if (r == VK_SUCCESS)
-      finish(queue);
-   return r;
-}
+SUBMIT_WITHOUT_WAITS(submit, real_submit, VkSubmitInfo, waitSemaphoreCount)
+SUBMIT_WITHOUT_WAITS(submit2, real_submit2, VkSubmitInfo2, waitSemaphoreInfoCount)
+SUBMIT_WITHOUT_WAITS(bind_sparse, real_bind_sparse, VkBindSparseInfo, waitSemaphoreCount)
 
 static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
 gdpa(VkDevice device, const char *name)
