@@ -75,6 +75,7 @@ struct gpud_queue_track {
 
 struct gpud_device_track {
    struct gpud_context *ctx;
+   struct gpud_object *device; /* outlives its tracker (gpud_queue_track_device_end) */
    VkDevice dev;
    const struct gpud_host_dispatch *disp;
    pthread_mutex_t mutex;
@@ -300,6 +301,12 @@ tracker_thread(void *data)
       if (r == VK_ERROR_DEVICE_LOST) {
          t->lost = true; /* nothing completes any more: stop watching */
          page_lost(t);
+         /* a fault, as when a call the application waits for says so (the
+          * application's waits end on the page, not in a host call) */
+         atomic_store(&t->device->lost, true);
+         pthread_mutex_unlock(&t->mutex);
+         gpud_context_host_lost(t->ctx, "its queues' work");
+         pthread_mutex_lock(&t->mutex);
       } else if (r < 0) {
          /* out of memory, say: look again a little later */
          struct timespec ts = {.tv_nsec = 10000000};
@@ -321,6 +328,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    if (!t)
       return NULL;
    t->ctx = ctx;
+   t->device = device;
    t->dev = (VkDevice)(uintptr_t)device->handle;
    t->disp = device->disp;
    t->free_fences = calloc(TRACK_POOL, sizeof(*t->free_fences));
