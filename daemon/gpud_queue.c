@@ -92,15 +92,6 @@ struct gpud_device_track {
    uint64_t *sem_owner; /* the id of the semaphore each semaphore slot is */
 };
 
-/* After slots changed: waiters in the application look again. */
-static void
-page_wake(struct gpud_completion_header *h)
-{
-   atomic_fetch_add(&h->seq, 1);
-   if (atomic_load(&h->waiters))
-      syscall(SYS_futex, &h->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
 /* With the mutex held: a timeline semaphore's value raised, if it still owns
  * its slot. */
 static bool
@@ -202,7 +193,7 @@ publish_done(struct gpud_device_track *t)
       }
    }
    if (wrote) {
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
       pthread_cond_signal(&t->cond); /* the tracker retires them */
    }
 }
@@ -252,7 +243,7 @@ collect(struct gpud_device_track *t)
          publish(q);
    }
    if (wrote)
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
    return release;
 }
 
@@ -260,7 +251,7 @@ static void
 page_lost(struct gpud_device_track *t)
 {
    if (t->page && !atomic_exchange(&t->page->lost, 1))
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
 }
 
 static void *
@@ -451,7 +442,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          /* both, whatever the first says */
          bool wrote = page_write(t, e->slot, e->owner, GPUD_FENCE_ASK);
          if (entry_signals(t, e, true) || wrote)
-            page_wake(t->page);
+            gpud_completion_wake(t->page);
          e->slot = -1;
       }
       pthread_cond_signal(&t->cond);
@@ -468,7 +459,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
    struct track_entry untracked = {.signals = signals, .n_signals = submitted ? n_signals : 0};
    wrote |= entry_signals(t, &untracked, true);
    if (wrote)
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
    publish(q);
    pthread_mutex_unlock(&t->mutex);
 }
@@ -723,7 +714,7 @@ gpud_queue_fence_gone(struct gpud_object *fence, bool ask)
       return;
    pthread_mutex_lock(&t->mutex);
    if (ask && page_write(t, (int32_t)fence->fence_slot, fence->id, GPUD_FENCE_ASK))
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
    if (t->owner && t->owner[fence->fence_slot] == fence->id)
       t->owner[fence->fence_slot] = 0;
    fence->fence_tracked = false;
@@ -738,7 +729,7 @@ gpud_queue_fence_ask(struct gpud_object *fence)
       return;
    pthread_mutex_lock(&t->mutex);
    if (page_write(t, (int32_t)fence->fence_slot, fence->id, GPUD_FENCE_ASK))
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
    pthread_mutex_unlock(&t->mutex);
 }
 
@@ -771,7 +762,7 @@ gpud_queue_fences_signalled(struct gpud_object *device, struct gpud_object *cons
       pthread_mutex_unlock(&t->mutex);
    }
    if (wrote)
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
 }
 
 void
@@ -794,7 +785,7 @@ gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_object *co
       pthread_mutex_unlock(&t->mutex);
    }
    if (wrote)
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
 }
 
 void
@@ -847,7 +838,7 @@ gpud_queue_semaphore_gone(struct gpud_object *sem, bool ask)
       if (ask) {
          atomic_store(&gpud_completion_semaphores(t->page)[sem->semaphore_slot].value,
                       GPUD_SEMAPHORE_ASK);
-         page_wake(t->page);
+         gpud_completion_wake(t->page);
       }
       t->sem_owner[sem->semaphore_slot] = 0;
    }
@@ -863,7 +854,7 @@ gpud_queue_semaphore_signalled(struct gpud_object *sem, uint64_t value)
       return;
    pthread_mutex_lock(&t->mutex);
    if (page_raise(t, sem->semaphore_slot, sem->id, value))
-      page_wake(t->page);
+      gpud_completion_wake(t->page);
    pthread_mutex_unlock(&t->mutex);
 }
 

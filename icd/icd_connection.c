@@ -257,22 +257,9 @@ send_ring_setup(struct icd_connection *conn, uint64_t deadline_ns)
       .spin_ns = ICD_REPLY_SPIN_NS,
       .slice_ns = ICD_RING_SLICE_NS,
    };
-   Gpud__RingSetup setup = GPUD__RING_SETUP__INIT;
-   setup.command_size = ICD_COMMAND_RING_SIZE;
-   setup.reply_size = ICD_REPLY_RING_SIZE;
-   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
-   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RING_SETUP;
-   m.ring_setup = &setup;
-   size_t size;
-   void *buf = wire_control_pack(&m, &size);
-   if (!buf) {
-      close(fd);
-      return -ENOMEM;
-   }
    uint64_t now = util_now_ns();
    int ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000) : 0;
-   r = util_msg_send_timeout(conn->fd, UTIL_MSG_CONTROL, buf, size, &fd, 1, ms);
-   free(buf);
+   r = wire_control_send_ring_setup(conn->fd, ICD_COMMAND_RING_SIZE, ICD_REPLY_RING_SIZE, fd, ms);
    close(fd);
    return r;
 }

@@ -279,14 +279,6 @@ icd_vkGetFenceStatus(VkDevice device, VkFence fence)
    return VK_NOT_READY;
 }
 
-static void
-futex_wait(_Atomic uint32_t *word, uint32_t value, uint64_t ns)
-{
-   struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                         .tv_nsec = (long)(ns % 1000000000ull)};
-   syscall(SYS_futex, word, FUTEX_WAIT, value, &ts, NULL, 0);
-}
-
 /* VK_SUCCESS, VK_TIMEOUT, VK_NOT_READY (a fence must be asked about) */
 struct fence_wait {
    uint32_t n;
@@ -356,7 +348,7 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
       uint64_t slice = deadline - now < FENCE_SLICE_NS ? deadline - now : FENCE_SLICE_NS;
       atomic_fetch_add(&h->waiters, 1);
       if (atomic_load(&h->seq) == seq)
-         futex_wait(&h->seq, seq, slice);
+         util_futex_wait(&h->seq, seq, slice);
       atomic_fetch_sub(&h->waiters, 1);
       if (daemon_gone(conn))
          return VK_ERROR_DEVICE_LOST;
@@ -490,9 +482,7 @@ icd_vkSignalSemaphore(VkDevice device, const VkSemaphoreSignalInfo *pSignalInfo)
    struct gpud_completion_header *h = page_of(dev);
    if (r == VK_SUCCESS && h && semaphore_value(s, &v) && v < pSignalInfo->value) {
       gpud_semaphore_raise(&sem_slot(s)->value, pSignalInfo->value);
-      atomic_fetch_add(&h->seq, 1);
-      if (atomic_load(&h->waiters))
-         syscall(SYS_futex, &h->seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+      gpud_completion_wake(h);
    }
    if (r == VK_SUCCESS)
       r = icd_connection_flush(dev->base.conn);

@@ -28,6 +28,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "util_futex.h"
+
 #define GPUD_COMPLETION_SIZE (64u * 1024u)
 #define GPUD_COMPLETION_MAGIC 0x63647067u /* "gpdc" */
 
@@ -69,6 +71,15 @@ gpud_completion_semaphores(void *page)
 }
 
 /* Raises *value to at least v (the worker and the ICD both raise it). */
+/* After slots changed: waiters (in the application) look again. */
+static inline void
+gpud_completion_wake(struct gpud_completion_header *h)
+{
+   atomic_fetch_add(&h->seq, 1);
+   if (atomic_load(&h->waiters))
+      util_futex_wake(&h->seq);
+}
+
 static inline void
 gpud_semaphore_raise(_Atomic uint64_t *value, uint64_t v)
 {

@@ -29,6 +29,25 @@ wire_control_send(int fd, const Gpud__ControlMessage *msg)
    return r;
 }
 
+int
+wire_control_send_ring_setup(int fd, uint32_t command_size, uint32_t reply_size, int memfd,
+                             int timeout_ms)
+{
+   Gpud__RingSetup setup = GPUD__RING_SETUP__INIT;
+   setup.command_size = command_size;
+   setup.reply_size = reply_size;
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RING_SETUP;
+   m.ring_setup = &setup;
+   size_t size;
+   void *buf = wire_control_pack(&m, &size);
+   if (!buf)
+      return -ENOMEM;
+   int r = util_msg_send_timeout(fd, UTIL_MSG_CONTROL, buf, size, &memfd, 1, timeout_ms);
+   free(buf);
+   return r;
+}
+
 void *
 wire_worker_pack(const Gpud__WorkerMessage *msg, size_t *ret_size)
 {

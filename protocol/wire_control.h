@@ -5,6 +5,7 @@
  * UTIL_MSG_CONTROL messages. */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpud.pb-c.h"
 
@@ -23,6 +24,11 @@ int wire_worker_send(int fd, const Gpud__WorkerMessage *msg, const int *fds, uns
 void *wire_worker_pack(const Gpud__WorkerMessage *msg, size_t *ret_size);
 Gpud__WorkerMessage *wire_worker_unpack(const void *data, size_t size);
 void wire_worker_free(Gpud__WorkerMessage *msg);
+
+/* Sends a client's RingSetup with its memfd (util_ring.h), within
+ * timeout_ms (-1: no limit). */
+int wire_control_send_ring_setup(int fd, uint32_t command_size, uint32_t reply_size, int memfd,
+                                 int timeout_ms);
 
 /* Sends a Disconnect carrying reason (best effort). */
 void wire_control_send_disconnect(int fd, const char *reason);

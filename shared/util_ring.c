@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util_futex.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 #include "util_time.h"
@@ -108,20 +109,6 @@ util_ring_finish(struct util_ring *r)
 
 /* ---- waiting ------------------------------------------------------------------ */
 
-static void
-futex_wait(_Atomic uint32_t *word, uint32_t value, uint64_t ns)
-{
-   struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
-                         .tv_nsec = (long)(ns % 1000000000ull)};
-   syscall(SYS_futex, word, FUTEX_WAIT, value, &ts, NULL, 0);
-}
-
-static void
-futex_wake(_Atomic uint32_t *word)
-{
-   syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
 /* Whether the peer is gone: the socket hung up, or closing was set. */
 static bool
 peer_gone(const struct util_ring_wait *w)
@@ -159,7 +146,7 @@ wait_for(struct util_ring *r, const struct util_ring_wait *w, _Atomic uint32_t *
          return 0;
       }
       uint64_t slice = deadline - now < w->slice_ns ? deadline - now : w->slice_ns;
-      futex_wait(state, UTIL_RING_SLEEPING, slice);
+      util_futex_wait(state, UTIL_RING_SLEEPING, slice);
       atomic_store(state, UTIL_RING_AWAKE);
    }
 }
@@ -172,14 +159,14 @@ wake(_Atomic uint32_t *state)
 {
    if (atomic_load(state) == UTIL_RING_SLEEPING &&
        atomic_exchange(state, UTIL_RING_AWAKE) == UTIL_RING_SLEEPING)
-      futex_wake(state);
+      util_futex_wake(state);
 }
 
 void
 util_ring_wake_consumer(struct util_ring *r)
 {
    atomic_store(&r->ctrl->consumer_state, UTIL_RING_AWAKE);
-   futex_wake(&r->ctrl->consumer_state);
+   util_futex_wake(&r->ctrl->consumer_state);
 }
 
 /* ---- copying in and out, wrapping around ---------------------------------------- */

@@ -32,14 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "util_futex.h"
 #include "util_memfd.h"
 #include "util_ring.h"
 #include "util_transport.h"
@@ -199,16 +198,7 @@ setup_rings(struct conn *c)
       .slice_ns = 20000000,
       .timeout_ns = RECV_TIMEOUT_S * 1000000000ull,
    };
-   Gpud__RingSetup setup = GPUD__RING_SETUP__INIT;
-   setup.command_size = RING_SIZE;
-   setup.reply_size = RING_SIZE;
-   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
-   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RING_SETUP;
-   m.ring_setup = &setup;
-   uint8_t buf[64];
-   size_t size = gpud__control_message__get_packed_size(&m);
-   gpud__control_message__pack(&m, buf);
-   r = util_msg_send(c->fd, UTIL_MSG_CONTROL, buf, size, &fd, 1);
+   r = wire_control_send_ring_setup(c->fd, RING_SIZE, RING_SIZE, fd, -1);
    close(fd);
    if (r < 0)
       return fail("%s: sending the rings: %s", c->name, strerror(-r));
@@ -248,11 +238,10 @@ conn_send_control(struct conn *c, const Gpud__ControlMessage *m)
 {
    if (!c->ring_map)
       return wire_control_send(c->fd, m);
-   size_t size = gpud__control_message__get_packed_size(m);
-   uint8_t *buf = malloc(size ? size : 1);
+   size_t size;
+   void *buf = wire_control_pack(m, &size);
    if (!buf)
       return -ENOMEM;
-   gpud__control_message__pack(m, buf);
    int r = util_ring_send(&c->out, &c->wait, UTIL_MSG_CONTROL, buf, size, NULL, 0, UINT64_MAX);
    free(buf);
    return r;
@@ -1198,7 +1187,7 @@ ring_publish_raw(struct conn *c, const struct util_ring_entry *e, const void *da
    r->pos += (n + 7) & ~(size_t)7;
    atomic_store(&r->ctrl->head, r->pos);
    atomic_store(&r->ctrl->consumer_state, UTIL_RING_AWAKE);
-   syscall(SYS_futex, &r->ctrl->consumer_state, FUTEX_WAKE, 1, NULL, NULL, 0);
+   util_futex_wake(&r->ctrl->consumer_state);
 }
 
 /* A packet with n fds, past util_msg_send()'s bound. */
@@ -1374,16 +1363,7 @@ ring_setup_bad(struct conn *c, const char *name, uint32_t command_size, uint32_t
       close(sv[1]);
       fd = sv[0];
    }
-   Gpud__RingSetup setup = GPUD__RING_SETUP__INIT;
-   setup.command_size = command_size;
-   setup.reply_size = reply_size;
-   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
-   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RING_SETUP;
-   m.ring_setup = &setup;
-   uint8_t buf[64];
-   size_t size = gpud__control_message__get_packed_size(&m);
-   gpud__control_message__pack(&m, buf);
-   int r = util_msg_send(c->fd, UTIL_MSG_CONTROL, buf, size, &fd, 1);
+   int r = wire_control_send_ring_setup(c->fd, command_size, reply_size, fd, -1);
    close(fd);
    if (r < 0)
       return fail("%s: send: %s", c->name, strerror(-r));
@@ -1421,7 +1401,7 @@ case_ring_head(struct conn *c)
    if (open_ready(c, "hostile-ring-head") < 0)
       return -1;
    atomic_store(&c->out.ctrl->head, c->out.pos + RING_SIZE + 8);
-   syscall(SYS_futex, &c->out.ctrl->consumer_state, FUTEX_WAKE, 1, NULL, NULL, 0);
+   util_futex_wake(&c->out.ctrl->consumer_state);
    return expect_disconnect(c, "ring");
 }
 
