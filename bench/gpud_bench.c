@@ -283,10 +283,14 @@ struct push {
    float color[4];
 };
 
+/* A render target and pipeline, and one command buffer and fence to
+ * record, submit and wait with. */
 struct draw_state {
    struct vkt_color_target target;
    VkPipelineLayout layout;
    VkPipeline pipeline;
+   VkCommandBuffer cmd;
+   VkFence fence;
 };
 
 static void
@@ -375,11 +379,66 @@ draw_state_init(const struct vkt_context *ctx, struct draw_state *s)
                                        &pipeline_info, NULL, &s->pipeline));
    vkDestroyShaderModule(ctx->device, vs, NULL);
    vkDestroyShaderModule(ctx->device, fs, NULL);
+
+   const VkCommandBufferAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = ctx->cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+   };
+   const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &s->cmd));
+   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &s->fence));
+}
+
+/* Begins the (reset) command buffer and the render pass. */
+static void
+draw_begin(const struct draw_state *s)
+{
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+   };
+   const VkClearValue clear = {.color = {.float32 = {0, 0, 0, 1}}};
+   const VkRenderPassBeginInfo rp_begin = {
+      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
+      .renderPass = s->target.render_pass,
+      .framebuffer = s->target.framebuffer,
+      .renderArea = {{0, 0}, {FB_SIZE, FB_SIZE}},
+      .clearValueCount = 1,
+      .pClearValues = &clear,
+   };
+   VKT_CHECK(vkBeginCommandBuffer(s->cmd, &begin));
+   vkCmdBeginRenderPass(s->cmd, &rp_begin, VK_SUBPASS_CONTENTS_INLINE);
+}
+
+/* Ends the render pass and the command buffer. */
+static void
+draw_end(const struct draw_state *s)
+{
+   vkCmdEndRenderPass(s->cmd);
+   VKT_CHECK(vkEndCommandBuffer(s->cmd));
+}
+
+/* Submits the command buffer with the fence and waits for it (the caller
+ * resets the fence, outside what it times). */
+static void
+draw_submit_wait(const struct vkt_context *ctx, const struct draw_state *s)
+{
+   const VkSubmitInfo submit_info = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &s->cmd,
+   };
+   VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit_info, s->fence));
+   VKT_CHECK(vkWaitForFences(ctx->device, 1, &s->fence, VK_TRUE, 120000000000ull));
 }
 
 static void
 draw_state_finish(const struct vkt_context *ctx, struct draw_state *s)
 {
+   vkDestroyFence(ctx->device, s->fence, NULL);
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &s->cmd);
    vkDestroyPipeline(ctx->device, s->pipeline, NULL);
    vkDestroyPipelineLayout(ctx->device, s->layout, NULL);
    vkt_color_target_finish(ctx, &s->target);
@@ -392,43 +451,15 @@ bench_draws(const struct vkt_context *ctx, const struct options *o,
    struct draw_state s;
    uint64_t *record = calloc(o->reps, sizeof(*record));
    uint64_t *submit = calloc(o->reps, sizeof(*submit));
-   const VkCommandBufferAllocateInfo alloc = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-      .commandPool = ctx->cmd_pool,
-      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-      .commandBufferCount = 1,
-   };
-   const VkFenceCreateInfo fence_info = {
-      .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
-   };
-   VkCommandBuffer cmd;
-   VkFence fence;
 
    if (!record || !submit)
       vkt_fail("out of memory");
    draw_state_init(ctx, &s);
-   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &cmd));
-   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
 
    for (uint32_t rep = 0; rep < o->reps; rep++) {
-      const VkCommandBufferBeginInfo begin = {
-         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-      };
-      const VkClearValue clear = { .color = { .float32 = { 0, 0, 0, 1 } } };
-      const VkRenderPassBeginInfo rp_begin = {
-         .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
-         .renderPass = s.target.render_pass,
-         .framebuffer = s.target.framebuffer,
-         .renderArea = { { 0, 0 }, { FB_SIZE, FB_SIZE } },
-         .clearValueCount = 1,
-         .pClearValues = &clear,
-      };
-
-      VKT_CHECK(vkResetCommandBuffer(cmd, 0));
+      VKT_CHECK(vkResetCommandBuffer(s.cmd, 0));
       uint64_t t0 = vkt_now_ns();
-      VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
-      vkCmdBeginRenderPass(cmd, &rp_begin, VK_SUBPASS_CONTENTS_INLINE);
+      draw_begin(&s);
       for (uint32_t i = 0; i < o->draws; i++) {
          if (i % REBIND_EVERY == 0) {
             /* A tiny triangle in a corner that moves a little. */
@@ -437,29 +468,20 @@ bench_draws(const struct vkt_context *ctx, const struct options *o,
                .rect = { x, -1.0f, x + 0.1f, -0.9f },
                .color = { (float)(i & 0xff) / 255.0f, 0.5f, 0.25f, 1.0f },
             };
-            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS,
+            vkCmdBindPipeline(s.cmd, VK_PIPELINE_BIND_POINT_GRAPHICS,
                               s.pipeline);
-            vkCmdPushConstants(cmd, s.layout,
+            vkCmdPushConstants(s.cmd, s.layout,
                                VK_SHADER_STAGE_VERTEX_BIT |
                                   VK_SHADER_STAGE_FRAGMENT_BIT,
                                0, sizeof(p), &p);
          }
-         vkCmdDraw(cmd, 3, 1, 0, 0);
+         vkCmdDraw(s.cmd, 3, 1, 0, 0);
       }
-      vkCmdEndRenderPass(cmd);
-      VKT_CHECK(vkEndCommandBuffer(cmd));
+      draw_end(&s);
       uint64_t t1 = vkt_now_ns();
-
-      const VkSubmitInfo submit_info = {
-         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-         .commandBufferCount = 1,
-         .pCommandBuffers = &cmd,
-      };
-      VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit_info, fence));
-      VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE,
-                                120000000000ull));
+      draw_submit_wait(ctx, &s);
       uint64_t t2 = vkt_now_ns();
-      VKT_CHECK(vkResetFences(ctx->device, 1, &fence));
+      VKT_CHECK(vkResetFences(ctx->device, 1, &s.fence));
 
       record[rep] = t1 - t0;
       submit[rep] = t2 - t1;
@@ -468,8 +490,6 @@ bench_draws(const struct vkt_context *ctx, const struct options *o,
    results[M_RECORD] = median_us(record, o->reps) / 1e3;
    results[M_SUBMIT_WAIT] = median_us(submit, o->reps) / 1e3;
 
-   vkDestroyFence(ctx->device, fence, NULL);
-   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
    draw_state_finish(ctx, &s);
    free(submit);
    free(record);
@@ -485,56 +505,22 @@ frame_loop(const struct vkt_context *ctx, uint64_t frames, uint64_t end_ns)
 {
    struct draw_state s;
    draw_state_init(ctx, &s);
-   const VkCommandBufferAllocateInfo alloc = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-      .commandPool = ctx->cmd_pool,
-      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-      .commandBufferCount = 1,
-   };
-   const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-   VkCommandBuffer cmd;
-   VkFence fence;
-   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &cmd));
-   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
-   const VkCommandBufferBeginInfo begin = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-   };
-   const VkClearValue clear = {.color = {.float32 = {0, 0, 0, 1}}};
-   const VkRenderPassBeginInfo rp_begin = {
-      .sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
-      .renderPass = s.target.render_pass,
-      .framebuffer = s.target.framebuffer,
-      .renderArea = {{0, 0}, {FB_SIZE, FB_SIZE}},
-      .clearValueCount = 1,
-      .pClearValues = &clear,
-   };
-   const VkSubmitInfo submit_info = {
-      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-      .commandBufferCount = 1,
-      .pCommandBuffers = &cmd,
-   };
    uint64_t n = 0;
    for (; frames ? n < frames : vkt_now_ns() < end_ns; n++) {
       const struct push p = {
          .rect = {-0.5f, -0.5f, 0.5f, 0.5f},
          .color = {(float)(n & 0xff) / 255.0f, 0.5f, 0.25f, 1.0f},
       };
-      VKT_CHECK(vkResetCommandBuffer(cmd, 0));
-      VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
-      vkCmdBeginRenderPass(cmd, &rp_begin, VK_SUBPASS_CONTENTS_INLINE);
-      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, s.pipeline);
-      vkCmdPushConstants(cmd, s.layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT,
+      VKT_CHECK(vkResetCommandBuffer(s.cmd, 0));
+      draw_begin(&s);
+      vkCmdBindPipeline(s.cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, s.pipeline);
+      vkCmdPushConstants(s.cmd, s.layout, VK_SHADER_STAGE_VERTEX_BIT | VK_SHADER_STAGE_FRAGMENT_BIT,
                          0, sizeof(p), &p);
-      vkCmdDraw(cmd, 3, 1, 0, 0);
-      vkCmdEndRenderPass(cmd);
-      VKT_CHECK(vkEndCommandBuffer(cmd));
-      VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit_info, fence));
-      VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 120000000000ull));
-      VKT_CHECK(vkResetFences(ctx->device, 1, &fence));
+      vkCmdDraw(s.cmd, 3, 1, 0, 0);
+      draw_end(&s);
+      draw_submit_wait(ctx, &s);
+      VKT_CHECK(vkResetFences(ctx->device, 1, &s.fence));
    }
-   vkDestroyFence(ctx->device, fence, NULL);
-   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
    draw_state_finish(ctx, &s);
    return n;
 }
