@@ -8,9 +8,11 @@
  * whose name contains "gpud" is measured through the daemon, the other
  * llvmpipe device directly; --direct-only measures lavapipe alone.
  *
- *   (a) round trip of one synchronous call: vkGetEventStatus, and a
- *       vkCreateBuffer + vkDestroyBuffer pair; a signalled fence's
- *       vkGetFenceStatus (answered in the application through gpud), and an
+ *   (a) round trip of one synchronous call that reaches the host driver:
+ *       vkGetPipelineCacheData's size, and a vkCreateBuffer +
+ *       vkDestroyBuffer pair; a set event's vkGetEventStatus and a
+ *       signalled fence's vkGetFenceStatus (both answered in the
+ *       application through gpud), and an
  *       empty submit's reset + submit + vkWaitForFences, a timeline
  *       semaphore's vkGetSemaphoreCounterValue (medians)
  *   (b) write bandwidth into mapped host-visible memory (256 MiB): first
@@ -62,6 +64,7 @@ struct options {
 };
 
 enum metric {
+   M_HOST_CALL,
    M_EVENT_STATUS,
    M_FENCE_STATUS,
    M_FENCE_SUBMIT_WAIT,
@@ -83,7 +86,8 @@ static const struct {
    const char *name;
    const char *unit;
 } metrics[M_COUNT] = {
-   [M_EVENT_STATUS] = { "vkGetEventStatus, median", "us" },
+   [M_HOST_CALL] = { "vkGetPipelineCacheData (size), median", "us" },
+   [M_EVENT_STATUS] = { "vkGetEventStatus (set), median", "us" },
    [M_FENCE_STATUS] = { "vkGetFenceStatus (signalled), median", "us" },
    [M_FENCE_SUBMIT_WAIT] = { "empty submit + vkWaitForFences, median", "us" },
    [M_COUNTER_VALUE] = { "vkGetSemaphoreCounterValue, median", "us" },
@@ -146,6 +150,24 @@ bench_round_trips(const struct vkt_context *ctx, const struct options *o,
    }
    results[M_EVENT_STATUS] = median_us(samples, o->calls);
    vkDestroyEvent(ctx->device, event, NULL);
+
+   /* a call only the host driver can answer: the size of a pipeline
+    * cache's data */
+   const VkPipelineCacheCreateInfo cache_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+   };
+   VkPipelineCache cache;
+   VKT_CHECK(vkCreatePipelineCache(ctx->device, &cache_info, NULL, &cache));
+   for (uint32_t i = 0; i < o->calls; i++) {
+      size_t size = 0;
+      uint64_t t0 = vkt_now_ns();
+      VkResult r = vkGetPipelineCacheData(ctx->device, cache, &size, NULL);
+      samples[i] = vkt_now_ns() - t0;
+      if (r != VK_SUCCESS)
+         vkt_fail("vkGetPipelineCacheData returned %s", vkt_result_name(r));
+   }
+   results[M_HOST_CALL] = median_us(samples, o->calls);
+   vkDestroyPipelineCache(ctx->device, cache, NULL);
 
    /* a fence: its status once signalled, and an empty submit's round trip
     * through the queue (reset, submit, wait) */

@@ -64,6 +64,13 @@ struct gpud_object {
    /* timeline semaphores with a slot on the page */
    bool semaphore_tracked;
    uint32_t semaphore_slot;
+   /* events with a slot on the page */
+   bool event_tracked;
+   uint32_t event_slot;
+   /* command buffers: the ids of the events their recording sets or resets
+    * (gpud_queue.c) */
+   uint64_t *cmd_events;
+   uint32_t n_cmd_events;
 };
 
 /* One command being executed. */
@@ -163,6 +170,8 @@ void gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_objec
  * host signalled, or said it has reached, value. */
 void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);
 void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t value);
+/* An event destroyed (before the host destroys it: the tracker reads it). */
+void gpud_queue_event_gone(struct gpud_object *event);
 
 /* Fault injection (gpud_inject.c), from what the server wrote on the status
  * page.  Before each command: loses every device when asked to. */

@@ -123,6 +123,9 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
       gpud_queue_fence_gone(obj, false);
    if (obj->type == VK_OBJECT_TYPE_SEMAPHORE)
       gpud_queue_semaphore_gone(obj, false);
+   if (obj->type == VK_OBJECT_TYPE_EVENT)
+      gpud_queue_event_gone(obj);
+   free(obj->cmd_events);
    util_idmap_remove(&ctx->objects, obj->id);
    util_list_remove(&obj->link);
    ctx->n_objects--;

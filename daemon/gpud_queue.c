@@ -13,7 +13,11 @@
  * The tracker also publishes the application's fences on the device's
  * completion page (protocol/wire_completion.h): when a submission that
  * signals one completes, the fence's slot gets its current generation with
- * the signalled bit, and waiters in the application wake.
+ * the signalled bit, and waiters in the application wake.  Events that a
+ * submission's command buffers set or reset count as pending on the page
+ * from before the host has the submission until it completes; then their
+ * state is read from the host driver and published before the submission's
+ * semaphores and fence.
  */
 #include "gpud_call.h"
 
@@ -42,11 +46,37 @@
 /* The tracker sleeps at most this long in one host wait. */
 #define TRACK_SLICE_NS (50ull * 1000 * 1000)
 
+/* An event slot as the worker keeps it (what the page shows is written
+ * from this alone: a client that scribbles on its page misleads only
+ * itself). */
+struct event_slot {
+   uint64_t owner; /* the event's id; 0: none */
+   uint32_t tag;
+   uint16_t host_ops;
+   uint16_t pending;
+   bool set;
+};
+
 /* A timeline semaphore a submission signals, to publish when it completes. */
 struct track_signal {
    uint32_t slot;
    uint64_t owner;
    uint64_t value;
+};
+
+/* An event a submission sets or resets, read when it completes. */
+struct track_event {
+   uint32_t slot;
+   uint64_t owner;
+   VkEvent event;
+};
+
+/* What a submission changes that the page shows. */
+struct track_gather {
+   struct track_signal *signals;
+   unsigned n_signals, cap_signals;
+   struct track_event *events;
+   unsigned n_events, cap_events;
 };
 
 struct track_entry {
@@ -60,6 +90,8 @@ struct track_entry {
    uint64_t done_ns; /* when the tracker saw it done (completions delayed) */
    struct track_signal *signals; /* timeline semaphores it signals */
    unsigned n_signals;
+   struct track_event *events; /* events it sets or resets */
+   unsigned n_events;
    bool published; /* on the page already (a wait the host answered) */
 };
 
@@ -90,6 +122,7 @@ struct gpud_device_track {
    int page_fd;
    uint64_t *owner;
    uint64_t *sem_owner; /* the id of the semaphore each semaphore slot is */
+   struct event_slot *events; /* what each event slot says, the worker's copy */
 };
 
 /* With the mutex held: a timeline semaphore's value raised, if it still owns
@@ -136,6 +169,54 @@ page_write(struct gpud_device_track *t, int32_t slot, uint64_t owner, uint32_t v
    return true;
 }
 
+enum { EVENT_KEEP = -1, EVENT_RESET = 0, EVENT_SET = 1, EVENT_READ = 2 };
+
+/* With the mutex held: an event slot changed and its word rewritten, if the
+ * event still owns it: the submissions pending changed by delta (or always
+ * asked about: ask), the state kept, set, reset or read from the host
+ * driver, host_ops_add more host sets and resets run. */
+static bool
+event_write(struct gpud_device_track *t, uint32_t slot, uint64_t owner, VkEvent event,
+            int delta, bool ask, int state, uint32_t host_ops_add)
+{
+   if (!t->page || slot >= GPUD_COMPLETION_EVENT_SLOTS || t->events[slot].owner != owner)
+      return false;
+   struct event_slot *e = &t->events[slot];
+   if (ask || (delta > 0 && e->pending + 1u >= GPUD_EVENT_ASK_PENDING))
+      e->pending = GPUD_EVENT_ASK_PENDING;
+   else if (e->pending != GPUD_EVENT_ASK_PENDING && delta > 0)
+      e->pending++;
+   else if (e->pending != GPUD_EVENT_ASK_PENDING && delta < 0 && e->pending)
+      e->pending--;
+   if (state == EVENT_READ) {
+      VkResult r = t->disp->GetEventStatus(t->dev, event);
+      if (r == VK_EVENT_SET || r == VK_EVENT_RESET)
+         e->set = r == VK_EVENT_SET;
+      else
+         e->pending = GPUD_EVENT_ASK_PENDING;
+   } else if (state != EVENT_KEEP) {
+      e->set = state == EVENT_SET;
+   }
+   e->host_ops = (uint16_t)(e->host_ops + host_ops_add);
+   atomic_store(&gpud_completion_events(t->page)[slot],
+                gpud_event_word(e->tag, e->host_ops, e->pending, e->set));
+   return true;
+}
+
+/* With the mutex held: the events of a submission on its way to the host
+ * pending (tracked: its completion will be seen), or asked about from now
+ * on. */
+static bool
+events_submitted(struct gpud_device_track *t, const struct track_event *events, unsigned n,
+                 bool tracked)
+{
+   bool wrote = false;
+   for (unsigned i = 0; i < n; i++)
+      wrote |= event_write(t, events[i].slot, events[i].owner, events[i].event, 1, !tracked,
+                           EVENT_KEEP, 0);
+   return wrote;
+}
+
 static void
 publish(struct gpud_queue_track *q)
 {
@@ -169,8 +250,16 @@ entry_publish(struct gpud_device_track *t, struct track_entry *e)
    if (e->published)
       return false;
    e->published = true;
-   /* the semaphores first: a fence signals after its batch's semaphores */
-   bool wrote = entry_signals(t, e, false);
+   /* the events and semaphores first: a fence signals after its batch's
+    * work */
+   bool wrote = false;
+   for (unsigned i = 0; i < e->n_events; i++)
+      wrote |= event_write(t, e->events[i].slot, e->events[i].owner, e->events[i].event, -1,
+                           false, EVENT_READ, 0);
+   free(e->events);
+   e->events = NULL;
+   e->n_events = 0;
+   wrote |= entry_signals(t, e, false);
    return page_write(t, e->slot, e->owner, e->value) || wrote;
 }
 
@@ -212,7 +301,7 @@ collect(struct gpud_device_track *t)
          struct track_entry *e = &q->ring[q->head];
          if (!entry_done(t, e, now))
             break;
-         if (delay && !e->published && (e->slot >= 0 || e->n_signals) &&
+         if (delay && !e->published && (e->slot >= 0 || e->n_signals || e->n_events) &&
              now < e->done_ns + delay) {
             /* gpudctl inject delay-completions: the application's fence
              * and semaphores signal for it this much later */
@@ -374,9 +463,10 @@ gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue)
 }
 
 /* A fence for the next submission on q, or VK_NULL_HANDLE when it goes
- * untracked. */
+ * untracked; the events it changes are pending on the page from now (or,
+ * untracked, asked about). */
 static VkFence
-track_begin(struct gpud_device_track *t, struct gpud_queue_track *q)
+track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct track_gather *g)
 {
    VkFence fence = VK_NULL_HANDLE;
    pthread_mutex_lock(&t->mutex);
@@ -401,16 +491,24 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q)
             fence = VK_NULL_HANDLE;
       }
    }
+   if (events_submitted(t, g->events, g->n_events, fence != VK_NULL_HANDLE))
+      gpud_completion_wake(t->page);
+   if (!fence) {
+      free(g->events); /* asked about: nothing to read when it completes */
+      g->events = NULL;
+      g->n_events = 0;
+   }
    pthread_mutex_unlock(&t->mutex);
    return fence;
 }
 
 /* The submission went to the host (submitted), with fence when that is not
- * VK_NULL_HANDLE (then fence_used says whether the host took it). */
+ * VK_NULL_HANDLE (then fence_used says whether the host took it); what it
+ * changes on the page (g) goes with its entry or is asked about. */
 static void
 track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence,
           bool submitted, bool fence_used, const struct gpud_object *app_fence,
-          struct track_signal *signals, unsigned n_signals)
+          struct track_gather *g)
 {
    pthread_mutex_lock(&t->mutex);
    if (submitted) {
@@ -419,6 +517,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          q->busy_since_ns = util_now_ns();
    }
    bool tracked_app = app_fence && app_fence->fence_tracked;
+   bool wrote = false;
    if (fence && fence_used) {
       q->ring[(q->head + q->count) % q->cap] = (struct track_entry){
          .fence = fence,
@@ -426,11 +525,12 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          .slot = tracked_app ? (int32_t)app_fence->fence_slot : -1,
          .owner = tracked_app ? app_fence->id : 0,
          .value = tracked_app ? gpud_fence_value(app_fence->fence_generation, 1) : 0,
-         .signals = signals,
-         .n_signals = n_signals,
+         .signals = g->signals,
+         .n_signals = g->n_signals,
+         .events = g->events,
+         .n_events = g->n_events,
       };
-      signals = NULL;
-      n_signals = 0;
+      *g = (struct track_gather){0};
       tracked_app = false;
       q->count++;
       if (!t->started)
@@ -439,10 +539,10 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          /* nothing will watch it: the host driver tells (the fence stays
           * in the ring, in flight) */
          struct track_entry *e = &q->ring[(q->head + q->count - 1) % q->cap];
-         /* both, whatever the first says */
-         bool wrote = page_write(t, e->slot, e->owner, GPUD_FENCE_ASK);
-         if (entry_signals(t, e, true) || wrote)
-            gpud_completion_wake(t->page);
+         /* all of them, whatever the first says */
+         wrote |= page_write(t, e->slot, e->owner, GPUD_FENCE_ASK);
+         wrote |= entry_signals(t, e, true);
+         wrote |= events_submitted(t, e->events, e->n_events, false);
          e->slot = -1;
       }
       pthread_cond_signal(&t->cond);
@@ -452,12 +552,16 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       else
          t->disp->DestroyFence(t->dev, fence, NULL);
    }
-   /* untracked: the host driver's fence and semaphores tell */
-   bool wrote = tracked_app && submitted &&
-                page_write(t, (int32_t)app_fence->fence_slot, app_fence->id, GPUD_FENCE_ASK);
+   /* untracked: the host driver's fence, semaphores and events tell */
+   wrote |= tracked_app && submitted &&
+            page_write(t, (int32_t)app_fence->fence_slot, app_fence->id, GPUD_FENCE_ASK);
    /* (a submit that failed signals nothing: its device is lost) */
-   struct track_entry untracked = {.signals = signals, .n_signals = submitted ? n_signals : 0};
+   struct track_entry untracked = {.signals = g->signals,
+                                   .n_signals = submitted ? g->n_signals : 0};
    wrote |= entry_signals(t, &untracked, true);
+   wrote |= events_submitted(t, g->events, g->n_events, false);
+   free(g->events);
+   *g = (struct track_gather){0};
    if (wrote)
       gpud_completion_wake(t->page);
    publish(q);
@@ -483,6 +587,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
       for (unsigned i = 0; i < q->count; i++) {
          t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % q->cap].fence, NULL);
          free(q->ring[(q->head + i) % q->cap].signals);
+         free(q->ring[(q->head + i) % q->cap].events);
       }
       if (q->slot)
          atomic_store_explicit(&q->slot->device, 0, memory_order_release);
@@ -498,6 +603,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    util_fd_close(&t->page_fd);
    free(t->owner);
    free(t->sem_owner);
+   free(t->events);
    struct gpud_object *obj;
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type == VK_OBJECT_TYPE_QUEUE && obj->device == device)
@@ -512,26 +618,56 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
 
 /* ---- the submits --------------------------------------------------------- */
 
-/* The tracked timeline semaphores a submit signals, with their values
- * (malloc'ed; none when the page has none or memory runs out). */
+/* Grows a gather list by one (false: no memory; the entry goes untold). */
+static bool
+gather_grow(void **list, unsigned n, unsigned *cap, size_t size)
+{
+   if (n < *cap)
+      return true;
+   unsigned grown = *cap ? *cap * 2 : 4;
+   void *l = realloc(*list, grown * size);
+   if (!l)
+      return false;
+   *list = l;
+   *cap = grown;
+   return true;
+}
+
+/* A tracked timeline semaphore a submit signals, with its value. */
 static void
-add_signal(struct gpud_call *call, struct track_signal **list, unsigned *n, unsigned *cap,
-           VkSemaphore semaphore, uint64_t value)
+gather_signal(struct gpud_call *call, struct track_gather *g, VkSemaphore semaphore,
+              uint64_t value)
 {
    struct gpud_object *sem =
       gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)semaphore);
-   if (!sem || !sem->semaphore_tracked)
+   if (!sem || !sem->semaphore_tracked ||
+       !gather_grow((void **)&g->signals, g->n_signals, &g->cap_signals, sizeof(*g->signals)))
       return;
-   if (*n == *cap) {
-      unsigned grown = *cap ? *cap * 2 : 4;
-      struct track_signal *l = realloc(*list, grown * sizeof(**list));
-      if (!l)
-         return;
-      *list = l;
-      *cap = grown;
-   }
-   (*list)[(*n)++] = (struct track_signal){
+   g->signals[g->n_signals++] = (struct track_signal){
       .slot = sem->semaphore_slot, .owner = sem->id, .value = value};
+}
+
+/* The tracked events a submitted command buffer sets or resets (an event
+ * the list cannot hold is asked about from now on). */
+static void
+gather_events(struct gpud_call *call, struct track_gather *g, VkCommandBuffer cb,
+              struct gpud_device_track *t)
+{
+   const struct gpud_object *cmd =
+      gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)cb);
+   for (uint32_t i = 0; cmd && i < cmd->n_cmd_events; i++) {
+      struct gpud_object *ev = gpud_object_find(call->ctx, cmd->cmd_events[i]);
+      if (!ev || ev->type != VK_OBJECT_TYPE_EVENT || !ev->event_tracked)
+         continue;
+      if (!gather_grow((void **)&g->events, g->n_events, &g->cap_events, sizeof(*g->events))) {
+         pthread_mutex_lock(&t->mutex);
+         event_write(t, ev->event_slot, ev->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0);
+         pthread_mutex_unlock(&t->mutex);
+         continue;
+      }
+      g->events[g->n_events++] = (struct track_event){
+         .slot = ev->event_slot, .owner = ev->id, .event = (VkEvent)(uintptr_t)ev->handle};
+   }
 }
 
 static const VkTimelineSemaphoreSubmitInfo *
@@ -545,58 +681,54 @@ timeline_info(const void *pnext)
 }
 
 /* The signals of n batches of VkSubmitInfo or VkBindSparseInfo shape. */
-#define GATHER_BATCHES(batches, count)                                                      \
+#define GATHER_SIGNALS(batches, count)                                                      \
    for (uint32_t i = 0; i < (count); i++) {                                                 \
       const VkTimelineSemaphoreSubmitInfo *tl = timeline_info((batches)[i].pNext);         \
       for (uint32_t j = 0; tl && tl->pSignalSemaphoreValues &&                              \
                          j < (batches)[i].signalSemaphoreCount &&                           \
                          j < tl->signalSemaphoreValueCount;                                 \
            j++)                                                                             \
-         add_signal(call, &list, &n, &cap, (batches)[i].pSignalSemaphores[j],               \
-                    tl->pSignalSemaphoreValues[j]);                                         \
+         gather_signal(call, g, (batches)[i].pSignalSemaphores[j],                          \
+                       tl->pSignalSemaphoreValues[j]);                                      \
    }
 
-static unsigned
-signals_vkQueueSubmit(struct gpud_call *call, const struct wire_args_vkQueueSubmit *a,
-                      struct track_signal **ret)
+static void
+gather_vkQueueSubmit(struct gpud_call *call, const struct wire_args_vkQueueSubmit *a,
+                     struct gpud_device_track *t, struct track_gather *g)
 {
-   struct track_signal *list = NULL;
-   unsigned n = 0, cap = 0;
-   GATHER_BATCHES(a->pSubmits, a->submitCount)
-   *ret = list;
-   return n;
+   GATHER_SIGNALS(a->pSubmits, a->submitCount)
+   for (uint32_t i = 0; t && i < a->submitCount; i++) {
+      for (uint32_t j = 0; j < a->pSubmits[i].commandBufferCount; j++)
+         gather_events(call, g, a->pSubmits[i].pCommandBuffers[j], t);
+   }
 }
 
-static unsigned
-signals_vkQueueBindSparse(struct gpud_call *call, const struct wire_args_vkQueueBindSparse *a,
-                          struct track_signal **ret)
+static void
+gather_vkQueueBindSparse(struct gpud_call *call, const struct wire_args_vkQueueBindSparse *a,
+                         struct gpud_device_track *t, struct track_gather *g)
 {
-   struct track_signal *list = NULL;
-   unsigned n = 0, cap = 0;
-   GATHER_BATCHES(a->pBindInfo, a->bindInfoCount)
-   *ret = list;
-   return n;
+   (void)t;
+   GATHER_SIGNALS(a->pBindInfo, a->bindInfoCount)
 }
 
-static unsigned
-signals_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubmit2 *a,
-                       struct track_signal **ret)
+static void
+gather_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubmit2 *a,
+                      struct gpud_device_track *t, struct track_gather *g)
 {
-   struct track_signal *list = NULL;
-   unsigned n = 0, cap = 0;
    for (uint32_t i = 0; i < a->submitCount; i++) {
       const VkSubmitInfo2 *s = &a->pSubmits[i];
       for (uint32_t j = 0; j < s->signalSemaphoreInfoCount; j++)
-         add_signal(call, &list, &n, &cap, s->pSignalSemaphoreInfos[j].semaphore,
-                    s->pSignalSemaphoreInfos[j].value);
+         gather_signal(call, g, s->pSignalSemaphoreInfos[j].semaphore,
+                       s->pSignalSemaphoreInfos[j].value);
+      for (uint32_t j = 0; t && j < s->commandBufferInfoCount; j++)
+         gather_events(call, g, s->pCommandBufferInfos[j].commandBuffer, t);
    }
-   *ret = list;
-   return n;
 }
 
 /* Runs a submit with tracking: fence is the application's (a pointer into
  * the args, swapped for gpud's own while the host runs the submit when the
- * application named none). */
+ * application named none).  The events it changes are pending on the page
+ * before the host has it. */
 #define TRACKED_SUBMIT(cmd, fence_covers_earlier)                                           \
    void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
    {                                                                                        \
@@ -607,9 +739,9 @@ signals_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSub
       const struct gpud_object *app_fence =                                                 \
          a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
                   : NULL;                                                                   \
-      struct track_signal *signals = NULL;                                                  \
-      unsigned n_signals = signals_##cmd(call, a, &signals);                                \
-      VkFence fence = t ? track_begin(t, q) : VK_NULL_HANDLE;                               \
+      struct track_gather g = {0};                                                          \
+      gather_##cmd(call, a, t, &g);                                                         \
+      VkFence fence = t ? track_begin(t, q, &g) : VK_NULL_HANDLE;                           \
       bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \
       if (own)                                                                              \
          a->fence = fence;                                                                  \
@@ -620,11 +752,11 @@ signals_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSub
       if (fence && !own && a->ret == VK_SUCCESS)                                            \
          used = t->disp->QueueSubmit(a->queue, 0, NULL, fence) == VK_SUCCESS;              \
       if (t) {                                                                              \
-         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence, signals, n_signals); \
+         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence, &g);                 \
       } else {                                                                              \
          if (app_fence)                                                                     \
             gpud_queue_fence_ask((struct gpud_object *)app_fence);                          \
-         untracked_signals(call, signals, n_signals);                                       \
+         untracked_signals(call, g.signals, g.n_signals);                                   \
       }                                                                                     \
    }
 
@@ -654,23 +786,27 @@ gpud_exec_vkGetCompletionPageGPUD(struct gpud_call *call,
       void *map = MAP_FAILED;
       uint64_t *owner = calloc(GPUD_COMPLETION_FENCE_SLOTS, sizeof(*owner));
       uint64_t *sem_owner = calloc(GPUD_COMPLETION_SEMAPHORE_SLOTS, sizeof(*sem_owner));
-      if (owner && sem_owner &&
+      struct event_slot *events = calloc(GPUD_COMPLETION_EVENT_SLOTS, sizeof(*events));
+      if (owner && sem_owner && events &&
           util_memfd_create("gpud-completion", GPUD_COMPLETION_SIZE, &fd) == 0)
          map = mmap(NULL, GPUD_COMPLETION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (map == MAP_FAILED) {
          util_fd_close(&fd);
          free(owner);
          free(sem_owner);
+         free(events);
       } else {
          struct gpud_completion_header *h = map;
          h->magic = GPUD_COMPLETION_MAGIC;
          h->fence_slots = GPUD_COMPLETION_FENCE_SLOTS;
          h->semaphore_slots = GPUD_COMPLETION_SEMAPHORE_SLOTS;
+         h->event_slots = GPUD_COMPLETION_EVENT_SLOTS;
          atomic_store(&h->lost, atomic_load(&call->device->lost) ? 1 : 0);
          t->page = h;
          t->page_fd = fd;
          t->owner = owner;
          t->sem_owner = sem_owner;
+         t->events = events;
       }
    }
    if (t->page) {
@@ -878,4 +1014,153 @@ gpud_exec_vkSignalSemaphore(struct gpud_call *call, struct wire_args_vkSignalSem
                                              (uint64_t)(uintptr_t)a->pSignalInfo->semaphore);
    if (sem && a->ret == VK_SUCCESS)
       gpud_queue_semaphore_signalled(sem, a->pSignalInfo->value);
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+void
+gpud_exec_vkSetEventSlotGPUD(struct gpud_call *call, struct wire_args_vkSetEventSlotGPUD *a)
+{
+   struct gpud_object *ev =
+      gpud_call_named(call, VK_OBJECT_TYPE_EVENT, (uint64_t)(uintptr_t)a->event);
+   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
+   /* a slot past the page, or no tag: the event is asked about */
+   if (!ev || !t || a->slot >= GPUD_COMPLETION_EVENT_SLOTS || !a->tag)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (t->page && !ev->event_tracked) {
+      struct event_slot *e = &t->events[a->slot];
+      struct gpud_object *earlier = e->owner ? gpud_object_find(call->ctx, e->owner) : NULL;
+      if (earlier && earlier->type == VK_OBJECT_TYPE_EVENT)
+         earlier->event_tracked = false;
+      ev->event_tracked = true;
+      ev->event_slot = a->slot;
+      /* a new event is reset, and the ICD sends this before anything else
+       * about it */
+      *e = (struct event_slot){.owner = ev->id, .tag = a->tag};
+      event_write(t, a->slot, ev->id, VK_NULL_HANDLE, 0, false, EVENT_KEEP, 0);
+   }
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_event_gone(struct gpud_object *ev)
+{
+   struct gpud_device_track *t = ev->device ? ev->device->dtrack : NULL;
+   if (!ev->event_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (t->events && t->events[ev->event_slot].owner == ev->id)
+      t->events[ev->event_slot].owner = 0;
+   ev->event_tracked = false;
+   pthread_mutex_unlock(&t->mutex);
+}
+
+/* The tracker may be reading the event's state: it stops first. */
+void
+gpud_exec_vkDestroyEvent(struct gpud_call *call, struct wire_args_vkDestroyEvent *a)
+{
+   struct gpud_object *ev =
+      gpud_call_named(call, VK_OBJECT_TYPE_EVENT, (uint64_t)(uintptr_t)a->event);
+   if (ev)
+      gpud_queue_event_gone(ev);
+   gpud_gen_exec_vkDestroyEvent(call, a);
+}
+
+/* The application's vkSetEvent and vkResetEvent run under the tracker's
+ * mutex, so that the state the tracker reads when a submission completes
+ * and the one a host call leaves reach the page in the order they happened
+ * on the host. */
+#define HOST_EVENT_OP(cmd, state)                                                           \
+   void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
+   {                                                                                        \
+      struct gpud_object *ev =                                                              \
+         gpud_call_named(call, VK_OBJECT_TYPE_EVENT, (uint64_t)(uintptr_t)a->event);        \
+      struct gpud_device_track *t =                                                         \
+         ev && ev->event_tracked && ev->device ? ev->device->dtrack : NULL;                 \
+      if (!t) {                                                                             \
+         gpud_gen_exec_##cmd(call, a);                                                      \
+         return;                                                                            \
+      }                                                                                     \
+      pthread_mutex_lock(&t->mutex);                                                        \
+      gpud_gen_exec_##cmd(call, a);                                                         \
+      bool ok = a->ret == VK_SUCCESS;                                                       \
+      if (event_write(t, ev->event_slot, ev->id, a->event, 0, !ok, ok ? (state) : EVENT_KEEP, \
+                      1))                                                                   \
+         gpud_completion_wake(t->page);                                                     \
+      pthread_mutex_unlock(&t->mutex);                                                      \
+   }
+
+HOST_EVENT_OP(vkSetEvent, EVENT_SET)
+HOST_EVENT_OP(vkResetEvent, EVENT_RESET)
+
+/* ---- the events a recording changes --------------------------------------- */
+
+/* Distinct events a command buffer's list holds; another one is asked about
+ * from now on. */
+#define CMD_EVENTS_MAX 64u
+
+static void
+cmd_add_event(struct gpud_object *cmd, struct gpud_object *ev)
+{
+   if (!cmd || !ev || !ev->event_tracked)
+      return;
+   for (uint32_t i = 0; i < cmd->n_cmd_events; i++) {
+      if (cmd->cmd_events[i] == ev->id)
+         return;
+   }
+   if (!cmd->cmd_events)
+      cmd->cmd_events = calloc(CMD_EVENTS_MAX, sizeof(*cmd->cmd_events));
+   if (cmd->cmd_events && cmd->n_cmd_events < CMD_EVENTS_MAX) {
+      cmd->cmd_events[cmd->n_cmd_events++] = ev->id;
+      return;
+   }
+   struct gpud_device_track *t = ev->device ? ev->device->dtrack : NULL;
+   if (!t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (event_write(t, ev->event_slot, ev->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0))
+      gpud_completion_wake(t->page);
+   pthread_mutex_unlock(&t->mutex);
+}
+
+#define CMD_EVENT_OP(cmd)                                                                   \
+   void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
+   {                                                                                        \
+      gpud_gen_exec_##cmd(call, a);                                                         \
+      cmd_add_event(gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,                    \
+                                    (uint64_t)(uintptr_t)a->commandBuffer),                 \
+                    gpud_call_named(call, VK_OBJECT_TYPE_EVENT, (uint64_t)(uintptr_t)a->event)); \
+   }
+
+CMD_EVENT_OP(vkCmdSetEvent)
+CMD_EVENT_OP(vkCmdResetEvent)
+CMD_EVENT_OP(vkCmdSetEvent2)
+CMD_EVENT_OP(vkCmdResetEvent2)
+
+/* A secondary's events are its primary's too. */
+void
+gpud_exec_vkCmdExecuteCommands(struct gpud_call *call, struct wire_args_vkCmdExecuteCommands *a)
+{
+   gpud_gen_exec_vkCmdExecuteCommands(call, a);
+   struct gpud_object *primary = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
+                                                 (uint64_t)(uintptr_t)a->commandBuffer);
+   for (uint32_t i = 0; primary && i < a->commandBufferCount; i++) {
+      const struct gpud_object *secondary =
+         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
+                         (uint64_t)(uintptr_t)a->pCommandBuffers[i]);
+      for (uint32_t j = 0; secondary && secondary != primary && j < secondary->n_cmd_events; j++)
+         cmd_add_event(primary, gpud_object_find(call->ctx, secondary->cmd_events[j]));
+   }
+}
+
+/* A new recording starts with no events. */
+void
+gpud_exec_vkBeginCommandBuffer(struct gpud_call *call, struct wire_args_vkBeginCommandBuffer *a)
+{
+   struct gpud_object *cmd = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
+                                             (uint64_t)(uintptr_t)a->commandBuffer);
+   if (cmd)
+      cmd->n_cmd_events = 0;
+   gpud_gen_exec_vkBeginCommandBuffer(call, a);
 }

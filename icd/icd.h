@@ -190,6 +190,8 @@ struct icd_device {
    unsigned fence_hint;
    uint64_t *semaphore_used;
    unsigned semaphore_hint;
+   uint64_t *event_used;
+   unsigned event_hint;
    uint32_t next_tag;
 };
 
@@ -205,6 +207,18 @@ struct icd_fence {
    struct icd_device *device; /* NULL: asked about (no slot) */
    int slot;
    _Atomic uint32_t generation; /* resets so far, from the slot's first */
+};
+
+/* An event with a slot on the page: its tag there, the application's host
+ * sets and resets so far and the last of them (what the event is while the
+ * worker has not run them all, when no submission changes it). */
+struct icd_event {
+   struct icd_object base;
+   struct icd_device *device; /* NULL: asked about (device-only, no slot) */
+   int slot;
+   uint32_t tag;
+   _Atomic uint32_t host_ops;
+   _Atomic bool last_set;
 };
 
 void icd_device_completion_finish(struct icd_device *dev);

@@ -7,6 +7,9 @@
  * only the host driver knows (an imported payload, a signal from the window
  * system) says GPUD_FENCE_ASK and is asked about as before.
  *
+ * Timeline semaphores and events have slots too (their values, their
+ * states); vkSignalSemaphore, vkSetEvent and vkResetEvent do not wait.
+ *
  * Generations: a slot holds (generation << 1) | signalled.  The ICD and the
  * worker count a fence's resets alike (both see every vkResetFences, in
  * order), and a slot's first generation for a new fence continues where its
@@ -57,20 +60,17 @@ icd_vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo *pC
       return VK_SUCCESS;
    const struct gpud_completion_header *h = map;
    if (h->magic != GPUD_COMPLETION_MAGIC || h->fence_slots != GPUD_COMPLETION_FENCE_SLOTS ||
-       h->semaphore_slots != GPUD_COMPLETION_SEMAPHORE_SLOTS) {
+       h->semaphore_slots != GPUD_COMPLETION_SEMAPHORE_SLOTS ||
+       h->event_slots != GPUD_COMPLETION_EVENT_SLOTS) {
       munmap(map, GPUD_COMPLETION_SIZE);
       return VK_SUCCESS;
    }
    dev->fence_generation = calloc(GPUD_COMPLETION_FENCE_SLOTS, sizeof(uint32_t));
    dev->fence_used = calloc((GPUD_COMPLETION_FENCE_SLOTS + 63) / 64, sizeof(uint64_t));
    dev->semaphore_used = calloc((GPUD_COMPLETION_SEMAPHORE_SLOTS + 63) / 64, sizeof(uint64_t));
-   if (!dev->fence_generation || !dev->fence_used || !dev->semaphore_used) {
-      free(dev->fence_generation);
-      free(dev->fence_used);
-      free(dev->semaphore_used);
-      dev->fence_generation = NULL;
-      dev->fence_used = NULL;
-      dev->semaphore_used = NULL;
+   dev->event_used = calloc((GPUD_COMPLETION_EVENT_SLOTS + 63) / 64, sizeof(uint64_t));
+   if (!dev->fence_generation || !dev->fence_used || !dev->semaphore_used || !dev->event_used) {
+      icd_device_completion_finish(dev);
       munmap(map, GPUD_COMPLETION_SIZE);
       return VK_SUCCESS;
    }
@@ -86,10 +86,12 @@ icd_device_completion_finish(struct icd_device *dev)
    free(dev->fence_generation);
    free(dev->fence_used);
    free(dev->semaphore_used);
+   free(dev->event_used);
    dev->completion = NULL;
    dev->fence_generation = NULL;
    dev->fence_used = NULL;
    dev->semaphore_used = NULL;
+   dev->event_used = NULL;
 }
 
 /* ---- fences ---------------------------------------------------------------- */
@@ -489,18 +491,98 @@ icd_vkSignalSemaphore(VkDevice device, const VkSemaphoreSignalInfo *pSignalInfo)
    return r;
 }
 
+/* ---- events ---------------------------------------------------------------- */
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkCreateEvent(VkDevice device, const VkEventCreateInfo *pCreateInfo,
+                  const VkAllocationCallbacks *pAllocator, VkEvent *pEvent)
+{
+   VkResult r = icd_gen_vkCreateEvent(device, pCreateInfo, pAllocator, pEvent);
+   struct icd_device *dev = (struct icd_device *)device;
+   /* a device-only event is never asked about on the host */
+   if (r != VK_SUCCESS || !dev->completion ||
+       (pCreateInfo->flags & VK_EVENT_CREATE_DEVICE_ONLY_BIT))
+      return r;
+   struct icd_event *e = (struct icd_event *)*pEvent;
+   pthread_mutex_lock(&dev->mutex);
+   int slot = bitmap_take(dev->event_used, &dev->event_hint, GPUD_COMPLETION_EVENT_SLOTS);
+   uint32_t tag = ++dev->next_tag ? dev->next_tag : ++dev->next_tag;
+   pthread_mutex_unlock(&dev->mutex);
+   if (slot < 0)
+      return r;
+   e->device = dev;
+   e->slot = slot;
+   e->tag = tag;
+   icd_gen_vkSetEventSlotGPUD(device, *pEvent, (uint32_t)slot, tag);
+   return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkDestroyEvent(VkDevice device, VkEvent event, const VkAllocationCallbacks *pAllocator)
+{
+   struct icd_event *e = (struct icd_event *)event;
+   if (e && e->device) {
+      pthread_mutex_lock(&e->device->mutex);
+      bitmap_give(e->device->event_used, &e->device->event_hint, e->slot);
+      pthread_mutex_unlock(&e->device->mutex);
+      e->device = NULL;
+   }
+   icd_gen_vkDestroyEvent(device, event, pAllocator);
+}
+
+/* Host-side sets and resets are asynchronous and go out at once (a queue
+ * may wait for them); the event remembers the last one first, so that a
+ * vkGetEventStatus after it answers it before the daemon has run it. */
+static VkResult
+event_host_op(VkDevice device, VkEvent event, bool set)
+{
+   struct icd_event *e = (struct icd_event *)event;
+   if (e && e->device) {
+      atomic_store(&e->last_set, set);
+      atomic_fetch_add(&e->host_ops, 1);
+   }
+   VkResult r = set ? icd_gen_vkSetEvent(device, event) : icd_gen_vkResetEvent(device, event);
+   return r == VK_SUCCESS ? icd_connection_flush(((struct icd_device *)device)->base.conn) : r;
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkSetEvent(VkDevice device, VkEvent event)
 {
-   VkResult r = icd_gen_vkSetEvent(device, event);
-   return r == VK_SUCCESS ? icd_connection_flush(((struct icd_device *)device)->base.conn) : r;
+   return event_host_op(device, event, true);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkResetEvent(VkDevice device, VkEvent event)
 {
-   VkResult r = icd_gen_vkResetEvent(device, event);
-   return r == VK_SUCCESS ? icd_connection_flush(((struct icd_device *)device)->base.conn) : r;
+   return event_host_op(device, event, false);
+}
+
+/* From the page while no submission that sets or resets the event is in
+ * flight; else (or before the worker took its slot) the daemon asks the
+ * host driver. */
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkGetEventStatus(VkDevice device, VkEvent event)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   const struct icd_event *e = (const struct icd_event *)event;
+   struct gpud_completion_header *h = page_of(dev);
+   if (!h || !e->device)
+      return icd_gen_vkGetEventStatus(device, event);
+   uint64_t w = atomic_load(&gpud_completion_events(h)[e->slot]);
+   if (gpud_event_tag(w) != e->tag || gpud_event_pending(w))
+      return icd_gen_vkGetEventStatus(device, event);
+   if (atomic_load(&h->lost) || icd_connection_is_lost(dev->base.conn))
+      return VK_ERROR_DEVICE_LOST;
+   bool set = gpud_event_host_ops(w) == (atomic_load(&e->host_ops) & 0xffffu)
+                 ? gpud_event_set(w)
+                 : atomic_load(&e->last_set);
+   if (set)
+      return VK_EVENT_SET;
+   /* what would set it may still be queued here; a poll must see the
+    * daemon go */
+   if (icd_connection_flush(dev->base.conn) != VK_SUCCESS || daemon_gone(dev->base.conn))
+      return VK_ERROR_DEVICE_LOST;
+   return VK_EVENT_RESET;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

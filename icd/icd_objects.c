@@ -92,6 +92,12 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
          s->slot = -1;
       return (uint64_t)(uintptr_t)s;
    }
+   case VK_OBJECT_TYPE_EVENT: {
+      struct icd_event *e = icd_object_alloc(sizeof(*e), conn, type, false);
+      if (e)
+         e->slot = -1;
+      return (uint64_t)(uintptr_t)e;
+   }
    default:
       return icd_connection_new_id(conn);
    }
@@ -122,6 +128,7 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
    }
    case VK_OBJECT_TYPE_FENCE:
    case VK_OBJECT_TYPE_SEMAPHORE:
+   case VK_OBJECT_TYPE_EVENT:
    case VK_OBJECT_TYPE_QUEUE:
       icd_object_free(ptr);
       break;

@@ -99,6 +99,13 @@ PRIVATE_COMMANDS = """
     <param><type>uint32_t</type> <name>tag</name></param>
     <param><type>uint64_t</type> <name>initialValue</name></param>
   </command>
+  <command>
+    <proto><type>void</type> <name>vkSetEventSlotGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param><type>VkEvent</type> <name>event</name></param>
+    <param><type>uint32_t</type> <name>slot</name></param>
+    <param><type>uint32_t</type> <name>tag</name></param>
+  </command>
 </commands>
 """
 
@@ -179,6 +186,7 @@ HOST_OPTIONAL = {
 ICD_POINTER_HANDLES = {
     'VkInstance', 'VkPhysicalDevice', 'VkDevice', 'VkQueue', 'VkCommandBuffer',
     'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate', 'VkFence', 'VkSemaphore',
+    'VkEvent',
 }
 
 # Synchronous queries whose answer depends only on their arguments and the

@@ -20,17 +20,29 @@
  * signal the semaphore complete; the ICD reads the value only while the tag
  * is its semaphore's (else it asks).  GPUD_SEMAPHORE_ASK: asked about.
  *
+ * An event's slot is one word the worker alone writes: the tag the ICD chose
+ * for it, how many of the application's vkSetEvent/vkResetEvent the worker
+ * has run (16 bits, wrapping), how many submissions that set or reset it
+ * are in flight (GPUD_EVENT_ASK_PENDING: always ask) and its state, read
+ * from the host driver when such a submission completes (before the
+ * submission's fence and semaphores show) and after each host set or reset.
+ * The ICD answers vkGetEventStatus from it when no submission that changes
+ * the event is in flight: with the word's state when the worker has run
+ * every host set and reset the application made, else with the last of
+ * those (nothing else can have changed the event since).
+ *
  * After writing slots the worker increments `seq` and, when `waiters` is not
  * 0, wakes every futex waiter on it; a waiter increments `waiters`, reads
  * `seq`, checks its slots and sleeps while `seq` is unchanged.
  */
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util_futex.h"
 
-#define GPUD_COMPLETION_SIZE (64u * 1024u)
+#define GPUD_COMPLETION_SIZE (128u * 1024u)
 #define GPUD_COMPLETION_MAGIC 0x63647067u /* "gpdc" */
 
 struct gpud_completion_header {
@@ -40,7 +52,8 @@ struct gpud_completion_header {
    _Atomic uint32_t waiters;
    _Atomic uint32_t lost; /* the device is lost: every wait ends */
    uint32_t semaphore_slots;
-   uint32_t reserved[10];
+   uint32_t event_slots;
+   uint32_t reserved[9];
 };
 
 struct gpud_semaphore_slot {
@@ -50,9 +63,11 @@ struct gpud_semaphore_slot {
 };
 
 #define GPUD_COMPLETION_FENCE_SLOTS 8192u
+#define GPUD_COMPLETION_EVENT_SLOTS 4096u
 #define GPUD_COMPLETION_SEMAPHORE_SLOTS                                                  \
    ((GPUD_COMPLETION_SIZE - sizeof(struct gpud_completion_header) -                     \
-     GPUD_COMPLETION_FENCE_SLOTS * sizeof(uint32_t)) /                                   \
+     GPUD_COMPLETION_FENCE_SLOTS * sizeof(uint32_t) -                                    \
+     GPUD_COMPLETION_EVENT_SLOTS * sizeof(uint64_t)) /                                   \
     sizeof(struct gpud_semaphore_slot))
 #define GPUD_FENCE_ASK 0xffffffffu
 #define GPUD_SEMAPHORE_ASK UINT64_MAX
@@ -67,10 +82,52 @@ static inline struct gpud_semaphore_slot *
 gpud_completion_semaphores(void *page)
 {
    return (struct gpud_semaphore_slot *)((char *)page + sizeof(struct gpud_completion_header) +
-                                         GPUD_COMPLETION_FENCE_SLOTS * sizeof(uint32_t));
+                                         GPUD_COMPLETION_FENCE_SLOTS * sizeof(uint32_t) +
+                                         GPUD_COMPLETION_EVENT_SLOTS * sizeof(uint64_t));
 }
 
-/* Raises *value to at least v (the worker and the ICD both raise it). */
+/* An event slot's word and its fields (the comment at the top says what
+ * they mean). */
+#define GPUD_EVENT_ASK_PENDING 0x7fffu
+
+static inline _Atomic uint64_t *
+gpud_completion_events(void *page)
+{
+   return (_Atomic uint64_t *)((char *)page + sizeof(struct gpud_completion_header) +
+                               GPUD_COMPLETION_FENCE_SLOTS * sizeof(uint32_t));
+}
+
+static inline uint64_t
+gpud_event_word(uint32_t tag, uint32_t host_ops, uint32_t pending, bool set)
+{
+   return (uint64_t)tag | (uint64_t)(host_ops & 0xffffu) << 32 |
+          (uint64_t)(pending & 0x7fffu) << 48 | (uint64_t)(set ? 1 : 0) << 63;
+}
+
+static inline uint32_t
+gpud_event_tag(uint64_t w)
+{
+   return (uint32_t)w;
+}
+
+static inline uint32_t
+gpud_event_host_ops(uint64_t w)
+{
+   return (uint32_t)(w >> 32) & 0xffffu;
+}
+
+static inline uint32_t
+gpud_event_pending(uint64_t w)
+{
+   return (uint32_t)(w >> 48) & 0x7fffu;
+}
+
+static inline bool
+gpud_event_set(uint64_t w)
+{
+   return w >> 63;
+}
+
 /* After slots changed: waiters (in the application) look again. */
 static inline void
 gpud_completion_wake(struct gpud_completion_header *h)
@@ -80,6 +137,7 @@ gpud_completion_wake(struct gpud_completion_header *h)
       util_futex_wake(&h->seq);
 }
 
+/* Raises *value to at least v (the worker and the ICD both raise it). */
 static inline void
 gpud_semaphore_raise(_Atomic uint64_t *value, uint64_t v)
 {

@@ -562,8 +562,9 @@ def test_top(fx):
 def test_completion(fx):
     """Fences answered in the application: vkGetFenceStatus and
     vkWaitForFences on a signalled fence send nothing to the daemon (its
-    count of the client's commands stays put); threads that each submit and
-    wait cost the submits and resets only; threads waiting for fences nothing
+    count of the client's commands stays put), nor do timeline semaphore
+    reads and waits or event reads from several threads; threads that each
+    submit and wait cost the submits and resets only; threads waiting for fences nothing
     signals all get VK_ERROR_DEVICE_LOST, promptly, when the daemon is
     killed."""
     if fx.direct:
@@ -606,6 +607,20 @@ def test_completion(fx):
     if after - before > 2:
         fail('a timeline wait and 20000 reads cost %d commands (2 expected: the submit '
              'and the host signal)' % (after - before))
+
+    # an event: set and reset by submissions and by the host, read by 4
+    # threads after their fence waits, all in the application
+    app.do('events 1')
+    before = commands(app)
+    res = app.do('events 5000')
+    after = commands(app)
+    log('events: 2 submissions, a host reset and a host set, 4 threads reading 20000 times '
+        'after each: %d commands' % (after - before))
+    if res != ['VK_SUCCESS']:
+        fail('events read from 4 threads: %r' % res)
+    if after - before > 6:
+        fail('80000 event reads cost %d commands (6 expected: 2 fence resets, 2 submits, '
+             'the host reset and set)' % (after - before))
 
     # a device's memory requirements for a create info: asked once
     app.do('requirements 1')

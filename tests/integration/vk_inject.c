@@ -25,6 +25,12 @@
  *              vkWaitSemaphores waits for it, N vkGetSemaphoreCounterValue
  *              read it, vkSignalSemaphore signals the one after and N more
  *              reads see that: "timeline RESULT VALUE"
+ *   events N   a copy that then sets the event, submitted with the fence; 4
+ *              threads wait for the fence and read the event N times
+ *              (set), the host resets it and they read it N times, the host
+ *              sets it (N reads), a submission resets it (the threads wait
+ *              for its fence, N reads): "events RESULT" (VK_ERROR_UNKNOWN:
+ *              a read saw the wrong state)
  *   requirements N  N vkGetDeviceBufferMemoryRequirements of one create
  *              info and of a second, each compared with a buffer created
  *              with it: "requirements RESULT" (VK_ERROR_UNKNOWN: they differ)
@@ -55,6 +61,8 @@ struct app {
    VkFence thread_fences[8];
    VkSemaphore timeline;
    uint64_t timeline_value;
+   VkEvent event;
+   VkCommandBuffer event_cmd[2]; /* copy then set the event; reset it */
    pthread_mutex_t queue_mutex; /* submits from several threads */
 };
 
@@ -213,6 +221,105 @@ do_timeline(struct app *a, unsigned n)
    printf("timeline %s %llu\n", vkt_result_name(r), (unsigned long long)a->timeline_value);
 }
 
+struct event_reader {
+   struct app *a;
+   unsigned n;
+   VkResult expect;
+   VkResult result;
+};
+
+static void *
+event_reader_thread(void *data)
+{
+   struct event_reader *r = data;
+   r->result = vkWaitForFences(r->a->ctx.device, 1, &r->a->fence, VK_TRUE,
+                               30ull * 1000 * 1000 * 1000);
+   for (unsigned i = 0; i < r->n && r->result == VK_SUCCESS; i++) {
+      VkResult st = vkGetEventStatus(r->a->ctx.device, r->a->event);
+      if (st != r->expect)
+         r->result = st < 0 ? st : VK_ERROR_UNKNOWN;
+   }
+   return NULL;
+}
+
+/* 4 threads wait for the fence, then read the event n times. */
+static VkResult
+read_event(struct app *a, unsigned n, VkResult expect)
+{
+   struct event_reader r[4];
+   pthread_t t[4];
+   for (unsigned i = 0; i < 4; i++) {
+      r[i] = (struct event_reader){.a = a, .n = n, .expect = expect};
+      if (pthread_create(&t[i], NULL, event_reader_thread, &r[i]) != 0)
+         vkt_fail("pthread_create");
+   }
+   VkResult result = VK_SUCCESS;
+   for (unsigned i = 0; i < 4; i++) {
+      pthread_join(t[i], NULL);
+      if (r[i].result != VK_SUCCESS && result == VK_SUCCESS)
+         result = r[i].result;
+   }
+   return result;
+}
+
+static VkResult
+submit_event_cmd(struct app *a, unsigned which)
+{
+   VkResult r = vkResetFences(a->ctx.device, 1, &a->fence);
+   const VkSubmitInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &a->event_cmd[which],
+   };
+   return r == VK_SUCCESS ? vkQueueSubmit(a->ctx.queue, 1, &info, a->fence) : r;
+}
+
+static void
+do_events(struct app *a, unsigned n)
+{
+   VkResult r = submit_event_cmd(a, 0);
+   if (r == VK_SUCCESS)
+      r = read_event(a, n, VK_EVENT_SET);
+   if (r == VK_SUCCESS)
+      r = vkResetEvent(a->ctx.device, a->event);
+   if (r == VK_SUCCESS)
+      r = read_event(a, n, VK_EVENT_RESET);
+   if (r == VK_SUCCESS)
+      r = vkSetEvent(a->ctx.device, a->event);
+   if (r == VK_SUCCESS)
+      r = read_event(a, n, VK_EVENT_SET);
+   if (r == VK_SUCCESS)
+      r = submit_event_cmd(a, 1);
+   if (r == VK_SUCCESS)
+      r = read_event(a, n, VK_EVENT_RESET);
+   printf("events %s\n", vkt_result_name(r));
+}
+
+static void
+record_events(struct app *a)
+{
+   const VkCommandBufferAllocateInfo cb = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = a->ctx.cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 2,
+   };
+   VKT_CHECK(vkAllocateCommandBuffers(a->ctx.device, &cb, a->event_cmd));
+   const VkEventCreateInfo ei = {.sType = VK_STRUCTURE_TYPE_EVENT_CREATE_INFO};
+   VKT_CHECK(vkCreateEvent(a->ctx.device, &ei, NULL, &a->event));
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+   };
+   VKT_CHECK(vkBeginCommandBuffer(a->event_cmd[0], &begin));
+   const VkBufferCopy copy = {.size = a->src.size};
+   vkCmdCopyBuffer(a->event_cmd[0], a->src.buffer, a->dst.buffer, 1, &copy);
+   vkCmdSetEvent(a->event_cmd[0], a->event, VK_PIPELINE_STAGE_TRANSFER_BIT);
+   VKT_CHECK(vkEndCommandBuffer(a->event_cmd[0]));
+   VKT_CHECK(vkBeginCommandBuffer(a->event_cmd[1], &begin));
+   vkCmdResetEvent(a->event_cmd[1], a->event, VK_PIPELINE_STAGE_TRANSFER_BIT);
+   VKT_CHECK(vkEndCommandBuffer(a->event_cmd[1]));
+}
+
 static VkResult
 check_requirements(struct app *a, const VkBufferCreateInfo *info)
 {
@@ -365,6 +472,7 @@ main(int argc, char **argv)
    const VkSemaphoreCreateInfo si = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO,
                                      .pNext = &type};
    VKT_CHECK(vkCreateSemaphore(a.ctx.device, &si, NULL, &a.timeline));
+   record_events(&a);
    setvbuf(stdout, NULL, _IOLBF, 0);
    printf("READY\n");
 
@@ -401,6 +509,8 @@ main(int argc, char **argv)
          do_settled(&a, n);
       else if (sscanf(line, "timeline %u", &n) == 1)
          do_timeline(&a, n);
+      else if (sscanf(line, "events %u", &n) == 1)
+         do_events(&a, n);
       else if (sscanf(line, "requirements %u", &n) == 1)
          do_requirements(&a, n);
       else if (sscanf(line, "block %u", &n) == 1)
@@ -416,6 +526,7 @@ main(int argc, char **argv)
    for (unsigned i = 0; i < 8; i++)
       vkDestroyFence(a.ctx.device, a.thread_fences[i], NULL);
    vkDestroySemaphore(a.ctx.device, a.timeline, NULL);
+   vkDestroyEvent(a.ctx.device, a.event, NULL);
    vkt_buffer_destroy(&a.ctx, &a.src);
    vkt_buffer_destroy(&a.ctx, &a.dst);
    vkt_context_finish(&a.ctx);

@@ -9,7 +9,10 @@
  *   fences    status, waits, timeouts, reset, pre-signalled fences, binary
  *             semaphores between submits, an empty submit with a fence
  *   events    host set/reset/status, vkCmdSetEvent / vkCmdResetEvent, a
- *             vkCmdWaitEvents on a host-set event
+ *             vkCmdWaitEvents on a host-set event, the host polling an event
+ *             a submission sets before it waits for the host (the answer
+ *             cannot wait for the submission's end), events set in a
+ *             secondary command buffer and by vkCmdSetEvent2/vkCmdResetEvent2
  *   queries   exact occlusion counts (vkGetQueryPoolResults with and without
  *             availability, vkCmdCopyQueryPoolResults) and timestamps
  *
@@ -467,6 +470,82 @@ test_events(const struct vkt_context *ctx)
    VKT_EXPECT(vkGetEventStatus(ctx->device, gpu_event), VK_EVENT_RESET);
    VKT_EXPECT(vkGetEventStatus(ctx->device, host_event), VK_EVENT_SET);
 
+   /* The submission sets gpu_event, then waits for go: the host sees the
+    * event set while the submission is still running. */
+   VkEvent go;
+   VKT_CHECK(vkCreateEvent(ctx->device, &info, NULL, &go));
+   cmd = vkt_cmd_begin(ctx);
+   vkCmdSetEvent(cmd, gpu_event, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
+   vkCmdWaitEvents(cmd, 1, &go, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                   NULL, 0, NULL, 0, NULL);
+   vkCmdFillBuffer(cmd, buf.buffer, 0, VK_WHOLE_SIZE, 0x60606060);
+   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                        &to_host, 0, NULL, 0, NULL);
+   VKT_CHECK(vkEndCommandBuffer(cmd));
+   VkFence fence = fence_create(ctx, false);
+   const VkSubmitInfo submit = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &cmd,
+   };
+   VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fence));
+   uint64_t t0 = vkt_now_ns();
+   VkResult st;
+   while ((st = vkGetEventStatus(ctx->device, gpu_event)) == VK_EVENT_RESET &&
+          vkt_now_ns() - t0 < 30 * SECOND)
+      ;
+   if (st != VK_EVENT_SET)
+      vkt_fail("events: an event set by a running submission read %s", vkt_result_name(st));
+   VKT_EXPECT(vkGetFenceStatus(ctx->device, fence), VK_NOT_READY);
+   VKT_EXPECT(vkGetEventStatus(ctx->device, go), VK_EVENT_RESET);
+   VKT_CHECK(vkSetEvent(ctx->device, go));
+   VKT_EXPECT(vkGetEventStatus(ctx->device, go), VK_EVENT_SET);
+   VKT_EXPECT(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 30 * SECOND), VK_SUCCESS);
+   check_filled(ctx, &buf, 0x60606060, "fill after the host's go");
+   VKT_EXPECT(vkGetEventStatus(ctx->device, gpu_event), VK_EVENT_SET);
+   /* host resets of both, one submission after them sets go again */
+   VKT_CHECK(vkResetEvent(ctx->device, gpu_event));
+   VKT_CHECK(vkResetEvent(ctx->device, go));
+   VKT_EXPECT(vkGetEventStatus(ctx->device, gpu_event), VK_EVENT_RESET);
+   VKT_EXPECT(vkGetEventStatus(ctx->device, go), VK_EVENT_RESET);
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
+
+   /* A secondary command buffer sets one event and resets another (the
+    * second set by the host first), with the synchronization2 commands. */
+   const VkCommandBufferAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = ctx->cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_SECONDARY,
+      .commandBufferCount = 1,
+   };
+   VkCommandBuffer secondary;
+   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &secondary));
+   const VkCommandBufferInheritanceInfo inherit = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO,
+   };
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+      .pInheritanceInfo = &inherit,
+   };
+   VKT_CHECK(vkBeginCommandBuffer(secondary, &begin));
+   const VkDependencyInfo dep = {.sType = VK_STRUCTURE_TYPE_DEPENDENCY_INFO};
+   vkCmdSetEvent2(secondary, gpu_event, &dep);
+   vkCmdResetEvent2(secondary, go, VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT);
+   VKT_CHECK(vkEndCommandBuffer(secondary));
+   VKT_CHECK(vkSetEvent(ctx->device, go));
+   VKT_CHECK(vkResetFences(ctx->device, 1, &fence));
+   cmd = vkt_cmd_begin(ctx);
+   vkCmdExecuteCommands(cmd, 1, &secondary);
+   VKT_CHECK(vkEndCommandBuffer(cmd));
+   VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fence));
+   VKT_EXPECT(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 30 * SECOND), VK_SUCCESS);
+   VKT_EXPECT(vkGetEventStatus(ctx->device, gpu_event), VK_EVENT_SET);
+   VKT_EXPECT(vkGetEventStatus(ctx->device, go), VK_EVENT_RESET);
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &secondary);
+
+   vkDestroyFence(ctx->device, fence, NULL);
+   vkDestroyEvent(ctx->device, go, NULL);
    vkt_buffer_destroy(ctx, &buf);
    vkDestroyEvent(ctx->device, gpu_event, NULL);
    vkDestroyEvent(ctx->device, host_event, NULL);
