@@ -8,8 +8,9 @@
 #
 #   scripts/fuzz.sh [SECONDS]          (default 60 per harness)
 #
-# A long run by hand: build-fuzz/tests/fuzz/fuzz_stream -runs=100000000
-# build-fuzz/corpus/stream build-fuzz/seeds/stream (docs/security.md).
+# A long run by hand: build-fuzz/tests/fuzz/fuzz_decode -runs=100000000
+# build-fuzz/corpus/decode build-fuzz/seeds/stream build-fuzz/seeds/ops
+# (docs/security.md); fuzz_stream the same way, a thousand times slower.
 set -eu
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -18,7 +19,7 @@ if [ ! -d "$build" ]; then
    CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Dwerror=true -Dbuildtype=debug \
       -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
-meson compile -C "$build" fuzz_ring fuzz_stream >/dev/null
+meson compile -C "$build" fuzz_ring fuzz_decode fuzz_stream >/dev/null
 
 # Seeds for the decoder: what real programs send, recorded by a daemon
 # (contexts on threads, so the daemon itself writes the files).
@@ -43,23 +44,36 @@ if [ ! -d "$seeds" ]; then
    wait $pid || true
    rm -rf "$tmp"
 fi
-mkdir -p "$build/corpus/ring" "$build/corpus/stream"
+# and one empty command of each op, a way into every decoder
+ops=$build/seeds/ops
+if [ ! -d "$ops" ]; then
+   mkdir -p "$ops"
+   n=$(sed -n 's/.*WIRE_OP_COUNT = \([0-9]*\),.*/\1/p' "$build/protocol/wire_gen.h")
+   python3 -c 'import struct, sys
+for op in range(1, int(sys.argv[2])):
+    open("%s/op%d" % (sys.argv[1], op), "wb").write(struct.pack("<4I", op, 16, 0, 0))' "$ops" "$n"
+fi
+mkdir -p "$build/corpus/ring" "$build/corpus/decode" "$build/corpus/stream"
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 status=0
-# The ring consumer is gpud's code alone: fuzzed for the time given.  The
-# decoder's harness runs the host driver too, whose heap a long run can
+# The ring consumer and the decoder alone are gpud's code: fuzzed for the
+# time given.  The decoder's harness with its executors runs the host
+# driver too, whose heap a long run can
 # corrupt with inputs gpud lets through (invalid usage a driver takes on
 # trust; in a daemon it costs only that client's worker): in CI it runs a
 # fixed sequence (a seed, a number of inputs) that must stay clean, and
 # long exploring runs are made by hand (docs/security.md).
-for h in ring stream; do
+for h in ring decode stream; do
    dirs="$build/corpus/$h"
    max_len=65548 # a ring's bytes and where its tail and head are
    limit="-max_total_time=$seconds"
-   if [ "$h" = stream ]; then
+   if [ "$h" = decode ]; then
+      dirs="$dirs $seeds $ops"
+      max_len=1048576
+   elif [ "$h" = stream ]; then
       dirs="$(mktemp -d) $seeds" # what it finds is not kept: the same run each time
       max_len=1048576
       limit="-seed=1 -runs=$((seconds * 20))"
