@@ -265,6 +265,7 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->new_heap = 0;
    call->new_create_flags = 0;
    call->new_size = 0;
+   call->new_query_values = 0;
    call->new_messenger = VK_NULL_HANDLE;
    call->reply = NULL;
 }

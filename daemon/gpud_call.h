@@ -68,9 +68,14 @@ struct gpud_object {
    bool event_tracked;
    uint32_t event_slot;
    /* command buffers: the ids of the events their recording sets or resets
-    * (gpud_queue.c) */
-   uint64_t *cmd_events;
-   uint32_t n_cmd_events;
+    * and of the query pools whose queries it resets, begins, ends or
+    * writes (gpud_queue.c) */
+   uint64_t *cmd_watched;
+   uint32_t n_cmd_watched;
+   /* query pools: their queries (size) and values per query (0: a type
+    * whose results the page does not show), and their results page */
+   uint32_t query_values;
+   struct gpud_query_pool_page *query_page;
 };
 
 /* One command being executed. */
@@ -102,9 +107,11 @@ struct gpud_call {
    /* validation messenger of a new instance */
    VkDebugUtilsMessengerEXT new_messenger;
    char validation_error[256];
-   /* create flags of a new buffer or image, and a buffer's size */
+   /* create flags of a new buffer or image, and a buffer's size (a query
+    * pool's queries, and values per query) */
    uint32_t new_create_flags;
    uint64_t new_size;
+   uint32_t new_query_values;
    /* queues of a new device, attached to its object */
    struct gpud_queue_info *new_queues;
    uint32_t n_new_queues;
@@ -170,8 +177,10 @@ void gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_objec
  * host signalled, or said it has reached, value. */
 void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);
 void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t value);
-/* An event destroyed (before the host destroys it: the tracker reads it). */
+/* An event or a query pool destroyed (before the host destroys it: the
+ * tracker reads it). */
 void gpud_queue_event_gone(struct gpud_object *event);
+void gpud_queue_query_pool_gone(struct gpud_object *pool);
 
 /* Fault injection (gpud_inject.c), from what the server wrote on the status
  * page.  Before each command: loses every device when asked to. */

@@ -125,7 +125,9 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
       gpud_queue_semaphore_gone(obj, false);
    if (obj->type == VK_OBJECT_TYPE_EVENT)
       gpud_queue_event_gone(obj);
-   free(obj->cmd_events);
+   if (obj->type == VK_OBJECT_TYPE_QUERY_POOL)
+      gpud_queue_query_pool_gone(obj);
+   free(obj->cmd_watched);
    util_idmap_remove(&ctx->objects, obj->id);
    util_list_remove(&obj->link);
    ctx->n_objects--;
@@ -224,6 +226,10 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       break;
    case VK_OBJECT_TYPE_IMAGE:
       obj->sparse = call->new_create_flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT;
+      break;
+   case VK_OBJECT_TYPE_QUERY_POOL:
+      obj->size = call->new_size;
+      obj->query_values = call->new_query_values;
       break;
    case VK_OBJECT_TYPE_QUEUE:
       obj->queue_family = call->new_queue_family;

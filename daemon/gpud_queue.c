@@ -71,12 +71,26 @@ struct track_event {
    VkEvent event;
 };
 
+/* A query pool whose results a page shows (gpud_exec_vkSetQueryPoolPageGPUD):
+ * the worker's own copy of its shape and counts. */
+struct gpud_query_pool_page {
+   struct util_list link; /* dtrack->pools */
+   uint64_t owner;        /* the pool's id */
+   VkQueryPool pool;
+   struct gpud_query_page_header *map;
+   size_t size;
+   uint32_t n_queries, n_values;
+   uint32_t pending, host_resets;
+};
+
 /* What a submission changes that the page shows. */
 struct track_gather {
    struct track_signal *signals;
    unsigned n_signals, cap_signals;
    struct track_event *events;
    unsigned n_events, cap_events;
+   uint64_t *pools; /* the ids of the query pools it changes */
+   unsigned n_pools, cap_pools;
 };
 
 struct track_entry {
@@ -92,6 +106,8 @@ struct track_entry {
    unsigned n_signals;
    struct track_event *events; /* events it sets or resets */
    unsigned n_events;
+   uint64_t *pools; /* query pools whose queries it changes */
+   unsigned n_pools;
    bool published; /* on the page already (a wait the host answered) */
 };
 
@@ -123,6 +139,7 @@ struct gpud_device_track {
    uint64_t *owner;
    uint64_t *sem_owner; /* the id of the semaphore each semaphore slot is */
    struct event_slot *events; /* what each event slot says, the worker's copy */
+   struct util_list pools;    /* query pools with a results page */
 };
 
 /* With the mutex held: a timeline semaphore's value raised, if it still owns
@@ -217,6 +234,54 @@ events_submitted(struct gpud_device_track *t, const struct track_event *events, 
    return wrote;
 }
 
+/* With the mutex held: a query pool's page, if it still has one. */
+static struct gpud_query_pool_page *
+pool_find(struct gpud_device_track *t, uint64_t owner)
+{
+   struct gpud_query_pool_page *p;
+   util_list_for_each(p, &t->pools, link) {
+      if (p->owner == owner)
+         return p;
+   }
+   return NULL;
+}
+
+/* With the mutex held: a pool's submissions pending changed by delta (or
+ * always asked about: ask), after its results were read from the host
+ * driver into the page (read). */
+static bool
+pool_write(struct gpud_device_track *t, uint64_t owner, int delta, bool ask, bool read)
+{
+   struct gpud_query_pool_page *p = pool_find(t, owner);
+   if (!p)
+      return false;
+   if (read && p->pending != GPUD_QUERY_ASK && t->disp->GetQueryPoolResults) {
+      uint32_t stride = (p->n_values + 1) * (uint32_t)sizeof(uint64_t);
+      VkResult r = t->disp->GetQueryPoolResults(
+         t->dev, p->pool, 0, p->n_queries, (size_t)p->n_queries * stride,
+         gpud_query_results(p->map, p->n_values, 0), stride,
+         VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WITH_AVAILABILITY_BIT);
+      ask |= r != VK_SUCCESS && r != VK_NOT_READY;
+   }
+   if (ask || (delta > 0 && p->pending + 1 >= GPUD_QUERY_ASK))
+      p->pending = GPUD_QUERY_ASK;
+   else if (p->pending != GPUD_QUERY_ASK && delta > 0)
+      p->pending++;
+   else if (p->pending != GPUD_QUERY_ASK && delta < 0 && p->pending)
+      p->pending--;
+   atomic_store(&p->map->pending, p->pending);
+   return true;
+}
+
+/* With the mutex held: the pools of a submission on its way to the host
+ * pending, or asked about from now on (untracked). */
+static void
+pools_submitted(struct gpud_device_track *t, const uint64_t *pools, unsigned n, bool tracked)
+{
+   for (unsigned i = 0; i < n; i++)
+      pool_write(t, pools[i], 1, !tracked, false);
+}
+
 static void
 publish(struct gpud_queue_track *q)
 {
@@ -259,6 +324,11 @@ entry_publish(struct gpud_device_track *t, struct track_entry *e)
    free(e->events);
    e->events = NULL;
    e->n_events = 0;
+   for (unsigned i = 0; i < e->n_pools; i++)
+      pool_write(t, e->pools[i], -1, false, true);
+   free(e->pools);
+   e->pools = NULL;
+   e->n_pools = 0;
    wrote |= entry_signals(t, e, false);
    return page_write(t, e->slot, e->owner, e->value) || wrote;
 }
@@ -301,7 +371,8 @@ collect(struct gpud_device_track *t)
          struct track_entry *e = &q->ring[q->head];
          if (!entry_done(t, e, now))
             break;
-         if (delay && !e->published && (e->slot >= 0 || e->n_signals || e->n_events) &&
+         if (delay && !e->published &&
+             (e->slot >= 0 || e->n_signals || e->n_events || e->n_pools) &&
              now < e->done_ns + delay) {
             /* gpudctl inject delay-completions: the application's fence
              * and semaphores signal for it this much later */
@@ -424,6 +495,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    pthread_mutex_init(&t->mutex, NULL);
    pthread_cond_init(&t->cond, NULL);
    util_list_init(&t->queues);
+   util_list_init(&t->pools);
    device->dtrack = t;
    return t;
 }
@@ -493,10 +565,15 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct trac
    }
    if (events_submitted(t, g->events, g->n_events, fence != VK_NULL_HANDLE))
       gpud_completion_wake(t->page);
+   pools_submitted(t, g->pools, g->n_pools, fence != VK_NULL_HANDLE);
    if (!fence) {
-      free(g->events); /* asked about: nothing to read when it completes */
+      /* asked about: nothing to read when it completes */
+      free(g->events);
+      free(g->pools);
       g->events = NULL;
       g->n_events = 0;
+      g->pools = NULL;
+      g->n_pools = 0;
    }
    pthread_mutex_unlock(&t->mutex);
    return fence;
@@ -529,6 +606,8 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          .n_signals = g->n_signals,
          .events = g->events,
          .n_events = g->n_events,
+         .pools = g->pools,
+         .n_pools = g->n_pools,
       };
       *g = (struct track_gather){0};
       tracked_app = false;
@@ -543,6 +622,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          wrote |= page_write(t, e->slot, e->owner, GPUD_FENCE_ASK);
          wrote |= entry_signals(t, e, true);
          wrote |= events_submitted(t, e->events, e->n_events, false);
+         pools_submitted(t, e->pools, e->n_pools, false);
          e->slot = -1;
       }
       pthread_cond_signal(&t->cond);
@@ -560,7 +640,9 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
                                    .n_signals = submitted ? g->n_signals : 0};
    wrote |= entry_signals(t, &untracked, true);
    wrote |= events_submitted(t, g->events, g->n_events, false);
+   pools_submitted(t, g->pools, g->n_pools, false);
    free(g->events);
+   free(g->pools);
    *g = (struct track_gather){0};
    if (wrote)
       gpud_completion_wake(t->page);
@@ -588,6 +670,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
          t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % q->cap].fence, NULL);
          free(q->ring[(q->head + i) % q->cap].signals);
          free(q->ring[(q->head + i) % q->cap].events);
+         free(q->ring[(q->head + i) % q->cap].pools);
       }
       if (q->slot)
          atomic_store_explicit(&q->slot->device, 0, memory_order_release);
@@ -604,10 +687,17 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    free(t->owner);
    free(t->sem_owner);
    free(t->events);
+   struct gpud_query_pool_page *p;
+   util_list_for_each_safe(p, &t->pools, link) {
+      munmap(p->map, p->size);
+      free(p);
+   }
    struct gpud_object *obj;
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type == VK_OBJECT_TYPE_QUEUE && obj->device == device)
          obj->track = NULL;
+      if (obj->type == VK_OBJECT_TYPE_QUERY_POOL && obj->device == device)
+         obj->query_page = NULL;
    }
    pthread_mutex_destroy(&t->mutex);
    pthread_cond_destroy(&t->cond);
@@ -647,26 +737,37 @@ gather_signal(struct gpud_call *call, struct track_gather *g, VkSemaphore semaph
       .slot = sem->semaphore_slot, .owner = sem->id, .value = value};
 }
 
-/* The tracked events a submitted command buffer sets or resets (an event
- * the list cannot hold is asked about from now on). */
+/* The tracked events a submitted command buffer sets or resets and the
+ * query pools with a page whose queries it changes (what the lists cannot
+ * hold is asked about from now on). */
 static void
-gather_events(struct gpud_call *call, struct track_gather *g, VkCommandBuffer cb,
-              struct gpud_device_track *t)
+gather_watched(struct gpud_call *call, struct track_gather *g, VkCommandBuffer cb,
+               struct gpud_device_track *t)
 {
    const struct gpud_object *cmd =
       gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)cb);
-   for (uint32_t i = 0; cmd && i < cmd->n_cmd_events; i++) {
-      struct gpud_object *ev = gpud_object_find(call->ctx, cmd->cmd_events[i]);
-      if (!ev || ev->type != VK_OBJECT_TYPE_EVENT || !ev->event_tracked)
+   for (uint32_t i = 0; cmd && i < cmd->n_cmd_watched; i++) {
+      struct gpud_object *obj = gpud_object_find(call->ctx, cmd->cmd_watched[i]);
+      if (obj && obj->type == VK_OBJECT_TYPE_QUERY_POOL && obj->query_page) {
+         if (gather_grow((void **)&g->pools, g->n_pools, &g->cap_pools, sizeof(*g->pools))) {
+            g->pools[g->n_pools++] = obj->id;
+         } else {
+            pthread_mutex_lock(&t->mutex);
+            pool_write(t, obj->id, 0, true, false);
+            pthread_mutex_unlock(&t->mutex);
+         }
+         continue;
+      }
+      if (!obj || obj->type != VK_OBJECT_TYPE_EVENT || !obj->event_tracked)
          continue;
       if (!gather_grow((void **)&g->events, g->n_events, &g->cap_events, sizeof(*g->events))) {
          pthread_mutex_lock(&t->mutex);
-         event_write(t, ev->event_slot, ev->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0);
+         event_write(t, obj->event_slot, obj->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0);
          pthread_mutex_unlock(&t->mutex);
          continue;
       }
       g->events[g->n_events++] = (struct track_event){
-         .slot = ev->event_slot, .owner = ev->id, .event = (VkEvent)(uintptr_t)ev->handle};
+         .slot = obj->event_slot, .owner = obj->id, .event = (VkEvent)(uintptr_t)obj->handle};
    }
 }
 
@@ -699,7 +800,7 @@ gather_vkQueueSubmit(struct gpud_call *call, const struct wire_args_vkQueueSubmi
    GATHER_SIGNALS(a->pSubmits, a->submitCount)
    for (uint32_t i = 0; t && i < a->submitCount; i++) {
       for (uint32_t j = 0; j < a->pSubmits[i].commandBufferCount; j++)
-         gather_events(call, g, a->pSubmits[i].pCommandBuffers[j], t);
+         gather_watched(call, g, a->pSubmits[i].pCommandBuffers[j], t);
    }
 }
 
@@ -721,7 +822,7 @@ gather_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubm
          gather_signal(call, g, s->pSignalSemaphoreInfos[j].semaphore,
                        s->pSignalSemaphoreInfos[j].value);
       for (uint32_t j = 0; t && j < s->commandBufferInfoCount; j++)
-         gather_events(call, g, s->pCommandBufferInfos[j].commandBuffer, t);
+         gather_watched(call, g, s->pCommandBufferInfos[j].commandBuffer, t);
    }
 }
 
@@ -1094,51 +1195,61 @@ gpud_exec_vkDestroyEvent(struct gpud_call *call, struct wire_args_vkDestroyEvent
 HOST_EVENT_OP(vkSetEvent, EVENT_SET)
 HOST_EVENT_OP(vkResetEvent, EVENT_RESET)
 
-/* ---- the events a recording changes --------------------------------------- */
+/* ---- the events and query pools a recording changes ------------------------ */
 
-/* Distinct events a command buffer's list holds; another one is asked about
- * from now on. */
-#define CMD_EVENTS_MAX 64u
+/* Distinct objects a command buffer's list holds; another one is asked
+ * about from now on. */
+#define CMD_WATCHED_MAX 64u
 
 static void
-cmd_add_event(struct gpud_object *cmd, struct gpud_object *ev)
+cmd_watch(struct gpud_object *cmd, struct gpud_object *obj)
 {
-   if (!cmd || !ev || !ev->event_tracked)
+   if (!cmd || !obj ||
+       !(obj->type == VK_OBJECT_TYPE_EVENT ? obj->event_tracked : obj->query_page != NULL))
       return;
-   for (uint32_t i = 0; i < cmd->n_cmd_events; i++) {
-      if (cmd->cmd_events[i] == ev->id)
+   for (uint32_t i = 0; i < cmd->n_cmd_watched; i++) {
+      if (cmd->cmd_watched[i] == obj->id)
          return;
    }
-   if (!cmd->cmd_events)
-      cmd->cmd_events = calloc(CMD_EVENTS_MAX, sizeof(*cmd->cmd_events));
-   if (cmd->cmd_events && cmd->n_cmd_events < CMD_EVENTS_MAX) {
-      cmd->cmd_events[cmd->n_cmd_events++] = ev->id;
+   if (!cmd->cmd_watched)
+      cmd->cmd_watched = calloc(CMD_WATCHED_MAX, sizeof(*cmd->cmd_watched));
+   if (cmd->cmd_watched && cmd->n_cmd_watched < CMD_WATCHED_MAX) {
+      cmd->cmd_watched[cmd->n_cmd_watched++] = obj->id;
       return;
    }
-   struct gpud_device_track *t = ev->device ? ev->device->dtrack : NULL;
+   struct gpud_device_track *t = obj->device ? obj->device->dtrack : NULL;
    if (!t)
       return;
    pthread_mutex_lock(&t->mutex);
-   if (event_write(t, ev->event_slot, ev->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0))
+   if (obj->type == VK_OBJECT_TYPE_QUERY_POOL)
+      pool_write(t, obj->id, 0, true, false);
+   else if (event_write(t, obj->event_slot, obj->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0))
       gpud_completion_wake(t->page);
    pthread_mutex_unlock(&t->mutex);
 }
 
-#define CMD_EVENT_OP(cmd)                                                                   \
+#define CMD_WATCH(cmd, type, member)                                                        \
    void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
    {                                                                                        \
       gpud_gen_exec_##cmd(call, a);                                                         \
-      cmd_add_event(gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,                    \
-                                    (uint64_t)(uintptr_t)a->commandBuffer),                 \
-                    gpud_call_named(call, VK_OBJECT_TYPE_EVENT, (uint64_t)(uintptr_t)a->event)); \
+      cmd_watch(gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,                        \
+                                (uint64_t)(uintptr_t)a->commandBuffer),                     \
+                gpud_call_named(call, type, (uint64_t)(uintptr_t)a->member));               \
    }
 
-CMD_EVENT_OP(vkCmdSetEvent)
-CMD_EVENT_OP(vkCmdResetEvent)
-CMD_EVENT_OP(vkCmdSetEvent2)
-CMD_EVENT_OP(vkCmdResetEvent2)
+CMD_WATCH(vkCmdSetEvent, VK_OBJECT_TYPE_EVENT, event)
+CMD_WATCH(vkCmdResetEvent, VK_OBJECT_TYPE_EVENT, event)
+CMD_WATCH(vkCmdSetEvent2, VK_OBJECT_TYPE_EVENT, event)
+CMD_WATCH(vkCmdResetEvent2, VK_OBJECT_TYPE_EVENT, event)
+CMD_WATCH(vkCmdResetQueryPool, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
+CMD_WATCH(vkCmdBeginQuery, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
+CMD_WATCH(vkCmdEndQuery, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
+CMD_WATCH(vkCmdWriteTimestamp, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
+CMD_WATCH(vkCmdWriteTimestamp2, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
+CMD_WATCH(vkCmdBeginQueryIndexedEXT, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
+CMD_WATCH(vkCmdEndQueryIndexedEXT, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
 
-/* A secondary's events are its primary's too. */
+/* A secondary's events and pools are its primary's too. */
 void
 gpud_exec_vkCmdExecuteCommands(struct gpud_call *call, struct wire_args_vkCmdExecuteCommands *a)
 {
@@ -1149,18 +1260,124 @@ gpud_exec_vkCmdExecuteCommands(struct gpud_call *call, struct wire_args_vkCmdExe
       const struct gpud_object *secondary =
          gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
                          (uint64_t)(uintptr_t)a->pCommandBuffers[i]);
-      for (uint32_t j = 0; secondary && secondary != primary && j < secondary->n_cmd_events; j++)
-         cmd_add_event(primary, gpud_object_find(call->ctx, secondary->cmd_events[j]));
+      for (uint32_t j = 0; secondary && secondary != primary && j < secondary->n_cmd_watched;
+           j++)
+         cmd_watch(primary, gpud_object_find(call->ctx, secondary->cmd_watched[j]));
    }
 }
 
-/* A new recording starts with no events. */
+/* A new recording starts with nothing watched. */
 void
 gpud_exec_vkBeginCommandBuffer(struct gpud_call *call, struct wire_args_vkBeginCommandBuffer *a)
 {
    struct gpud_object *cmd = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
                                              (uint64_t)(uintptr_t)a->commandBuffer);
    if (cmd)
-      cmd->n_cmd_events = 0;
+      cmd->n_cmd_watched = 0;
    gpud_gen_exec_vkBeginCommandBuffer(call, a);
+}
+
+/* ---- query pools ------------------------------------------------------------ */
+
+void
+gpud_exec_vkCreateQueryPool(struct gpud_call *call, struct wire_args_vkCreateQueryPool *a)
+{
+   const VkQueryPoolCreateInfo *info = a->pCreateInfo;
+   call->new_size = info->queryCount;
+   switch (info->queryType) {
+   case VK_QUERY_TYPE_OCCLUSION:
+   case VK_QUERY_TYPE_TIMESTAMP:
+      call->new_query_values = 1;
+      break;
+   case VK_QUERY_TYPE_PIPELINE_STATISTICS:
+      call->new_query_values = (uint32_t)__builtin_popcount(info->pipelineStatistics);
+      break;
+   default:
+      call->new_query_values = 0; /* its results are asked about */
+      break;
+   }
+   gpud_gen_exec_vkCreateQueryPool(call, a);
+}
+
+/* The pool's results page, a memfd the ICD made: mapped once checked (a
+ * page the worker cannot take leaves the pool asked about). */
+void
+gpud_exec_vkSetQueryPoolPageGPUD(struct gpud_call *call, struct wire_args_vkSetQueryPoolPageGPUD *a)
+{
+   struct gpud_object *pool =
+      gpud_call_named(call, VK_OBJECT_TYPE_QUERY_POOL, (uint64_t)(uintptr_t)a->queryPool);
+   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
+   uint64_t size = pool ? gpud_query_page_size((uint32_t)pool->size, pool->query_values) : 0;
+   void *map = MAP_FAILED;
+   if (pool && t && !pool->query_page && pool->query_values && pool->size &&
+       size <= GPUD_QUERY_PAGE_MAX && a->fd >= 0 && util_memfd_check(a->fd, size) == 0)
+      map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+   util_fd_close(&a->fd);
+   struct gpud_query_pool_page *p = map != MAP_FAILED ? calloc(1, sizeof(*p)) : NULL;
+   if (!p) {
+      if (map != MAP_FAILED)
+         munmap(map, size);
+      return;
+   }
+   *p = (struct gpud_query_pool_page){
+      .owner = pool->id,
+      .pool = (VkQueryPool)(uintptr_t)pool->handle,
+      .map = map,
+      .size = size,
+      .n_queries = (uint32_t)pool->size,
+      .n_values = pool->query_values,
+   };
+   struct gpud_query_page_header *h = map;
+   h->magic = GPUD_QUERY_PAGE_MAGIC;
+   h->n_queries = p->n_queries;
+   h->n_values = p->n_values;
+   atomic_store(&h->pending, 0);
+   atomic_store(&h->host_resets, 0);
+   /* a new pool's queries are unavailable until reset and ended: the host
+    * says so */
+   for (uint32_t i = 0; i < p->n_queries; i++)
+      atomic_store(&gpud_query_results(h, p->n_values, i)[p->n_values], 0);
+   atomic_store(&h->ready, 1);
+   pthread_mutex_lock(&t->mutex);
+   util_list_add_tail(&t->pools, &p->link);
+   pthread_mutex_unlock(&t->mutex);
+   pool->query_page = p;
+}
+
+void
+gpud_queue_query_pool_gone(struct gpud_object *pool)
+{
+   struct gpud_device_track *t = pool->device ? pool->device->dtrack : NULL;
+   struct gpud_query_pool_page *p = pool->query_page;
+   if (!p || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   util_list_remove(&p->link);
+   pthread_mutex_unlock(&t->mutex);
+   munmap(p->map, p->size);
+   free(p);
+   pool->query_page = NULL;
+}
+
+/* The application's host reset, under the tracker's mutex (it may be
+ * reading the pool): the range unavailable on the page, then counted. */
+void
+gpud_exec_vkResetQueryPool(struct gpud_call *call, struct wire_args_vkResetQueryPool *a)
+{
+   struct gpud_object *pool =
+      gpud_call_named(call, VK_OBJECT_TYPE_QUERY_POOL, (uint64_t)(uintptr_t)a->queryPool);
+   struct gpud_query_pool_page *p = pool ? pool->query_page : NULL;
+   struct gpud_device_track *t = p && pool->device ? pool->device->dtrack : NULL;
+   if (!t) {
+      gpud_gen_exec_vkResetQueryPool(call, a);
+      return;
+   }
+   pthread_mutex_lock(&t->mutex);
+   gpud_gen_exec_vkResetQueryPool(call, a);
+   for (uint64_t i = a->firstQuery;
+        i < p->n_queries && i < (uint64_t)a->firstQuery + a->queryCount; i++)
+      atomic_store(&gpud_query_results(p->map, p->n_values, (uint32_t)i)[p->n_values], 0);
+   p->host_resets++;
+   atomic_store(&p->map->host_resets, p->host_resets);
+   pthread_mutex_unlock(&t->mutex);
 }

@@ -448,7 +448,19 @@ gpud_waiters_cancel(struct gpud_context *ctx, struct gpud_object *device, uint64
 
 CANCEL_THEN_DESTROY(vkDestroyFence, fence)
 CANCEL_THEN_DESTROY(vkDestroySemaphore, semaphore)
-CANCEL_THEN_DESTROY(vkDestroyQueryPool, queryPool)
+
+/* ... and the queue tracker's reading of its results into the page */
+void
+gpud_exec_vkDestroyQueryPool(struct gpud_call *call, struct wire_args_vkDestroyQueryPool *a)
+{
+   struct gpud_object *pool =
+      gpud_call_named(call, VK_OBJECT_TYPE_QUERY_POOL, (uint64_t)(uintptr_t)a->queryPool);
+   if (a->queryPool)
+      gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->queryPool);
+   if (pool)
+      gpud_queue_query_pool_gone(pool);
+   gpud_gen_exec_vkDestroyQueryPool(call, a);
+}
 
 void
 gpud_exec_vkGetSemaphoreCounterValue(struct gpud_call *call,

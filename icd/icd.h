@@ -221,6 +221,17 @@ struct icd_event {
    _Atomic bool last_set;
 };
 
+/* A query pool whose results the worker copies into a page (icd_query.c);
+ * page NULL: asked about.  host_resets: the application's vkResetQueryPool
+ * so far. */
+struct icd_query_pool {
+   struct icd_object base;
+   struct gpud_query_page_header *page;
+   size_t page_size;
+   uint32_t n_queries, n_values;
+   _Atomic uint32_t host_resets;
+};
+
 void icd_device_completion_finish(struct icd_device *dev);
 /* The fence's next signal is the host driver's to tell (a window system's
  * acquire): its state is asked about until it is reset. */

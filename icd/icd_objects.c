@@ -98,6 +98,9 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
          e->slot = -1;
       return (uint64_t)(uintptr_t)e;
    }
+   case VK_OBJECT_TYPE_QUERY_POOL:
+      return (uint64_t)(uintptr_t)icd_object_alloc(sizeof(struct icd_query_pool), conn, type,
+                                                   false);
    default:
       return icd_connection_new_id(conn);
    }
@@ -153,6 +156,13 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
       if (mem->map)
          munmap(mem->map, mem->map_size);
       icd_object_free(mem);
+      break;
+   }
+   case VK_OBJECT_TYPE_QUERY_POOL: {
+      struct icd_query_pool *pool = ptr;
+      if (pool->page)
+         munmap(pool->page, pool->page_size);
+      icd_object_free(pool);
       break;
    }
    default:

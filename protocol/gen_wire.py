@@ -106,6 +106,12 @@ PRIVATE_COMMANDS = """
     <param><type>uint32_t</type> <name>slot</name></param>
     <param><type>uint32_t</type> <name>tag</name></param>
   </command>
+  <command>
+    <proto><type>void</type> <name>vkSetQueryPoolPageGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param><type>VkQueryPool</type> <name>queryPool</name></param>
+    <param><type>int</type> <name>fd</name></param>
+  </command>
 </commands>
 """
 
@@ -186,7 +192,7 @@ HOST_OPTIONAL = {
 ICD_POINTER_HANDLES = {
     'VkInstance', 'VkPhysicalDevice', 'VkDevice', 'VkQueue', 'VkCommandBuffer',
     'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate', 'VkFence', 'VkSemaphore',
-    'VkEvent',
+    'VkEvent', 'VkQueryPool',
 }
 
 # Synchronous queries whose answer depends only on their arguments and the
@@ -306,6 +312,7 @@ FD_MEMBERS = {
     ('vkGetSemaphoreFdKHR', 'pFd'): None,
     ('vkGetFenceFdKHR', 'pFd'): None,
     ('vkGetCompletionPageGPUD', 'pFd'): None,
+    ('vkSetQueryPoolPageGPUD', 'fd'): None,
 }
 
 # Output pointers inside input structures: the host writes through them, the

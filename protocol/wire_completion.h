@@ -154,3 +154,55 @@ gpud_fence_value(uint32_t generation, int signaled)
 
 _Static_assert(sizeof(struct gpud_completion_header) == 64, "one cache line");
 _Static_assert(sizeof(struct gpud_semaphore_slot) == 16, "two words");
+
+/*
+ * A query pool's results page: a memfd the ICD makes for each occlusion,
+ * timestamp or pipeline-statistics pool (sealed against shrinking and
+ * growing) and sends with vkSetQueryPoolPageGPUD; the worker maps it and is
+ * the only writer.  After the header, each query's n_values 64-bit values
+ * and its availability, as vkGetQueryPoolResults writes them with
+ * VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WITH_AVAILABILITY_BIT.
+ *
+ * `pending` counts the submissions in flight whose command buffers reset,
+ * begin, end or write queries of the pool (GPUD_QUERY_ASK: always ask);
+ * when one completes, the tracker reads every result of the pool from the
+ * host driver into the page, then takes it off.  `host_resets` counts the
+ * application's vkResetQueryPool the worker has run (it clears the range's
+ * availability first).  The ICD answers vkGetQueryPoolResults from the
+ * page while `ready` is 1, nothing is pending and host_resets is its own
+ * count: the page then holds what the host would answer.
+ */
+#define GPUD_QUERY_PAGE_MAGIC 0x71647067u /* "gpdq" */
+#define GPUD_QUERY_ASK 0xffffffffu
+/* A pool whose page would be larger is asked about (the tracker reads
+ * every result of a pool when a submission that changes it completes). */
+#define GPUD_QUERY_PAGE_MAX (1u << 20)
+
+struct gpud_query_page_header {
+   _Atomic uint32_t ready; /* 1: the worker took the page */
+   uint32_t magic;
+   uint32_t n_queries;
+   uint32_t n_values;
+   _Atomic uint32_t pending;
+   _Atomic uint32_t host_resets;
+   uint32_t reserved[10];
+};
+
+static inline uint64_t
+gpud_query_page_size(uint32_t n_queries, uint32_t n_values)
+{
+   uint64_t size = sizeof(struct gpud_query_page_header) +
+                   (uint64_t)n_queries * (n_values + 1) * sizeof(uint64_t);
+   return (size + 4095) & ~(uint64_t)4095;
+}
+
+/* The first word of query i's results (its availability after n_values;
+ * n_values is the reader's own, never the page's). */
+static inline _Atomic uint64_t *
+gpud_query_results(struct gpud_query_page_header *h, uint32_t n_values, uint32_t i)
+{
+   return (_Atomic uint64_t *)((char *)h + sizeof(*h)) + (uint64_t)i * (n_values + 1);
+}
+
+_Static_assert(sizeof(struct gpud_query_page_header) == 64, "one cache line");
+

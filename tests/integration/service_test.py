@@ -563,7 +563,7 @@ def test_completion(fx):
     """Fences answered in the application: vkGetFenceStatus and
     vkWaitForFences on a signalled fence send nothing to the daemon (its
     count of the client's commands stays put), nor do timeline semaphore
-    reads and waits or event reads from several threads; threads that each
+    reads and waits, event reads or query results from several threads; threads that each
     submit and wait cost the submits and resets only; threads waiting for fences nothing
     signals all get VK_ERROR_DEVICE_LOST, promptly, when the daemon is
     killed."""
@@ -621,6 +621,20 @@ def test_completion(fx):
     if after - before > 6:
         fail('80000 event reads cost %d commands (6 expected: 2 fence resets, 2 submits, '
              'the host reset and set)' % (after - before))
+
+    # timestamp queries: written and reset by submissions, read with their
+    # availability by 4 threads after their fence waits, in the application
+    app.do('queries 1')
+    before = commands(app)
+    res = app.do('queries 5000')
+    after = commands(app)
+    log('queries: 2 submissions, 4 threads reading 4 results 20000 times after each: '
+        '%d commands' % (after - before))
+    if res != ['VK_SUCCESS']:
+        fail('query results read from 4 threads: %r' % res)
+    if after - before > 4:
+        fail('40000 vkGetQueryPoolResults cost %d commands (4 expected: 2 fence resets and '
+             '2 submits)' % (after - before))
 
     # a device's memory requirements for a create info: asked once
     app.do('requirements 1')

@@ -31,6 +31,12 @@
  *              sets it (N reads), a submission resets it (the threads wait
  *              for its fence, N reads): "events RESULT" (VK_ERROR_UNKNOWN:
  *              a read saw the wrong state)
+ *   queries N  a submission resets 4 timestamp queries and writes them (the
+ *              fence signals it); 4 threads wait for the fence and read the
+ *              4 results with availability N times (all available, the same
+ *              each time, in order); a submission resets them and the
+ *              threads read them N times (none available):
+ *              "queries RESULT" (VK_ERROR_UNKNOWN: a read saw wrong results)
  *   requirements N  N vkGetDeviceBufferMemoryRequirements of one create
  *              info and of a second, each compared with a buffer created
  *              with it: "requirements RESULT" (VK_ERROR_UNKNOWN: they differ)
@@ -63,6 +69,8 @@ struct app {
    uint64_t timeline_value;
    VkEvent event;
    VkCommandBuffer event_cmd[2]; /* copy then set the event; reset it */
+   VkQueryPool timestamps;
+   VkCommandBuffer query_cmd[2]; /* reset and write the 4 queries; reset them */
    pthread_mutex_t queue_mutex; /* submits from several threads */
 };
 
@@ -221,6 +229,18 @@ do_timeline(struct app *a, unsigned n)
    printf("timeline %s %llu\n", vkt_result_name(r), (unsigned long long)a->timeline_value);
 }
 
+static VkResult
+submit_cmd(struct app *a, VkCommandBuffer cmd)
+{
+   VkResult r = vkResetFences(a->ctx.device, 1, &a->fence);
+   const VkSubmitInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &cmd,
+   };
+   return r == VK_SUCCESS ? vkQueueSubmit(a->ctx.queue, 1, &info, a->fence) : r;
+}
+
 struct event_reader {
    struct app *a;
    unsigned n;
@@ -262,22 +282,10 @@ read_event(struct app *a, unsigned n, VkResult expect)
    return result;
 }
 
-static VkResult
-submit_event_cmd(struct app *a, unsigned which)
-{
-   VkResult r = vkResetFences(a->ctx.device, 1, &a->fence);
-   const VkSubmitInfo info = {
-      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-      .commandBufferCount = 1,
-      .pCommandBuffers = &a->event_cmd[which],
-   };
-   return r == VK_SUCCESS ? vkQueueSubmit(a->ctx.queue, 1, &info, a->fence) : r;
-}
-
 static void
 do_events(struct app *a, unsigned n)
 {
-   VkResult r = submit_event_cmd(a, 0);
+   VkResult r = submit_cmd(a, a->event_cmd[0]);
    if (r == VK_SUCCESS)
       r = read_event(a, n, VK_EVENT_SET);
    if (r == VK_SUCCESS)
@@ -289,7 +297,7 @@ do_events(struct app *a, unsigned n)
    if (r == VK_SUCCESS)
       r = read_event(a, n, VK_EVENT_SET);
    if (r == VK_SUCCESS)
-      r = submit_event_cmd(a, 1);
+      r = submit_cmd(a, a->event_cmd[1]);
    if (r == VK_SUCCESS)
       r = read_event(a, n, VK_EVENT_RESET);
    printf("events %s\n", vkt_result_name(r));
@@ -318,6 +326,111 @@ record_events(struct app *a)
    VKT_CHECK(vkBeginCommandBuffer(a->event_cmd[1], &begin));
    vkCmdResetEvent(a->event_cmd[1], a->event, VK_PIPELINE_STAGE_TRANSFER_BIT);
    VKT_CHECK(vkEndCommandBuffer(a->event_cmd[1]));
+}
+
+struct query_reader {
+   struct app *a;
+   unsigned n;
+   bool available;
+   VkResult result;
+};
+
+static void *
+query_reader_thread(void *data)
+{
+   struct query_reader *r = data;
+   r->result = vkWaitForFences(r->a->ctx.device, 1, &r->a->fence, VK_TRUE,
+                               30ull * 1000 * 1000 * 1000);
+   uint64_t first[8] = {0};
+   for (unsigned i = 0; i < r->n && r->result == VK_SUCCESS; i++) {
+      uint64_t res[8];
+      memset(res, 0xa5, sizeof(res));
+      VkResult st = vkGetQueryPoolResults(r->a->ctx.device, r->a->timestamps, 0, 4, sizeof(res),
+                                          res, 2 * sizeof(uint64_t),
+                                          VK_QUERY_RESULT_64_BIT |
+                                             VK_QUERY_RESULT_WITH_AVAILABILITY_BIT);
+      if (st < 0) {
+         r->result = st;
+         break;
+      }
+      bool ok = st == (r->available ? VK_SUCCESS : VK_NOT_READY);
+      for (unsigned q = 0; q < 4; q++) {
+         ok = ok && res[2 * q + 1] == (r->available ? 1 : 0);
+         if (r->available && q > 0)
+            ok = ok && res[2 * q] >= res[2 * q - 2];
+         if (!r->available)
+            ok = ok && res[2 * q] == 0xa5a5a5a5a5a5a5a5ull; /* not written */
+      }
+      if (r->available && i == 0)
+         memcpy(first, res, sizeof(first));
+      if (r->available && memcmp(first, res, sizeof(first)))
+         ok = false;
+      if (!ok)
+         r->result = VK_ERROR_UNKNOWN;
+   }
+   return NULL;
+}
+
+/* 4 threads wait for the fence, then read the queries n times. */
+static VkResult
+read_queries(struct app *a, unsigned n, bool available)
+{
+   struct query_reader r[4];
+   pthread_t t[4];
+   for (unsigned i = 0; i < 4; i++) {
+      r[i] = (struct query_reader){.a = a, .n = n, .available = available};
+      if (pthread_create(&t[i], NULL, query_reader_thread, &r[i]) != 0)
+         vkt_fail("pthread_create");
+   }
+   VkResult result = VK_SUCCESS;
+   for (unsigned i = 0; i < 4; i++) {
+      pthread_join(t[i], NULL);
+      if (r[i].result != VK_SUCCESS && result == VK_SUCCESS)
+         result = r[i].result;
+   }
+   return result;
+}
+
+static void
+do_queries(struct app *a, unsigned n)
+{
+   VkResult r = submit_cmd(a, a->query_cmd[0]);
+   if (r == VK_SUCCESS)
+      r = read_queries(a, n, true);
+   if (r == VK_SUCCESS)
+      r = submit_cmd(a, a->query_cmd[1]);
+   if (r == VK_SUCCESS)
+      r = read_queries(a, n, false);
+   printf("queries %s\n", vkt_result_name(r));
+}
+
+static void
+record_queries(struct app *a)
+{
+   const VkCommandBufferAllocateInfo cb = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = a->ctx.cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 2,
+   };
+   VKT_CHECK(vkAllocateCommandBuffers(a->ctx.device, &cb, a->query_cmd));
+   const VkQueryPoolCreateInfo qi = {
+      .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+      .queryType = VK_QUERY_TYPE_TIMESTAMP,
+      .queryCount = 4,
+   };
+   VKT_CHECK(vkCreateQueryPool(a->ctx.device, &qi, NULL, &a->timestamps));
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+   };
+   VKT_CHECK(vkBeginCommandBuffer(a->query_cmd[0], &begin));
+   vkCmdResetQueryPool(a->query_cmd[0], a->timestamps, 0, 4);
+   for (uint32_t q = 0; q < 4; q++)
+      vkCmdWriteTimestamp(a->query_cmd[0], VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, a->timestamps, q);
+   VKT_CHECK(vkEndCommandBuffer(a->query_cmd[0]));
+   VKT_CHECK(vkBeginCommandBuffer(a->query_cmd[1], &begin));
+   vkCmdResetQueryPool(a->query_cmd[1], a->timestamps, 0, 4);
+   VKT_CHECK(vkEndCommandBuffer(a->query_cmd[1]));
 }
 
 static VkResult
@@ -473,6 +586,7 @@ main(int argc, char **argv)
                                      .pNext = &type};
    VKT_CHECK(vkCreateSemaphore(a.ctx.device, &si, NULL, &a.timeline));
    record_events(&a);
+   record_queries(&a);
    setvbuf(stdout, NULL, _IOLBF, 0);
    printf("READY\n");
 
@@ -509,6 +623,8 @@ main(int argc, char **argv)
          do_settled(&a, n);
       else if (sscanf(line, "timeline %u", &n) == 1)
          do_timeline(&a, n);
+      else if (sscanf(line, "queries %u", &n) == 1)
+         do_queries(&a, n);
       else if (sscanf(line, "events %u", &n) == 1)
          do_events(&a, n);
       else if (sscanf(line, "requirements %u", &n) == 1)
@@ -527,6 +643,7 @@ main(int argc, char **argv)
       vkDestroyFence(a.ctx.device, a.thread_fences[i], NULL);
    vkDestroySemaphore(a.ctx.device, a.timeline, NULL);
    vkDestroyEvent(a.ctx.device, a.event, NULL);
+   vkDestroyQueryPool(a.ctx.device, a.timestamps, NULL);
    vkt_buffer_destroy(&a.ctx, &a.src);
    vkt_buffer_destroy(&a.ctx, &a.dst);
    vkt_context_finish(&a.ctx);

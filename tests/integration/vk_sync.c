@@ -14,7 +14,8 @@
  *             cannot wait for the submission's end), events set in a
  *             secondary command buffer and by vkCmdSetEvent2/vkCmdResetEvent2
  *   queries   exact occlusion counts (vkGetQueryPoolResults with and without
- *             availability, vkCmdCopyQueryPoolResults) and timestamps
+ *             availability, vkCmdCopyQueryPoolResults), a host reset of some
+ *             of them, and timestamps
  *
  *   vk_sync [--device NAME] [--only timeline|fences|events|queries]
  */
@@ -812,6 +813,26 @@ test_queries(const struct vkt_context *ctx)
    if (copied[nq] != UINT64_MAX)
       vkt_fail("vkCmdCopyQueryPoolResults wrote past its last query");
 
+   /* A host reset of queries 1 and 2: the others keep their results, those
+    * two are unavailable and their values not written. */
+   vkResetQueryPool(ctx->device, occ_pool, 1, 2);
+   for (int round = 0; round < 2; round++) {
+      memset(with_avail, 0xa5, sizeof(with_avail));
+      VKT_EXPECT(vkGetQueryPoolResults(ctx->device, occ_pool, 0, nq, sizeof(with_avail),
+                                       with_avail, sizeof(with_avail[0]),
+                                       VK_QUERY_RESULT_64_BIT |
+                                          VK_QUERY_RESULT_WITH_AVAILABILITY_BIT),
+                 VK_NOT_READY);
+      for (uint32_t q = 0; q < nq; q++) {
+         bool reset = q == 1 || q == 2;
+         if (with_avail[q][1] != (reset ? 0 : 1) ||
+             with_avail[q][0] != (reset ? 0xa5a5a5a5a5a5a5a5ull : cases[q].samples))
+            vkt_fail("occlusion query %u after a host reset of 1 and 2 (read %d): %llx/%llu",
+                     q, round, (unsigned long long)with_avail[q][0],
+                     (unsigned long long)with_avail[q][1]);
+      }
+   }
+
    if (timestamps) {
       uint64_t ts[2];
       uint64_t mask = ctx->timestamp_valid_bits >= 64
@@ -875,7 +896,8 @@ main(int argc, char **argv)
    vkt_context_init(&ctx, "vk_sync", device_name,
                     VKT_FEATURE_TIMELINE_SEMAPHORE |
                        VKT_FEATURE_SYNCHRONIZATION2 |
-                       VKT_FEATURE_OCCLUSION_PRECISE);
+                       VKT_FEATURE_OCCLUSION_PRECISE |
+                       VKT_FEATURE_HOST_QUERY_RESET);
 
    bool ran = false;
    for (unsigned i = 0; i < VKT_ARRAY_SIZE(tests); i++) {

@@ -198,6 +198,8 @@ check_features(VkPhysicalDevice pdev, uint32_t features)
       vkt_fail("device lacks the occlusionQueryPrecise feature");
    if ((features & VKT_FEATURE_BUFFER_DEVICE_ADDRESS) && !f12.bufferDeviceAddress)
       vkt_fail("device lacks the bufferDeviceAddress feature");
+   if ((features & VKT_FEATURE_HOST_QUERY_RESET) && !f12.hostQueryReset)
+      vkt_fail("device lacks the hostQueryReset feature");
 }
 
 /*
@@ -372,6 +374,7 @@ context_init_device(struct vkt_context *ctx, VkInstance instance,
       .pNext = &f13,
       .timelineSemaphore = !!(features & VKT_FEATURE_TIMELINE_SEMAPHORE),
       .bufferDeviceAddress = !!(features & VKT_FEATURE_BUFFER_DEVICE_ADDRESS),
+      .hostQueryReset = !!(features & VKT_FEATURE_HOST_QUERY_RESET),
    };
    const VkPhysicalDeviceFeatures f10 = {
       .occlusionQueryPrecise = !!(features & VKT_FEATURE_OCCLUSION_PRECISE),
