@@ -481,6 +481,8 @@ welcome(struct gpud_client *client)
    welcome.device_name = server->device_name;
    welcome.host_driver = server->host_driver;
    welcome.client_id = client->id;
+   /* the ICD creates without waiting while well inside it */
+   welcome.max_objects = server->cfg.limits.client_objects;
    Gpud__ControlMessage w = GPUD__CONTROL_MESSAGE__INIT;
    w.msg_case = GPUD__CONTROL_MESSAGE__MSG_WELCOME;
    w.welcome = &welcome;

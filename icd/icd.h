@@ -63,6 +63,11 @@ struct icd_connection {
    struct icd_instance *instance; /* whose messengers get the daemon's messages */
    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
    atomic_uint_fast64_t next_id;
+   /* the client's object limit (the Welcome's; 0: unknown) and the objects
+    * the ICD counts on this connection: never fewer than the daemon holds
+    * (children the daemon drops with their parent are counted until then) */
+   uint64_t max_objects;
+   _Atomic int64_t objects;
 
    /* the rings (util_ring.h): commands out, replies and messages in */
    void *ring_map;
@@ -239,6 +244,13 @@ void icd_fence_ask(VkFence fence);
 /* Its payload was imported or exported: asked about from now on. */
 void icd_fence_untrack(VkFence fence);
 void icd_semaphore_untrack(VkSemaphore semaphore);
+
+/* A descriptor pool: the sets allocated from it, which its reset and its
+ * destruction free. */
+struct icd_descriptor_pool {
+   struct icd_object base;
+   _Atomic int64_t sets;
+};
 
 struct icd_command_pool {
    struct icd_object base;

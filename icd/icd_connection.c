@@ -152,6 +152,7 @@ receive_welcome(struct icd_connection *conn, uint64_t deadline_ns)
    if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_WELCOME) {
       snprintf(conn->device_name, sizeof(conn->device_name), "%s",
                reply->welcome->device_name ? reply->welcome->device_name : "");
+      conn->max_objects = reply->welcome->max_objects;
    } else if (reply->msg_case == GPUD__CONTROL_MESSAGE__MSG_DISCONNECT) {
       /* A refusal is something the user must see: say it once. */
       icd_log("daemon at %s refused the connection: %s", conn->socket_path,
@@ -741,4 +742,21 @@ icd_call_take_fd(struct icd_call *call)
          return util_fd_move(&call->fds[i]);
    }
    return -1;
+}
+
+void
+icd_connection_count_objects(struct icd_connection *conn, int64_t delta)
+{
+   atomic_fetch_add_explicit(&conn->objects, delta, memory_order_relaxed);
+}
+
+/* ICD_OBJECT_MARGIN covers creates racing from other threads. */
+#define ICD_OBJECT_MARGIN 4096
+
+bool
+icd_connection_room(struct icd_connection *conn)
+{
+   int64_t n = atomic_load_explicit(&conn->objects, memory_order_relaxed);
+   return conn->max_objects > ICD_OBJECT_MARGIN &&
+          (uint64_t)(n > 0 ? n : 0) < conn->max_objects - ICD_OBJECT_MARGIN;
 }

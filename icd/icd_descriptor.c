@@ -189,3 +189,40 @@ icd_vkCmdPushDescriptorSetWithTemplateKHR(VkCommandBuffer commandBuffer,
    free(inline_blocks);
    free(infos);
 }
+
+/* ---- descriptor pools: the sets they hold, for the object count ---------- */
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkAllocateDescriptorSets(VkDevice device, const VkDescriptorSetAllocateInfo *pAllocateInfo,
+                             VkDescriptorSet *pDescriptorSets)
+{
+   VkResult r = icd_gen_vkAllocateDescriptorSets(device, pAllocateInfo, pDescriptorSets);
+   struct icd_descriptor_pool *pool = (struct icd_descriptor_pool *)pAllocateInfo->descriptorPool;
+   if (r == VK_SUCCESS)
+      atomic_fetch_add(&pool->sets, pAllocateInfo->descriptorSetCount);
+   return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkFreeDescriptorSets(VkDevice device, VkDescriptorPool descriptorPool,
+                         uint32_t descriptorSetCount, const VkDescriptorSet *pDescriptorSets)
+{
+   struct icd_descriptor_pool *pool = (struct icd_descriptor_pool *)descriptorPool;
+   int64_t freed = 0;
+   for (uint32_t i = 0; i < descriptorSetCount; i++)
+      freed += pDescriptorSets[i] != VK_NULL_HANDLE;
+   atomic_fetch_sub(&pool->sets, freed);
+   icd_connection_count_objects(pool->base.conn, -freed);
+   return icd_gen_vkFreeDescriptorSets(device, descriptorPool, descriptorSetCount,
+                                       pDescriptorSets);
+}
+
+/* Every set of the pool is freed: the daemon forgets them. */
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkResetDescriptorPool(VkDevice device, VkDescriptorPool descriptorPool,
+                          VkDescriptorPoolResetFlags flags)
+{
+   struct icd_descriptor_pool *pool = (struct icd_descriptor_pool *)descriptorPool;
+   icd_connection_count_objects(pool->base.conn, -atomic_exchange(&pool->sets, 0));
+   return icd_gen_vkResetDescriptorPool(device, descriptorPool, flags);
+}

@@ -101,6 +101,9 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
    case VK_OBJECT_TYPE_QUERY_POOL:
       return (uint64_t)(uintptr_t)icd_object_alloc(sizeof(struct icd_query_pool), conn, type,
                                                    false);
+   case VK_OBJECT_TYPE_DESCRIPTOR_POOL:
+      return (uint64_t)(uintptr_t)icd_object_alloc(sizeof(struct icd_descriptor_pool), conn,
+                                                   type, false);
    default:
       return icd_connection_new_id(conn);
    }
@@ -144,6 +147,8 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
       struct icd_command_buffer *cb = pool->buffers;
       while (cb) {
          struct icd_command_buffer *next = cb->next;
+         /* the daemon frees them with their pool */
+         icd_connection_count_objects(pool->base.conn, -1);
          command_buffer_free(cb);
          cb = next;
       }
@@ -156,6 +161,13 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
       if (mem->map)
          munmap(mem->map, mem->map_size);
       icd_object_free(mem);
+      break;
+   }
+   case VK_OBJECT_TYPE_DESCRIPTOR_POOL: {
+      /* its sets go with it */
+      struct icd_descriptor_pool *pool = ptr;
+      icd_connection_count_objects(pool->base.conn, -atomic_load(&pool->sets));
+      icd_object_free(pool);
       break;
    }
    case VK_OBJECT_TYPE_QUERY_POOL: {

@@ -192,7 +192,7 @@ HOST_OPTIONAL = {
 ICD_POINTER_HANDLES = {
     'VkInstance', 'VkPhysicalDevice', 'VkDevice', 'VkQueue', 'VkCommandBuffer',
     'VkDeviceMemory', 'VkCommandPool', 'VkDescriptorUpdateTemplate', 'VkFence', 'VkSemaphore',
-    'VkEvent', 'VkQueryPool',
+    'VkEvent', 'VkQueryPool', 'VkDescriptorPool',
 }
 
 # Synchronous queries whose answer depends only on their arguments and the
@@ -261,6 +261,33 @@ FORCE_ASYNC = {
     # once (icd_fence.c) and a timeline value shows on the completion page
     # before the daemon has it
     'vkSetEvent', 'vkResetEvent', 'vkSignalSemaphore',
+}
+
+# Creates whose result the application cannot see before it uses the
+# object: while the client is well inside its object limit (the ICD counts
+# the objects it has: icd_connection_room) they are queued like asynchronous
+# calls with the handle the ICD chose, and a host failure loses the device,
+# as a failed submit does; near the limit they wait for their result, so
+# the application sees the limit's VK_ERROR_OUT_OF_HOST_MEMORY as before.
+# Value: the C condition (over the parameters) under which one may go
+# without waiting (capture-replay creates can fail for reasons of their
+# own).
+ASYNC_CREATES = {
+    'vkCreateBuffer': '!(pCreateInfo->flags & VK_BUFFER_CREATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT)',
+    'vkCreateBufferView': 'true',
+    'vkCreateImageView': 'true',
+    'vkCreateSampler': 'true',
+    'vkCreateFramebuffer': 'true',
+    'vkCreateDescriptorSetLayout': 'true',
+    'vkCreatePipelineLayout': 'true',
+    'vkCreateRenderPass': 'true',
+    'vkCreateRenderPass2': 'true',
+    'vkCreateSemaphore': 'true',
+    'vkCreateFence': 'true',
+    'vkCreateEvent': 'true',
+    'vkCreateQueryPool': 'true',
+    'vkCreateCommandPool': 'true',
+    'vkCreateDescriptorPool': 'true',
 }
 
 # Asynchronous calls after which the ICD sends what it has queued at once:
@@ -1778,7 +1805,22 @@ def emit_icd(gen, w):
             w(f'         return {oom};')
             w('      }')
             w('   }')
+            w(f'   icd_connection_count_objects(conn, (int64_t)n_{p.name});')
         call_args = ', '.join((f'tmp_{p.name}' if p.role == 'out_handle' else p.name) for p in params)
+        if name in ASYNC_CREATES:
+            # inside the object limit: queued, the handles the ICD chose
+            # are the application's at once
+            (p,) = outs
+            w(f'   if (({ASYNC_CREATES[name]}) && icd_connection_room(conn) && !icd_connection_lost(conn)) {{')
+            w('      struct icd_call call;')
+            w(f'      struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_{name}, false, false);')
+            w(f'      wire_enc_{name}(e, {call_args});')
+            w('      icd_call_end(&call);')
+            w(f'      for (uint32_t i = 0; i < n_{p.name}; i++)')
+            w(f'         {p.name}[i] = tmp_{p.name}[i];')
+            w(f'      icd_tmp_handles_free(tmp_{p.name});')
+            w('      return VK_SUCCESS; /* a loss from here on: the next call says so */')
+            w('   }')
         if not sync:
             w('   struct icd_call call;')
             w(f'   struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_{name}, false, false);')
@@ -1795,8 +1837,12 @@ def emit_icd(gen, w):
                     w(f'   if ({d.name})')
                     w(f'      for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
                     w(f'         icd_handle_destroy({objtype}, (uint64_t)(uintptr_t){d.name}[i]);')
+                    w(f'   if ({d.name})')
+                    w(f'      for (uint32_t i = 0; i < (uint32_t)({n}); i++)')
+                    w(f'         icd_connection_count_objects(conn, {d.name}[i] ? -1 : 0);')
                 else:
                     w(f'   icd_handle_destroy({objtype}, (uint64_t)(uintptr_t){d.name});')
+                    w(f'   icd_connection_count_objects(conn, {d.name} ? -1 : 0);')
             if ret == 'VkResult':
                 w(f'   return icd_connection_lost(conn) ? {lost} : VK_SUCCESS;')
             w('}\n')
@@ -1826,6 +1872,7 @@ def emit_icd(gen, w):
             else:
                 w(f'      if (transport != VK_SUCCESS || !tmp_{p.name}[i]) {{')
             w(f'         icd_handle_destroy({objtype}, (uint64_t)(uintptr_t)tmp_{p.name}[n_{p.name} + i]);')
+            w('         icd_connection_count_objects(conn, -1);')
             w(f'         {p.name}[i] = VK_NULL_HANDLE;')
             w('      } else {')
             w(f'         {p.name}[i] = tmp_{p.name}[i];')
@@ -2033,6 +2080,10 @@ def emit_gpud(gen, w, hw):
         if is_sync(gen, cmd):
             w('   if (reply)')
             w(f'      wire_encreply_{name}(reply, &a);')
+            if name in ASYNC_CREATES:
+                # queued by the ICD: nobody waits for the result
+                w('   else if (a.ret < 0)')
+                w('      gpud_call_async_error(call, a.ret);')
             # an fd made for a reply nobody asked for is closed here
             for p in params:
                 if (name, p.name) in FD_MEMBERS and p.role == 'out_scalar':

@@ -43,6 +43,12 @@ struct icd_call {
 struct icd_connection *icd_connection_of(const void *dispatchable);
 /* Whether the daemon is gone (every call now returns VK_ERROR_DEVICE_LOST). */
 bool icd_connection_lost(struct icd_connection *conn);
+/* The objects the daemon keeps for the client, counted as they come and go
+ * (never fewer than it holds), and whether a create may go without waiting
+ * for its result: far enough from the client's object limit that the
+ * daemon cannot refuse it. */
+void icd_connection_count_objects(struct icd_connection *conn, int64_t delta);
+bool icd_connection_room(struct icd_connection *conn);
 
 struct wire_enc *icd_call_begin(struct icd_call *call, struct icd_connection *conn,
                                 uint32_t op, bool sync, bool cacheable);
