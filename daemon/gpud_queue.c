@@ -23,6 +23,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,10 @@
 #define TRACK_POOL 256u
 /* The tracker sleeps at most this long in one host wait. */
 #define TRACK_SLICE_NS (50ull * 1000 * 1000)
+/* Before it sleeps (in the host driver's fence wait, or for the next
+ * submission) the tracker polls this long: a short submission's end reaches
+ * the page without two thread wake-ups (GPUD_TRACK_POLL_US overrides it). */
+#define TRACK_POLL_NS (50ull * 1000)
 
 /* An event slot as the worker keeps it (what the page shows is written
  * from this alone: a client that scribbles on its page misleads only
@@ -130,6 +135,8 @@ struct gpud_device_track {
    pthread_cond_t cond;
    pthread_t thread;
    bool started, stop, lost;
+   _Atomic uint64_t submissions; /* tracked so far: what the idle poll watches */
+   uint64_t poll_ns;
    struct util_list queues;
    VkFence *free_fences;
    unsigned n_free, cap_free;
@@ -414,12 +421,50 @@ page_lost(struct gpud_device_track *t)
       gpud_completion_wake(t->page);
 }
 
+/* Without the mutex held: polls the fences for t->poll_ns; whether one
+ * signalled. */
+static bool
+poll_fences(struct gpud_device_track *t, const VkFence *fences, uint32_t n)
+{
+   if (!t->poll_ns)
+      return false;
+   pthread_mutex_unlock(&t->mutex);
+   uint64_t start = util_now_ns();
+   bool done = false;
+   do {
+      for (uint32_t i = 0; i < n && !done; i++)
+         done = t->disp->GetFenceStatus(t->dev, fences[i]) != VK_NOT_READY;
+   } while (!done && util_now_ns() - start < t->poll_ns);
+   pthread_mutex_lock(&t->mutex);
+   return done;
+}
+
+/* With the mutex held, when nothing is in flight: polls for t->poll_ns for
+ * a new submission (the worker may be submitting the next one). */
+static void
+poll_for_submission(struct gpud_device_track *t)
+{
+   if (!t->poll_ns)
+      return;
+   uint64_t seen = atomic_load(&t->submissions);
+   pthread_mutex_unlock(&t->mutex);
+   uint64_t start = util_now_ns();
+   bool came = false;
+   do {
+      came = atomic_load(&t->submissions) != seen;
+      if (!came)
+         sched_yield();
+   } while (!came && util_now_ns() - start < t->poll_ns);
+   pthread_mutex_lock(&t->mutex);
+}
+
 static void *
 tracker_thread(void *data)
 {
    struct gpud_device_track *t = data;
    VkFence fences[64];
    uint64_t release = 0; /* a completion held back by injected delay goes then */
+   bool polled = false;
    pthread_mutex_lock(&t->mutex);
    while (!t->stop) {
       /* what is done retires, also what another thread published (it
@@ -432,9 +477,18 @@ tracker_thread(void *data)
             fences[n++] = q->ring[q->head].fence;
       }
       if (t->lost || (!n && !release)) {
+         /* once polled, asleep (the loop looks at stop in between) */
+         if (!t->lost && !polled) {
+            polled = true;
+            poll_for_submission(t);
+            continue;
+         }
          pthread_cond_wait(&t->cond, &t->mutex);
          continue;
       }
+      polled = false;
+      if (n && poll_fences(t, fences, n))
+         continue;
       uint64_t now = util_now_ns();
       uint64_t slice = TRACK_SLICE_NS;
       if (release)
@@ -492,6 +546,10 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    }
    t->cap_free = TRACK_POOL;
    t->page_fd = -1;
+   t->poll_ns = TRACK_POLL_NS;
+   const char *poll_us = getenv("GPUD_TRACK_POLL_US");
+   if (poll_us && *poll_us)
+      t->poll_ns = strtoull(poll_us, NULL, 10) * 1000;
    pthread_mutex_init(&t->mutex, NULL);
    pthread_cond_init(&t->cond, NULL);
    util_list_init(&t->queues);
@@ -612,6 +670,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       *g = (struct track_gather){0};
       tracked_app = false;
       q->count++;
+      atomic_fetch_add(&t->submissions, 1);
       if (!t->started)
          t->started = pthread_create(&t->thread, NULL, tracker_thread, t) == 0;
       if (!t->started) {
@@ -836,12 +895,15 @@ gather_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubm
       struct gpud_object *queue =                                                           \
          gpud_call_named(call, VK_OBJECT_TYPE_QUEUE, (uint64_t)(uintptr_t)a->queue);        \
       struct gpud_queue_track *q = queue ? queue->track : NULL;                             \
-      struct gpud_device_track *t = q && queue->device ? queue->device->dtrack : NULL;      \
+      struct gpud_device_track *dt = queue && queue->device ? queue->device->dtrack : NULL; \
+      struct gpud_device_track *t = q ? dt : NULL;                                          \
       const struct gpud_object *app_fence =                                                 \
          a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
                   : NULL;                                                                   \
       struct track_gather g = {0};                                                          \
-      gather_##cmd(call, a, t, &g);                                                         \
+      gather_##cmd(call, a, dt, &g);                                                        \
+      if (dt && !t)                                                                         \
+         untracked_watched(dt, &g);                                                         \
       VkFence fence = t ? track_begin(t, q, &g) : VK_NULL_HANDLE;                           \
       bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \
       if (own)                                                                              \
@@ -863,6 +925,23 @@ gather_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubm
 
 static void untracked_signals(struct gpud_call *call, struct track_signal *signals,
                               unsigned n_signals);
+
+/* A queue without a tracker (it ran out of memory): what the submission
+ * changes is asked about from now on. */
+static void
+untracked_watched(struct gpud_device_track *t, struct track_gather *g)
+{
+   pthread_mutex_lock(&t->mutex);
+   if (events_submitted(t, g->events, g->n_events, false))
+      gpud_completion_wake(t->page);
+   pools_submitted(t, g->pools, g->n_pools, false);
+   pthread_mutex_unlock(&t->mutex);
+   free(g->events);
+   free(g->pools);
+   g->events = NULL;
+   g->pools = NULL;
+   g->n_events = g->n_pools = 0;
+}
 
 /* A submit's fence signals once all earlier work on the queue is done; a
  * sparse bind's covers the bind alone: gpud's own submit follows it. */
