@@ -421,8 +421,9 @@ page_lost(struct gpud_device_track *t)
       gpud_completion_wake(t->page);
 }
 
-/* Without the mutex held: polls the fences for t->poll_ns; whether one
- * signalled. */
+/* With the mutex held: polls the fences for t->poll_ns (without the
+ * mutex); whether one signalled.  An error (a lost device) ends the poll
+ * without one: the host's wait that follows reports it. */
 static bool
 poll_fences(struct gpud_device_track *t, const VkFence *fences, uint32_t n)
 {
@@ -430,13 +431,13 @@ poll_fences(struct gpud_device_track *t, const VkFence *fences, uint32_t n)
       return false;
    pthread_mutex_unlock(&t->mutex);
    uint64_t start = util_now_ns();
-   bool done = false;
+   VkResult r = VK_NOT_READY;
    do {
-      for (uint32_t i = 0; i < n && !done; i++)
-         done = t->disp->GetFenceStatus(t->dev, fences[i]) != VK_NOT_READY;
-   } while (!done && util_now_ns() - start < t->poll_ns);
+      for (uint32_t i = 0; i < n && r == VK_NOT_READY; i++)
+         r = t->disp->GetFenceStatus(t->dev, fences[i]);
+   } while (r == VK_NOT_READY && util_now_ns() - start < t->poll_ns);
    pthread_mutex_lock(&t->mutex);
-   return done;
+   return r == VK_SUCCESS;
 }
 
 /* With the mutex held, when nothing is in flight: polls for t->poll_ns for

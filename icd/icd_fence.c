@@ -121,6 +121,19 @@ bitmap_give(uint64_t *used, unsigned *hint, int slot)
       *hint = (unsigned)slot / 64;
 }
 
+/* A free slot of a bitmap of n and a new tag (never 0) for what takes it,
+ * or -1. */
+static int
+tagged_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint, unsigned n,
+                 uint32_t *tag)
+{
+   pthread_mutex_lock(&dev->mutex);
+   int slot = bitmap_take(used, hint, n);
+   *tag = ++dev->next_tag ? dev->next_tag : ++dev->next_tag;
+   pthread_mutex_unlock(&dev->mutex);
+   return slot;
+}
+
 static int
 slot_take(struct icd_device *dev)
 {
@@ -401,11 +414,9 @@ icd_vkCreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *pCreateInfo,
    if (!timeline || initial == GPUD_SEMAPHORE_ASK)
       return r;
    struct icd_semaphore *sem = (struct icd_semaphore *)*pSemaphore;
-   pthread_mutex_lock(&dev->mutex);
-   int slot = bitmap_take(dev->semaphore_used, &dev->semaphore_hint,
-                          GPUD_COMPLETION_SEMAPHORE_SLOTS);
-   uint32_t tag = ++dev->next_tag ? dev->next_tag : ++dev->next_tag;
-   pthread_mutex_unlock(&dev->mutex);
+   uint32_t tag;
+   int slot = tagged_slot_take(dev, dev->semaphore_used, &dev->semaphore_hint,
+                               GPUD_COMPLETION_SEMAPHORE_SLOTS, &tag);
    if (slot < 0)
       return r;
    sem->device = dev;
@@ -504,10 +515,9 @@ icd_vkCreateEvent(VkDevice device, const VkEventCreateInfo *pCreateInfo,
        (pCreateInfo->flags & VK_EVENT_CREATE_DEVICE_ONLY_BIT))
       return r;
    struct icd_event *e = (struct icd_event *)*pEvent;
-   pthread_mutex_lock(&dev->mutex);
-   int slot = bitmap_take(dev->event_used, &dev->event_hint, GPUD_COMPLETION_EVENT_SLOTS);
-   uint32_t tag = ++dev->next_tag ? dev->next_tag : ++dev->next_tag;
-   pthread_mutex_unlock(&dev->mutex);
+   uint32_t tag;
+   int slot = tagged_slot_take(dev, dev->event_used, &dev->event_hint,
+                               GPUD_COMPLETION_EVENT_SLOTS, &tag);
    if (slot < 0)
       return r;
    e->device = dev;

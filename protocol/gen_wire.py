@@ -2173,6 +2173,19 @@ def table_hash(gen):
     return h.hexdigest()[:16]
 
 
+def write_if_changed(path, text):
+    """Writes text to path unless it holds it already (ninja then leaves
+    what depends on it alone)."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    with open(path, 'w') as f:
+        f.write(text)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--xml', required=True)
@@ -2349,16 +2362,7 @@ def main():
     jw(json.dumps(extension_report(gen), indent=1, sort_keys=True))
     outputs['wire_extensions.json'] = jw
     for fname, writer in outputs.items():
-        path = os.path.join(args.out_dir, fname)
-        text = writer.text()
-        try:
-            with open(path) as f:
-                if f.read() == text:
-                    continue
-        except OSError:
-            pass
-        with open(path, 'w') as f:
-            f.write(text)
+        write_if_changed(os.path.join(args.out_dir, fname), writer.text())
     if gen.unsupported:
         needed = [s for s in gen.unsupported if s in gen.structs_all]
         if needed:

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sched.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <sys/un.h>
@@ -654,22 +653,6 @@ util_msg_close_fds(struct util_msg *msg)
       return;
    for (unsigned i = 0; i < msg->n_fds && i < UTIL_MSG_MAX_FDS; i++)
       util_fd_close(&msg->fds[i]);
-}
-
-bool
-util_socket_spin_readable(int fd, uint64_t max_ns)
-{
-   uint64_t start = util_now_ns();
-   do {
-      struct pollfd p = {.fd = fd, .events = POLLIN};
-      int r = poll(&p, 1, 0);
-      if (r > 0)
-         return true;
-      if (r < 0 && errno != EINTR)
-         return false;
-      sched_yield();
-   } while (util_now_ns() - start < max_ns);
-   return false;
 }
 
 /* ---- finding daemons ---------------------------------------------------- */

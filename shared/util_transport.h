@@ -74,10 +74,6 @@ int util_socket_connect(const char *path, int *ret_fd);
 char **util_socket_paths(void);
 void util_socket_paths_free(char **paths);
 
-/* Polls fd for up to max_ns nanoseconds, yielding the CPU between polls;
- * true as soon as it is readable (or has hung up). */
-bool util_socket_spin_readable(int fd, uint64_t max_ns);
-
 /* Sends a whole message (blocking; MSG_NOSIGNAL).  Callers that share a
  * socket between threads serialise calls themselves. */
 int util_msg_send(int fd, uint32_t type, const void *data, size_t size,

@@ -594,59 +594,55 @@ def test_completion(fx):
     if after - before > 16:
         fail('8 threads cost %d commands: their waits went to the daemon' % (after - before))
 
+    def counted(word, n, first):
+        """The command once (with `first`: the worker takes the objects'
+        slots), then with n: its result and the commands that reached the
+        daemon."""
+        app.do('%s %d' % (word, first))
+        before = commands(app)
+        res = app.do('%s %d' % (word, n))
+        return res, commands(app) - before
+
     # a timeline semaphore: the wait and the reads in the application; the
     # submit and the host signal are the only commands
-    app.do('timeline 10')  # the worker has taken its slot by now
-    before = commands(app)
-    res = app.do('timeline 10000')
-    after = commands(app)
-    log('a timeline signal waited for, a host signal and 20000 counter reads: %d commands'
-        % (after - before))
+    res, n = counted('timeline', 10000, 10)
+    log('a timeline signal waited for, a host signal and 20000 counter reads: %d commands' % n)
     if res[0] != 'VK_SUCCESS':
         fail('timeline semaphore: %r' % res)
-    if after - before > 2:
+    if n > 2:
         fail('a timeline wait and 20000 reads cost %d commands (2 expected: the submit '
-             'and the host signal)' % (after - before))
+             'and the host signal)' % n)
 
     # an event: set and reset by submissions and by the host, read by 4
     # threads after their fence waits, all in the application
-    app.do('events 1')
-    before = commands(app)
-    res = app.do('events 5000')
-    after = commands(app)
+    res, n = counted('events', 5000, 1)
     log('events: 2 submissions, a host reset and a host set, 4 threads reading 20000 times '
-        'after each: %d commands' % (after - before))
+        'after each: %d commands' % n)
     if res != ['VK_SUCCESS']:
         fail('events read from 4 threads: %r' % res)
-    if after - before > 6:
+    if n > 6:
         fail('80000 event reads cost %d commands (6 expected: 2 fence resets, 2 submits, '
-             'the host reset and set)' % (after - before))
+             'the host reset and set)' % n)
 
     # timestamp queries: written and reset by submissions, read with their
     # availability by 4 threads after their fence waits, in the application
-    app.do('queries 1')
-    before = commands(app)
-    res = app.do('queries 5000')
-    after = commands(app)
+    res, n = counted('queries', 5000, 1)
     log('queries: 2 submissions, 4 threads reading 4 results 20000 times after each: '
-        '%d commands' % (after - before))
+        '%d commands' % n)
     if res != ['VK_SUCCESS']:
         fail('query results read from 4 threads: %r' % res)
-    if after - before > 4:
+    if n > 4:
         fail('40000 vkGetQueryPoolResults cost %d commands (4 expected: 2 fence resets and '
-             '2 submits)' % (after - before))
+             '2 submits)' % n)
 
     # a device's memory requirements for a create info: asked once
-    app.do('requirements 1')
-    before = commands(app)
-    res = app.do('requirements 5000')
-    after = commands(app)
+    res, n = counted('requirements', 5000, 1)
     log('5000 vkGetDeviceBufferMemoryRequirements of one create info (and two buffers made '
-        'to compare): %d commands' % (after - before))
+        'to compare): %d commands' % n)
     if res != ['VK_SUCCESS']:
         fail('memory requirements: %r' % res)
-    if after - before > 12:
-        fail('5000 identical requirement queries cost %d commands' % (after - before))
+    if n > 12:
+        fail('5000 identical requirement queries cost %d commands' % n)
 
     # once the host says the queue or the device is idle, the page says so too
     res = app.do('settled 200')

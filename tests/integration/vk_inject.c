@@ -241,36 +241,25 @@ submit_cmd(struct app *a, VkCommandBuffer cmd)
    return r == VK_SUCCESS ? vkQueueSubmit(a->ctx.queue, 1, &info, a->fence) : r;
 }
 
-struct event_reader {
+/* A thread that waits for the fence, then reads an event (expecting
+ * expect) or the timestamp queries (available or not) n times. */
+struct reader {
    struct app *a;
    unsigned n;
    VkResult expect;
+   bool available;
    VkResult result;
 };
 
-static void *
-event_reader_thread(void *data)
-{
-   struct event_reader *r = data;
-   r->result = vkWaitForFences(r->a->ctx.device, 1, &r->a->fence, VK_TRUE,
-                               30ull * 1000 * 1000 * 1000);
-   for (unsigned i = 0; i < r->n && r->result == VK_SUCCESS; i++) {
-      VkResult st = vkGetEventStatus(r->a->ctx.device, r->a->event);
-      if (st != r->expect)
-         r->result = st < 0 ? st : VK_ERROR_UNKNOWN;
-   }
-   return NULL;
-}
-
-/* 4 threads wait for the fence, then read the event n times. */
+/* 4 readers at once; the first failure. */
 static VkResult
-read_event(struct app *a, unsigned n, VkResult expect)
+run_readers(struct app *a, void *(*fn)(void *), unsigned n, VkResult expect, bool available)
 {
-   struct event_reader r[4];
+   struct reader r[4];
    pthread_t t[4];
    for (unsigned i = 0; i < 4; i++) {
-      r[i] = (struct event_reader){.a = a, .n = n, .expect = expect};
-      if (pthread_create(&t[i], NULL, event_reader_thread, &r[i]) != 0)
+      r[i] = (struct reader){.a = a, .n = n, .expect = expect, .available = available};
+      if (pthread_create(&t[i], NULL, fn, &r[i]) != 0)
          vkt_fail("pthread_create");
    }
    VkResult result = VK_SUCCESS;
@@ -282,24 +271,38 @@ read_event(struct app *a, unsigned n, VkResult expect)
    return result;
 }
 
+static void *
+event_reader_thread(void *data)
+{
+   struct reader *r = data;
+   r->result = vkWaitForFences(r->a->ctx.device, 1, &r->a->fence, VK_TRUE,
+                               30ull * 1000 * 1000 * 1000);
+   for (unsigned i = 0; i < r->n && r->result == VK_SUCCESS; i++) {
+      VkResult st = vkGetEventStatus(r->a->ctx.device, r->a->event);
+      if (st != r->expect)
+         r->result = st < 0 ? st : VK_ERROR_UNKNOWN;
+   }
+   return NULL;
+}
+
 static void
 do_events(struct app *a, unsigned n)
 {
    VkResult r = submit_cmd(a, a->event_cmd[0]);
    if (r == VK_SUCCESS)
-      r = read_event(a, n, VK_EVENT_SET);
+      r = run_readers(a, event_reader_thread, n, VK_EVENT_SET, false);
    if (r == VK_SUCCESS)
       r = vkResetEvent(a->ctx.device, a->event);
    if (r == VK_SUCCESS)
-      r = read_event(a, n, VK_EVENT_RESET);
+      r = run_readers(a, event_reader_thread, n, VK_EVENT_RESET, false);
    if (r == VK_SUCCESS)
       r = vkSetEvent(a->ctx.device, a->event);
    if (r == VK_SUCCESS)
-      r = read_event(a, n, VK_EVENT_SET);
+      r = run_readers(a, event_reader_thread, n, VK_EVENT_SET, false);
    if (r == VK_SUCCESS)
       r = submit_cmd(a, a->event_cmd[1]);
    if (r == VK_SUCCESS)
-      r = read_event(a, n, VK_EVENT_RESET);
+      r = run_readers(a, event_reader_thread, n, VK_EVENT_RESET, false);
    printf("events %s\n", vkt_result_name(r));
 }
 
@@ -328,17 +331,10 @@ record_events(struct app *a)
    VKT_CHECK(vkEndCommandBuffer(a->event_cmd[1]));
 }
 
-struct query_reader {
-   struct app *a;
-   unsigned n;
-   bool available;
-   VkResult result;
-};
-
 static void *
 query_reader_thread(void *data)
 {
-   struct query_reader *r = data;
+   struct reader *r = data;
    r->result = vkWaitForFences(r->a->ctx.device, 1, &r->a->fence, VK_TRUE,
                                30ull * 1000 * 1000 * 1000);
    uint64_t first[8] = {0};
@@ -371,36 +367,16 @@ query_reader_thread(void *data)
    return NULL;
 }
 
-/* 4 threads wait for the fence, then read the queries n times. */
-static VkResult
-read_queries(struct app *a, unsigned n, bool available)
-{
-   struct query_reader r[4];
-   pthread_t t[4];
-   for (unsigned i = 0; i < 4; i++) {
-      r[i] = (struct query_reader){.a = a, .n = n, .available = available};
-      if (pthread_create(&t[i], NULL, query_reader_thread, &r[i]) != 0)
-         vkt_fail("pthread_create");
-   }
-   VkResult result = VK_SUCCESS;
-   for (unsigned i = 0; i < 4; i++) {
-      pthread_join(t[i], NULL);
-      if (r[i].result != VK_SUCCESS && result == VK_SUCCESS)
-         result = r[i].result;
-   }
-   return result;
-}
-
 static void
 do_queries(struct app *a, unsigned n)
 {
    VkResult r = submit_cmd(a, a->query_cmd[0]);
    if (r == VK_SUCCESS)
-      r = read_queries(a, n, true);
+      r = run_readers(a, query_reader_thread, n, VK_SUCCESS, true);
    if (r == VK_SUCCESS)
       r = submit_cmd(a, a->query_cmd[1]);
    if (r == VK_SUCCESS)
-      r = read_queries(a, n, false);
+      r = run_readers(a, query_reader_thread, n, VK_NOT_READY, false);
    printf("queries %s\n", vkt_result_name(r));
 }
 

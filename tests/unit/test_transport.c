@@ -877,34 +877,6 @@ test_listen_connect(void)
    CHECK_SYS(rmdir(dir));
 }
 
-static void
-test_spin_readable(void)
-{
-   int sv[2];
-   make_pair(sv);
-   struct timespec t0, t1;
-
-   /* Nothing to read: gives up after about the time it was given. */
-   clock_gettime(CLOCK_MONOTONIC, &t0);
-   CHECK(!util_socket_spin_readable(sv[1], 2 * 1000 * 1000));
-   clock_gettime(CLOCK_MONOTONIC, &t1);
-   int64_t ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
-   CHECK(ns >= 2 * 1000 * 1000);
-
-   /* Something to read, or a closed peer: true at once. */
-   CHECK_OK(util_msg_send(sv[0], UTIL_MSG_STREAM, "x", 1, NULL, 0));
-   CHECK(util_socket_spin_readable(sv[1], 0));
-   struct util_msg_reader r;
-   util_msg_reader_init(&r, 64);
-   struct util_msg msg;
-   CHECK_OK(util_msg_recv(sv[1], &r, &msg));
-   util_fd_close(&sv[0]);
-   CHECK(util_socket_spin_readable(sv[1], 1000 * 1000 * 1000));
-   util_msg_reader_finish(&r);
-   util_fd_close(&sv[1]);
-}
-
-
 /* ---- non-blocking queued sends, single-packet receives, send deadlines ---- */
 
 static void
@@ -1044,7 +1016,7 @@ test_send_timeout(void)
 
 UNIT_MAIN(UNIT_TEST(test_queue_roundtrip), UNIT_TEST(test_queue_full_socket),
           UNIT_TEST(test_queue_finish_closes_fds), UNIT_TEST(test_recv_packet),
-          UNIT_TEST(test_send_timeout), UNIT_TEST(test_roundtrip_small), UNIT_TEST(test_spin_readable), UNIT_TEST(test_roundtrip_fds),
+          UNIT_TEST(test_send_timeout), UNIT_TEST(test_roundtrip_small), UNIT_TEST(test_roundtrip_fds),
           UNIT_TEST(test_roundtrip_multi_packet), UNIT_TEST(test_packet_layout),
           UNIT_TEST(test_many_messages), UNIT_TEST(test_truncated_header),
           UNIT_TEST(test_unknown_type), UNIT_TEST(test_oversized_packet),
