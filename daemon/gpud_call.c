@@ -266,6 +266,7 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->new_create_flags = 0;
    call->new_size = 0;
    call->new_query_values = 0;
+   call->new_sets_adopted = 0;
    call->new_messenger = VK_NULL_HANDLE;
    call->reply = NULL;
 }
@@ -288,6 +289,13 @@ call_cleanup(struct gpud_call *call)
    call->new_queues = NULL;
    free(call->new_extensions);
    call->new_extensions = NULL;
+   gpud_set_layout_unref(call->new_set_layout);
+   call->new_set_layout = NULL;
+   for (uint32_t i = 0; i < call->n_new_set_layouts; i++)
+      gpud_set_layout_unref(call->new_set_layouts[i]);
+   free(call->new_set_layouts);
+   call->new_set_layouts = NULL;
+   call->n_new_set_layouts = 0;
 }
 
 int

@@ -17,6 +17,18 @@ struct gpud_queue_info {
    VkDeviceQueueCreateFlags flags;
 };
 
+/* A descriptor set layout's bindings, sorted by number, shared by the
+ * layout and the sets allocated with it (a set outlives its layout). */
+struct gpud_set_layout {
+   unsigned refs;
+   uint32_t n;
+   struct gpud_set_binding {
+      uint32_t binding;
+      VkDescriptorType type;
+      uint32_t count;
+   } b[];
+};
+
 struct gpud_object {
    struct util_list link;            /* ctx->object_list, in creation order */
    uint64_t id;
@@ -76,6 +88,8 @@ struct gpud_object {
     * whose results the page does not show), and their results page */
    uint32_t query_values;
    struct gpud_query_pool_page *query_page;
+   /* set layouts and descriptor sets: the layout's bindings */
+   struct gpud_set_layout *set_layout;
 };
 
 /* One command being executed. */
@@ -112,6 +126,11 @@ struct gpud_call {
    uint32_t new_create_flags;
    uint64_t new_size;
    uint32_t new_query_values;
+   /* the bindings of a new set layout; the layouts of new descriptor sets,
+    * in order (new_sets_adopted of them taken) */
+   struct gpud_set_layout *new_set_layout;
+   struct gpud_set_layout **new_set_layouts;
+   uint32_t n_new_set_layouts, new_sets_adopted;
    /* queues of a new device, attached to its object */
    struct gpud_queue_info *new_queues;
    uint32_t n_new_queues;
@@ -140,6 +159,11 @@ struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, u
 /* Marks a buffer or image bound to memory. */
 void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
                           uint64_t memory);
+
+/* A set layout's bindings: one more holder, one fewer (freed with the
+ * last). */
+struct gpud_set_layout *gpud_set_layout_ref(struct gpud_set_layout *l);
+void gpud_set_layout_unref(struct gpud_set_layout *l);
 
 /* Object table (gpud_object.c) */
 struct gpud_object *gpud_object_find(struct gpud_context *ctx, uint64_t id);

@@ -128,6 +128,7 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
    if (obj->type == VK_OBJECT_TYPE_QUERY_POOL)
       gpud_queue_query_pool_gone(obj);
    free(obj->cmd_watched);
+   gpud_set_layout_unref(obj->set_layout);
    util_idmap_remove(&ctx->objects, obj->id);
    util_list_remove(&obj->link);
    ctx->n_objects--;
@@ -219,6 +220,10 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       break;
    case VK_OBJECT_TYPE_DESCRIPTOR_SET:
       obj->pool = touched_of_type(call, VK_OBJECT_TYPE_DESCRIPTOR_POOL);
+      if (call->new_sets_adopted < call->n_new_set_layouts)
+         obj->set_layout =
+            gpud_set_layout_ref(call->new_set_layouts[call->new_sets_adopted]);
+      call->new_sets_adopted++;
       break;
    case VK_OBJECT_TYPE_BUFFER:
       obj->sparse = call->new_create_flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT;
@@ -230,6 +235,10 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    case VK_OBJECT_TYPE_QUERY_POOL:
       obj->size = call->new_size;
       obj->query_values = call->new_query_values;
+      break;
+   case VK_OBJECT_TYPE_DESCRIPTOR_SET_LAYOUT:
+      obj->set_layout = call->new_set_layout;
+      call->new_set_layout = NULL;
       break;
    case VK_OBJECT_TYPE_QUEUE:
       obj->queue_family = call->new_queue_family;

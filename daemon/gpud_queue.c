@@ -48,8 +48,11 @@
 #define TRACK_SLICE_NS (50ull * 1000 * 1000)
 /* Before it sleeps (in the host driver's fence wait, or for the next
  * submission) the tracker polls this long: a short submission's end reaches
- * the page without two thread wake-ups (GPUD_TRACK_POLL_US overrides it). */
+ * the page without two thread wake-ups (GPUD_TRACK_POLL_US overrides it).
+ * Not on machines of fewer than TRACK_POLL_MIN_CPUS: there the poll takes
+ * the CPU the work itself needs (a CPU driver's queue, the application). */
 #define TRACK_POLL_NS (50ull * 1000)
+#define TRACK_POLL_MIN_CPUS 4
 
 /* An event slot as the worker keeps it (what the page shows is written
  * from this alone: a client that scribbles on its page misleads only
@@ -435,6 +438,8 @@ poll_fences(struct gpud_device_track *t, const VkFence *fences, uint32_t n)
    do {
       for (uint32_t i = 0; i < n && r == VK_NOT_READY; i++)
          r = t->disp->GetFenceStatus(t->dev, fences[i]);
+      if (r == VK_NOT_READY)
+         sched_yield();
    } while (r == VK_NOT_READY && util_now_ns() - start < t->poll_ns);
    pthread_mutex_lock(&t->mutex);
    return r == VK_SUCCESS;
@@ -547,7 +552,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    }
    t->cap_free = TRACK_POOL;
    t->page_fd = -1;
-   t->poll_ns = TRACK_POLL_NS;
+   t->poll_ns = sysconf(_SC_NPROCESSORS_ONLN) >= TRACK_POLL_MIN_CPUS ? TRACK_POLL_NS : 0;
    const char *poll_us = getenv("GPUD_TRACK_POLL_US");
    if (poll_us && *poll_us)
       t->poll_ns = strtoull(poll_us, NULL, 10) * 1000;

@@ -19,8 +19,8 @@
 static struct vkt_context ctx;
 static bool lost;
 /* What the program made, destroyed at the end (even with the device lost). */
-static VkBuffer buffers[4];
-static VkDeviceMemory memories[4];
+static VkBuffer buffers[16];
+static VkDeviceMemory memories[16];
 static unsigned n_buffers, n_memories;
 
 static VkResult
@@ -63,12 +63,66 @@ buffer(bool bind, VkDeviceMemory *ret_memory)
    return b;
 }
 
+/* A set of one binding (2 storage buffers) written at a binding its layout
+ * lacks, or past its end. */
+static void
+write_outside_layout(bool missing)
+{
+   const VkDescriptorSetLayoutBinding binding = {
+      .binding = 0,
+      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+      .descriptorCount = 2,
+      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+   };
+   const VkDescriptorSetLayoutCreateInfo layout_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = 1,
+      .pBindings = &binding,
+   };
+   VkDescriptorSetLayout layout;
+   note("vkCreateDescriptorSetLayout",
+        vkCreateDescriptorSetLayout(ctx.device, &layout_info, NULL, &layout));
+   const VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
+   const VkDescriptorPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = 1,
+      .poolSizeCount = 1,
+      .pPoolSizes = &size,
+   };
+   VkDescriptorPool pool;
+   note("vkCreateDescriptorPool", vkCreateDescriptorPool(ctx.device, &pool_info, NULL, &pool));
+   const VkDescriptorSetAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+      .descriptorPool = pool,
+      .descriptorSetCount = 1,
+      .pSetLayouts = &layout,
+   };
+   VkDescriptorSet set = VK_NULL_HANDLE;
+   note("vkAllocateDescriptorSets", vkAllocateDescriptorSets(ctx.device, &alloc, &set));
+   VkDescriptorBufferInfo infos[8];
+   for (unsigned i = 0; i < 8; i++)
+      infos[i] = (VkDescriptorBufferInfo){buffer(true, NULL), 0, VK_WHOLE_SIZE};
+   const VkWriteDescriptorSet write = {
+      .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+      .dstSet = set,
+      .dstBinding = missing ? 5 : 0,
+      .dstArrayElement = missing ? 0 : 1,
+      .descriptorCount = missing ? 1 : 8,
+      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+      .pBufferInfo = infos,
+   };
+   vkUpdateDescriptorSets(ctx.device, 1, &write, 0, NULL);
+   vkDestroyDescriptorPool(ctx.device, pool, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, layout, NULL);
+}
+
 int
 main(int argc, char **argv)
 {
    static const char *const cases[] = {
       "dispatch-without-pipeline", "copy-out-of-range",   "fill-out-of-range",
       "update-out-of-range",       "fill-unbound-buffer", "submit-after-free",
+      "write-missing-binding",     "write-past-binding",
    };
    if (argc == 2 && !strcmp(argv[1], "--list")) {
       for (size_t i = 0; i < VKT_ARRAY_SIZE(cases); i++)
@@ -99,6 +153,8 @@ main(int argc, char **argv)
       vkCmdFillBuffer(cmd, buffer(false, NULL), 0, VK_WHOLE_SIZE, 7);
    } else if (!strcmp(c, "submit-after-free")) {
       vkCmdFillBuffer(cmd, buffer(true, &memory), 0, VK_WHOLE_SIZE, 7);
+   } else if (!strcmp(c, "write-missing-binding") || !strcmp(c, "write-past-binding")) {
+      write_outside_layout(!strcmp(c, "write-missing-binding"));
    } else {
       fprintf(stderr, "vk_abuse: unknown case %s\n", c);
       return 2;
