@@ -438,8 +438,6 @@ poll_fences(struct gpud_device_track *t, const VkFence *fences, uint32_t n)
    do {
       for (uint32_t i = 0; i < n && r == VK_NOT_READY; i++)
          r = t->disp->GetFenceStatus(t->dev, fences[i]);
-      if (r == VK_NOT_READY)
-         sched_yield();
    } while (r == VK_NOT_READY && util_now_ns() - start < t->poll_ns);
    pthread_mutex_lock(&t->mutex);
    return r == VK_SUCCESS;
