@@ -230,20 +230,6 @@ event_write(struct gpud_device_track *t, uint32_t slot, uint64_t owner, VkEvent 
    return true;
 }
 
-/* With the mutex held: the events of a submission on its way to the host
- * pending (tracked: its completion will be seen), or asked about from now
- * on. */
-static bool
-events_submitted(struct gpud_device_track *t, const struct track_event *events, unsigned n,
-                 bool tracked)
-{
-   bool wrote = false;
-   for (unsigned i = 0; i < n; i++)
-      wrote |= event_write(t, events[i].slot, events[i].owner, events[i].event, 1, !tracked,
-                           EVENT_KEEP, 0);
-   return wrote;
-}
-
 /* With the mutex held: a query pool's page, if it still has one. */
 static struct gpud_query_pool_page *
 pool_find(struct gpud_device_track *t, uint64_t owner)
@@ -283,13 +269,20 @@ pool_write(struct gpud_device_track *t, uint64_t owner, int delta, bool ask, boo
    return true;
 }
 
-/* With the mutex held: the pools of a submission on its way to the host
- * pending, or asked about from now on (untracked). */
-static void
-pools_submitted(struct gpud_device_track *t, const uint64_t *pools, unsigned n, bool tracked)
+/* With the mutex held: the events and query pools a submission on its way
+ * to the host changes, pending (tracked: its completion will be seen) or
+ * asked about from now on; whether an event slot changed (waiters look). */
+static bool
+watched_submitted(struct gpud_device_track *t, const struct track_event *events,
+                  unsigned n_events, const uint64_t *pools, unsigned n_pools, bool tracked)
 {
-   for (unsigned i = 0; i < n; i++)
+   bool wrote = false;
+   for (unsigned i = 0; i < n_events; i++)
+      wrote |= event_write(t, events[i].slot, events[i].owner, events[i].event, 1, !tracked,
+                           EVENT_KEEP, 0);
+   for (unsigned i = 0; i < n_pools; i++)
       pool_write(t, pools[i], 1, !tracked, false);
+   return wrote;
 }
 
 static void
@@ -625,9 +618,9 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct trac
             fence = VK_NULL_HANDLE;
       }
    }
-   if (events_submitted(t, g->events, g->n_events, fence != VK_NULL_HANDLE))
+   if (watched_submitted(t, g->events, g->n_events, g->pools, g->n_pools,
+                         fence != VK_NULL_HANDLE))
       gpud_completion_wake(t->page);
-   pools_submitted(t, g->pools, g->n_pools, fence != VK_NULL_HANDLE);
    if (!fence) {
       /* asked about: nothing to read when it completes */
       free(g->events);
@@ -684,8 +677,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          /* all of them, whatever the first says */
          wrote |= page_write(t, e->slot, e->owner, GPUD_FENCE_ASK);
          wrote |= entry_signals(t, e, true);
-         wrote |= events_submitted(t, e->events, e->n_events, false);
-         pools_submitted(t, e->pools, e->n_pools, false);
+         wrote |= watched_submitted(t, e->events, e->n_events, e->pools, e->n_pools, false);
          e->slot = -1;
       }
       pthread_cond_signal(&t->cond);
@@ -702,8 +694,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
    struct track_entry untracked = {.signals = g->signals,
                                    .n_signals = submitted ? g->n_signals : 0};
    wrote |= entry_signals(t, &untracked, true);
-   wrote |= events_submitted(t, g->events, g->n_events, false);
-   pools_submitted(t, g->pools, g->n_pools, false);
+   wrote |= watched_submitted(t, g->events, g->n_events, g->pools, g->n_pools, false);
    free(g->events);
    free(g->pools);
    *g = (struct track_gather){0};
@@ -936,9 +927,8 @@ static void
 untracked_watched(struct gpud_device_track *t, struct track_gather *g)
 {
    pthread_mutex_lock(&t->mutex);
-   if (events_submitted(t, g->events, g->n_events, false))
+   if (watched_submitted(t, g->events, g->n_events, g->pools, g->n_pools, false))
       gpud_completion_wake(t->page);
-   pools_submitted(t, g->pools, g->n_pools, false);
    pthread_mutex_unlock(&t->mutex);
    free(g->events);
    free(g->pools);

@@ -117,15 +117,9 @@ send_hello(struct icd_connection *conn, uint64_t deadline_ns)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
    m.hello = &hello;
-   size_t size;
-   void *buf = wire_control_pack(&m, &size);
-   if (!buf)
-      return -ENOMEM;
    uint64_t now = util_now_ns();
    int ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000) : 0;
-   int r = util_msg_send_timeout(conn->fd, UTIL_MSG_CONTROL, buf, size, NULL, 0, ms);
-   free(buf);
-   return r;
+   return wire_control_send_timeout(conn->fd, &m, NULL, 0, ms);
 }
 
 static int

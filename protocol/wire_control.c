@@ -18,15 +18,22 @@ wire_control_pack(const Gpud__ControlMessage *msg, size_t *ret_size)
 }
 
 int
-wire_control_send(int fd, const Gpud__ControlMessage *msg)
+wire_control_send_timeout(int fd, const Gpud__ControlMessage *msg, const int *fds,
+                          unsigned n_fds, int timeout_ms)
 {
    size_t size;
    void *buf = wire_control_pack(msg, &size);
    if (!buf)
       return -ENOMEM;
-   int r = util_msg_send(fd, UTIL_MSG_CONTROL, buf, size, NULL, 0);
+   int r = util_msg_send_timeout(fd, UTIL_MSG_CONTROL, buf, size, fds, n_fds, timeout_ms);
    free(buf);
    return r;
+}
+
+int
+wire_control_send(int fd, const Gpud__ControlMessage *msg)
+{
+   return wire_control_send_timeout(fd, msg, NULL, 0, -1);
 }
 
 int
@@ -39,13 +46,7 @@ wire_control_send_ring_setup(int fd, uint32_t command_size, uint32_t reply_size,
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RING_SETUP;
    m.ring_setup = &setup;
-   size_t size;
-   void *buf = wire_control_pack(&m, &size);
-   if (!buf)
-      return -ENOMEM;
-   int r = util_msg_send_timeout(fd, UTIL_MSG_CONTROL, buf, size, &memfd, 1, timeout_ms);
-   free(buf);
-   return r;
+   return wire_control_send_timeout(fd, &m, &memfd, 1, timeout_ms);
 }
 
 void *

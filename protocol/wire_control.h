@@ -9,8 +9,12 @@
 
 #include "gpud.pb-c.h"
 
-/* Packs and sends msg; fds (may be NULL) travel with it. */
+/* Packs and sends msg. */
 int wire_control_send(int fd, const Gpud__ControlMessage *msg);
+/* The same with fds beside it (may be NULL) and a time limit in ms
+ * (negative: none). */
+int wire_control_send_timeout(int fd, const Gpud__ControlMessage *msg, const int *fds,
+                              unsigned n_fds, int timeout_ms);
 
 /* Unpacks a received control payload; NULL when it is malformed. */
 Gpud__ControlMessage *wire_control_unpack(const void *data, size_t size);

@@ -142,18 +142,7 @@ send_hello(struct conn *c, uint32_t version, uint64_t hash, Gpud__Role role,
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
    m.hello = &hello;
-   int r;
-   if (n_fds) {
-      /* wire_control_send() sends no fds: pack it here */
-      uint8_t buf[512];
-      size_t size = gpud__control_message__get_packed_size(&m);
-      if (size > sizeof(buf))
-         return fail("%s: Hello too large", c->name);
-      gpud__control_message__pack(&m, buf);
-      r = util_msg_send(c->fd, UTIL_MSG_CONTROL, buf, size, fds, n_fds);
-   } else {
-      r = wire_control_send(c->fd, &m);
-   }
+   int r = wire_control_send_timeout(c->fd, &m, fds, n_fds, -1);
    if (r < 0)
       return fail("%s: sending Hello: %s", c->name, strerror(-r));
    return 0;
