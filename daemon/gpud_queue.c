@@ -1357,18 +1357,7 @@ gpud_exec_vkCreateQueryPool(struct gpud_call *call, struct wire_args_vkCreateQue
 {
    const VkQueryPoolCreateInfo *info = a->pCreateInfo;
    call->new_size = info->queryCount;
-   switch (info->queryType) {
-   case VK_QUERY_TYPE_OCCLUSION:
-   case VK_QUERY_TYPE_TIMESTAMP:
-      call->new_query_values = 1;
-      break;
-   case VK_QUERY_TYPE_PIPELINE_STATISTICS:
-      call->new_query_values = (uint32_t)__builtin_popcount(info->pipelineStatistics);
-      break;
-   default:
-      call->new_query_values = 0; /* its results are asked about */
-      break;
-   }
+   call->new_query_values = gpud_query_values(info);
    gpud_gen_exec_vkCreateQueryPool(call, a);
 }
 

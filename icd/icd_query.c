@@ -18,27 +18,13 @@
 
 #include "util_memfd.h"
 
-static uint32_t
-values_per_query(const VkQueryPoolCreateInfo *info)
-{
-   switch (info->queryType) {
-   case VK_QUERY_TYPE_OCCLUSION:
-   case VK_QUERY_TYPE_TIMESTAMP:
-      return 1;
-   case VK_QUERY_TYPE_PIPELINE_STATISTICS:
-      return (uint32_t)__builtin_popcount(info->pipelineStatistics);
-   default:
-      return 0;
-   }
-}
-
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkCreateQueryPool(VkDevice device, const VkQueryPoolCreateInfo *pCreateInfo,
                       const VkAllocationCallbacks *pAllocator, VkQueryPool *pQueryPool)
 {
    VkResult r = icd_gen_vkCreateQueryPool(device, pCreateInfo, pAllocator, pQueryPool);
    struct icd_device *dev = (struct icd_device *)device;
-   uint32_t n_values = values_per_query(pCreateInfo);
+   uint32_t n_values = gpud_query_values(pCreateInfo);
    if (r != VK_SUCCESS)
       return r;
    struct icd_query_pool *pool = (struct icd_query_pool *)*pQueryPool;

@@ -39,6 +39,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <vulkan/vulkan_core.h>
 
 #include "util_futex.h"
 
@@ -194,6 +195,22 @@ gpud_query_page_size(uint32_t n_queries, uint32_t n_values)
    uint64_t size = sizeof(struct gpud_query_page_header) +
                    (uint64_t)n_queries * (n_values + 1) * sizeof(uint64_t);
    return (size + 4095) & ~(uint64_t)4095;
+}
+
+/* The 64-bit values of one query of a pool the page can show (0: a type
+ * whose results are asked about). */
+static inline uint32_t
+gpud_query_values(const VkQueryPoolCreateInfo *info)
+{
+   switch (info->queryType) {
+   case VK_QUERY_TYPE_OCCLUSION:
+   case VK_QUERY_TYPE_TIMESTAMP:
+      return 1;
+   case VK_QUERY_TYPE_PIPELINE_STATISTICS:
+      return (uint32_t)__builtin_popcount(info->pipelineStatistics);
+   default:
+      return 0;
+   }
 }
 
 /* The first word of query i's results (its availability after n_values;
