@@ -28,10 +28,28 @@
  *   (f) --clients processes at once (only one driver listed for them), each
  *       running that frame loop for --seconds from a common start: frames
  *       per second of all together
+ *   (g) frames recorded afresh, 3 in flight: each frame N x (push constant +
+ *       dispatch), a descriptor-set bind every 100, recorded by 1 and by 4
+ *       threads (a command pool each per frame in flight; the main thread
+ *       submits their command buffers together), for 2000 and 20000 pairs a
+ *       frame: frames per second over --frame-seconds
+ *   (h) the 100k draws of (c) from the first recorded command to the end of
+ *       the wait; a GPU-bound job (50 dispatches of a compute shader whose
+ *       work is calibrated on the direct driver to take 10-20 ms): recorded
+ *       afresh, submitted and waited for, then submitted again
+ *   (i) a new process that makes 3 instances and devices one after the
+ *       other (as programs that look at the devices first do): the whole
+ *       time from the first vkCreateInstance
  *
  *   gpud_bench [--direct-only] [--calls N] [--draws N] [--mib N] [--reps N]
  *              [--starts N] [--frames N] [--clients N] [--seconds S]
+ *              [--frame-seconds S] [--groups N] [--only LIST]
+ *
+ * --groups: workgroups per dispatch in (g), default 1 on a GPU and 0 on a
+ * CPU device (whose "GPU work" would take the CPUs being measured).  --only
+ * runs only the listed parts (letters, e.g. --only ghi).
  */
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,11 +63,18 @@
 #endif
 
 #include "vkt_common.h"
+#include "compute_comp_spv.h"
 #include "quad_vert_spv.h"
 #include "solid_frag_spv.h"
 
 #define FB_SIZE 32
 #define REBIND_EVERY 100
+#define FRAMES_IN_FLIGHT 3
+#define MAX_RECORD_THREADS 4
+#define JOB_DISPATCHES 50
+#define JOB_ELEMENTS (1u << 20)      /* on a GPU */
+#define JOB_ELEMENTS_CPU (1u << 14)  /* on a CPU device */
+#define START_CYCLES 3
 
 struct options {
    bool direct_only;
@@ -61,7 +86,17 @@ struct options {
    uint32_t frames;
    uint32_t clients;
    uint32_t seconds;
+   uint32_t frame_seconds;
+   int32_t groups;       /* -1: by the device type */
+   const char *only;     /* NULL: every part */
+   uint32_t job_rounds;  /* calibrated on the direct driver */
 };
+
+static bool
+part(const struct options *o, char letter)
+{
+   return !o->only || strchr(o->only, letter);
+}
 
 enum metric {
    M_HOST_CALL,
@@ -79,6 +114,14 @@ enum metric {
    M_START_PROCESS,
    M_FRAME,
    M_CLIENTS,
+   M_AFRESH_2K_1,
+   M_AFRESH_2K_4,
+   M_AFRESH_20K_1,
+   M_AFRESH_20K_4,
+   M_DRAWS_TOTAL,
+   M_JOB_FIRST,
+   M_JOB_AGAIN,
+   M_START_CYCLES,
    M_COUNT,
 };
 
@@ -101,6 +144,14 @@ static const struct {
    [M_START_PROCESS] = { "new process: exec to exit, median", "ms" },
    [M_FRAME] = { "frame loop: draw, submit, wait, reset", "us" },
    [M_CLIENTS] = { "N processes' frame loops at once", "fps" },
+   [M_AFRESH_2K_1] = { "frames afresh, 2000 pairs, 1 thread", "fps" },
+   [M_AFRESH_2K_4] = { "frames afresh, 2000 pairs, 4 threads", "fps" },
+   [M_AFRESH_20K_1] = { "frames afresh, 20000 pairs, 1 thread", "fps" },
+   [M_AFRESH_20K_4] = { "frames afresh, 20000 pairs, 4 threads", "fps" },
+   [M_DRAWS_TOTAL] = { "draws: first command to end of wait, median", "ms" },
+   [M_JOB_FIRST] = { "GPU-bound job: record+submit+wait, median", "ms" },
+   [M_JOB_AGAIN] = { "GPU-bound job: submit again+wait, median", "ms" },
+   [M_START_CYCLES] = { "new process: 3 instance+device cycles", "ms" },
 };
 
 static int
@@ -473,8 +524,9 @@ bench_draws(const struct vkt_context *ctx, const struct options *o,
    struct draw_state s;
    uint64_t *record = calloc(o->reps, sizeof(*record));
    uint64_t *submit = calloc(o->reps, sizeof(*submit));
+   uint64_t *total = calloc(o->reps, sizeof(*total));
 
-   if (!record || !submit)
+   if (!record || !submit || !total)
       vkt_fail("out of memory");
    draw_state_init(ctx, &s);
 
@@ -507,14 +559,412 @@ bench_draws(const struct vkt_context *ctx, const struct options *o,
 
       record[rep] = t1 - t0;
       submit[rep] = t2 - t1;
+      total[rep] = t2 - t0;
    }
 
    results[M_RECORD] = median_us(record, o->reps) / 1e3;
    results[M_SUBMIT_WAIT] = median_us(submit, o->reps) / 1e3;
+   results[M_DRAWS_TOTAL] = median_us(total, o->reps) / 1e3;
 
    draw_state_finish(ctx, &s);
+   free(total);
    free(submit);
    free(record);
+}
+
+/* ---- (g) frames recorded afresh, (h) a GPU-bound job --------------------- */
+
+/* compute.comp: data_out[i] = hash(data_in[i]) for i < count, rounds of it */
+struct compute_push {
+   uint32_t count, rounds, seed;
+};
+
+/* A compute pipeline and two descriptor sets over device-local buffers of
+ * elements each (set 0 reads a and writes b, set 1 the other way). */
+struct compute_state {
+   VkDescriptorSetLayout set_layout;
+   VkDescriptorPool desc_pool;
+   VkDescriptorSet sets[2];
+   VkPipelineLayout layout;
+   VkPipeline pipeline;
+   struct vkt_buffer a, b;
+   uint32_t elements;
+};
+
+static void
+compute_state_init(const struct vkt_context *ctx, uint32_t elements, struct compute_state *s)
+{
+   const VkDeviceSize size = (VkDeviceSize)elements * 4;
+   s->elements = elements;
+   vkt_buffer_create(ctx, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, false, &s->a);
+   vkt_buffer_create(ctx, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, false, &s->b);
+
+   const VkDescriptorSetLayoutBinding bindings[] = {
+      {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL},
+      {1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL},
+   };
+   const VkDescriptorSetLayoutCreateInfo set_layout_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = 2,
+      .pBindings = bindings,
+   };
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx->device, &set_layout_info, NULL, &s->set_layout));
+   const VkDescriptorPoolSize pool_size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4};
+   const VkDescriptorPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = 2,
+      .poolSizeCount = 1,
+      .pPoolSizes = &pool_size,
+   };
+   VKT_CHECK(vkCreateDescriptorPool(ctx->device, &pool_info, NULL, &s->desc_pool));
+   const VkDescriptorSetLayout layouts[2] = {s->set_layout, s->set_layout};
+   const VkDescriptorSetAllocateInfo set_alloc = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+      .descriptorPool = s->desc_pool,
+      .descriptorSetCount = 2,
+      .pSetLayouts = layouts,
+   };
+   VKT_CHECK(vkAllocateDescriptorSets(ctx->device, &set_alloc, s->sets));
+   const VkDescriptorBufferInfo infos[4] = {
+      {s->a.buffer, 0, VK_WHOLE_SIZE},
+      {s->b.buffer, 0, VK_WHOLE_SIZE},
+      {s->b.buffer, 0, VK_WHOLE_SIZE},
+      {s->a.buffer, 0, VK_WHOLE_SIZE},
+   };
+   VkWriteDescriptorSet writes[4];
+   for (uint32_t i = 0; i < 4; i++) {
+      writes[i] = (VkWriteDescriptorSet){
+         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+         .dstSet = s->sets[i / 2],
+         .dstBinding = i % 2,
+         .descriptorCount = 1,
+         .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+         .pBufferInfo = &infos[i],
+      };
+   }
+   vkUpdateDescriptorSets(ctx->device, 4, writes, 0, NULL);
+
+   const VkPushConstantRange range = {VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                      sizeof(struct compute_push)};
+   const VkPipelineLayoutCreateInfo layout_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+      .setLayoutCount = 1,
+      .pSetLayouts = &s->set_layout,
+      .pushConstantRangeCount = 1,
+      .pPushConstantRanges = &range,
+   };
+   VKT_CHECK(vkCreatePipelineLayout(ctx->device, &layout_info, NULL, &s->layout));
+   VkShaderModule module = vkt_shader_module(ctx, compute_comp_spv, sizeof(compute_comp_spv));
+   const VkComputePipelineCreateInfo pipeline_info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .stage =
+         {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = module,
+            .pName = "main",
+         },
+      .layout = s->layout,
+   };
+   VKT_CHECK(vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &pipeline_info, NULL,
+                                      &s->pipeline));
+   vkDestroyShaderModule(ctx->device, module, NULL);
+}
+
+static void
+compute_state_finish(const struct vkt_context *ctx, struct compute_state *s)
+{
+   vkDestroyPipeline(ctx->device, s->pipeline, NULL);
+   vkDestroyPipelineLayout(ctx->device, s->layout, NULL);
+   vkDestroyDescriptorPool(ctx->device, s->desc_pool, NULL);
+   vkDestroyDescriptorSetLayout(ctx->device, s->set_layout, NULL);
+   vkt_buffer_destroy(ctx, &s->b);
+   vkt_buffer_destroy(ctx, &s->a);
+}
+
+/* One recording thread of (g): a command pool and buffer per frame in
+ * flight. */
+struct afresh_thread {
+   const struct vkt_context *ctx;
+   const struct compute_state *cs;
+   struct afresh *shared;
+   VkCommandPool pools[FRAMES_IN_FLIGHT];
+   VkCommandBuffer cmds[FRAMES_IN_FLIGHT];
+   uint32_t first, pairs;
+   pthread_t thread;
+};
+
+/* What the main thread tells the recording threads: record frame `frame`
+ * (into slot frame % FRAMES_IN_FLIGHT); they count themselves done. */
+struct afresh {
+   pthread_mutex_t mutex;
+   pthread_cond_t go, done;
+   uint64_t frame; /* UINT64_MAX: stop */
+   uint32_t n_done;
+   uint32_t groups;
+};
+
+static void
+afresh_record(struct afresh_thread *t, uint64_t frame)
+{
+   const uint32_t slot = (uint32_t)(frame % FRAMES_IN_FLIGHT);
+   VkCommandBuffer cmd = t->cmds[slot];
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+   };
+   VKT_CHECK(vkResetCommandPool(t->ctx->device, t->pools[slot], 0));
+   VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, t->cs->pipeline);
+   for (uint32_t i = 0; i < t->pairs; i++) {
+      const uint32_t n = t->first + i;
+      if (i % REBIND_EVERY == 0)
+         vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, t->cs->layout, 0, 1,
+                                 &t->cs->sets[(n / REBIND_EVERY) & 1], 0, NULL);
+      const struct compute_push p = {.count = 64, .rounds = 1, .seed = n ^ (uint32_t)frame};
+      vkCmdPushConstants(cmd, t->cs->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(p), &p);
+      vkCmdDispatch(cmd, t->shared->groups, 1, 1);
+   }
+   VKT_CHECK(vkEndCommandBuffer(cmd));
+}
+
+static void *
+afresh_thread_main(void *data)
+{
+   struct afresh_thread *t = data;
+   struct afresh *sh = t->shared;
+   uint64_t seen = UINT64_MAX - 1;
+   pthread_mutex_lock(&sh->mutex);
+   for (;;) {
+      while (sh->frame == seen)
+         pthread_cond_wait(&sh->go, &sh->mutex);
+      if (sh->frame == UINT64_MAX)
+         break;
+      seen = sh->frame;
+      pthread_mutex_unlock(&sh->mutex);
+      afresh_record(t, seen);
+      pthread_mutex_lock(&sh->mutex);
+      sh->n_done++;
+      pthread_cond_signal(&sh->done);
+   }
+   pthread_mutex_unlock(&sh->mutex);
+   return NULL;
+}
+
+/* Frames per second of frames of `pairs` (push constant + dispatch),
+ * recorded afresh by n_threads threads, FRAMES_IN_FLIGHT in flight. */
+static double
+afresh_frames(const struct vkt_context *ctx, const struct compute_state *cs, uint32_t pairs,
+              uint32_t n_threads, uint32_t groups, uint32_t seconds)
+{
+   struct afresh sh = {.frame = UINT64_MAX - 1, .groups = groups};
+   struct afresh_thread threads[MAX_RECORD_THREADS];
+   VkFence fences[FRAMES_IN_FLIGHT];
+   pthread_mutex_init(&sh.mutex, NULL);
+   pthread_cond_init(&sh.go, NULL);
+   pthread_cond_init(&sh.done, NULL);
+   for (uint32_t i = 0; i < n_threads; i++) {
+      struct afresh_thread *t = &threads[i];
+      *t = (struct afresh_thread){
+         .ctx = ctx,
+         .cs = cs,
+         .shared = &sh,
+         .first = pairs / n_threads * i,
+         .pairs = pairs / n_threads,
+      };
+      for (uint32_t f = 0; f < FRAMES_IN_FLIGHT; f++) {
+         const VkCommandPoolCreateInfo pool_info = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+            .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+            .queueFamilyIndex = ctx->queue_family,
+         };
+         VKT_CHECK(vkCreateCommandPool(ctx->device, &pool_info, NULL, &t->pools[f]));
+         const VkCommandBufferAllocateInfo alloc = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .commandPool = t->pools[f],
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = 1,
+         };
+         VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &t->cmds[f]));
+      }
+      if (n_threads > 1 && pthread_create(&t->thread, NULL, afresh_thread_main, t) != 0)
+         vkt_fail("cannot start a recording thread");
+   }
+   for (uint32_t f = 0; f < FRAMES_IN_FLIGHT; f++) {
+      const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+      VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fences[f]));
+   }
+
+   const uint64_t warm_frames = 10;
+   uint64_t t0 = 0, end = 0, frame = 0;
+   for (;; frame++) {
+      if (frame == warm_frames) {
+         t0 = vkt_now_ns();
+         end = t0 + (uint64_t)seconds * 1000000000ull;
+      } else if (frame > warm_frames && vkt_now_ns() >= end) {
+         break;
+      }
+      const uint32_t slot = (uint32_t)(frame % FRAMES_IN_FLIGHT);
+      if (frame >= FRAMES_IN_FLIGHT) {
+         VKT_CHECK(vkWaitForFences(ctx->device, 1, &fences[slot], VK_TRUE, 60000000000ull));
+         VKT_CHECK(vkResetFences(ctx->device, 1, &fences[slot]));
+      }
+      if (n_threads == 1) {
+         afresh_record(&threads[0], frame);
+      } else {
+         pthread_mutex_lock(&sh.mutex);
+         sh.frame = frame;
+         sh.n_done = 0;
+         pthread_cond_broadcast(&sh.go);
+         while (sh.n_done < n_threads)
+            pthread_cond_wait(&sh.done, &sh.mutex);
+         pthread_mutex_unlock(&sh.mutex);
+      }
+      VkCommandBuffer cmds[MAX_RECORD_THREADS];
+      for (uint32_t i = 0; i < n_threads; i++)
+         cmds[i] = threads[i].cmds[slot];
+      const VkSubmitInfo submit = {
+         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+         .commandBufferCount = n_threads,
+         .pCommandBuffers = cmds,
+      };
+      VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fences[slot]));
+   }
+   VKT_CHECK(vkWaitForFences(ctx->device, FRAMES_IN_FLIGHT, fences, VK_TRUE, 60000000000ull));
+   double fps = (double)(frame - warm_frames) * 1e9 / (double)(vkt_now_ns() - t0);
+
+   if (n_threads > 1) {
+      pthread_mutex_lock(&sh.mutex);
+      sh.frame = UINT64_MAX;
+      pthread_cond_broadcast(&sh.go);
+      pthread_mutex_unlock(&sh.mutex);
+   }
+   for (uint32_t i = 0; i < n_threads; i++) {
+      if (n_threads > 1)
+         pthread_join(threads[i].thread, NULL);
+      for (uint32_t f = 0; f < FRAMES_IN_FLIGHT; f++)
+         vkDestroyCommandPool(ctx->device, threads[i].pools[f], NULL);
+   }
+   for (uint32_t f = 0; f < FRAMES_IN_FLIGHT; f++)
+      vkDestroyFence(ctx->device, fences[f], NULL);
+   pthread_cond_destroy(&sh.done);
+   pthread_cond_destroy(&sh.go);
+   pthread_mutex_destroy(&sh.mutex);
+   return fps;
+}
+
+static void
+bench_afresh(const struct vkt_context *ctx, const struct options *o, double *results)
+{
+   struct compute_state cs;
+   compute_state_init(ctx, 64, &cs);
+   uint32_t groups = o->groups >= 0 ? (uint32_t)o->groups
+                                    : ctx->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
+   fprintf(stderr, "gpud_bench: frames afresh, %u workgroup(s) a dispatch\n", groups);
+   results[M_AFRESH_2K_1] = afresh_frames(ctx, &cs, 2000, 1, groups, o->frame_seconds);
+   results[M_AFRESH_2K_4] = afresh_frames(ctx, &cs, 2000, 4, groups, o->frame_seconds);
+   results[M_AFRESH_20K_1] = afresh_frames(ctx, &cs, 20000, 1, groups, o->frame_seconds);
+   results[M_AFRESH_20K_4] = afresh_frames(ctx, &cs, 20000, 4, groups, o->frame_seconds);
+   compute_state_finish(ctx, &cs);
+}
+
+/* Records the job: JOB_DISPATCHES passes over the state's elements, each
+ * `rounds` rounds of the hash, a barrier between passes. */
+static void
+job_record(const struct compute_state *cs, VkCommandBuffer cmd, uint32_t rounds)
+{
+   const VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+   };
+   VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cs->pipeline);
+   for (uint32_t i = 0; i < JOB_DISPATCHES; i++) {
+      const struct compute_push p = {.count = cs->elements, .rounds = rounds, .seed = i};
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cs->layout, 0, 1,
+                              &cs->sets[i & 1], 0, NULL);
+      vkCmdPushConstants(cmd, cs->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(p), &p);
+      vkCmdDispatch(cmd, cs->elements / 64, 1, 1);
+      const VkMemoryBarrier barrier = {
+         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+         .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+      };
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                           VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0,
+                           NULL);
+   }
+   VKT_CHECK(vkEndCommandBuffer(cmd));
+}
+
+static uint64_t
+job_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd, VkFence fence)
+{
+   const VkSubmitInfo submit = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &cmd,
+   };
+   uint64_t t0 = vkt_now_ns();
+   VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fence));
+   VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 120000000000ull));
+   uint64_t t = vkt_now_ns() - t0;
+   VKT_CHECK(vkResetFences(ctx->device, 1, &fence));
+   return t;
+}
+
+/* The GPU-bound job; the direct run (the first) calibrates its rounds so
+ * that it takes 10-20 ms there. */
+static void
+bench_job(const struct vkt_context *ctx, struct options *o, double *results)
+{
+   struct compute_state cs;
+   compute_state_init(ctx,
+                      ctx->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? JOB_ELEMENTS_CPU
+                                                                         : JOB_ELEMENTS,
+                      &cs);
+   const VkCommandBufferAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = ctx->cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+   };
+   const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VkCommandBuffer cmd;
+   VkFence fence;
+   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &cmd));
+   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
+   if (!o->job_rounds) {
+      uint32_t rounds = 1;
+      for (;;) {
+         VKT_CHECK(vkResetCommandBuffer(cmd, 0));
+         job_record(&cs, cmd, rounds);
+         job_submit_wait(ctx, cmd, fence); /* the first run of a pipeline may cost more */
+         uint64_t t = job_submit_wait(ctx, cmd, fence);
+         if (t >= 10000000ull || rounds >= (1u << 24))
+            break;
+         uint64_t want = t ? rounds * 15000000ull / t : rounds * 16ull;
+         rounds = (uint32_t)(want > rounds * 16ull ? rounds * 16ull
+                             : want > rounds      ? want
+                                                  : rounds + 1);
+      }
+      o->job_rounds = rounds;
+      fprintf(stderr, "gpud_bench: the GPU-bound job takes %u rounds\n", rounds);
+   }
+   uint64_t first[64], again[64];
+   uint32_t reps = o->reps < 64 ? o->reps : 64;
+   for (uint32_t rep = 0; rep < reps; rep++) {
+      VKT_CHECK(vkResetCommandBuffer(cmd, 0));
+      uint64_t t0 = vkt_now_ns();
+      job_record(&cs, cmd, o->job_rounds);
+      job_submit_wait(ctx, cmd, fence);
+      first[rep] = vkt_now_ns() - t0;
+      again[rep] = job_submit_wait(ctx, cmd, fence);
+   }
+   results[M_JOB_FIRST] = median_us(first, reps) / 1e3;
+   results[M_JOB_AGAIN] = median_us(again, reps) / 1e3;
+   vkDestroyFence(ctx->device, fence, NULL);
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
+   compute_state_finish(ctx, &cs);
 }
 
 /* ---- (e) a frame loop, (f) many processes running it --------------------- */
@@ -662,46 +1112,74 @@ start_child(void)
    return 0;
 }
 
-/* Runs `--start-child` o->starts times with only `manifest` listed. */
+/* --cycles-child: START_CYCLES instances, each with its device, one after
+ * the other, timed from the first vkCreateInstance to the last destroy. */
+static int
+cycles_child(void)
+{
+   uint64_t t0 = vkt_now_ns();
+   for (int i = 0; i < START_CYCLES; i++) {
+      VkInstance instance = vkt_instance_create("gpud_bench-cycles");
+      struct vkt_context ctx = {.prog = "gpud_bench"};
+      vkt_context_init_physical(&ctx, instance, vkt_physical_device_pick(instance, NULL), 0);
+      vkt_context_finish(&ctx);
+   }
+   printf("%llu\n", (unsigned long long)(vkt_now_ns() - t0));
+   return 0;
+}
+
+/* Runs `/proc/self/exe child_arg` with only `manifest` listed, and returns
+ * the number it prints; *process_ns gets the time from exec to exit. */
+static uint64_t
+run_child(char **env, const char *child_arg, const char *manifest, uint64_t *process_ns)
+{
+   char *const argv[] = {"gpud_bench", (char *)child_arg, NULL};
+   int out[2];
+   if (pipe(out) < 0)
+      vkt_fail("pipe failed");
+   posix_spawn_file_actions_t fa;
+   posix_spawn_file_actions_init(&fa);
+   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+   posix_spawn_file_actions_addclose(&fa, out[0]);
+   uint64_t t0 = vkt_now_ns();
+   pid_t pid;
+   if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, env) != 0)
+      vkt_fail("cannot start a child");
+   posix_spawn_file_actions_destroy(&fa);
+   close(out[1]);
+   char buf[64] = "";
+   ssize_t len = read(out[0], buf, sizeof(buf) - 1);
+   close(out[0]);
+   int status;
+   waitpid(pid, &status, 0);
+   if (process_ns)
+      *process_ns = vkt_now_ns() - t0;
+   if (len <= 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+      vkt_fail("%s failed with %s", child_arg, manifest);
+   return strtoull(buf, NULL, 10);
+}
+
+/* Runs the start children o->starts times with only `manifest` listed. */
 static void
 bench_start(const char *manifest, const struct options *o, double *results)
 {
-   uint64_t device_ns[64], process_ns[64];
+   uint64_t device_ns[64], process_ns[64], cycles_ns[64];
    uint32_t n = o->starts;
    char icd[4096];
    char **env = env_with_manifest(manifest, icd, sizeof(icd));
-   char *const argv[] = { "gpud_bench", "--start-child", NULL };
    for (uint32_t i = 0; i < n; i++) {
       /* one application started at a time on a settled machine, as a user
        * starts one (gpud's spare worker is ready again by then) */
       struct timespec pause = { 0, 300 * 1000000L };
       nanosleep(&pause, NULL);
-      int out[2];
-      if (pipe(out) < 0)
-         vkt_fail("pipe failed");
-      posix_spawn_file_actions_t fa;
-      posix_spawn_file_actions_init(&fa);
-      posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-      posix_spawn_file_actions_addclose(&fa, out[0]);
-      uint64_t t0 = vkt_now_ns();
-      pid_t pid;
-      if (posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, env) != 0)
-         vkt_fail("cannot start a child");
-      posix_spawn_file_actions_destroy(&fa);
-      close(out[1]);
-      char buf[64] = "";
-      ssize_t len = read(out[0], buf, sizeof(buf) - 1);
-      close(out[0]);
-      int status;
-      waitpid(pid, &status, 0);
-      process_ns[i] = vkt_now_ns() - t0;
-      if (len <= 0 || !WIFEXITED(status) || WEXITSTATUS(status))
-         vkt_fail("the start child failed with %s", manifest);
-      device_ns[i] = strtoull(buf, NULL, 10);
+      device_ns[i] = run_child(env, "--start-child", manifest, &process_ns[i]);
+      nanosleep(&pause, NULL);
+      cycles_ns[i] = run_child(env, "--cycles-child", manifest, NULL);
    }
    free(env);
    results[M_START_DEVICE] = median_us(device_ns, n) / 1e3;
    results[M_START_PROCESS] = median_us(process_ns, n) / 1e3;
+   results[M_START_CYCLES] = median_us(cycles_ns, n) / 1e3;
 }
 
 /* Which manifest in VK_ICD_FILENAMES is gpud's (its library is). */
@@ -731,17 +1209,24 @@ split_manifests(char *direct, char *gpud, size_t size)
 }
 
 static void
-bench_device(VkInstance instance, VkPhysicalDevice pdev,
-             const struct options *o, double *results)
+bench_device(VkInstance instance, VkPhysicalDevice pdev, struct options *o, double *results)
 {
    struct vkt_context ctx = { .prog = "gpud_bench" };
 
    vkt_context_init_physical(&ctx, instance, pdev, VKT_FEATURE_TIMELINE_SEMAPHORE);
    fprintf(stderr, "gpud_bench: measuring '%s'...\n", ctx.props.deviceName);
-   bench_round_trips(&ctx, o, results);
-   bench_bandwidth(&ctx, o, results);
-   bench_draws(&ctx, o, results);
-   bench_frames(&ctx, o, results);
+   if (part(o, 'a'))
+      bench_round_trips(&ctx, o, results);
+   if (part(o, 'b'))
+      bench_bandwidth(&ctx, o, results);
+   if (part(o, 'c') || part(o, 'h'))
+      bench_draws(&ctx, o, results);
+   if (part(o, 'e'))
+      bench_frames(&ctx, o, results);
+   if (part(o, 'g'))
+      bench_afresh(&ctx, o, results);
+   if (part(o, 'h'))
+      bench_job(&ctx, o, results);
    vkt_context_finish_device(&ctx);
 }
 
@@ -767,11 +1252,15 @@ main(int argc, char **argv)
       .frames = 10000,
       .clients = 8,
       .seconds = 3,
+      .frame_seconds = 2,
+      .groups = -1,
    };
 
    vkt_set_prog("gpud_bench");
    if (argc == 2 && !strcmp(argv[1], "--start-child"))
       return start_child();
+   if (argc == 2 && !strcmp(argv[1], "--cycles-child"))
+      return cycles_child();
    if (argc == 4 && !strcmp(argv[1], "--clients-child"))
       return clients_child(argv[2], argv[3]);
    for (int i = 1; i < argc; i++) {
@@ -800,6 +1289,16 @@ main(int argc, char **argv)
       } else if (!strcmp(argv[i], "--seconds")) {
          o.seconds = parse_u32(argv[i], argv[i + 1]);
          i++;
+      } else if (!strcmp(argv[i], "--frame-seconds")) {
+         o.frame_seconds = parse_u32(argv[i], argv[i + 1]);
+         i++;
+      } else if (!strcmp(argv[i], "--groups") && i + 1 < argc) {
+         o.groups = (int32_t)vkt_parse_u64(argv[i], argv[i + 1]);
+         if (o.groups > 65535)
+            vkt_fail("--groups: at most 65535");
+         i++;
+      } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+         o.only = argv[++i];
       } else if (!strcmp(argv[i], "--starts")) {
          o.starts = parse_u32(argv[i], argv[i + 1]);
          if (o.starts > 64)
@@ -808,7 +1307,8 @@ main(int argc, char **argv)
       } else {
          fprintf(stderr, "usage: gpud_bench [--direct-only] [--calls N] "
                          "[--draws N] [--mib N] [--reps N] [--starts N] [--frames N] "
-                         "[--clients N] [--seconds S]\n");
+                         "[--clients N] [--seconds S] [--frame-seconds S] [--groups N] "
+                         "[--only LETTERS]\n");
          return 1;
       }
    }
@@ -853,17 +1353,21 @@ main(int argc, char **argv)
 
    char direct_manifest[4096], gpud_manifest[4096];
    split_manifests(direct_manifest, gpud_manifest, sizeof(direct_manifest));
-   fprintf(stderr, "gpud_bench: timing %u new processes each...\n", o.starts);
-   if (direct_manifest[0])
-      bench_start(direct_manifest, &o, res_direct);
-   if (gpud_manifest[0] && !o.direct_only)
-      bench_start(gpud_manifest, &o, res_gpud);
-   fprintf(stderr, "gpud_bench: %u processes' frame loops at once, %u s each...\n", o.clients,
-           o.seconds);
-   if (direct_manifest[0])
-      bench_clients(direct_manifest, &o, res_direct);
-   if (gpud_manifest[0] && !o.direct_only)
-      bench_clients(gpud_manifest, &o, res_gpud);
+   if (part(&o, 'd') || part(&o, 'i')) {
+      fprintf(stderr, "gpud_bench: timing %u new processes each...\n", o.starts);
+      if (direct_manifest[0])
+         bench_start(direct_manifest, &o, res_direct);
+      if (gpud_manifest[0] && !o.direct_only)
+         bench_start(gpud_manifest, &o, res_gpud);
+   }
+   if (part(&o, 'f')) {
+      fprintf(stderr, "gpud_bench: %u processes' frame loops at once, %u s each...\n",
+              o.clients, o.seconds);
+      if (direct_manifest[0])
+         bench_clients(direct_manifest, &o, res_direct);
+      if (gpud_manifest[0] && !o.direct_only)
+         bench_clients(gpud_manifest, &o, res_gpud);
+   }
 
    printf("gpud_bench: %u calls, %u MiB mapped, %u draws (re-bind every "
           "%u), %u reps, %u starts, %u frames, %u processes x %u s\n", o.calls, o.mib, o.draws,
@@ -873,6 +1377,8 @@ main(int argc, char **argv)
    printf("%-44s %6s %12s %12s %12s\n", "metric", "unit", "direct", "gpud",
           "gpud/direct");
    for (int m = 0; m < M_COUNT; m++) {
+      if (res_direct[m] == 0 && res_gpud[m] == 0)
+         continue; /* not measured (--only) */
       printf("%-44s %6s %12.3f ", metrics[m].name, metrics[m].unit,
              res_direct[m]);
       if (o.direct_only)
