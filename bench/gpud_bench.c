@@ -121,6 +121,7 @@ enum metric {
    M_DRAWS_TOTAL,
    M_JOB_FIRST,
    M_JOB_AGAIN,
+   M_JOB_GPU,
    M_START_CYCLES,
    M_COUNT,
 };
@@ -151,6 +152,7 @@ static const struct {
    [M_DRAWS_TOTAL] = { "draws: first command to end of wait, median", "ms" },
    [M_JOB_FIRST] = { "GPU-bound job: record+submit+wait, median", "ms" },
    [M_JOB_AGAIN] = { "GPU-bound job: submit again+wait, median", "ms" },
+   [M_JOB_GPU] = { "GPU-bound job: on the GPU (timestamps), median", "ms" },
    [M_START_CYCLES] = { "new process: 3 instance+device cycles", "ms" },
 };
 
@@ -871,12 +873,17 @@ bench_afresh(const struct vkt_context *ctx, const struct options *o, double *res
 /* Records the job: JOB_DISPATCHES passes over the state's elements, each
  * `rounds` rounds of the hash, a barrier between passes. */
 static void
-job_record(const struct compute_state *cs, VkCommandBuffer cmd, uint32_t rounds)
+job_record(const struct compute_state *cs, VkCommandBuffer cmd, uint32_t rounds,
+           VkQueryPool timestamps)
 {
    const VkCommandBufferBeginInfo begin = {
       .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
    };
    VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
+   if (timestamps) {
+      vkCmdResetQueryPool(cmd, timestamps, 0, 2);
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps, 0);
+   }
    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cs->pipeline);
    for (uint32_t i = 0; i < JOB_DISPATCHES; i++) {
       const struct compute_push p = {.count = cs->elements, .rounds = rounds, .seed = i};
@@ -893,7 +900,23 @@ job_record(const struct compute_state *cs, VkCommandBuffer cmd, uint32_t rounds)
                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0,
                            NULL);
    }
+   if (timestamps)
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps, 1);
    VKT_CHECK(vkEndCommandBuffer(cmd));
+}
+
+/* The time between the job's two timestamps, in ns (0 without them). */
+static uint64_t
+job_gpu_ns(const struct vkt_context *ctx, VkQueryPool timestamps)
+{
+   uint64_t ts[2];
+   if (!timestamps)
+      return 0;
+   VKT_CHECK(vkGetQueryPoolResults(ctx->device, timestamps, 0, 2, sizeof(ts), ts, sizeof(ts[0]),
+                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+   uint64_t mask = ctx->timestamp_valid_bits >= 64 ? UINT64_MAX
+                                                   : (1ull << ctx->timestamp_valid_bits) - 1;
+   return (uint64_t)((double)((ts[1] - ts[0]) & mask) * ctx->props.limits.timestampPeriod);
 }
 
 static uint64_t
@@ -933,11 +956,20 @@ bench_job(const struct vkt_context *ctx, struct options *o, double *results)
    VkFence fence;
    VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &cmd));
    VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
+   VkQueryPool timestamps = VK_NULL_HANDLE;
+   if (ctx->timestamp_valid_bits) {
+      const VkQueryPoolCreateInfo query_info = {
+         .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+         .queryType = VK_QUERY_TYPE_TIMESTAMP,
+         .queryCount = 2,
+      };
+      VKT_CHECK(vkCreateQueryPool(ctx->device, &query_info, NULL, &timestamps));
+   }
    if (!o->job_rounds) {
       uint32_t rounds = 1;
       for (;;) {
          VKT_CHECK(vkResetCommandBuffer(cmd, 0));
-         job_record(&cs, cmd, rounds);
+         job_record(&cs, cmd, rounds, VK_NULL_HANDLE);
          job_submit_wait(ctx, cmd, fence); /* the first run of a pipeline may cost more */
          uint64_t t = job_submit_wait(ctx, cmd, fence);
          if (t >= 10000000ull || rounds >= (1u << 24))
@@ -950,18 +982,23 @@ bench_job(const struct vkt_context *ctx, struct options *o, double *results)
       o->job_rounds = rounds;
       fprintf(stderr, "gpud_bench: the GPU-bound job takes %u rounds\n", rounds);
    }
-   uint64_t first[64], again[64];
+   uint64_t first[64], again[64], gpu[128];
    uint32_t reps = o->reps < 64 ? o->reps : 64;
    for (uint32_t rep = 0; rep < reps; rep++) {
       VKT_CHECK(vkResetCommandBuffer(cmd, 0));
       uint64_t t0 = vkt_now_ns();
-      job_record(&cs, cmd, o->job_rounds);
+      job_record(&cs, cmd, o->job_rounds, timestamps);
       job_submit_wait(ctx, cmd, fence);
       first[rep] = vkt_now_ns() - t0;
+      gpu[2 * rep] = job_gpu_ns(ctx, timestamps);
       again[rep] = job_submit_wait(ctx, cmd, fence);
+      gpu[2 * rep + 1] = job_gpu_ns(ctx, timestamps);
    }
    results[M_JOB_FIRST] = median_us(first, reps) / 1e3;
    results[M_JOB_AGAIN] = median_us(again, reps) / 1e3;
+   results[M_JOB_GPU] = timestamps ? median_us(gpu, 2 * reps) / 1e3 : 0;
+   if (timestamps)
+      vkDestroyQueryPool(ctx->device, timestamps, NULL);
    vkDestroyFence(ctx->device, fence, NULL);
    vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
    compute_state_finish(ctx, &cs);
