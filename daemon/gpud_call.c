@@ -176,7 +176,7 @@ new_id(struct wire_dec *d, uint64_t id)
 {
    struct gpud_call *call = d->user;
    struct gpud_context *ctx = call->ctx;
-   if (id == 0 || gpud_object_find(ctx, id))
+   if (id == 0 || id > UTIL_IDTABLE_MAX_ID || gpud_object_find(ctx, id))
       return false;
    /* Past the object limit the command fails as a driver out of memory
     * would, and the client carries on. */

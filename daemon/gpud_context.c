@@ -232,12 +232,11 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    util_list_init(&ctx->waiters);
    util_list_init(&ctx->object_list);
    util_msg_reader_init(&ctx->reader, GPUD_MAX_MESSAGE_SIZE);
-   util_idmap_init(&ctx->objects);
    wire_enc_init(&ctx->reply);
    ctx->log_tokens = info->log_burst;
    ctx->log_last_ns = util_now_ns();
    ctx->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
-   if (!ctx->arena) {
+   if (!ctx->arena || util_idtable_init(&ctx->objects) < 0) {
       gpud_context_destroy(ctx);
       return -ENOMEM;
    }
@@ -373,7 +372,7 @@ gpud_context_destroy(struct gpud_context *ctx)
       gpud_context_log(ctx, UTIL_LOG_INFO,
                        "released %" PRIu64 " objects and %" PRIu64 " bytes of memory", objects,
                        bytes);
-   util_idmap_finish(&ctx->objects);
+   util_idtable_finish(&ctx->objects);
    if (ctx->ring_map) {
       util_ring_finish(&ctx->commands);
       util_ring_finish(&ctx->replies);

@@ -19,7 +19,7 @@
 
 #include "gpud_host.h"
 #include "gpud_status.h"
-#include "util_idmap.h"
+#include "util_idtable.h"
 #include "util_list.h"
 #include "util_ring.h"
 #include "util_log.h"
@@ -81,7 +81,7 @@ struct gpud_context {
    struct wire_enc reply;
 
    /* owned by the decoding thread */
-   struct util_idmap objects;
+   struct util_idtable objects;
    struct util_list object_list; /* struct gpud_object, in creation order */
    uint64_t n_objects;
    uint64_t memory_bytes;

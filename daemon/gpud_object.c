@@ -101,7 +101,7 @@ gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, const ch
 struct gpud_object *
 gpud_object_find(struct gpud_context *ctx, uint64_t id)
 {
-   return util_idmap_get(&ctx->objects, id);
+   return util_idtable_get(&ctx->objects, id);
 }
 
 /* Releases what the daemon holds besides the host object (which the caller
@@ -129,7 +129,7 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
       gpud_queue_query_pool_gone(obj);
    free(obj->cmd_watched);
    gpud_set_layout_unref(obj->set_layout);
-   util_idmap_remove(&ctx->objects, obj->id);
+   util_idtable_remove(&ctx->objects, obj->id);
    util_list_remove(&obj->link);
    ctx->n_objects--;
    count_type(ctx, obj->type, -1);
@@ -192,7 +192,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
 {
    struct gpud_context *ctx = call->ctx;
    struct gpud_object *obj = calloc(1, sizeof(*obj));
-   if (!obj || util_idmap_insert(&ctx->objects, id, obj) < 0) {
+   if (!obj || util_idtable_insert(&ctx->objects, id, obj) < 0) {
       /* a duplicate id inside one command, or no memory: the host object
        * cannot be named, so destroy it right away */
       free(obj);
@@ -258,7 +258,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       break;
    }
    if (!ok) {
-      util_idmap_remove(&ctx->objects, id);
+      util_idtable_remove(&ctx->objects, id);
       free(obj);
       gpud_call_fail(call, "out of memory");
       return;
