@@ -48,12 +48,6 @@ op_allows_unbound(uint32_t op)
 
 /* ---- what the generated handlers call (wire_gpud.h) ------------------------ */
 
-const struct gpud_host_dispatch *
-gpud_call_dispatch(struct gpud_call *call)
-{
-   return call->disp;
-}
-
 bool
 gpud_call_device_lost(const struct gpud_call *call)
 {
@@ -122,6 +116,18 @@ device_enabled_op(const struct gpud_call *call)
    return false;
 }
 
+static bool
+touched_grow(struct gpud_call *call)
+{
+   unsigned cap = call->cap_touched ? call->cap_touched * 2 : 16;
+   struct gpud_object **t = realloc(call->touched, sizeof(*t) * cap);
+   if (!t)
+      return false;
+   call->touched = t;
+   call->cap_touched = cap;
+   return true;
+}
+
 static uint64_t
 lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
 {
@@ -157,18 +163,50 @@ lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
       wire_dec_fail(d, "object belongs to another instance");
       return 0;
    }
-   if (call->n_touched == call->cap_touched) {
-      unsigned cap = call->cap_touched ? call->cap_touched * 2 : 16;
-      struct gpud_object **t = realloc(call->touched, sizeof(*t) * cap);
-      if (!t) {
-         wire_dec_fail(d, "out of memory");
-         return 0;
-      }
-      call->touched = t;
-      call->cap_touched = cap;
+   if (call->n_touched == call->cap_touched && !touched_grow(call)) {
+      wire_dec_fail(d, "out of memory");
+      return 0;
    }
    call->touched[call->n_touched++] = obj;
    return obj->handle;
+}
+
+/* ---- recorded commands (gpud_replay.c) ------------------------------------- */
+
+bool
+gpud_call_begin_recorded(struct gpud_call *call, struct gpud_object *cb)
+{
+   if (!call->cap_touched && !touched_grow(call))
+      return false;
+   call->touched[0] = cb;
+   call->device = cb->device;
+   call->instance = cb->device->instance;
+   call->disp = cb->device->disp;
+   call->deferred = false;
+   call->refused = VK_SUCCESS;
+   wire_dec_init(&call->dec, NULL, 0, call->ctx->arena);
+   call->dec.lookup = lookup;
+   call->dec.user = call;
+   call->dec.check_enums = true;
+   gpud_validate_set_call(call);
+   return true;
+}
+
+struct wire_dec *
+gpud_call_next_recorded(struct gpud_call *call, uint32_t op, const uint8_t *params,
+                        size_t size)
+{
+   /* recorded commands take no fds and make no objects: only what a
+    * command's decoding changes is set again */
+   struct wire_dec *d = &call->dec;
+   wire_arena_reset(call->ctx->arena);
+   call->op = op;
+   call->n_touched = 1; /* the command buffer, whose id the caller checked */
+   d->p = params;
+   d->end = params + size;
+   d->fatal = false;
+   d->error = NULL;
+   return d;
 }
 
 static bool
@@ -320,6 +358,20 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
       if (h.size < sizeof(h) || h.size > size || (h.size & 3)) {
          r = gpud_context_protocol_error(ctx, "command size %u with %zu bytes left", h.size,
                                          size);
+         break;
+      }
+      if (h.op == WIRE_OP_CHUNK) {
+         r = gpud_replay_chunk(&call, data, h.size);
+         gpud_validate_set_call(NULL);
+         if (r < 0)
+            break;
+         data += h.size;
+         size -= h.size;
+         continue;
+      }
+      if (h.op < WIRE_OP_COUNT && wire_op_recorded[h.op]) {
+         r = gpud_context_protocol_error(ctx, "%s outside a chunk of a recording",
+                                         wire_op_name(h.op));
          break;
       }
       wire_arena_reset(ctx->arena);

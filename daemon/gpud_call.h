@@ -90,16 +90,23 @@ struct gpud_object {
    struct gpud_query_pool_page *query_page;
    /* set layouts and descriptor sets: the layout's bindings */
    struct gpud_set_layout *set_layout;
+   /* command buffers: whether a recording is open, the chunk it expects
+    * next and its pool's resets when it began; command pools: their resets
+    * (gpud_replay.c) */
+   bool recording;
+   uint32_t next_chunk;
+   uint32_t pool_resets;
 };
 
 /* One command being executed. */
 struct gpud_call {
+   /* first: generated code reads it directly (gpud_call_dispatch) */
+   const struct gpud_host_dispatch *disp;
    struct gpud_context *ctx;
    struct wire_dec dec;
    struct wire_enc *reply;   /* NULL when no reply is wanted */
    uint32_t seq;
    uint32_t op;
-   const struct gpud_host_dispatch *disp;
    struct gpud_object *instance;
    struct gpud_object *device;
    bool deferred;            /* a waiter thread sends the reply */
@@ -139,6 +146,8 @@ struct gpud_call {
    uint32_t new_queue_family, new_queue_index;
 };
 
+_Static_assert(offsetof(struct gpud_call, disp) == 0, "wire_gpud.h reads the dispatch first");
+
 /* Decodes and runs every command in a stream message; negative when the
  * client must be disconnected (the reason is logged and sent). */
 /* Checks an fd a client gives for a memory import (gpud_external.c): a
@@ -153,6 +162,17 @@ VkResult gpud_external_check_memory_import(struct gpud_call *call,
  * command took one), the rest are closed. */
 int gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size,
                              int *fds, unsigned n_fds);
+
+/* Recordings (gpud_replay.c): checks and replays one chunk (a whole
+ * WIRE_OP_CHUNK command); negative when the client must be disconnected
+ * (the reason is logged and sent). */
+int gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size);
+/* What the replay of a chunk needs of a call: every command runs on cb's
+ * device (false: out of memory); the decoder of the next recorded command,
+ * on cb, whose id the caller checked. */
+bool gpud_call_begin_recorded(struct gpud_call *call, struct gpud_object *cb);
+struct wire_dec *gpud_call_next_recorded(struct gpud_call *call, uint32_t op,
+                                         const uint8_t *params, size_t size);
 
 /* The object the command named with this host handle, or NULL. */
 struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle);

@@ -1348,6 +1348,9 @@ gpud_exec_vkBeginCommandBuffer(struct gpud_call *call, struct wire_args_vkBeginC
    if (cmd)
       cmd->n_cmd_watched = 0;
    gpud_gen_exec_vkBeginCommandBuffer(call, a);
+   /* recorded: nobody waits for the result (the ICD answered at once) */
+   if (a->ret < 0)
+      gpud_call_async_error(call, a->ret);
 }
 
 /* ---- query pools ------------------------------------------------------------ */

@@ -264,8 +264,13 @@ struct icd_command_buffer {
    struct icd_command_pool *pool;
    struct icd_command_buffer *prev, *next; /* in the pool */
    VkCommandBufferLevel level;
+   /* the recording: the chunk being recorded (a struct wire_chunk_header,
+    * then the commands), the chunks sent before it, the last command's
+    * start; recording between vkBeginCommandBuffer and vkEndCommandBuffer */
    struct wire_enc stream;
+   uint32_t chunk;
    size_t cmd_offset;
+   bool recording;
 };
 
 struct icd_device_memory {

@@ -1,16 +1,78 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Command buffers record into their own encoded stream, in the same format
- * as everything else on the wire; vkEndCommandBuffer ships the stream and
- * the daemon replays it into a host command buffer.  Submitting again sends
- * only the submit.
+ * as everything else on the wire, and send it to the daemon in chunks as it
+ * grows (docs/protocol.md, "Recording in chunks"): the daemon replays each
+ * chunk into the host command buffer while the application goes on
+ * recording, and vkEndCommandBuffer sends only the last one.  Submitting
+ * sends only the submit.
  */
 #include "icd.h"
+
+#include <stdlib.h>
+
+/* A chunk goes out once the stream passes this size (GPUD_CHUNK_BYTES,
+ * for measuring: docs/performance.md). */
+#define ICD_CHUNK_BYTES (64u * 1024u)
+#define ICD_CHUNK_MIN_BYTES 1024u
+#define ICD_CHUNK_MAX_BYTES (16u << 20)
+
+static pthread_once_t chunk_once = PTHREAD_ONCE_INIT;
+static size_t chunk_bytes = ICD_CHUNK_BYTES;
+
+static void
+init_chunk_bytes(void)
+{
+   const char *env = getenv("GPUD_CHUNK_BYTES");
+   if (env && *env) {
+      char *end = NULL;
+      unsigned long v = strtoul(env, &end, 10);
+      if (!*end && v >= ICD_CHUNK_MIN_BYTES && v <= ICD_CHUNK_MAX_BYTES)
+         chunk_bytes = v;
+   }
+}
+
+static struct icd_command_buffer *
+command_buffer(VkCommandBuffer commandBuffer)
+{
+   return (struct icd_command_buffer *)commandBuffer;
+}
+
+/* Sends the chunk recorded so far (with flags), and starts the next. */
+static VkResult
+send_chunk(struct icd_command_buffer *cb, uint32_t flags)
+{
+   struct wire_chunk_header *h = (struct wire_chunk_header *)cb->stream.data;
+   *h = (struct wire_chunk_header){
+      .cmd = {.op = WIRE_OP_CHUNK, .size = (uint32_t)cb->stream.size, .flags = flags,
+              .seq = cb->chunk++},
+      .command_buffer = cb->base.id,
+   };
+   VkResult r = icd_connection_send_stream(cb->base.conn, cb->stream.data, cb->stream.size);
+   wire_enc_reset(&cb->stream);
+   return r;
+}
+
+/* Forgets what was recorded and not sent (a reset or a new begin). */
+static void
+discard_recording(struct icd_command_buffer *cb)
+{
+   wire_enc_reset(&cb->stream);
+   cb->recording = false;
+   cb->chunk = 0;
+}
 
 struct wire_enc *
 icd_cmd_stream(VkCommandBuffer commandBuffer, uint32_t op)
 {
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
+   struct icd_command_buffer *cb = command_buffer(commandBuffer);
+   /* a command outside vkBeginCommandBuffer..vkEndCommandBuffer (invalid
+    * usage) is dropped here: the daemon takes recorded commands only in a
+    * recording */
+   if (!cb->recording)
+      return NULL;
+   if (cb->stream.size == 0)
+      wire_enc_reserve(&cb->stream, sizeof(struct wire_chunk_header));
    cb->cmd_offset = wire_enc_begin_cmd(&cb->stream, op, 0, 0);
    return &cb->stream;
 }
@@ -18,28 +80,39 @@ icd_cmd_stream(VkCommandBuffer commandBuffer, uint32_t op)
 void
 icd_cmd_stream_end(VkCommandBuffer commandBuffer)
 {
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
+   struct icd_command_buffer *cb = command_buffer(commandBuffer);
    wire_enc_end_cmd(&cb->stream, cb->cmd_offset);
+   if (cb->stream.size >= chunk_bytes && !cb->stream.oom)
+      send_chunk(cb, 0);
 }
 
 /* Recording failed in the ICD: vkEndCommandBuffer will say so. */
 void
 icd_cmd_buffer_fail(VkCommandBuffer commandBuffer)
 {
-   ((struct icd_command_buffer *)commandBuffer)->stream.oom = true;
+   command_buffer(commandBuffer)->stream.oom = true;
 }
 
 VkResult
-icd_cmd_ship(VkCommandBuffer commandBuffer)
+icd_cmd_buffer_end(VkCommandBuffer commandBuffer)
 {
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
+   struct icd_command_buffer *cb = command_buffer(commandBuffer);
+   if (!cb->recording)
+      return VK_SUCCESS; /* not begun (invalid usage): nothing to end */
+   if (cb->stream.size == 0)
+      wire_enc_reserve(&cb->stream, sizeof(struct wire_chunk_header));
    if (cb->stream.oom) {
-      wire_enc_reset(&cb->stream);
+      /* the recording is incomplete: the application gets the error and
+       * must reset or begin again, which the daemon sees */
+      discard_recording(cb);
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    }
-   VkResult r = icd_connection_send_stream(cb->base.conn, cb->stream.data, cb->stream.size);
-   wire_enc_reset(&cb->stream);
-   return r;
+   VkResult r = send_chunk(cb, WIRE_CHUNK_END);
+   cb->recording = false;
+   cb->chunk = 0;
+   /* only the ICD's own failure is the application's to see here; a host
+    * failure to end the recording loses the device */
+   return r == VK_ERROR_DEVICE_LOST ? VK_ERROR_OUT_OF_HOST_MEMORY : r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
@@ -68,9 +141,12 @@ icd_vkAllocateCommandBuffers(VkDevice device, const VkCommandBufferAllocateInfo 
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkBeginCommandBuffer(VkCommandBuffer commandBuffer, const VkCommandBufferBeginInfo *pBeginInfo)
 {
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
-   /* Beginning resets the recording (implicitly, as the API says). */
-   wire_enc_reset(&cb->stream);
+   struct icd_command_buffer *cb = command_buffer(commandBuffer);
+   pthread_once(&chunk_once, init_chunk_bytes);
+   /* Beginning resets the recording (implicitly, as the API says): the
+    * first chunk of the new one starts with it. */
+   discard_recording(cb);
+   cb->recording = true;
    VkCommandBufferBeginInfo info = *pBeginInfo;
    /* A primary command buffer ignores its inheritance info. */
    if (cb->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY)
@@ -81,8 +157,8 @@ icd_vkBeginCommandBuffer(VkCommandBuffer commandBuffer, const VkCommandBufferBeg
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkResetCommandBuffer(VkCommandBuffer commandBuffer, VkCommandBufferResetFlags flags)
 {
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
-   wire_enc_reset(&cb->stream);
+   struct icd_command_buffer *cb = command_buffer(commandBuffer);
+   discard_recording(cb);
    /* The reset goes on the connection's stream, not the discarded recording. */
    struct icd_call call;
    struct wire_enc *e =
@@ -98,7 +174,7 @@ icd_vkResetCommandPool(VkDevice device, VkCommandPool commandPool, VkCommandPool
    struct icd_command_pool *pool = (struct icd_command_pool *)commandPool;
    pthread_mutex_lock(&pool->mutex);
    for (struct icd_command_buffer *cb = pool->buffers; cb; cb = cb->next)
-      wire_enc_reset(&cb->stream);
+      discard_recording(cb);
    pthread_mutex_unlock(&pool->mutex);
    return icd_gen_vkResetCommandPool(device, commandPool, flags);
 }

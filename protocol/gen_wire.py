@@ -238,10 +238,18 @@ SPIRV_COMMANDS = {'vkCreateShaderModule', 'vkGetShaderModuleCreateInfoIdentifier
 # nothing the application reads.
 FORCE_SYNC = set()
 
-# Calls on a command buffer that end its recording: they ship the recorded
-# stream (the daemon replays it into the host command buffer as it comes)
-# instead of being recorded themselves.
+# Calls on a command buffer that end its recording: the ICD sends the last
+# chunk of the recording, marked as the end (WIRE_CHUNK_END), instead of a
+# command of their own.
 SHIPS_RECORDING = {'vkEndCommandBuffer'}
+
+# Calls on a command buffer that are not recorded into it (every other one
+# is, and travels only in the recording's chunks: docs/protocol.md).
+NOT_RECORDED = {
+    'vkResetCommandBuffer':
+        'a reset discards the recording: it goes on the connection, in order with the pool\'s',
+    **{c: 'the last chunk says the recording ends' for c in SHIPS_RECORDING},
+}
 
 # Calls that return a VkResult but need not wait for it: the work is
 # queued in order and a failure loses the device (every later call on it
@@ -726,7 +734,8 @@ def c_len_expr(expr, names, prefix):
 
 def function_side(fname):
     """Which side calls a generated wire function: 'icd', 'gpud' or both."""
-    if fname.startswith(('wire_decargs_', 'wire_encreply_', 'wire_encback_', 'wire_decshape_')):
+    if fname.startswith(('wire_decargs_', 'wire_encreply_', 'wire_encback_', 'wire_decshape_',
+                         'wire_fastargs_')):
         return {'gpud'}
     if fname.startswith(('wire_decreply_', 'wire_decout_', 'wire_encshape_', 'wire_decback_')):
         return {'icd'}
@@ -1322,7 +1331,7 @@ def emit_lost_outputs(gen, w, cmd, params, ind):
 
 
 def records_in_cmdbuf(cmd):
-    return cmd.params[0].type == 'VkCommandBuffer'
+    return cmd.params[0].type == 'VkCommandBuffer' and cmd.name not in NOT_RECORDED
 
 
 def out_len_expr(gen, cmd, p, prefix):
@@ -1725,6 +1734,137 @@ def emit_cmd_decoders(gen, w, hw):
 
 
 # ==========================================================================
+# Replay: the fast path for recorded commands
+
+
+def fast_shape(gen, cmd):
+    """How a recorded command decodes on the fast path: a list of
+    (param, offset, wire size) for its fixed part, and the trailing byte
+    array param (or None); None when the command has no fast path (a
+    pointer other than one trailing byte array, a struct, an fd...)."""
+    reg = gen.reg
+    if not records_in_cmdbuf(cmd) or cmd.ret != 'void':
+        return None
+    fixed, off, tail = [], 0, None
+    params = cmd.params
+    for i, m in enumerate(params):
+        k = reg.kind(m.type)
+        if tail is not None:
+            return None
+        if m.ptr == 1 and k == 'void' and m.len and i == len(params) - 1 and \
+                member_len(gen, params, m, 'a->'):
+            tail = m
+            continue
+        if m.ptr or m.objecttype or (cmd.name, m.name) in FD_MEMBERS:
+            return None
+        if k == 'handle':
+            if i and reg.handles[reg.resolve_type(m.type)][0]:
+                return None  # a dispatchable handle after the first
+            size = 8
+        elif k in ('scalar', 'enum', 'bitmask', 'basetype') and reg.scalar_info(m.type):
+            wt, native = reg.scalar_info(m.type)
+            if m.dims:
+                n = 1
+                for d in m.dims:
+                    if not str(d).isdigit():
+                        return None
+                    n *= int(d)
+                size = (native * n + 3) & ~3
+            else:
+                size = 8 if wt in ('uint64_t', 'int64_t', 'double') else 4
+        else:
+            return None
+        fixed.append((m, off, size))
+        off += size
+    return fixed, off, tail
+
+
+def emit_fast_decoders(gen, w, hw):
+    """Daemon side: wire_fastargs_vkCmdFoo(), the decoder of a recorded
+    command on the replay's fast path.  The command's size is checked once,
+    its values are loaded from their offsets, handles translated, enums
+    checked, a trailing byte array points into the message (a private copy);
+    the command buffer is the chunk's, which the caller checked."""
+    reg = gen.reg
+    for name in gen.wire_commands:
+        cmd = reg.commands[name]
+        shape = fast_shape(gen, cmd)
+        if shape is None:
+            continue
+        fixed, size, tail = shape
+        proto = (f'bool wire_fastargs_{name}(struct wire_dec *d, struct {args_struct_name(name)} *a, '
+                 'VkCommandBuffer cb)')
+        hw(proto + ';')
+        w(f'bool\nwire_fastargs_{name}(struct wire_dec *d, struct {args_struct_name(name)} *a, '
+          'VkCommandBuffer cb)\n{')
+        w('   const uint8_t *p = d->p;')
+        w('   const size_t left = wire_dec_remaining(d);')
+        if len(fixed) == 1 and tail is None:
+            w('   (void)p;')
+        if tail is None:
+            w(f'   if (left != {size})')
+        else:
+            w(f'   if (left < {size + 4})')
+        w(f'      return wire_dec_fail(d, "{name}: wrong size");')
+        for m, off, sz in fixed:
+            k = reg.kind(m.type)
+            rt = reg.resolve_type(m.type)
+            v = f'a->{m.name}'
+            if off == 0:
+                w(f'   {v} = cb;')
+                continue
+            if k == 'handle':
+                objtype = reg.handles[rt][1]
+                nullable = 'true' if member_nullable(gen, name, m) else 'false'
+                w('   {')
+                w('      uint64_t v;')
+                w(f'      memcpy(&v, p + {off}, 8);')
+                w(f'      {v} = ({rt})(uintptr_t)wire_dec_handle_id(d, v, {objtype}, {nullable});')
+                w('      if (d->fatal)')
+                w('         return false;')
+                w('   }')
+            elif m.dims:
+                w(f'   memcpy({v}, p + {off}, sizeof({v}));')
+            else:
+                wt = gen.wire_scalar(m.type)
+                w('   {')
+                w(f'      {wt} v;')
+                w(f'      memcpy(&v, p + {off}, sizeof(v));')
+                if checked_enum(gen, m.type):
+                    w(f'      if (!wire_enum_ok_{rt}((int32_t)v))')
+                    w(f'         return wire_dec_fail(d, "{rt} value out of range");')
+                w(f'      {v} = ({m.type})v;')
+                w('   }')
+        if tail is not None:
+            n = member_len(gen, cmd.params, tail, 'a->')
+            v = f'a->{tail.name}'
+            w('   {')
+            w(f'      const uint8_t *q = p + {size};')
+            w('      uint32_t present, n = 0;')
+            w('      memcpy(&present, q, 4);')
+            w('      if (!present) {')
+            w(f'         if (left != {size + 4})')
+            w(f'            return wire_dec_fail(d, "{name}: wrong size");')
+            w(f'         {v} = NULL;')
+            w('      } else {')
+            w(f'         if (left < {size + 8})')
+            w(f'            return wire_dec_fail(d, "{name}: wrong size");')
+            w('         memcpy(&n, q + 4, 4);')
+            w(f'         if ((uint64_t)left != {size + 8}u + (((uint64_t)n + 3) & ~3ull))')
+            w(f'            return wire_dec_fail(d, "{name}: wrong size");')
+            w(f'         {v} = q + 8;')
+            w('      }')
+            w(f'      if ({v} && (uint64_t)n != (uint64_t)({n}))')
+            w(f'         return wire_dec_fail(d, "{name}: {tail.name} length mismatch");')
+            if not member_nullable(gen, name, tail):
+                w(f'      if (!{v} && ({n}) != 0)')
+                w(f'         return wire_dec_fail(d, "{name}: missing {tail.name}");')
+            w('   }')
+        w('   d->p = d->end;')
+        w('   return true;')
+        w('}\n')
+
+# ==========================================================================
 # ICD entrypoints
 
 
@@ -1769,7 +1909,11 @@ def emit_icd(gen, w):
             continue
         outs = [p for p in params if p.role == 'out_handle']
         oom = 'VK_ERROR_OUT_OF_HOST_MEMORY' if ret == 'VkResult' else ''
-        if records_in_cmdbuf(cmd) and name not in SHIPS_RECORDING:
+        if name in SHIPS_RECORDING:
+            w(f'   return icd_cmd_buffer_end({first.name});')
+            w('}\n')
+            continue
+        if records_in_cmdbuf(cmd):
             w(f'   struct wire_enc *e = icd_cmd_stream({first.name}, WIRE_OP_{name});')
             w('   if (!e)')
             w(f'      return{" VK_SUCCESS" if ret == "VkResult" else (" " + lost if lost else "")};')
@@ -1780,11 +1924,6 @@ def emit_icd(gen, w):
             w('}\n')
             continue
         w(f'   struct icd_connection *conn = icd_connection_of({first.name});')
-        if name in SHIPS_RECORDING:
-            # vkEndCommandBuffer: ship the recording, then the call
-            w(f'   VkResult ship = icd_cmd_ship({first.name});')
-            w('   if (ship != VK_SUCCESS)')
-            w(f'      return ship == VK_ERROR_DEVICE_LOST ? {lost} : ship;')
         # output handles: create the client objects first
         for p in outs:
             n = out_len_expr(gen, cmd, p, '') or '1'
@@ -1969,6 +2108,11 @@ def emit_gpud(gen, w, hw):
     hw('/* Runs one decoded command; returns false when the stream is malformed. */')
     hw('bool gpud_gen_dispatch(struct gpud_call *call, struct wire_dec *d, struct wire_enc *reply,')
     hw('                       uint32_t op);')
+    hw('/* Runs one recorded command of a chunk on the chunk\'s command buffer cb:')
+    hw(' * decoded on the fast path where the command has one (wire_fastargs_*),')
+    hw(' * else as any command; returns false when the command is malformed. */')
+    hw('bool gpud_gen_replay(struct gpud_call *call, struct wire_dec *d, uint32_t op,')
+    hw('                     VkCommandBuffer cb);')
     hw('/* Destroys a host object of the given type with the right vkDestroy/vkFree. */')
     hw('void gpud_gen_destroy_object(const struct gpud_host_dispatch *d, uint64_t parent,')
     hw('                             VkObjectType type, uint64_t handle);')
@@ -2109,6 +2253,22 @@ def emit_gpud(gen, w, hw):
     w('   }')
     w('   return !d->fatal;')
     w('}\n')
+    w('bool\ngpud_gen_replay(struct gpud_call *call, struct wire_dec *d, uint32_t op, VkCommandBuffer cb)\n{')
+    w('   switch (op) {')
+    for name in gen.wire_commands:
+        if fast_shape(gen, reg.commands[name]) is None:
+            continue
+        w(f'   case WIRE_OP_{name}: {{')
+        w(f'      struct {args_struct_name(name)} a;')
+        w(f'      if (wire_fastargs_{name}(d, &a, cb))')
+        w(f'         gpud_exec_{name}(call, &a);')
+        w('      break;')
+        w('   }')
+    w('   default:')
+    w('      return gpud_gen_dispatch(call, d, NULL, op);')
+    w('   }')
+    w('   return !d->fatal;')
+    w('}\n')
     # destroy table
     w('void\ngpud_gen_destroy_object(const struct gpud_host_dispatch *d, uint64_t parent,')
     w('                        VkObjectType type, uint64_t handle)\n{')
@@ -2242,6 +2402,9 @@ def main():
     hw('const char *wire_op_name(uint32_t op);')
     hw('/* Whether the op expects a reply (a synchronous call). */')
     hw('bool wire_op_is_sync(uint32_t op);')
+    hw('/* Per op: 1 for the commands recorded into a command buffer, which')
+    hw(' * travel only in its chunks (WIRE_OP_CHUNK); else 0. */')
+    hw('extern const uint8_t wire_op_recorded[WIRE_OP_COUNT];')
     hw()
     hw('/* Extensions gpud carries, beyond core: name, is-device-extension, the')
     hw(' * revision vk.xml describes, whether gpud implements it itself (own: the')
@@ -2313,7 +2476,13 @@ def main():
     for name in gen.wire_commands:
         cw(f'   case WIRE_OP_{name}: return "{name}";')
     cw('   case WIRE_OP_REPLY: return "reply";')
+    cw('   case WIRE_OP_CHUNK: return "a chunk of a recording";')
     cw('   default: return "unknown";\n   }\n}\n')
+    cw('const uint8_t wire_op_recorded[WIRE_OP_COUNT] = {')
+    for name in gen.wire_commands:
+        if records_in_cmdbuf(reg.commands[name]):
+            cw(f'   [WIRE_OP_{name}] = 1,')
+    cw('};\n')
     cw('bool\nwire_op_is_sync(uint32_t op)\n{\n   switch (op) {')
     for name in gen.wire_commands:
         if is_sync(gen, reg.commands[name]):
@@ -2326,6 +2495,7 @@ def main():
     emit_writeback(gen, sw)
     emit_cmd_encoders(gen, sw, hw)
     emit_cmd_decoders(gen, sw, hw)
+    emit_fast_decoders(gen, sw, hw)
     sides = []
     for lines, what in zip(split_sides(sw.lines),
                            ('ICD\'s side of the wire: request encoders, reply decoders',

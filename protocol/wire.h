@@ -41,6 +41,24 @@ enum wire_cmd_flags {
  * command it answers. */
 #define WIRE_OP_REPLY 0xffffffffu
 
+/* A chunk of one command buffer's recording: the ICD sends what an
+ * application records as it records, in chunks (docs/protocol.md, "Recording
+ * in chunks").  A chunk is one command of this op: a struct wire_chunk_header
+ * (cmd.seq: the chunk's number in its recording, 0 for the first, whose first
+ * command is vkBeginCommandBuffer; cmd.flags: enum wire_chunk_flags), then
+ * recorded commands on that command buffer, each with its own header (flags
+ * and seq 0).  Recorded commands travel only in chunks. */
+#define WIRE_OP_CHUNK 0xfffffffeu
+
+struct wire_chunk_header {
+   struct wire_cmd_header cmd;
+   uint64_t command_buffer; /* its id */
+};
+
+enum wire_chunk_flags {
+   WIRE_CHUNK_END = 1u << 1, /* the recording ends after it (vkEndCommandBuffer) */
+};
+
 /* Every object the ICD hands out as a pointer starts with this header; for
  * the other non-dispatchable types the handle value is the id itself. */
 struct wire_object_header {
@@ -388,6 +406,18 @@ wire_dec_handle(struct wire_dec *d, VkObjectType type, bool nullable)
    }
    if (!d->lookup) {
       wire_dec_fail(d, "unexpected handle");
+      return 0;
+   }
+   return d->lookup(d, id, type);
+}
+
+/* A handle whose id was read already (the replay's fast path). */
+static inline uint64_t
+wire_dec_handle_id(struct wire_dec *d, uint64_t id, VkObjectType type, bool nullable)
+{
+   if (!id) {
+      if (!nullable)
+         wire_dec_fail(d, "null handle where an object is required");
       return 0;
    }
    return d->lookup(d, id, type);

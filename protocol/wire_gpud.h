@@ -16,8 +16,14 @@
 struct gpud_call;
 struct gpud_host_dispatch;
 
-/* The host entrypoints of the command's instance or device. */
-const struct gpud_host_dispatch *gpud_call_dispatch(struct gpud_call *call);
+/* The host entrypoints of the command's instance or device: the first
+ * member of struct gpud_call (every recorded command reads it, so it is
+ * read in place rather than through a call). */
+static inline const struct gpud_host_dispatch *
+gpud_call_dispatch(struct gpud_call *call)
+{
+   return *(const struct gpud_host_dispatch *const *)call;
+}
 /* The command breaks the protocol: the client is disconnected. */
 void gpud_call_fail(struct gpud_call *call, const char *why);
 /* The command's device is lost (an earlier asynchronous call failed). */

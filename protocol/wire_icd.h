@@ -64,13 +64,15 @@ VkResult icd_call_reply_done(struct icd_call *call);
 /* Takes ownership of the reply's first fd, or -1. */
 int icd_call_take_fd(struct icd_call *call);
 
-/* Command buffers record locally into their own stream. */
+/* Command buffers record into their own stream, sent to the daemon in
+ * chunks as it grows: the encoder for the next command (NULL: the command
+ * is dropped, outside a recording), and its end (which may send a chunk). */
 struct wire_enc *icd_cmd_stream(VkCommandBuffer cb, uint32_t op);
 void icd_cmd_stream_end(VkCommandBuffer cb);
 /* Recording failed in the ICD: vkEndCommandBuffer will say so. */
 void icd_cmd_buffer_fail(VkCommandBuffer cb);
-/* Sends the recorded stream (vkEndCommandBuffer). */
-VkResult icd_cmd_ship(VkCommandBuffer cb);
+/* vkEndCommandBuffer: sends the recording's last chunk, marked as its end. */
+VkResult icd_cmd_buffer_end(VkCommandBuffer cb);
 
 /* Client objects for new handles: a pointer object for the types listed in
  * ICD_POINTER_HANDLES, else just a fresh id. */
