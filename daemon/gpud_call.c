@@ -184,6 +184,7 @@ gpud_call_begin_recorded(struct gpud_call *call, struct gpud_object *cb)
    call->disp = cb->device->disp;
    call->deferred = false;
    call->refused = VK_SUCCESS;
+   wire_arena_reset(call->ctx->arena);
    wire_dec_init(&call->dec, NULL, 0, call->ctx->arena);
    call->dec.lookup = lookup;
    call->dec.user = call;
@@ -192,22 +193,7 @@ gpud_call_begin_recorded(struct gpud_call *call, struct gpud_object *cb)
    return true;
 }
 
-struct wire_dec *
-gpud_call_next_recorded(struct gpud_call *call, uint32_t op, const uint8_t *params,
-                        size_t size)
-{
-   /* recorded commands take no fds and make no objects: only what a
-    * command's decoding changes is set again */
-   struct wire_dec *d = &call->dec;
-   wire_arena_reset(call->ctx->arena);
-   call->op = op;
-   call->n_touched = 1; /* the command buffer, whose id the caller checked */
-   d->p = params;
-   d->end = params + size;
-   d->fatal = false;
-   d->error = NULL;
-   return d;
-}
+
 
 static bool
 new_id(struct wire_dec *d, uint64_t id)

@@ -171,8 +171,8 @@ int gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size
  * device (false: out of memory); the decoder of the next recorded command,
  * on cb, whose id the caller checked. */
 bool gpud_call_begin_recorded(struct gpud_call *call, struct gpud_object *cb);
-struct wire_dec *gpud_call_next_recorded(struct gpud_call *call, uint32_t op,
-                                         const uint8_t *params, size_t size);
+static inline struct wire_dec *gpud_call_next_recorded(struct gpud_call *call, uint32_t op,
+                                                       const uint8_t *params, size_t size);
 
 /* The object the command named with this host handle, or NULL. */
 struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle);
@@ -255,3 +255,22 @@ void gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, con
  * the server could not say. */
 bool gpud_context_memory_budget(struct gpud_context *ctx, struct gpud_memory_budget *budget);
 void gpud_context_release_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes);
+
+/* Recorded commands take no fds and make no objects: only what a command's
+ * decoding changes is set again. */
+static inline struct wire_dec *
+gpud_call_next_recorded(struct gpud_call *call, uint32_t op, const uint8_t *params, size_t size)
+{
+   struct wire_dec *d = &call->dec;
+   if (d->allocated) {
+      wire_arena_reset(d->arena);
+      d->allocated = false;
+   }
+   call->op = op;
+   call->n_touched = 1; /* the command buffer, whose id the caller checked */
+   d->p = params;
+   d->end = params + size;
+   d->fatal = false;
+   d->error = NULL;
+   return d;
+}

@@ -233,6 +233,7 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    util_list_init(&ctx->object_list);
    util_msg_reader_init(&ctx->reader, GPUD_MAX_MESSAGE_SIZE);
    wire_enc_init(&ctx->reply);
+   ctx->profile = getenv("GPUD_PROFILE") != NULL;
    ctx->log_tokens = info->log_burst;
    ctx->log_last_ns = util_now_ns();
    ctx->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
@@ -306,8 +307,8 @@ setup_rings(struct gpud_context *ctx)
    return 0;
 }
 
-void
-gpud_context_run(struct gpud_context *ctx)
+static void
+serve(struct gpud_context *ctx)
 {
    if (setup_rings(ctx) < 0)
       return;
@@ -356,6 +357,17 @@ gpud_context_run(struct gpud_context *ctx)
 }
 
 void
+gpud_context_run(struct gpud_context *ctx)
+{
+   serve(ctx);
+   if (ctx->profile && ctx->replay_commands)
+      gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                       "replayed %" PRIu64 " commands in %" PRIu64 " chunks: %.1f ns a command",
+                       ctx->replay_commands, ctx->replay_chunks,
+                       (double)ctx->replay_ns / (double)ctx->replay_commands);
+}
+
+void
 gpud_context_destroy(struct gpud_context *ctx)
 {
    if (!ctx)
@@ -366,6 +378,7 @@ gpud_context_destroy(struct gpud_context *ctx)
       shutdown(ctx->fd, SHUT_RDWR);
    uint64_t objects = ctx->n_objects;
    uint64_t bytes = ctx->memory_bytes;
+
    gpud_context_destroy_objects(ctx, NULL, NULL);
    gpud_waiters_cancel(ctx, NULL, 0);
    if (objects)

@@ -95,6 +95,10 @@ struct gpud_context {
 
    atomic_bool host_lost; /* reported once */
 
+   /* GPUD_PROFILE: what replaying recordings took (logged at the end) */
+   bool profile;
+   uint64_t replay_ns, replay_commands, replay_chunks;
+
    /* why the context ended (set once) */
    char end_reason[256];
    bool fault;

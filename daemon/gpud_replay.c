@@ -18,6 +18,7 @@
 
 #include <string.h>
 
+#include "util_time.h"
 #include "wire_gen.h"
 
 /* The pool's resets so far: a recording that began before the last one is
@@ -85,6 +86,7 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
                                             h.cmd.seq, cb->next_chunk);
    }
 
+   const uint64_t t0 = ctx->profile ? util_now_ns() : 0;
    /* every command runs on the command buffer's device */
    if (!gpud_call_begin_recorded(call, cb))
       return gpud_context_protocol_error(ctx, "out of memory");
@@ -114,7 +116,7 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
       if (id != h.command_buffer)
          return gpud_context_protocol_error(ctx, "%s on another command buffer in a chunk",
                                             wire_op_name(c.op));
-      if (!op_enabled(cb->device, c.op))
+      if (wire_op_recorded[c.op] == 2 && !op_enabled(cb->device, c.op))
          return gpud_context_protocol_error(
             ctx, "in %s: the device did not enable the extension of this command",
             wire_op_name(c.op));
@@ -144,6 +146,11 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
    }
    atomic_store_explicit(&ctx->status->op, 0, memory_order_relaxed);
    atomic_fetch_add_explicit(&ctx->status->commands, n, memory_order_relaxed);
+   if (ctx->profile) {
+      ctx->replay_ns += util_now_ns() - t0;
+      ctx->replay_commands += n;
+      ctx->replay_chunks++;
+   }
    if (last)
       atomic_store_explicit(&ctx->status->last_op, last, memory_order_relaxed);
    return 0;

@@ -86,6 +86,24 @@ icd_cmd_stream_end(VkCommandBuffer commandBuffer)
       send_chunk(cb, 0);
 }
 
+uint8_t *
+icd_cmd_reserve(VkCommandBuffer commandBuffer, uint32_t op, uint32_t params)
+{
+   struct icd_command_buffer *cb = command_buffer(commandBuffer);
+   if (!cb->recording)
+      return NULL;
+   if (cb->stream.size >= chunk_bytes && !cb->stream.oom)
+      send_chunk(cb, 0);
+   if (cb->stream.size == 0)
+      wire_enc_reserve(&cb->stream, sizeof(struct wire_chunk_header));
+   const uint32_t size = (uint32_t)sizeof(struct wire_cmd_header) + params;
+   struct wire_cmd_header *h = wire_enc_reserve(&cb->stream, size);
+   if (!h)
+      return NULL;
+   *h = (struct wire_cmd_header){.op = op, .size = size};
+   return (uint8_t *)(h + 1);
+}
+
 /* Recording failed in the ICD: vkEndCommandBuffer will say so. */
 void
 icd_cmd_buffer_fail(VkCommandBuffer commandBuffer)

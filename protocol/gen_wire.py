@@ -734,8 +734,7 @@ def c_len_expr(expr, names, prefix):
 
 def function_side(fname):
     """Which side calls a generated wire function: 'icd', 'gpud' or both."""
-    if fname.startswith(('wire_decargs_', 'wire_encreply_', 'wire_encback_', 'wire_decshape_',
-                         'wire_fastargs_')):
+    if fname.startswith(('wire_decargs_', 'wire_encreply_', 'wire_encback_', 'wire_decshape_')):
         return {'gpud'}
     if fname.startswith(('wire_decreply_', 'wire_decout_', 'wire_encshape_', 'wire_decback_')):
         return {'icd'}
@@ -871,11 +870,14 @@ def checked_enum(gen, tname):
     return bool(reg.enum_members(rt))
 
 
-def emit_enum_checks(gen, w):
-    """wire_enum_ok_<Enum>(): whether a value is one the registry defines."""
+def emit_enum_checks(gen, w, only=None):
+    """wire_enum_ok_<Enum>(): whether a value is one the registry defines
+    (for every checked enum, or those in only)."""
     reg = gen.reg
     for name in sorted(reg.enums):
         if reg.resolve_type(name) != name or not checked_enum(gen, name):
+            continue
+        if only is not None and name not in only:
             continue
         vals = sorted(reg.enum_members(name))
         w(f'static bool wire_enum_ok_{name}(int32_t v) __attribute__((unused));')
@@ -1779,23 +1781,28 @@ def fast_shape(gen, cmd):
     return fixed, off, tail
 
 
-def emit_fast_decoders(gen, w, hw):
-    """Daemon side: wire_fastargs_vkCmdFoo(), the decoder of a recorded
-    command on the replay's fast path.  The command's size is checked once,
-    its values are loaded from their offsets, handles translated, enums
-    checked, a trailing byte array points into the message (a private copy);
-    the command buffer is the chunk's, which the caller checked."""
+def emit_fast_decoders(gen, w):
+    """Daemon side (gpud_gen.c, beside the replay that calls them):
+    fastargs_vkCmdFoo(), the decoder of a recorded command on the replay's
+    fast path.  The command's size is checked once, its values are loaded
+    from their offsets, handles translated, enums checked, a trailing byte
+    array points into the message (a private copy); the command buffer is the
+    chunk's, which the caller checked."""
     reg = gen.reg
+    enums = set()
+    for name in gen.wire_commands:
+        shape = fast_shape(gen, reg.commands[name])
+        for m, _, _ in (shape[0] if shape else []):
+            if not m.dims and checked_enum(gen, m.type):
+                enums.add(reg.resolve_type(m.type))
+    emit_enum_checks(gen, w, enums)
     for name in gen.wire_commands:
         cmd = reg.commands[name]
         shape = fast_shape(gen, cmd)
         if shape is None:
             continue
         fixed, size, tail = shape
-        proto = (f'bool wire_fastargs_{name}(struct wire_dec *d, struct {args_struct_name(name)} *a, '
-                 'VkCommandBuffer cb)')
-        hw(proto + ';')
-        w(f'bool\nwire_fastargs_{name}(struct wire_dec *d, struct {args_struct_name(name)} *a, '
+        w(f'static inline bool\nfastargs_{name}(struct wire_dec *d, struct {args_struct_name(name)} *a, '
           'VkCommandBuffer cb)\n{')
         w('   const uint8_t *p = d->p;')
         w('   const size_t left = wire_dec_remaining(d);')
@@ -1883,6 +1890,44 @@ def destroyed_param(gen, cmd):
     return handles[-1] if handles else None
 
 
+def emit_icd_fast_record(gen, w, cmd, shape):
+    """The body of the ICD's entrypoint of a recorded command with a fast
+    shape: the whole command reserved at once and its values stored at their
+    offsets, the same bytes wire_enc_vkFoo() writes."""
+    reg = gen.reg
+    fixed, size, tail = shape
+    first = cmd.params[0].name
+    if tail is None:
+        w(f'   uint8_t *p = icd_cmd_reserve({first}, WIRE_OP_{cmd.name}, {size});')
+    else:
+        n = member_len(gen, cmd.params, tail, '')
+        w(f'   const uint32_t n = {tail.name} ? (uint32_t)({n}) : 0;')
+        w(f'   uint8_t *p = icd_cmd_reserve({first}, WIRE_OP_{cmd.name}, '
+          f'{size + 4} + ({tail.name} ? 4 + ((n + 3) & ~3u) : 0));')
+    w('   if (!p)')
+    w('      return;')
+    for m, off, sz in fixed:
+        k = reg.kind(m.type)
+        rt = reg.resolve_type(m.type)
+        if k == 'handle':
+            expr = (f'wire_object_id({m.name})' if gen.is_pointer_handle(rt)
+                    else f'(uint64_t)(uintptr_t)({m.name})')
+            w(f'   {{ const uint64_t v = {expr}; memcpy(p + {off}, &v, 8); }}')
+        elif m.dims:
+            w(f'   memcpy(p + {off}, {m.name}, sizeof({m.name}[0]) * {" * ".join(str(d) for d in m.dims)});')
+        else:
+            wt = gen.wire_scalar(m.type)
+            w(f'   {{ const {wt} v = ({wt})({m.name}); memcpy(p + {off}, &v, sizeof(v)); }}')
+    if tail is not None:
+        w(f'   {{ const uint32_t present = {tail.name} != NULL; memcpy(p + {size}, &present, 4); }}')
+        w(f'   if ({tail.name}) {{')
+        w(f'      memcpy(p + {size + 4}, &n, 4);')
+        w(f'      memcpy(p + {size + 8}, {tail.name}, n);')
+        w(f'      memset(p + {size + 8} + n, 0, ((n + 3) & ~3u) - n);')
+        w('   }')
+    w('}\n')
+
+
 def emit_icd(gen, w):
     reg = gen.reg
     w('#include "icd_gen.h"')
@@ -1912,6 +1957,10 @@ def emit_icd(gen, w):
         if name in SHIPS_RECORDING:
             w(f'   return icd_cmd_buffer_end({first.name});')
             w('}\n')
+            continue
+        shape = fast_shape(gen, cmd)
+        if shape is not None:
+            emit_icd_fast_record(gen, w, cmd, shape)
             continue
         if records_in_cmdbuf(cmd):
             w(f'   struct wire_enc *e = icd_cmd_stream({first.name}, WIRE_OP_{name});')
@@ -2109,7 +2158,7 @@ def emit_gpud(gen, w, hw):
     hw('bool gpud_gen_dispatch(struct gpud_call *call, struct wire_dec *d, struct wire_enc *reply,')
     hw('                       uint32_t op);')
     hw('/* Runs one recorded command of a chunk on the chunk\'s command buffer cb:')
-    hw(' * decoded on the fast path where the command has one (wire_fastargs_*),')
+    hw(' * decoded on the fast path where the command has one (fastargs_*),')
     hw(' * else as any command; returns false when the command is malformed. */')
     hw('bool gpud_gen_replay(struct gpud_call *call, struct wire_dec *d, uint32_t op,')
     hw('                     VkCommandBuffer cb);')
@@ -2253,6 +2302,7 @@ def emit_gpud(gen, w, hw):
     w('   }')
     w('   return !d->fatal;')
     w('}\n')
+    emit_fast_decoders(gen, w)
     w('bool\ngpud_gen_replay(struct gpud_call *call, struct wire_dec *d, uint32_t op, VkCommandBuffer cb)\n{')
     w('   switch (op) {')
     for name in gen.wire_commands:
@@ -2260,7 +2310,7 @@ def emit_gpud(gen, w, hw):
             continue
         w(f'   case WIRE_OP_{name}: {{')
         w(f'      struct {args_struct_name(name)} a;')
-        w(f'      if (wire_fastargs_{name}(d, &a, cb))')
+        w(f'      if (fastargs_{name}(d, &a, cb))')
         w(f'         gpud_exec_{name}(call, &a);')
         w('      break;')
         w('   }')
@@ -2402,8 +2452,9 @@ def main():
     hw('const char *wire_op_name(uint32_t op);')
     hw('/* Whether the op expects a reply (a synchronous call). */')
     hw('bool wire_op_is_sync(uint32_t op);')
-    hw('/* Per op: 1 for the commands recorded into a command buffer, which')
-    hw(' * travel only in its chunks (WIRE_OP_CHUNK); else 0. */')
+    hw('/* Per op: the commands recorded into a command buffer, which travel')
+    hw(' * only in its chunks (WIRE_OP_CHUNK): 1 for core commands, 2 for those a')
+    hw(' * device extension brings (wire_op_device_extensions); else 0. */')
     hw('extern const uint8_t wire_op_recorded[WIRE_OP_COUNT];')
     hw()
     hw('/* Extensions gpud carries, beyond core: name, is-device-extension, the')
@@ -2481,7 +2532,7 @@ def main():
     cw('const uint8_t wire_op_recorded[WIRE_OP_COUNT] = {')
     for name in gen.wire_commands:
         if records_in_cmdbuf(reg.commands[name]):
-            cw(f'   [WIRE_OP_{name}] = 1,')
+            cw(f'   [WIRE_OP_{name}] = {2 if gen.command_extensions.get(name) else 1},')
     cw('};\n')
     cw('bool\nwire_op_is_sync(uint32_t op)\n{\n   switch (op) {')
     for name in gen.wire_commands:
@@ -2495,7 +2546,6 @@ def main():
     emit_writeback(gen, sw)
     emit_cmd_encoders(gen, sw, hw)
     emit_cmd_decoders(gen, sw, hw)
-    emit_fast_decoders(gen, sw, hw)
     sides = []
     for lines, what in zip(split_sides(sw.lines),
                            ('ICD\'s side of the wire: request encoders, reply decoders',

@@ -159,6 +159,7 @@ wire_dec_alloc(struct wire_dec *d, size_t size)
 {
    if (d->fatal)
       return NULL;
+   d->allocated = true;
    void *p = wire_arena_alloc(d->arena, size);
    if (!p)
       wire_dec_fail(d, "command needs more memory than a client may use");

@@ -226,6 +226,8 @@ struct wire_dec {
    /* Daemon side: an enum value the registry does not define is a
     * malformed command (host drivers index tables with them). */
    bool check_enums;
+   /* wire_dec_alloc() used the arena since this was last cleared */
+   bool allocated;
 };
 
 static inline void

@@ -69,6 +69,11 @@ int icd_call_take_fd(struct icd_call *call);
  * is dropped, outside a recording), and its end (which may send a chunk). */
 struct wire_enc *icd_cmd_stream(VkCommandBuffer cb, uint32_t op);
 void icd_cmd_stream_end(VkCommandBuffer cb);
+/* A recorded command of a fixed size (params bytes after its header) in
+ * one piece: where its parameters go (NULL: the command is dropped, outside
+ * a recording or out of memory).  A chunk that has grown past its size goes
+ * out first. */
+uint8_t *icd_cmd_reserve(VkCommandBuffer cb, uint32_t op, uint32_t params);
 /* Recording failed in the ICD: vkEndCommandBuffer will say so. */
 void icd_cmd_buffer_fail(VkCommandBuffer cb);
 /* vkEndCommandBuffer: sends the recording's last chunk, marked as its end. */
