@@ -34,6 +34,7 @@
 
 #include "util_macros.h"
 #include "util_memfd.h"
+#include "util_spin.h"
 #include "util_time.h"
 #include "wire_completion.h"
 
@@ -49,10 +50,10 @@
 /* Before it sleeps (in the host driver's fence wait, or for the next
  * submission) the tracker polls this long: a short submission's end reaches
  * the page without two thread wake-ups (GPUD_TRACK_POLL_US overrides it).
- * Not on machines of fewer than TRACK_POLL_MIN_CPUS: there the poll takes
- * the CPU the work itself needs (a CPU driver's queue, the application). */
+ * Not on machines where polls yield (util_spin.h: few CPUs): there the poll
+ * takes the CPU the work itself needs (a CPU driver's queue, the
+ * application). */
 #define TRACK_POLL_NS (50ull * 1000)
-#define TRACK_POLL_MIN_CPUS 4
 
 /* An event slot as the worker keeps it (what the page shows is written
  * from this alone: a client that scribbles on its page misleads only
@@ -450,7 +451,7 @@ poll_for_submission(struct gpud_device_track *t)
    do {
       came = atomic_load(&t->submissions) != seen;
       if (!came)
-         sched_yield();
+         util_spin_pause(false); /* only where there are CPUs to spare */
    } while (!came && util_now_ns() - start < t->poll_ns);
    pthread_mutex_lock(&t->mutex);
 }
@@ -543,7 +544,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    }
    t->cap_free = TRACK_POOL;
    t->page_fd = -1;
-   t->poll_ns = sysconf(_SC_NPROCESSORS_ONLN) >= TRACK_POLL_MIN_CPUS ? TRACK_POLL_NS : 0;
+   t->poll_ns = util_spin_yields() ? 0 : TRACK_POLL_NS;
    const char *poll_us = getenv("GPUD_TRACK_POLL_US");
    if (poll_us && *poll_us)
       t->poll_ns = strtoull(poll_us, NULL, 10) * 1000;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <vulkan/vk_icd.h>
 #include <vulkan/vulkan_core.h>
@@ -22,6 +23,8 @@
 #define ICD_CACHE_MAX_ENTRIES 4096
 /* Connect and handshake deadline per daemon (GPUD_CONNECT_TIMEOUT_MS). */
 #define ICD_CONNECT_TIMEOUT_MS 1000
+/* How long a connection waits for the process's next instance. */
+#define ICD_IDLE_CONNECTION_MS 2000
 
 /* Debug output: GPUD_DEBUG=wire,sync,all... on stderr. */
 enum icd_debug_flags {
@@ -61,6 +64,11 @@ struct icd_connection {
    int fd;
    char *socket_path;
    struct icd_instance *instance; /* whose messengers get the daemon's messages */
+   uint64_t instance_id;          /* the id of the host instance on it */
+   /* between instances (icd_connection_park): since when, in which process */
+   struct util_list park_link;
+   uint64_t parked_ns;
+   pid_t pid;
    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
    atomic_uint_fast64_t next_id;
    /* the client's object limit (the Welcome's; 0: unknown) and the objects
@@ -102,6 +110,12 @@ int icd_connection_begin(const char *path, uint64_t deadline_ns,
 int icd_connection_complete(struct icd_connection *conn, uint64_t deadline_ns);
 int icd_connection_open(const char *path, struct icd_connection **ret_conn);
 void icd_connection_destroy(struct icd_connection *conn);
+/* A connection whose instance is gone waits a while (GPUD_IDLE_CONNECTION_MS,
+ * default ICD_IDLE_CONNECTION_MS) for the process's next instance, which then
+ * needs no new connection, worker or host driver start; after that it is
+ * closed.  unpark: a waiting connection to path, or NULL. */
+void icd_connection_park(struct icd_connection *conn);
+struct icd_connection *icd_connection_unpark(const char *path);
 void icd_connection_set_lost(struct icd_connection *conn, const char *why);
 /* The daemon's socket hung up: delivers what it said last, then lost. */
 void icd_connection_hung_up(struct icd_connection *conn);

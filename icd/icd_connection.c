@@ -207,6 +207,7 @@ icd_connection_begin(const char *path, uint64_t deadline_ns, struct icd_connecti
    if (!conn)
       return -ENOMEM;
    conn->fd = -1;
+   util_list_init(&conn->park_link);
    conn->socket_path = strdup(path);
    atomic_init(&conn->next_id, 1);
    atomic_init(&conn->lost, false);
@@ -753,4 +754,120 @@ icd_connection_room(struct icd_connection *conn)
    int64_t n = atomic_load_explicit(&conn->objects, memory_order_relaxed);
    return conn->max_objects > ICD_OBJECT_MARGIN &&
           (uint64_t)(n > 0 ? n : 0) < conn->max_objects - ICD_OBJECT_MARGIN;
+}
+
+/* ---- connections between instances ----------------------------------------- */
+
+/* Parked connections, oldest first, and the thread that closes them when
+ * they have waited long enough (it ends when none is left). */
+static struct {
+   pthread_mutex_t mutex;
+   pthread_cond_t cond;
+   struct util_list conns;
+   bool reaper;
+} parked = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {&parked.conns, &parked.conns},
+            false};
+
+static pthread_once_t idle_once = PTHREAD_ONCE_INIT;
+static uint64_t idle_wait_ns = (uint64_t)ICD_IDLE_CONNECTION_MS * 1000000ull;
+
+static void
+read_idle_wait(void)
+{
+   const char *env = getenv("GPUD_IDLE_CONNECTION_MS");
+   if (env && *env) {
+      char *end = NULL;
+      unsigned long ms = strtoul(env, &end, 10);
+      if (!*end && ms < 3600000)
+         idle_wait_ns = (uint64_t)ms * 1000000ull;
+   }
+}
+
+static void *
+reaper_main(void *data)
+{
+   (void)data;
+   pthread_mutex_lock(&parked.mutex);
+   while (!util_list_empty(&parked.conns)) {
+      struct icd_connection *oldest =
+         util_list_first(&parked.conns, struct icd_connection, park_link);
+      uint64_t due = oldest->parked_ns + idle_wait_ns;
+      uint64_t now = util_now_ns();
+      if (now < due) {
+         struct timespec ts;
+         clock_gettime(CLOCK_MONOTONIC, &ts);
+         uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (due - now);
+         ts.tv_sec = (time_t)(at / 1000000000ull);
+         ts.tv_nsec = (long)(at % 1000000000ull);
+         pthread_cond_timedwait(&parked.cond, &parked.mutex, &ts);
+         continue;
+      }
+      util_list_remove(&oldest->park_link);
+      pthread_mutex_unlock(&parked.mutex);
+      icd_dbg(ICD_DEBUG_INIT, "closing the idle connection to %s", oldest->socket_path);
+      icd_connection_destroy(oldest);
+      pthread_mutex_lock(&parked.mutex);
+   }
+   parked.reaper = false;
+   pthread_mutex_unlock(&parked.mutex);
+   return NULL;
+}
+
+void
+icd_connection_park(struct icd_connection *conn)
+{
+   pthread_once(&idle_once, read_idle_wait);
+   /* what the last instance queued (its destruction) goes now */
+   if (icd_connection_flush(conn) != VK_SUCCESS || !idle_wait_ns) {
+      icd_connection_destroy(conn);
+      return;
+   }
+   conn->instance = NULL;
+   /* the daemon destroyed every child of the instance with it */
+   atomic_store(&conn->objects, 0);
+   conn->parked_ns = util_now_ns();
+   conn->pid = getpid();
+   pthread_mutex_lock(&parked.mutex);
+   util_list_add_tail(&parked.conns, &conn->park_link);
+   if (!parked.reaper) {
+      pthread_attr_t attr;
+      pthread_attr_init(&attr);
+      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+      pthread_t thread;
+      parked.reaper = pthread_create(&thread, &attr, reaper_main, NULL) == 0;
+      pthread_attr_destroy(&attr);
+      if (!parked.reaper)
+         util_list_remove(&conn->park_link);
+   }
+   bool kept = util_list_linked(&conn->park_link);
+   pthread_mutex_unlock(&parked.mutex);
+   if (!kept)
+      icd_connection_destroy(conn);
+}
+
+struct icd_connection *
+icd_connection_unpark(const char *path)
+{
+   struct icd_connection *found = NULL, *conn;
+   pthread_mutex_lock(&parked.mutex);
+   util_list_for_each(conn, &parked.conns, park_link) {
+      /* a forked child has copies of its parent's: never its to use */
+      if (conn->pid == getpid() && !strcmp(conn->socket_path, path)) {
+         found = conn;
+         util_list_remove(&conn->park_link);
+         break;
+      }
+   }
+   pthread_mutex_unlock(&parked.mutex);
+   if (!found)
+      return NULL;
+   /* a daemon that went away meanwhile: a new connection instead */
+   struct pollfd p = {.fd = found->fd, .events = POLLRDHUP};
+   if (icd_connection_is_lost(found) ||
+       (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))) {
+      icd_connection_destroy(found);
+      return NULL;
+   }
+   icd_dbg(ICD_DEBUG_INIT, "reusing the connection to %s", path);
+   return found;
 }

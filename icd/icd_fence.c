@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "util_spin.h"
 #include "util_time.h"
 
 /* How long a waiter polls the page before it sleeps, and the longest sleep
@@ -357,7 +358,7 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
          flushed = true;
       }
       if (now - start < FENCE_SPIN_NS) {
-         sched_yield();
+         util_spin_pause(util_spin_yields());
          continue;
       }
       uint64_t slice = deadline - now < FENCE_SLICE_NS ? deadline - now : FENCE_SLICE_NS;

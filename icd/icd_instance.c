@@ -13,7 +13,8 @@
 
 #include "util_macros.h"
 
-/* Every connection's first id names the instance on it. */
+/* The application's VkInstance id; each connection's host instance has an
+ * id of its own (conn->instance_id). */
 #define ICD_INSTANCE_ID 1
 
 static pthread_once_t debug_once = PTHREAD_ONCE_INIT;
@@ -188,8 +189,7 @@ attach_daemon(struct icd_instance *instance, struct icd_connection *conn,
               const VkInstanceCreateInfo *ci)
 {
    struct icd_object host_instance = {.id = icd_connection_new_id(conn)};
-   if (host_instance.id != ICD_INSTANCE_ID)
-      return VK_ERROR_INITIALIZATION_FAILED;
+   conn->instance_id = host_instance.id;
    VkInstance tmp = (VkInstance)&host_instance;
 
    /* The daemon decides the host instance's layers and extensions. */
@@ -296,14 +296,19 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
    clock_gettime(CLOCK_MONOTONIC, &ts);
    uint64_t deadline = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
                        icd_connect_timeout_ns();
-   for (size_t i = 0; i < n_paths; i++) {
-      if (icd_connection_begin(paths[i], deadline, &conns[i]) < 0)
+   bool *reused = calloc(n_paths ? n_paths : 1, sizeof(*reused));
+   for (size_t i = 0; i < n_paths && reused; i++) {
+      /* the connection of an instance this process had: its worker and the
+       * host driver are ready */
+      conns[i] = icd_connection_unpark(paths[i]);
+      reused[i] = conns[i] != NULL;
+      if (!conns[i] && icd_connection_begin(paths[i], deadline, &conns[i]) < 0)
          conns[i] = NULL;
    }
-   for (size_t i = 0; i < n_paths; i++) {
+   for (size_t i = 0; i < n_paths && reused; i++) {
       if (!conns[i])
          continue;
-      if (icd_connection_complete(conns[i], deadline) < 0) {
+      if (!reused[i] && icd_connection_complete(conns[i], deadline) < 0) {
          icd_connection_destroy(conns[i]);
          continue;
       }
@@ -314,6 +319,7 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
          icd_connection_destroy(conns[i]);
       }
    }
+   free(reused);
    free(conns);
    util_socket_paths_free(paths);
    icd_dbg(ICD_DEBUG_INIT, "%u physical device(s)", instance->n_physical_devices);
@@ -333,13 +339,13 @@ icd_vkDestroyInstance(VkInstance _instance, const VkAllocationCallbacks *pAlloca
    for (uint32_t i = 0; i < instance->n_physical_devices; i++) {
       struct icd_physical_device *pdev = instance->physical_devices[i];
       struct icd_connection *conn = pdev->base.conn;
-      struct icd_object host_instance = {.id = ICD_INSTANCE_ID};
+      struct icd_object host_instance = {.id = conn->instance_id};
       struct icd_call call;
       struct wire_enc *e =
          icd_call_begin(&call, conn, WIRE_OP_vkDestroyInstance, false, false);
       wire_enc_vkDestroyInstance(e, (VkInstance)&host_instance, NULL);
       icd_call_end(&call);
-      icd_connection_destroy(conn);
+      icd_connection_park(conn);
       icd_physical_device_free_wsi(pdev);
       pthread_mutex_destroy(&pdev->wsi_mutex);
       icd_object_free(pdev);

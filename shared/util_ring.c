@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "util_futex.h"
+#include "util_spin.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 #include "util_time.h"
@@ -134,7 +135,10 @@ wait_for(struct util_ring *r, const struct util_ring_wait *w, _Atomic uint32_t *
       if (now >= deadline)
          return -ETIMEDOUT;
       if (now - start < w->spin_ns) {
-         sched_yield();
+         /* a few looks between two looks at the clock */
+         const bool yield = util_spin_yields();
+         for (unsigned i = 0; i < (yield ? 1u : 16u) && !ready(r); i++)
+            util_spin_pause(yield);
          continue;
       }
       /* a peer publishes before it hangs up: look once more */
