@@ -46,6 +46,24 @@ op_allows_unbound(uint32_t op)
    }
 }
 
+struct gpud_call *
+gpud_call_create(struct gpud_context *ctx)
+{
+   struct gpud_call *call = calloc(1, sizeof(*call));
+   if (call)
+      call->ctx = ctx;
+   return call;
+}
+
+void
+gpud_call_destroy(struct gpud_call *call)
+{
+   if (!call)
+      return;
+   free(call->touched);
+   free(call);
+}
+
 /* ---- what the generated handlers call (wire_gpud.h) ------------------------ */
 
 bool
@@ -326,11 +344,10 @@ int
 gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size, int *fds,
                          unsigned n_fds)
 {
-   struct gpud_call call;
-   memset(&call, 0, sizeof(call));
-   call.ctx = ctx;
-   call.reply_fd = -1;
-   call.new_fd = -1;
+   /* the context's, kept from message to message (its buffers grow once) */
+   struct gpud_call *call = ctx->call;
+   call->reply_fd = -1;
+   call->new_fd = -1;
    int r = 0;
    if (size == 0 && n_fds > 0)
       r = gpud_context_protocol_error(ctx, "unexpected file descriptors: no command names them");
@@ -347,7 +364,7 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
          break;
       }
       if (h.op == WIRE_OP_CHUNK) {
-         r = gpud_replay_chunk(&call, data, h.size);
+         r = gpud_replay_chunk(call, data, h.size);
          gpud_validate_set_call(NULL);
          if (r < 0)
             break;
@@ -361,37 +378,37 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
          break;
       }
       wire_arena_reset(ctx->arena);
-      call_reset(&call, &h);
-      wire_dec_init(&call.dec, data + sizeof(h), h.size - sizeof(h), ctx->arena);
-      call.dec.lookup = lookup;
-      call.dec.new_id = new_id;
-      call.dec.user = &call;
-      call.dec.fds = fds;
-      call.dec.n_fds = n_fds;
-      call.dec.check_enums = true;
+      call_reset(call, &h);
+      wire_dec_init(&call->dec, data + sizeof(h), h.size - sizeof(h), ctx->arena);
+      call->dec.lookup = lookup;
+      call->dec.new_id = new_id;
+      call->dec.user = call;
+      call->dec.fds = fds;
+      call->dec.n_fds = n_fds;
+      call->dec.check_enums = true;
       if (h.flags & WIRE_CMD_REPLY) {
          wire_enc_reset(&ctx->reply);
          wire_enc_begin_cmd(&ctx->reply, WIRE_OP_REPLY, 0, h.seq);
-         call.reply = &ctx->reply;
+         call->reply = &ctx->reply;
       }
       atomic_fetch_add_explicit(&ctx->status->commands, 1, memory_order_relaxed);
       atomic_store_explicit(&ctx->status->op, h.op, memory_order_relaxed);
       atomic_store_explicit(&ctx->status->last_op, h.op, memory_order_relaxed);
 
-      gpud_inject_before_command(&call);
-      gpud_validate_set_call(&call);
+      gpud_inject_before_command(call);
+      gpud_validate_set_call(call);
       bool ok = h.op != 0 && h.op < WIRE_OP_COUNT &&
-                gpud_gen_dispatch(&call, &call.dec, call.reply, h.op);
+                gpud_gen_dispatch(call, &call->dec, call->reply, h.op);
       gpud_validate_set_call(NULL);
       atomic_store_explicit(&ctx->status->op, 0, memory_order_relaxed);
-      call_cleanup(&call);
+      call_cleanup(call);
       if (!ok) {
-         util_fd_close(&call.reply_fd);
+         util_fd_close(&call->reply_fd);
          if (h.op == 0 || h.op >= WIRE_OP_COUNT)
             r = gpud_context_protocol_error(ctx, "unknown op %u", h.op);
          else
             r = gpud_context_protocol_error(ctx, "in %s: %s", wire_op_name(h.op),
-                                            call.dec.error ? call.dec.error : "bad command");
+                                            call->dec.error ? call->dec.error : "bad command");
          break;
       }
       /* every fd of a message is one its commands name */
@@ -399,31 +416,30 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
       for (unsigned i = 0; h.size == size && i < n_fds; i++)
          stray |= fds[i] >= 0;
       if (stray) {
-         for (unsigned i = 0; call.reply && i < ctx->reply.n_fds; i++)
+         for (unsigned i = 0; call->reply && i < ctx->reply.n_fds; i++)
             close(ctx->reply.fds[i]);
-         util_fd_close(&call.reply_fd);
+         util_fd_close(&call->reply_fd);
          r = gpud_context_protocol_error(ctx, "unexpected file descriptors: no command names them");
          break;
       }
-      if (call.reply && !call.deferred) {
+      if (call->reply && !call->deferred) {
          wire_enc_end_cmd(&ctx->reply, 0);
          /* the fds the outputs named, then the memory's memfd */
-         if (call.reply_fd >= 0 && ctx->reply.n_fds < WIRE_MAX_FDS)
-            ctx->reply.fds[ctx->reply.n_fds++] = util_fd_move(&call.reply_fd);
+         if (call->reply_fd >= 0 && ctx->reply.n_fds < WIRE_MAX_FDS)
+            ctx->reply.fds[ctx->reply.n_fds++] = util_fd_move(&call->reply_fd);
          r = gpud_context_send_reply(ctx, &ctx->reply, ctx->reply.fds, ctx->reply.n_fds);
       }
-      if (call.reply) {
+      if (call->reply) {
          for (unsigned i = 0; i < ctx->reply.n_fds; i++)
             close(ctx->reply.fds[i]);
          ctx->reply.n_fds = 0;
       }
-      util_fd_close(&call.reply_fd);
+      util_fd_close(&call->reply_fd);
       if (r < 0)
          break;
       data += h.size;
       size -= h.size;
    }
-   free(call.touched);
    for (unsigned i = 0; i < n_fds; i++)
       util_fd_close(&fds[i]);
    return r;

@@ -158,6 +158,10 @@ VkResult gpud_external_check_memory_import(struct gpud_call *call,
                                            VkImportMemoryFdInfoKHR *import, bool shared,
                                            uint64_t size);
 
+/* A context's command state, kept from one message to the next. */
+struct gpud_call *gpud_call_create(struct gpud_context *ctx);
+void gpud_call_destroy(struct gpud_call *call);
+
 /* Runs the commands of one message; fds are the message's (-1 once a
  * command took one), the rest are closed. */
 int gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size,

@@ -88,15 +88,18 @@ gpud_context_send(struct gpud_context *ctx, uint32_t type, const void *data, siz
                   const int *fds, unsigned n_fds)
 {
    pthread_mutex_lock(&ctx->send_mutex);
-   atomic_store(&ctx->status->send_blocked_since_ns, util_now_ns());
    int r;
-   if (ctx->ring_map)
+   if (ctx->ring_map) {
+      /* the ring notes on the status page when it waits for room */
       r = util_ring_send(&ctx->replies, &ctx->ring_wait, type, data, size, fds, n_fds,
                          (uint64_t)ctx->info.send_timeout_ms * 1000000ull);
-   else /* no rings yet: why the client is refused */
+   } else {
+      /* no rings yet: why the client is refused */
+      atomic_store(&ctx->status->send_blocked_since_ns, util_now_ns());
       r = util_msg_send_timeout(ctx->fd, type, data, size, fds, n_fds,
                                 (int)ctx->info.send_timeout_ms);
-   atomic_store(&ctx->status->send_blocked_since_ns, 0);
+      atomic_store(&ctx->status->send_blocked_since_ns, 0);
+   }
    pthread_mutex_unlock(&ctx->send_mutex);
    if (r == -ETIMEDOUT) {
       char reason[128];
@@ -237,7 +240,8 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    ctx->log_tokens = info->log_burst;
    ctx->log_last_ns = util_now_ns();
    ctx->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
-   if (!ctx->arena || util_idtable_init(&ctx->objects) < 0) {
+   ctx->call = gpud_call_create(ctx);
+   if (!ctx->arena || !ctx->call || util_idtable_init(&ctx->objects) < 0) {
       gpud_context_destroy(ctx);
       return -ENOMEM;
    }
@@ -288,6 +292,7 @@ setup_rings(struct gpud_context *ctx)
       .closing = &ctx->closing,
       .spin_ns = GPUD_COMMAND_SPIN_NS,
       .slice_ns = GPUD_RING_SLICE_NS,
+      .blocked_since = &ctx->status->send_blocked_since_ns,
    };
    util_ring_init(&ctx->commands, map, command_size, reply_size, true, false,
                   GPUD_MAX_MESSAGE_SIZE);
@@ -394,6 +399,7 @@ gpud_context_destroy(struct gpud_context *ctx)
    util_msg_reader_finish(&ctx->reader);
    util_fd_close(&ctx->record_fd);
    wire_arena_destroy(ctx->arena);
+   gpud_call_destroy(ctx->call);
    wire_enc_finish(&ctx->reply);
    util_fd_close(&ctx->fd);
    pthread_mutex_destroy(&ctx->send_mutex);

@@ -59,6 +59,8 @@ struct gpud_context_info {
    uint32_t log_per_second;
 };
 
+struct gpud_call;
+
 struct gpud_context {
    struct gpud_context_info info;
    const struct gpud_host *host;
@@ -79,6 +81,7 @@ struct gpud_context {
    struct util_msg_reader reader;
    struct wire_arena *arena;
    struct wire_enc reply;
+   struct gpud_call *call; /* the command being run */
 
    /* owned by the decoding thread */
    struct util_idtable objects;

@@ -405,7 +405,7 @@ struct wire_enc *
 icd_call_begin(struct icd_call *call, struct icd_connection *conn, uint32_t op, bool sync,
                bool cacheable)
 {
-   memset(call, 0, sizeof(*call));
+   memset(call, 0, offsetof(struct icd_call, small));
    call->conn = conn;
    call->op = op;
    call->sync = sync;
@@ -416,6 +416,13 @@ icd_call_begin(struct icd_call *call, struct icd_connection *conn, uint32_t op, 
    call->cmd_offset = wire_enc_begin_cmd(&conn->stream, op, sync ? WIRE_CMD_REPLY : 0,
                                          call->seq);
    return &conn->stream;
+}
+
+/* Where a reply of size bytes goes: the call's own room when it fits. */
+static void *
+reply_buffer(struct icd_call *call, size_t size)
+{
+   return size <= sizeof(call->small) ? (void *)call->small : malloc(size ? size : 1);
 }
 
 /* FNV-1a of a cache key */
@@ -438,7 +445,7 @@ cache_lookup(struct icd_call *call, const void *key, size_t key_size)
    pthread_mutex_lock(&conn->cache_mutex);
    for (struct icd_cache_entry *c = conn->cache[hash % ICD_CACHE_BUCKETS]; c; c = c->next) {
       if (c->hash == hash && c->key_size == key_size && memcmp(c->key, key, key_size) == 0) {
-         call->reply_data = malloc(c->reply_size ? c->reply_size : 1);
+         call->reply_data = reply_buffer(call, c->reply_size);
          if (call->reply_data) {
             memcpy(call->reply_data, c->reply, c->reply_size);
             call->reply_size = c->reply_size;
@@ -547,7 +554,7 @@ deliver(struct icd_connection *conn, struct util_msg *msg)
       if (c->seq != h.seq || c->done)
          continue;
       size_t size = msg->size - sizeof(h);
-      c->reply_data = malloc(size ? size : 1);
+      c->reply_data = reply_buffer(c, size);
       if (!c->reply_data) {
          c->status = VK_ERROR_OUT_OF_HOST_MEMORY;
       } else {
@@ -721,7 +728,8 @@ icd_call_reply_done(struct icd_call *call)
    }
    free(call->key);
    call->key = NULL;
-   free(call->reply_data);
+   if (call->reply_data != (void *)call->small)
+      free(call->reply_data);
    call->reply_data = NULL;
    for (unsigned i = 0; i < call->n_fds; i++)
       util_fd_close(&call->fds[i]);

@@ -38,6 +38,9 @@ struct icd_call {
    /* the request, kept for the physical-device query cache */
    void *key;
    size_t key_size;
+   /* a small reply's bytes (reply_data points here; larger ones are
+    * allocated); last: icd_call_begin clears what comes before */
+   uint64_t small[32];
 };
 
 struct icd_connection *icd_connection_of(const void *dispatchable);

@@ -95,6 +95,7 @@ util_ring_init(struct util_ring *r, void *map, uint32_t command_size, uint32_t r
    r->size = command ? command_size : reply_size;
    /* Both ends start where the ring is now (0 for a new one). */
    r->pos = producer ? atomic_load(&r->ctrl->head) : atomic_load(&r->ctrl->tail);
+   r->seen = atomic_load(&r->ctrl->tail);
    r->max_size = max_size;
    util_msg_reader_init(&r->fd_reader, 64);
 }
@@ -205,15 +206,21 @@ entry_bytes(uint32_t payload)
 
 /* ---- producing ------------------------------------------------------------------ */
 
+/* Whether `want` bytes fit behind the tail last read (the tail is read
+ * again only when they do not). */
 static bool
 has_room(struct util_ring *r)
 {
+   uint64_t used = r->pos - r->seen;
+   if (used <= r->size && r->size - used >= r->want)
+      return true;
    uint64_t tail = atomic_load(&r->ctrl->tail);
    /* a consumer claiming more than was published is treated as having read
     * nothing new (it only hurts its own connection) */
-   uint64_t used = r->pos - tail;
+   used = r->pos - tail;
    if (used > r->size)
       return false;
+   r->seen = tail;
    return r->size - used >= r->want;
 }
 
@@ -228,7 +235,7 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
       if (ret < 0)
          return ret == -EPIPE ? -ECONNRESET : ret;
    }
-   uint64_t start = util_now_ns();
+   uint64_t start = 0; /* when it first waits for room */
    const uint8_t *p = data;
    size_t left = size;
    uint32_t max_fragment = r->size / 4 - (uint32_t)sizeof(struct util_ring_entry);
@@ -245,13 +252,22 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
       if (!has_room(r)) {
          /* the consumer may be asleep with work to do: wake it first */
          wake(&r->ctrl->consumer_state);
-         uint64_t spent = util_now_ns() - start;
+         uint64_t now = util_now_ns();
+         if (!start) {
+            start = now;
+            if (w->blocked_since)
+               atomic_store(w->blocked_since, now);
+         }
+         uint64_t spent = now - start;
          uint64_t t = timeout_ns == UINT64_MAX ? UINT64_MAX
                       : spent >= timeout_ns   ? 0
                                               : timeout_ns - spent;
          int ret = wait_for(r, w, &r->ctrl->producer_state, has_room, t);
-         if (ret < 0)
+         if (ret < 0) {
+            if (w->blocked_since)
+               atomic_store(w->blocked_since, 0);
             return ret;
+         }
       }
       copy_in(r, r->pos, &e, sizeof(e));
       copy_in(r, r->pos + sizeof(e), p, n);
@@ -263,6 +279,8 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
       left -= n;
       first = false;
    } while (left > 0);
+   if (start && w->blocked_since)
+      atomic_store(w->blocked_since, 0);
    return 0;
 }
 
@@ -272,6 +290,18 @@ static bool
 has_entry(struct util_ring *r)
 {
    return atomic_load(&r->ctrl->head) != r->pos;
+}
+
+/* The consumer's tail for the producer to see, waking it if it sleeps for
+ * room. */
+static void
+publish_tail(struct util_ring *r)
+{
+   if (r->seen == r->pos)
+      return;
+   atomic_store(&r->ctrl->tail, r->pos);
+   r->seen = r->pos;
+   wake(&r->ctrl->producer_state);
 }
 
 static int
@@ -320,6 +350,8 @@ util_ring_recv(struct util_ring *r, const struct util_ring_wait *w, struct util_
    int ret = 0;
    for (;;) {
       if (!has_entry(r)) {
+         /* drained: the producer may have all the room before we wait */
+         publish_tail(r);
          ret = wait_for(r, w, &r->ctrl->consumer_state, has_entry,
                         w->timeout_ns ? w->timeout_ns : UINT64_MAX);
          if (ret < 0)
@@ -357,8 +389,9 @@ util_ring_recv(struct util_ring *r, const struct util_ring_wait *w, struct util_
       copy_out(r, r->pos + sizeof(e), r->buf + size, e.size);
       size += e.size;
       r->pos += entry_bytes(e.size);
-      atomic_store(&r->ctrl->tail, r->pos);
-      wake(&r->ctrl->producer_state);
+      if (r->pos - r->seen >= r->size / 8 ||
+          atomic_load(&r->ctrl->producer_state) == UTIL_RING_SLEEPING)
+         publish_tail(r);
       first = false;
       if (!(e.flags & UTIL_RING_MORE))
          break;

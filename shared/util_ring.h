@@ -28,6 +28,12 @@
  * most slice_ns, after which the waiter checks that its peer is still there
  * (the socket has not hung up): a dead peer never leaves anyone waiting.
  *
+ * Each end keeps what it needs of the other's word: the producer the tail
+ * it last read (it reads the tail again only when that leaves no room), the
+ * consumer publishes its tail when it has drained an eighth of the ring,
+ * when the producer sleeps for room, and before it waits itself, so a busy
+ * connection's messages cost no cache line that nobody needs now.
+ *
  * The consumer trusts nothing in shared memory: it keeps its own tail,
  * reads head once per look, checks every entry against what is published
  * and copies each message out before anyone decodes it, so a producer
@@ -81,9 +87,12 @@ struct util_ring_entry {
 struct util_ring_wait {
    int socket_fd;              /* the connection's socket: its hang-up ends waits */
    const atomic_bool *closing; /* NULL, or set by another thread to end waits */
-   uint64_t spin_ns;           /* polling (yielding the CPU) before sleeping */
+   uint64_t spin_ns;           /* polling (util_spin.h) before sleeping */
    uint64_t slice_ns;          /* longest sleep between checks of the peer */
    uint64_t timeout_ns;        /* util_ring_recv: -ETIMEDOUT after this (0: never) */
+   /* util_ring_send: when it began to wait for room (CLOCK_MONOTONIC ns),
+    * 0 when it does not wait (NULL: not noted) */
+   _Atomic uint64_t *blocked_since;
 };
 
 /* One end's view of one direction. */
@@ -93,6 +102,7 @@ struct util_ring {
    uint32_t size; /* a power of two */
    uint64_t pos;  /* our own head (producer) or tail (consumer) */
    uint64_t want; /* producer: the room it waits for */
+   uint64_t seen; /* producer: the tail last read; consumer: the tail last published */
    /* consumer: the message being reassembled */
    uint8_t *buf;
    size_t cap;

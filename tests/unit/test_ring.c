@@ -328,12 +328,14 @@ test_timeout(void)
                             NULL, 0, 100 * 1000000ull),
              ETIMEDOUT);
    CHECK(util_now_ns() - start >= 100 * 1000000ull);
-   /* a consumer claiming to have read more than was written */
+   /* a consumer claiming to have read more than was written: once the
+    * producer needs the tail (the ring is full by what it saw last), it
+    * waits as for a consumer that reads nothing */
    struct pair q;
    pair_open(&q, SMALL, 1u << 20);
    atomic_store(&q.worker_out.ctrl->tail, UINT64_MAX / 2);
-   CHECK_ERR(util_ring_send(&q.worker_out, &q.worker_wait, UTIL_MSG_STREAM, big, 16, NULL, 0,
-                            50 * 1000000ull),
+   CHECK_ERR(util_ring_send(&q.worker_out, &q.worker_wait, UTIL_MSG_STREAM, big, sizeof(big),
+                            NULL, 0, 50 * 1000000ull),
              ETIMEDOUT);
    pair_close(&p);
    pair_close(&q);
