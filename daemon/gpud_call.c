@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util_time.h"
 #include "wire_gen.h"
 
 /* Commands that may name a buffer or image before it is bound to memory;
@@ -395,6 +396,7 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
       atomic_store_explicit(&ctx->status->op, h.op, memory_order_relaxed);
       atomic_store_explicit(&ctx->status->last_op, h.op, memory_order_relaxed);
 
+      const uint64_t t0 = ctx->profile ? util_now_ns() : 0; /* GPUD_PROFILE */
       gpud_inject_before_command(call);
       gpud_validate_set_call(call);
       bool ok = h.op != 0 && h.op < WIRE_OP_COUNT &&
@@ -435,6 +437,10 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
          ctx->reply.n_fds = 0;
       }
       util_fd_close(&call->reply_fd);
+      if (ctx->profile) {
+         ctx->profile->ns[h.op] += util_now_ns() - t0;
+         ctx->profile->count[h.op]++;
+      }
       if (r < 0)
          break;
       data += h.size;

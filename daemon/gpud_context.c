@@ -236,7 +236,8 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    util_list_init(&ctx->object_list);
    util_msg_reader_init(&ctx->reader, GPUD_MAX_MESSAGE_SIZE);
    wire_enc_init(&ctx->reply);
-   ctx->profile = getenv("GPUD_PROFILE") != NULL;
+   if (getenv("GPUD_PROFILE"))
+      ctx->profile = calloc(1, sizeof(*ctx->profile));
    ctx->log_tokens = info->log_burst;
    ctx->log_last_ns = util_now_ns();
    ctx->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
@@ -312,6 +313,39 @@ setup_rings(struct gpud_context *ctx)
    return 0;
 }
 
+/* GPUD_PROFILE: the ops that took the decoding thread longest. */
+static void
+log_profile(struct gpud_context *ctx)
+{
+   const struct gpud_profile *p = ctx->profile;
+   uint64_t busy = 0;
+   for (unsigned i = 0; i <= GPUD_PROFILE_CHUNKS; i++)
+      busy += p->ns[i];
+   gpud_context_log(ctx, UTIL_LOG_NOTICE, "profile: %.3f s busy, %.3f s waiting for commands",
+                    (double)busy / 1e9, (double)p->wait_ns / 1e9);
+   bool shown[GPUD_PROFILE_CHUNKS + 1] = {0};
+   for (unsigned k = 0; k < 12; k++) {
+      unsigned top = 0;
+      for (unsigned i = 1; i <= GPUD_PROFILE_CHUNKS; i++) {
+         if (!shown[i] && p->ns[i] > p->ns[top])
+            top = i;
+      }
+      if (!p->ns[top])
+         break;
+      shown[top] = true;
+      if (top == GPUD_PROFILE_CHUNKS)
+         gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                          "profile: %.3f s in %" PRIu64 " chunks of %" PRIu64
+                          " recorded commands: %.1f ns a command",
+                          (double)p->ns[top] / 1e9, p->count[top], p->recorded,
+                          (double)p->ns[top] / (double)(p->recorded ? p->recorded : 1));
+      else
+         gpud_context_log(ctx, UTIL_LOG_NOTICE, "profile: %.3f s in %" PRIu64 " %s: %.2f us each",
+                          (double)p->ns[top] / 1e9, p->count[top], wire_op_name(top),
+                          (double)p->ns[top] / 1e3 / (double)p->count[top]);
+   }
+}
+
 static void
 serve(struct gpud_context *ctx)
 {
@@ -321,7 +355,10 @@ serve(struct gpud_context *ctx)
       struct util_msg msg;
       /* The next command of a busy client usually follows at once: the
        * ring polls before it sleeps. */
+      const uint64_t t0 = ctx->profile ? util_now_ns() : 0;
       int r = util_ring_recv(&ctx->commands, &ctx->ring_wait, &msg);
+      if (ctx->profile)
+         ctx->profile->wait_ns += util_now_ns() - t0;
       if (r == -ECONNRESET || (r < 0 && atomic_load(&ctx->closing))) {
          end_context(ctx, false, "disconnected");
          return;
@@ -365,11 +402,8 @@ void
 gpud_context_run(struct gpud_context *ctx)
 {
    serve(ctx);
-   if (ctx->profile && ctx->replay_commands)
-      gpud_context_log(ctx, UTIL_LOG_NOTICE,
-                       "replayed %" PRIu64 " commands in %" PRIu64 " chunks: %.1f ns a command",
-                       ctx->replay_commands, ctx->replay_chunks,
-                       (double)ctx->replay_ns / (double)ctx->replay_commands);
+   if (ctx->profile)
+      log_profile(ctx);
 }
 
 void
@@ -400,6 +434,7 @@ gpud_context_destroy(struct gpud_context *ctx)
    util_fd_close(&ctx->record_fd);
    wire_arena_destroy(ctx->arena);
    gpud_call_destroy(ctx->call);
+   free(ctx->profile);
    wire_enc_finish(&ctx->reply);
    util_fd_close(&ctx->fd);
    pthread_mutex_destroy(&ctx->send_mutex);

@@ -26,6 +26,7 @@
 #include "util_transport.h"
 #include "wire.h"
 #include "wire_control.h"
+#include "wire_gen.h"
 
 /* A client's memory per heap, as the server accounts it. */
 struct gpud_memory_budget {
@@ -60,6 +61,16 @@ struct gpud_context_info {
 };
 
 struct gpud_call;
+
+/* Where a decoding thread's time goes, per op (the chunks of recordings
+ * under GPUD_PROFILE_CHUNKS) and waiting for the client. */
+#define GPUD_PROFILE_CHUNKS WIRE_OP_COUNT
+struct gpud_profile {
+   uint64_t ns[GPUD_PROFILE_CHUNKS + 1];
+   uint64_t count[GPUD_PROFILE_CHUNKS + 1];
+   uint64_t recorded; /* commands in the chunks */
+   uint64_t wait_ns;  /* for the next message */
+};
 
 struct gpud_context {
    struct gpud_context_info info;
@@ -98,9 +109,9 @@ struct gpud_context {
 
    atomic_bool host_lost; /* reported once */
 
-   /* GPUD_PROFILE: what replaying recordings took (logged at the end) */
-   bool profile;
-   uint64_t replay_ns, replay_commands, replay_chunks;
+   /* GPUD_PROFILE: where the decoding thread's time went (logged when the
+    * client leaves); NULL when not profiling */
+   struct gpud_profile *profile;
 
    /* why the context ended (set once) */
    char end_reason[256];

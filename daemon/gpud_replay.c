@@ -86,7 +86,7 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
                                             h.cmd.seq, cb->next_chunk);
    }
 
-   const uint64_t t0 = ctx->profile ? util_now_ns() : 0;
+   const uint64_t t0 = ctx->profile ? util_now_ns() : 0; /* GPUD_PROFILE */
    /* every command runs on the command buffer's device */
    if (!gpud_call_begin_recorded(call, cb))
       return gpud_context_protocol_error(ctx, "out of memory");
@@ -147,9 +147,9 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
    atomic_store_explicit(&ctx->status->op, 0, memory_order_relaxed);
    atomic_fetch_add_explicit(&ctx->status->commands, n, memory_order_relaxed);
    if (ctx->profile) {
-      ctx->replay_ns += util_now_ns() - t0;
-      ctx->replay_commands += n;
-      ctx->replay_chunks++;
+      ctx->profile->ns[GPUD_PROFILE_CHUNKS] += util_now_ns() - t0;
+      ctx->profile->count[GPUD_PROFILE_CHUNKS]++;
+      ctx->profile->recorded += n;
    }
    if (last)
       atomic_store_explicit(&ctx->status->last_op, last, memory_order_relaxed);
