@@ -48,11 +48,15 @@ op_allows_unbound(uint32_t op)
 }
 
 struct gpud_call *
-gpud_call_create(struct gpud_context *ctx)
+gpud_call_create(struct gpud_context *ctx, struct wire_arena *arena)
 {
    struct gpud_call *call = calloc(1, sizeof(*call));
-   if (call)
+   if (call) {
       call->ctx = ctx;
+      call->arena = arena;
+      call->reply_fd = -1;
+      call->new_fd = -1;
+   }
    return call;
 }
 
@@ -203,8 +207,8 @@ gpud_call_begin_recorded(struct gpud_call *call, struct gpud_object *cb)
    call->disp = cb->device->disp;
    call->deferred = false;
    call->refused = VK_SUCCESS;
-   wire_arena_reset(call->ctx->arena);
-   wire_dec_init(&call->dec, NULL, 0, call->ctx->arena);
+   wire_arena_reset(call->arena);
+   wire_dec_init(&call->dec, NULL, 0, call->arena);
    call->dec.lookup = lookup;
    call->dec.user = call;
    call->dec.check_enums = true;
@@ -341,6 +345,30 @@ call_cleanup(struct gpud_call *call)
    call->n_new_set_layouts = 0;
 }
 
+void
+gpud_call_run_deferred(struct gpud_call *call, const uint8_t *cmd, size_t size)
+{
+   struct wire_cmd_header h;
+   memcpy(&h, cmd, sizeof(h));
+   wire_arena_reset(call->arena);
+   call_reset(call, &h);
+   call->cmd = cmd;
+   call->cmd_size = size;
+   call->deferred_run = true;
+   wire_dec_init(&call->dec, cmd + sizeof(h), size - sizeof(h), call->arena);
+   call->dec.lookup = lookup;
+   call->dec.user = call;
+   call->dec.check_enums = true;
+   gpud_validate_set_call(call);
+   bool ok = gpud_gen_dispatch(call, &call->dec, NULL, h.op);
+   gpud_validate_set_call(NULL);
+   call->deferred_run = false;
+   call_cleanup(call);
+   if (!ok)
+      gpud_context_protocol_error(call->ctx, "in %s: %s", wire_op_name(h.op),
+                                  call->dec.error ? call->dec.error : "bad command");
+}
+
 int
 gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size, int *fds,
                          unsigned n_fds)
@@ -378,9 +406,12 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
                                          wire_op_name(h.op));
          break;
       }
-      wire_arena_reset(ctx->arena);
+      gpud_replay_order(ctx->replay, h.op);
+      wire_arena_reset(call->arena);
       call_reset(call, &h);
-      wire_dec_init(&call->dec, data + sizeof(h), h.size - sizeof(h), ctx->arena);
+      call->cmd = data;
+      call->cmd_size = h.size;
+      wire_dec_init(&call->dec, data + sizeof(h), h.size - sizeof(h), call->arena);
       call->dec.lookup = lookup;
       call->dec.new_id = new_id;
       call->dec.user = call;

@@ -96,6 +96,13 @@ struct gpud_object {
    bool recording;
    uint32_t next_chunk;
    uint32_t pool_resets;
+   /* command buffers: their chunks given to a lane (the decoding thread's)
+    * and replayed; command pools: their lane (0: none yet), and whether
+    * they have secondaries (gpud_replay.c) */
+   uint64_t chunks_routed;
+   _Atomic uint64_t chunks_replayed;
+   unsigned lane;
+   bool secondaries;
 };
 
 /* One command being executed. */
@@ -103,7 +110,13 @@ struct gpud_call {
    /* first: generated code reads it directly (gpud_call_dispatch) */
    const struct gpud_host_dispatch *disp;
    struct gpud_context *ctx;
+   struct wire_arena *arena; /* what its commands decode into */
    struct wire_dec dec;
+   /* the command (header included), and whether it runs now after waiting
+    * (a submission that waited for its command buffers' replay) */
+   const uint8_t *cmd;
+   size_t cmd_size;
+   bool deferred_run;
    struct wire_enc *reply;   /* NULL when no reply is wanted */
    uint32_t seq;
    uint32_t op;
@@ -158,19 +171,42 @@ VkResult gpud_external_check_memory_import(struct gpud_call *call,
                                            VkImportMemoryFdInfoKHR *import, bool shared,
                                            uint64_t size);
 
-/* A context's command state, kept from one message to the next. */
-struct gpud_call *gpud_call_create(struct gpud_context *ctx);
+/* Command state, kept from one command to the next (the decoding
+ * thread's, a replay lane's, the submissions'), decoding into arena. */
+struct gpud_call *gpud_call_create(struct gpud_context *ctx, struct wire_arena *arena);
 void gpud_call_destroy(struct gpud_call *call);
+/* Runs a command (header included) that was checked before and had to
+ * wait: decoded again and run without a reply. */
+void gpud_call_run_deferred(struct gpud_call *call, const uint8_t *cmd, size_t size);
 
 /* Runs the commands of one message; fds are the message's (-1 once a
  * command took one), the rest are closed. */
 int gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t size,
                              int *fds, unsigned n_fds);
 
-/* Recordings (gpud_replay.c): checks and replays one chunk (a whole
- * WIRE_OP_CHUNK command); negative when the client must be disconnected
- * (the reason is logged and sent). */
+/* Recordings (gpud_replay.c): the replay lanes and the submissions waiting
+ * for them (NULL: out of memory; no lanes where there are few CPUs). */
+struct gpud_replay *gpud_replay_create(struct gpud_context *ctx);
+/* Stops the lanes (what they hold is dropped). */
+void gpud_replay_destroy(struct gpud_replay *r);
+/* Checks a chunk (a whole WIRE_OP_CHUNK command) and replays it, or gives
+ * it to its pool's lane; negative when the client must be disconnected (the
+ * reason is logged and sent). */
 int gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size);
+/* Before the decoding thread runs op: waits for the lanes and the waiting
+ * submissions where op could touch what they use. */
+void gpud_replay_order(struct gpud_replay *r, uint32_t op);
+/* Waits for everything the lanes and the submissions have. */
+void gpud_replay_wait(struct gpud_replay *r);
+/* Waits for the lane of a command pool (for every lane when it has
+ * secondaries). */
+void gpud_replay_wait_pool(struct gpud_replay *r, const struct gpud_object *pool);
+/* A submission of these command buffers waits (in order with the others)
+ * for their replay, the decoding thread going on: true when deferred (it
+ * runs again later with deferred_run set), false to run now. */
+bool gpud_replay_defer_submit(struct gpud_call *call, VkCommandBuffer const *cbs, uint32_t n_cbs);
+/* GPUD_PROFILE: the lanes' replaying time and commands. */
+void gpud_replay_profile(struct gpud_replay *r, uint64_t *ret_ns, uint64_t *ret_commands);
 /* What the replay of a chunk needs of a call: every command runs on cb's
  * device (false: out of memory); the decoder of the next recorded command,
  * on cb, whose id the caller checked. */

@@ -241,8 +241,9 @@ gpud_context_create(const struct gpud_context_info *info, const struct gpud_host
    ctx->log_tokens = info->log_burst;
    ctx->log_last_ns = util_now_ns();
    ctx->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
-   ctx->call = gpud_call_create(ctx);
-   if (!ctx->arena || !ctx->call || util_idtable_init(&ctx->objects) < 0) {
+   ctx->call = ctx->arena ? gpud_call_create(ctx, ctx->arena) : NULL;
+   ctx->replay = gpud_replay_create(ctx);
+   if (!ctx->arena || !ctx->call || !ctx->replay || util_idtable_init(&ctx->objects) < 0) {
       gpud_context_destroy(ctx);
       return -ENOMEM;
    }
@@ -323,6 +324,14 @@ log_profile(struct gpud_context *ctx)
       busy += p->ns[i];
    gpud_context_log(ctx, UTIL_LOG_NOTICE, "profile: %.3f s busy, %.3f s waiting for commands",
                     (double)busy / 1e9, (double)p->wait_ns / 1e9);
+   uint64_t lane_ns, lane_commands;
+   gpud_replay_profile(ctx->replay, &lane_ns, &lane_commands);
+   if (lane_commands)
+      gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                       "profile: the replay lanes spent %.3f s on %" PRIu64
+                       " recorded commands: %.1f ns a command",
+                       (double)lane_ns / 1e9, lane_commands,
+                       (double)lane_ns / (double)lane_commands);
    bool shown[GPUD_PROFILE_CHUNKS + 1] = {0};
    for (unsigned k = 0; k < 12; k++) {
       unsigned top = 0;
@@ -417,6 +426,9 @@ gpud_context_destroy(struct gpud_context *ctx)
       shutdown(ctx->fd, SHUT_RDWR);
    uint64_t objects = ctx->n_objects;
    uint64_t bytes = ctx->memory_bytes;
+   /* the lanes first: they may be in the middle of the client's objects */
+   gpud_replay_destroy(ctx->replay);
+   ctx->replay = NULL;
 
    gpud_context_destroy_objects(ctx, NULL, NULL);
    gpud_waiters_cancel(ctx, NULL, 0);

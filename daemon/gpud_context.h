@@ -61,6 +61,7 @@ struct gpud_context_info {
 };
 
 struct gpud_call;
+struct gpud_replay;
 
 /* Where a decoding thread's time goes, per op (the chunks of recordings
  * under GPUD_PROFILE_CHUNKS) and waiting for the client. */
@@ -93,6 +94,7 @@ struct gpud_context {
    struct wire_arena *arena;
    struct wire_enc reply;
    struct gpud_call *call; /* the command being run */
+   struct gpud_replay *replay; /* recordings: lanes and waiting submissions */
 
    /* owned by the decoding thread */
    struct util_idtable objects;

@@ -6,20 +6,95 @@
  * so that by vkEndCommandBuffer nearly all of it is in the host's command
  * buffer already.
  *
- * A chunk is checked against the recording's state before anything of it
- * runs: its command buffer must be one of the client's, the first chunk of a
+ * The decoding thread checks a chunk against the recording's state: its
+ * command buffer must be one of the client's, the first chunk of a
  * recording starts with vkBeginCommandBuffer, every later one follows the
  * last in order while the command buffer is recording (not reset, alone or
- * with its pool, since), and every command in it is a recorded command on
- * that command buffer.  Anything else is a protocol error.  Each command is
- * decoded on the fast path where it has one (gpud_gen_replay).
+ * with its pool, since).  Whoever replays it checks that every command in it
+ * is a recorded command on that command buffer.  Anything else is a
+ * protocol error.  Each command is decoded on the fast path where it has one
+ * (gpud_gen_replay).
+ *
+ * Replay lanes: on machines with CPUs to spare, chunks are replayed on
+ * threads of their own, a command pool's on one lane (a host driver records
+ * a pool's command buffers on one thread at a time, and different pools in
+ * parallel), while the decoding thread goes on with the stream.  The
+ * decoding thread keeps the order where it matters: a command that could
+ * touch what a lane works on waits for the lanes first (gpud_replay_order),
+ * a reset of a pool waits for its lane, a chunk that executes secondary
+ * command buffers waits until the lanes have replayed what came before it,
+ * and submissions wait, in order, until the command buffers they name are
+ * replayed (gpud_replay_defer_submit), the decoding thread going on
+ * meanwhile: an application recording its next frame while the last is
+ * submitted has both replayed at once.  Without lanes every chunk is
+ * replayed by the decoding thread as it comes.
  */
 #include "gpud_call.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "gpud_limits.h"
+#include "util_spin.h"
 #include "util_time.h"
 #include "wire_gen.h"
+
+/* A chunk a lane replays: a copy of the whole command. */
+struct replay_job {
+   struct util_list link;
+   struct gpud_object *cb;
+   size_t size;
+   uint8_t data[];
+};
+
+struct replay_lane {
+   struct gpud_replay *replay;
+   unsigned index;
+   pthread_t thread;
+   bool started;
+   pthread_mutex_t mutex;
+   pthread_cond_t cond;
+   struct util_list jobs; /* in order */
+   bool sleeping, stop;
+   uint64_t routed;        /* jobs given it (the decoding thread's) */
+   _Atomic uint64_t done;  /* jobs it finished */
+   struct gpud_call *call; /* its own command state */
+   struct wire_arena *arena;
+   uint64_t ns, commands; /* GPUD_PROFILE */
+};
+
+/* A submission waiting for the command buffers it names. */
+struct replay_submit {
+   struct util_list link;
+   uint32_t op;
+   uint32_t n_cbs;
+   struct gpud_object **cbs;
+   uint64_t *targets; /* each command buffer's chunks routed when it was submitted */
+   size_t size;
+   uint8_t *data; /* the command, header included */
+};
+
+struct gpud_replay {
+   struct gpud_context *ctx;
+   unsigned n_lanes, next_lane;
+   struct replay_lane *lanes;
+   _Atomic size_t queued; /* bytes of chunks in the lanes */
+   /* lanes' progress, for whoever waits for it */
+   pthread_mutex_t progress_mutex;
+   pthread_cond_t progress;
+   _Atomic unsigned waiters;
+   /* submissions in order, and what runs them */
+   pthread_mutex_t submit_mutex;
+   struct util_list submits;
+   _Atomic unsigned n_submits;
+   atomic_bool look; /* submit_ready: someone found the lock taken */
+   struct gpud_call *submit_call;
+   struct wire_arena *submit_arena;
+};
+
+/* ---- checks of a recording ------------------------------------------------------ */
 
 /* The pool's resets so far: a recording that began before the last one is
  * over. */
@@ -50,6 +125,8 @@ op_enabled(const struct gpud_object *device, uint32_t op)
    return false;
 }
 
+/* ---- replaying a chunk ----------------------------------------------------------- */
+
 /* The end of a recording: its host command buffer ends; a failure loses
  * the device (nobody waits for the result). */
 static void
@@ -62,13 +139,406 @@ end_recording(struct gpud_call *call, struct gpud_object *cb)
    gpud_exec_vkEndCommandBuffer(call, &a);
    if (a.ret < 0)
       gpud_call_async_error(call, a.ret);
-   cb->recording = false;
+}
+
+/* Replays the commands of a chunk the decoding thread checked (whole, header
+ * included) into cb, reporting each on *op_word; the commands replayed, or
+ * -1 when one broke the protocol (the client is ended). */
+static int64_t
+replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size_t size,
+       _Atomic uint32_t *op_word)
+{
+   struct gpud_context *ctx = call->ctx;
+   struct wire_chunk_header h;
+   memcpy(&h, data, sizeof(h));
+   if (!gpud_call_begin_recorded(call, cb)) {
+      gpud_context_protocol_error(ctx, "out of memory");
+      return -1;
+   }
+   const VkCommandBuffer host = (VkCommandBuffer)(uintptr_t)cb->handle;
+   const uint8_t *p = data + sizeof(h);
+   const uint8_t *end = data + size;
+   bool first = h.cmd.seq == 0;
+   int64_t n = 0;
+   while (p < end) {
+      struct wire_cmd_header c;
+      if ((size_t)(end - p) < sizeof(c) + 8) {
+         gpud_context_protocol_error(ctx, "truncated command in a chunk");
+         return -1;
+      }
+      memcpy(&c, p, sizeof(c));
+      if (c.size < sizeof(c) + 8 || c.size > (size_t)(end - p) || (c.size & 3) || c.flags ||
+          c.seq) {
+         gpud_context_protocol_error(ctx, "command of %u bytes in a chunk with %zu left", c.size,
+                                     (size_t)(end - p));
+         return -1;
+      }
+      const char *why = NULL;
+      uint64_t id;
+      memcpy(&id, p + sizeof(c), 8);
+      if (c.op >= WIRE_OP_COUNT || !wire_op_recorded[c.op])
+         why = "not a recorded command";
+      else if ((c.op == WIRE_OP_vkBeginCommandBuffer) != first)
+         why = first ? "a recording that does not begin with vkBeginCommandBuffer"
+                     : "vkBeginCommandBuffer inside a recording";
+      else if (id != h.command_buffer)
+         why = "on another command buffer than its chunk's";
+      else if (wire_op_recorded[c.op] == 2 && !op_enabled(cb->device, c.op))
+         why = "the device did not enable the extension of this command";
+      if (why) {
+         gpud_context_protocol_error(ctx, "%s in a chunk: %s", wire_op_name(c.op), why);
+         return -1;
+      }
+      atomic_store_explicit(op_word, c.op, memory_order_relaxed);
+      struct wire_dec *d = gpud_call_next_recorded(call, c.op, p + sizeof(c), c.size - sizeof(c));
+      if (!gpud_gen_replay(call, d, c.op, host)) {
+         gpud_context_protocol_error(ctx, "in %s: %s", wire_op_name(c.op),
+                                     d->error ? d->error : "bad command");
+         return -1;
+      }
+      first = false;
+      p += c.size;
+      n++;
+   }
+   if (h.cmd.flags & WIRE_CHUNK_END) {
+      atomic_store_explicit(op_word, WIRE_OP_vkEndCommandBuffer, memory_order_relaxed);
+      end_recording(call, cb);
+      n++;
+   }
+   atomic_store_explicit(op_word, 0, memory_order_relaxed);
+   gpud_validate_set_call(NULL);
+   return n;
+}
+
+/* ---- lanes ----------------------------------------------------------------------- */
+
+static void submit_ready(struct gpud_replay *r);
+
+/* Wakes whoever waits for the lanes' progress. */
+static void
+progressed(struct gpud_replay *r)
+{
+   if (!atomic_load(&r->waiters))
+      return;
+   pthread_mutex_lock(&r->progress_mutex);
+   pthread_cond_broadcast(&r->progress);
+   pthread_mutex_unlock(&r->progress_mutex);
+}
+
+/* Waits until done() holds, the lanes' progress telling when to look again
+ * (with a bounded sleep: a lane ended by a protocol error makes none). */
+static void
+wait_progress(struct gpud_replay *r, bool (*done)(struct gpud_replay *r, const void *arg),
+              const void *arg)
+{
+   if (done(r, arg))
+      return;
+   /* a lane's chunk is usually done soon: look for a while first */
+   uint64_t start = util_now_ns();
+   while (util_now_ns() - start < GPUD_COMMAND_SPIN_NS) {
+      for (unsigned i = 0; i < 16; i++) {
+         if (done(r, arg))
+            return;
+         util_spin_pause(false);
+      }
+   }
+   atomic_fetch_add(&r->waiters, 1);
+   pthread_mutex_lock(&r->progress_mutex);
+   while (!done(r, arg) && !atomic_load(&r->ctx->closing)) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 10 * 1000 * 1000;
+      if (ts.tv_nsec >= 1000000000) {
+         ts.tv_sec++;
+         ts.tv_nsec -= 1000000000;
+      }
+      pthread_cond_timedwait(&r->progress, &r->progress_mutex, &ts);
+   }
+   pthread_mutex_unlock(&r->progress_mutex);
+   atomic_fetch_sub(&r->waiters, 1);
+}
+
+static void *
+lane_main(void *data)
+{
+   struct replay_lane *lane = data;
+   struct gpud_replay *r = lane->replay;
+   struct gpud_context *ctx = r->ctx;
+   for (;;) {
+      pthread_mutex_lock(&lane->mutex);
+      while (util_list_empty(&lane->jobs) && !lane->stop) {
+         /* the next chunk usually follows: look for a while first */
+         pthread_mutex_unlock(&lane->mutex);
+         uint64_t start = util_now_ns();
+         bool came = false;
+         while (!came && util_now_ns() - start < GPUD_COMMAND_SPIN_NS) {
+            for (unsigned i = 0; i < 16 && !came; i++) {
+               util_spin_pause(false);
+               came = atomic_load(&lane->done) != __atomic_load_n(&lane->routed, __ATOMIC_ACQUIRE);
+            }
+         }
+         pthread_mutex_lock(&lane->mutex);
+         if (!util_list_empty(&lane->jobs) || lane->stop)
+            break;
+         lane->sleeping = true;
+         pthread_cond_wait(&lane->cond, &lane->mutex);
+         lane->sleeping = false;
+      }
+      if (lane->stop && util_list_empty(&lane->jobs)) {
+         pthread_mutex_unlock(&lane->mutex);
+         break;
+      }
+      struct replay_job *job = util_list_first(&lane->jobs, struct replay_job, link);
+      util_list_remove(&job->link);
+      pthread_mutex_unlock(&lane->mutex);
+
+      if (!atomic_load(&ctx->closing)) {
+         uint64_t t0 = ctx->profile ? util_now_ns() : 0;
+         int64_t n = replay(lane->call, job->cb, job->data, job->size,
+                            &ctx->status->lane_ops[lane->index % GPUD_STATUS_LANES]);
+         if (n > 0) {
+            atomic_fetch_add_explicit(&ctx->status->commands, (uint64_t)n,
+                                      memory_order_relaxed);
+            if (ctx->profile) {
+               lane->ns += util_now_ns() - t0;
+               lane->commands += (uint64_t)n;
+            }
+         }
+      }
+      struct gpud_object *cb = job->cb;
+      atomic_fetch_sub(&r->queued, job->size);
+      free(job);
+      atomic_fetch_add_explicit(&cb->chunks_replayed, 1, memory_order_release);
+      atomic_fetch_add_explicit(&lane->done, 1, memory_order_release);
+      progressed(r);
+      if (atomic_load(&r->n_submits))
+         submit_ready(r);
+   }
+   return NULL;
+}
+
+static void
+lane_finish(struct replay_lane *lane)
+{
+   if (lane->started) {
+      pthread_mutex_lock(&lane->mutex);
+      lane->stop = true;
+      pthread_cond_signal(&lane->cond);
+      pthread_mutex_unlock(&lane->mutex);
+      pthread_join(lane->thread, NULL);
+   }
+   while (!util_list_empty(&lane->jobs)) {
+      struct replay_job *job = util_list_first(&lane->jobs, struct replay_job, link);
+      util_list_remove(&job->link);
+      free(job);
+   }
+   gpud_call_destroy(lane->call);
+   wire_arena_destroy(lane->arena);
+   pthread_mutex_destroy(&lane->mutex);
+   pthread_cond_destroy(&lane->cond);
+}
+
+/* How many lanes: GPUD_REPLAY_THREADS, else none where polls yield (few
+ * CPUs: the decoding thread replays), else one a CPU beyond two, eight at
+ * most. */
+static unsigned
+lanes_wanted(void)
+{
+   const char *env = getenv("GPUD_REPLAY_THREADS");
+   if (env && *env) {
+      char *end = NULL;
+      unsigned long n = strtoul(env, &end, 10);
+      if (!*end && n <= GPUD_STATUS_LANES)
+         return (unsigned)n;
+   }
+   if (util_spin_yields())
+      return 0;
+   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+   return cpus > 2 ? (unsigned)UTIL_MIN(cpus - 2, GPUD_STATUS_LANES) : 0;
+}
+
+struct gpud_replay *
+gpud_replay_create(struct gpud_context *ctx)
+{
+   struct gpud_replay *r = calloc(1, sizeof(*r));
+   if (!r)
+      return NULL;
+   r->ctx = ctx;
+   pthread_mutex_init(&r->progress_mutex, NULL);
+   pthread_cond_init(&r->progress, NULL);
+   pthread_mutex_init(&r->submit_mutex, NULL);
+   util_list_init(&r->submits);
+   unsigned n = lanes_wanted();
+   if (!n)
+      return r;
+   r->lanes = calloc(n, sizeof(*r->lanes));
+   r->submit_arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
+   r->submit_call = gpud_call_create(ctx, r->submit_arena);
+   if (!r->lanes || !r->submit_arena || !r->submit_call) {
+      gpud_replay_destroy(r);
+      return NULL;
+   }
+   for (unsigned i = 0; i < n; i++) {
+      struct replay_lane *lane = &r->lanes[i];
+      lane->replay = r;
+      lane->index = i;
+      util_list_init(&lane->jobs);
+      pthread_mutex_init(&lane->mutex, NULL);
+      pthread_cond_init(&lane->cond, NULL);
+      lane->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
+      lane->call = lane->arena ? gpud_call_create(ctx, lane->arena) : NULL;
+      r->n_lanes = i + 1;
+      if (!lane->call || pthread_create(&lane->thread, NULL, lane_main, lane) != 0) {
+         gpud_replay_destroy(r);
+         return NULL;
+      }
+      lane->started = true;
+   }
+   return r;
+}
+
+void
+gpud_replay_destroy(struct gpud_replay *r)
+{
+   if (!r)
+      return;
+   for (unsigned i = 0; i < r->n_lanes; i++)
+      lane_finish(&r->lanes[i]);
+   free(r->lanes);
+   while (!util_list_empty(&r->submits)) {
+      struct replay_submit *s = util_list_first(&r->submits, struct replay_submit, link);
+      util_list_remove(&s->link);
+      free(s);
+   }
+   gpud_call_destroy(r->submit_call);
+   wire_arena_destroy(r->submit_arena);
+   pthread_mutex_destroy(&r->progress_mutex);
+   pthread_cond_destroy(&r->progress);
+   pthread_mutex_destroy(&r->submit_mutex);
+   free(r);
+}
+
+void
+gpud_replay_profile(struct gpud_replay *r, uint64_t *ret_ns, uint64_t *ret_commands)
+{
+   *ret_ns = *ret_commands = 0;
+   for (unsigned i = 0; r && i < r->n_lanes; i++) {
+      *ret_ns += r->lanes[i].ns;
+      *ret_commands += r->lanes[i].commands;
+   }
+}
+
+/* ---- waiting for the lanes --------------------------------------------------------- */
+
+static bool
+lanes_done(struct gpud_replay *r, const void *arg)
+{
+   (void)arg;
+   for (unsigned i = 0; i < r->n_lanes; i++) {
+      if (atomic_load_explicit(&r->lanes[i].done, memory_order_acquire) != r->lanes[i].routed)
+         return false;
+   }
+   return true;
+}
+
+static bool
+lane_done(struct gpud_replay *r, const void *arg)
+{
+   const struct replay_lane *lane = arg;
+   return atomic_load_explicit(&lane->done, memory_order_acquire) == lane->routed;
+}
+
+static bool
+submits_done(struct gpud_replay *r, const void *arg)
+{
+   (void)arg;
+   return !atomic_load(&r->n_submits);
+}
+
+static bool
+little_queued(struct gpud_replay *r, const void *arg)
+{
+   (void)arg;
+   return atomic_load(&r->queued) < GPUD_REPLAY_QUEUED_MAX;
+}
+
+void
+gpud_replay_wait(struct gpud_replay *r)
+{
+   if (!r || !r->n_lanes)
+      return;
+   wait_progress(r, submits_done, NULL);
+   wait_progress(r, lanes_done, NULL);
+}
+
+/* The lane that replays a command buffer's pool. */
+static struct replay_lane *
+lane_of(struct gpud_replay *r, struct gpud_object *cb)
+{
+   struct gpud_object *pool = cb->pool;
+   if (!pool)
+      return &r->lanes[0];
+   if (!pool->lane) {
+      pool->lane = 1 + r->next_lane;
+      r->next_lane = (r->next_lane + 1) % r->n_lanes;
+   }
+   return &r->lanes[(pool->lane - 1) % r->n_lanes];
+}
+
+void
+gpud_replay_order(struct gpud_replay *r, uint32_t op)
+{
+   if (!r || !r->n_lanes || (op < WIRE_OP_COUNT && gpud_gen_replay_concurrent[op]))
+      return;
+   switch (op) {
+   case WIRE_OP_vkQueueSubmit:
+   case WIRE_OP_vkQueueSubmit2:
+      return; /* they wait for what they name (gpud_replay_defer_submit) */
+   case WIRE_OP_vkResetCommandPool:
+   case WIRE_OP_vkResetCommandBuffer:
+      return; /* they wait for their pool's lane (gpud_replay_wait_pool) */
+   default:
+      gpud_replay_wait(r);
+   }
+}
+
+void
+gpud_replay_wait_pool(struct gpud_replay *r, const struct gpud_object *pool)
+{
+   if (!r || !r->n_lanes)
+      return;
+   if (!pool || !pool->lane || pool->secondaries) {
+      gpud_replay_wait(r);
+      return;
+   }
+   wait_progress(r, lane_done, &r->lanes[(pool->lane - 1) % r->n_lanes]);
+}
+
+/* ---- chunks ------------------------------------------------------------------------ */
+
+/* Whether a chunk executes secondary command buffers (which another lane
+ * may be replaying). */
+static bool
+executes_secondaries(const uint8_t *data, size_t size)
+{
+   size_t off = sizeof(struct wire_chunk_header);
+   while (off + sizeof(struct wire_cmd_header) <= size) {
+      struct wire_cmd_header c;
+      memcpy(&c, data + off, sizeof(c));
+      if (c.op == WIRE_OP_vkCmdExecuteCommands)
+         return true;
+      if (c.size < sizeof(c))
+         return false; /* malformed: the lane says so */
+      off += c.size;
+   }
+   return false;
 }
 
 int
 gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
 {
    struct gpud_context *ctx = call->ctx;
+   struct gpud_replay *r = ctx->replay;
    struct wire_chunk_header h;
    if (size < sizeof(h))
       return gpud_context_protocol_error(ctx, "truncated chunk header");
@@ -85,76 +555,140 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
          return gpud_context_protocol_error(ctx, "chunk %u of a recording where %u was next",
                                             h.cmd.seq, cb->next_chunk);
    }
-
-   const uint64_t t0 = ctx->profile ? util_now_ns() : 0; /* GPUD_PROFILE */
-   /* every command runs on the command buffer's device */
-   if (!gpud_call_begin_recorded(call, cb))
-      return gpud_context_protocol_error(ctx, "out of memory");
-   const VkCommandBuffer host = (VkCommandBuffer)(uintptr_t)cb->handle;
-   const uint8_t *p = data + sizeof(h);
-   const uint8_t *end = data + size;
-   bool first = h.cmd.seq == 0;
-   uint32_t n = 0, last = 0;
-   while (p < end) {
-      struct wire_cmd_header c;
-      if ((size_t)(end - p) < sizeof(c) + 8)
-         return gpud_context_protocol_error(ctx, "truncated command in a chunk");
-      memcpy(&c, p, sizeof(c));
-      if (c.size < sizeof(c) + 8 || c.size > (size_t)(end - p) || (c.size & 3) || c.flags ||
-          c.seq)
-         return gpud_context_protocol_error(ctx, "command of %u bytes in a chunk with %zu left",
-                                            c.size, (size_t)(end - p));
-      if (c.op >= WIRE_OP_COUNT || !wire_op_recorded[c.op])
-         return gpud_context_protocol_error(ctx, "%s in a chunk: not a recorded command",
-                                            wire_op_name(c.op));
-      if ((c.op == WIRE_OP_vkBeginCommandBuffer) != first)
-         return gpud_context_protocol_error(ctx, first ? "a recording that does not begin with "
-                                                         "vkBeginCommandBuffer"
-                                                       : "vkBeginCommandBuffer inside a recording");
-      uint64_t id;
-      memcpy(&id, p + sizeof(c), 8);
-      if (id != h.command_buffer)
-         return gpud_context_protocol_error(ctx, "%s on another command buffer in a chunk",
-                                            wire_op_name(c.op));
-      if (wire_op_recorded[c.op] == 2 && !op_enabled(cb->device, c.op))
-         return gpud_context_protocol_error(
-            ctx, "in %s: the device did not enable the extension of this command",
-            wire_op_name(c.op));
-      atomic_store_explicit(&ctx->status->op, c.op, memory_order_relaxed);
-      struct wire_dec *d = gpud_call_next_recorded(call, c.op, p + sizeof(c), c.size - sizeof(c));
-      if (!gpud_gen_replay(call, d, c.op, host))
-         return gpud_context_protocol_error(ctx, "in %s: %s", wire_op_name(c.op),
-                                            d->error ? d->error : "bad command");
-      first = false;
-      p += c.size;
-      last = c.op;
-      n++;
-   }
-   if (first)
-      return gpud_context_protocol_error(ctx, "a recording that does not begin with "
-                                              "vkBeginCommandBuffer");
+   /* the recording's state is the decoding thread's, in the stream's order */
    if (h.cmd.seq == 0) {
       cb->recording = true;
       cb->pool_resets = pool_resets(cb);
    }
    cb->next_chunk = h.cmd.seq + 1;
-   if (h.cmd.flags & WIRE_CHUNK_END) {
-      atomic_store_explicit(&ctx->status->op, WIRE_OP_vkEndCommandBuffer, memory_order_relaxed);
-      end_recording(call, cb);
-      last = WIRE_OP_vkEndCommandBuffer;
-      n++;
+   if (h.cmd.flags & WIRE_CHUNK_END)
+      cb->recording = false;
+
+   if (!r || !r->n_lanes) {
+      uint64_t t0 = ctx->profile ? util_now_ns() : 0; /* GPUD_PROFILE */
+      int64_t n = replay(call, cb, data, size, &ctx->status->op);
+      if (n < 0)
+         return -EPROTO;
+      atomic_fetch_add_explicit(&ctx->status->commands, (uint64_t)n, memory_order_relaxed);
+      if (ctx->profile) {
+         ctx->profile->ns[GPUD_PROFILE_CHUNKS] += util_now_ns() - t0;
+         ctx->profile->count[GPUD_PROFILE_CHUNKS]++;
+         ctx->profile->recorded += (uint64_t)n;
+      }
+      return 0;
    }
-   atomic_store_explicit(&ctx->status->op, 0, memory_order_relaxed);
-   atomic_fetch_add_explicit(&ctx->status->commands, n, memory_order_relaxed);
-   if (ctx->profile) {
-      ctx->profile->ns[GPUD_PROFILE_CHUNKS] += util_now_ns() - t0;
-      ctx->profile->count[GPUD_PROFILE_CHUNKS]++;
-      ctx->profile->recorded += n;
-   }
-   if (last)
-      atomic_store_explicit(&ctx->status->last_op, last, memory_order_relaxed);
+
+   /* secondaries it executes are replayed (their lanes have done what came
+    * before) by the time its lane gets to it */
+   if (executes_secondaries(data, size))
+      gpud_replay_wait(r);
+   /* the lanes hold a bounded amount: past it the client waits (its ring
+    * fills) */
+   wait_progress(r, little_queued, NULL);
+   struct replay_job *job = malloc(sizeof(*job) + size);
+   if (!job)
+      return gpud_context_protocol_error(ctx, "out of memory");
+   job->cb = cb;
+   job->size = size;
+   memcpy(job->data, data, size);
+   atomic_fetch_add(&r->queued, size);
+   struct replay_lane *lane = lane_of(r, cb);
+   cb->chunks_routed++;
+   pthread_mutex_lock(&lane->mutex);
+   util_list_add_tail(&lane->jobs, &job->link);
+   __atomic_store_n(&lane->routed, lane->routed + 1, __ATOMIC_RELEASE);
+   if (lane->sleeping)
+      pthread_cond_signal(&lane->cond);
+   pthread_mutex_unlock(&lane->mutex);
    return 0;
 }
+
+/* ---- submissions --------------------------------------------------------------------- */
+
+static bool
+submit_is_ready(const struct replay_submit *s)
+{
+   for (uint32_t i = 0; i < s->n_cbs; i++) {
+      if (atomic_load_explicit(&s->cbs[i]->chunks_replayed, memory_order_acquire) <
+          s->targets[i])
+         return false;
+   }
+   return true;
+}
+
+/* The first waiting submission, when its command buffers are replayed
+ * (and the client is still there); NULL otherwise.  submit_mutex held. */
+static struct replay_submit *
+first_ready(struct gpud_replay *r)
+{
+   if (util_list_empty(&r->submits) || atomic_load(&r->ctx->closing))
+      return NULL;
+   struct replay_submit *s = util_list_first(&r->submits, struct replay_submit, link);
+   return submit_is_ready(s) ? s : NULL;
+}
+
+/* Runs the submissions, in order, whose command buffers are replayed.
+ * Called by whoever may have made the first one ready: the decoding thread
+ * when it queues one, a lane when it finishes a chunk.  One thread runs
+ * them at a time; one that finds the lock taken leaves a note (look) that
+ * the runner reads once it lets go, so no readiness is missed. */
+static void
+submit_ready(struct gpud_replay *r)
+{
+   atomic_store(&r->look, true);
+   while (atomic_exchange(&r->look, false)) {
+      if (pthread_mutex_trylock(&r->submit_mutex) != 0) {
+         atomic_store(&r->look, true);
+         return;
+      }
+      struct replay_submit *s;
+      bool ran = false;
+      while ((s = first_ready(r))) {
+         gpud_call_run_deferred(r->submit_call, s->data, s->size);
+         util_list_remove(&s->link);
+         free(s);
+         atomic_fetch_sub(&r->n_submits, 1);
+         ran = true;
+      }
+      pthread_mutex_unlock(&r->submit_mutex);
+      if (ran)
+         progressed(r);
+   }
+}
+
+bool
+gpud_replay_defer_submit(struct gpud_call *call, VkCommandBuffer const *cbs, uint32_t n_cbs)
+{
+   struct gpud_replay *r = call->ctx->replay;
+   if (!r || !r->n_lanes || call->deferred_run)
+      return false;
+   struct replay_submit *s = calloc(1, sizeof(*s) + n_cbs * (sizeof(void *) + sizeof(uint64_t)) +
+                                          call->cmd_size);
+   if (!s)
+      return false; /* run now, in order: wait for what it names */
+   s->op = call->op;
+   s->cbs = (struct gpud_object **)(s + 1);
+   s->targets = (uint64_t *)(s->cbs + n_cbs);
+   s->data = (uint8_t *)(s->targets + n_cbs);
+   s->size = call->cmd_size;
+   memcpy(s->data, call->cmd, call->cmd_size);
+   for (uint32_t i = 0; i < n_cbs; i++) {
+      struct gpud_object *cb =
+         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)cbs[i]);
+      if (!cb)
+         continue;
+      s->cbs[s->n_cbs] = cb;
+      s->targets[s->n_cbs++] = cb->chunks_routed;
+   }
+   pthread_mutex_lock(&r->submit_mutex);
+   util_list_add_tail(&r->submits, &s->link);
+   atomic_fetch_add(&r->n_submits, 1);
+   pthread_mutex_unlock(&r->submit_mutex);
+   submit_ready(r);
+   return true;
+}
+
+/* ---- resets ------------------------------------------------------------------------ */
 
 /* A reset ends the recording (the ICD starts the next at chunk 0). */
 void
@@ -162,8 +696,10 @@ gpud_exec_vkResetCommandBuffer(struct gpud_call *call, struct wire_args_vkResetC
 {
    struct gpud_object *cb = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
                                             (uint64_t)(uintptr_t)a->commandBuffer);
-   if (cb)
+   if (cb) {
       cb->recording = false;
+      gpud_replay_wait_pool(call->ctx->replay, cb->pool);
+   }
    gpud_gen_exec_vkResetCommandBuffer(call, a);
 }
 
@@ -173,7 +709,25 @@ gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCom
 {
    struct gpud_object *pool = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
                                               (uint64_t)(uintptr_t)a->commandPool);
-   if (pool)
+   if (pool) {
       pool->pool_resets++;
+      gpud_replay_wait_pool(call->ctx->replay, pool);
+   }
    gpud_gen_exec_vkResetCommandPool(call, a);
+}
+
+/* A pool with secondaries: its resets wait for every lane (a primary on
+ * another lane may be executing one). */
+void
+gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
+                                   struct wire_args_vkAllocateCommandBuffers *a)
+{
+   if (a->pAllocateInfo && a->pAllocateInfo->level == VK_COMMAND_BUFFER_LEVEL_SECONDARY) {
+      struct gpud_object *pool =
+         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
+                         (uint64_t)(uintptr_t)a->pAllocateInfo->commandPool);
+      if (pool)
+         pool->secondaries = true;
+   }
+   gpud_gen_exec_vkAllocateCommandBuffers(call, a);
 }

@@ -1052,9 +1052,15 @@ describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, si
       /* the worker wrote these: names only for op numbers that exist */
       uint32_t op = worker->status ? atomic_load(&worker->status->op) : 0;
       uint32_t last = worker->status ? atomic_load(&worker->status->last_op) : 0;
+      uint32_t replaying = 0; /* a lane's command, when the decoding thread is idle */
+      for (unsigned i = 0; worker->status && !replaying && i < GPUD_STATUS_LANES; i++)
+         replaying = atomic_load(&worker->status->lane_ops[i]);
       char where[96] = "";
       if (op && op < WIRE_OP_COUNT)
          snprintf(where, sizeof(where), " in %s", wire_op_name(op));
+      else if (replaying && replaying < WIRE_OP_COUNT)
+         snprintf(where, sizeof(where), " in %s (replaying a recording)",
+                  wire_op_name(replaying));
       else if (last && last < WIRE_OP_COUNT)
          snprintf(where, sizeof(where), " (idle after %s)", wire_op_name(last));
       const char *sig = sigabbrev_np(WTERMSIG(wstatus));

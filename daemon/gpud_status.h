@@ -46,8 +46,13 @@ struct gpud_status_inject {
    atomic_uint_least32_t delay_ms;     /* completions are seen this much later */
 };
 
+/* Replay lanes (threads replaying recordings), at most. */
+#define GPUD_STATUS_LANES 8
+
 struct gpud_status_page {
    atomic_uint_least32_t op;            /* the command executing now; 0 between commands */
+   /* the recorded command each replay lane executes now; 0 between them */
+   atomic_uint_least32_t lane_ops[GPUD_STATUS_LANES];
    atomic_uint_least32_t last_op;       /* the last command that started */
    atomic_uint_least32_t waits;         /* blocking waits in flight */
    atomic_uint_least64_t commands;      /* commands executed */

@@ -298,6 +298,51 @@ ASYNC_CREATES = {
     'vkCreateDescriptorPool': 'true',
 }
 
+# Commands the worker's decoding thread runs while replay lanes replay
+# earlier chunks and earlier submissions wait for them (daemon/gpud_replay.c):
+# they make objects or read what no lane or waiting submission writes, and
+# write only what none reads (a lane records into its pool's command
+# buffers, reading the objects their commands name; a submission uses its
+# queue, fences, semaphores and command buffers).  Every other command waits
+# for the lanes and the submissions before it.  By prefix, then by name, then
+# the exceptions with their reasons.
+REPLAY_CONCURRENT_PREFIXES = ('vkCreate', 'vkGetPhysicalDevice', 'vkEnumerate',
+                              'vkGetDevice', 'vkGetBuffer', 'vkGetImage', 'vkBind')
+REPLAY_CONCURRENT = {
+    'vkAllocateMemory': 'memory is no lane\'s until a buffer or image is bound to it',
+    'vkAllocateDescriptorSets': 'lanes bind sets, never their pool',
+    'vkUpdateDescriptorSets': 'a lane binding a set reads no descriptor (update-after-bind is the API\'s)',
+    'vkResetFences': 'a fence a submission waits to use may not be reset (the API\'s rule)',
+    'vkFlushMappedMemoryRanges': 'memory, not objects a lane reads',
+    'vkInvalidateMappedMemoryRanges': 'memory, not objects a lane reads',
+    'vkGetMemoryFdKHR': 'memory, not objects a lane reads',
+    'vkGetMemoryFdPropertiesKHR': 'a query of the device',
+    'vkGetPipelineCacheData': 'no lane uses a pipeline cache',
+    'vkMergePipelineCaches': 'no lane uses a pipeline cache',
+    'vkGetQueryPoolResults': 'recording a query command changes no result',
+    'vkGetRenderAreaGranularity': 'a query of a render pass',
+    'vkGetDescriptorSetLayoutSupport': 'a query of the device',
+    'vkGetShaderModuleIdentifierEXT': 'a query of a module',
+    'vkGetShaderModuleCreateInfoIdentifierEXT': 'a query of the device',
+    'vkSetMessageFilterGPUD': 'the messengers\' filter',
+    'vkGetCompletionPageGPUD': 'the page of a new device',
+    'vkSetFenceSlotGPUD': 'the slot of a new fence',
+    'vkSetSemaphoreSlotGPUD': 'the slot of a new semaphore',
+    'vkSetEventSlotGPUD': 'the slot of a new event',
+    'vkSetQueryPoolPageGPUD': 'the page of a new query pool',
+}
+REPLAY_NOT_CONCURRENT = {
+    'vkGetDeviceMemoryCommitment': 'reads nothing a lane writes, but rarely matters: in order',
+    'vkGetCalibratedTimestampsEXT': 'a time the application compares with its submissions\'',
+}
+
+
+def replay_concurrent(name):
+    if name in REPLAY_NOT_CONCURRENT:
+        return False
+    return name in REPLAY_CONCURRENT or name.startswith(REPLAY_CONCURRENT_PREFIXES)
+
+
 # Asynchronous calls after which the ICD sends what it has queued at once:
 # the work they queue starts now, not at the application's next synchronous
 # call (which may be a frame of CPU work away).
@@ -2157,6 +2202,9 @@ def emit_gpud(gen, w, hw):
     hw('/* Runs one decoded command; returns false when the stream is malformed. */')
     hw('bool gpud_gen_dispatch(struct gpud_call *call, struct wire_dec *d, struct wire_enc *reply,')
     hw('                       uint32_t op);')
+    hw('/* Per op: 1 for the commands the decoding thread runs while replay lanes')
+    hw(' * and waiting submissions are busy (REPLAY_CONCURRENT in the generator). */')
+    hw('extern const uint8_t gpud_gen_replay_concurrent[WIRE_OP_COUNT];')
     hw('/* Runs one recorded command of a chunk on the chunk\'s command buffer cb:')
     hw(' * decoded on the fast path where the command has one (fastargs_*),')
     hw(' * else as any command; returns false when the command is malformed. */')
@@ -2302,6 +2350,11 @@ def emit_gpud(gen, w, hw):
     w('   }')
     w('   return !d->fatal;')
     w('}\n')
+    w('const uint8_t gpud_gen_replay_concurrent[WIRE_OP_COUNT] = {')
+    for name in gen.wire_commands:
+        if replay_concurrent(name) and not records_in_cmdbuf(reg.commands[name]):
+            w(f'   [WIRE_OP_{name}] = 1,')
+    w('};\n')
     emit_fast_decoders(gen, w)
     w('bool\ngpud_gen_replay(struct gpud_call *call, struct wire_dec *d, uint32_t op, VkCommandBuffer cb)\n{')
     w('   switch (op) {')
