@@ -96,9 +96,10 @@ struct gpud_object {
    bool recording;
    uint32_t next_chunk;
    uint32_t pool_resets;
-   /* command buffers: their chunks given to a lane (the decoding thread's)
-    * and replayed; command pools: their lane (0: none yet), and whether
-    * they have secondaries (gpud_replay.c) */
+   /* command buffers and pools: the chunks (of their command buffers)
+    * given to a lane (the decoding thread's) and replayed; command pools:
+    * their lane (0: none yet), and whether they have secondaries
+    * (gpud_replay.c) */
    uint64_t chunks_routed;
    _Atomic uint64_t chunks_replayed;
    unsigned lane;
@@ -198,8 +199,8 @@ int gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size
 void gpud_replay_order(struct gpud_replay *r, uint32_t op);
 /* Waits for everything the lanes and the submissions have. */
 void gpud_replay_wait(struct gpud_replay *r);
-/* Waits for the lane of a command pool (for every lane when it has
- * secondaries). */
+/* Waits until the chunks of a pool's command buffers are replayed (what
+ * every lane has, when the pool has secondaries). */
 void gpud_replay_wait_pool(struct gpud_replay *r, const struct gpud_object *pool);
 /* A submission of these command buffers waits (in order with the others)
  * for their replay, the decoding thread going on: true when deferred (it

@@ -308,6 +308,8 @@ lane_main(void *data)
       struct gpud_object *cb = job->cb;
       atomic_fetch_sub(&r->queued, job->size);
       free(job);
+      if (cb->pool)
+         atomic_fetch_add_explicit(&cb->pool->chunks_replayed, 1, memory_order_release);
       atomic_fetch_add_explicit(&cb->chunks_replayed, 1, memory_order_release);
       atomic_fetch_add_explicit(&lane->done, 1, memory_order_release);
       progressed(r);
@@ -442,10 +444,12 @@ lanes_done(struct gpud_replay *r, const void *arg)
 }
 
 static bool
-lane_done(struct gpud_replay *r, const void *arg)
+pool_done(struct gpud_replay *r, const void *arg)
 {
-   const struct replay_lane *lane = arg;
-   return atomic_load_explicit(&lane->done, memory_order_acquire) == lane->routed;
+   (void)r;
+   const struct gpud_object *pool = arg;
+   return atomic_load_explicit(&pool->chunks_replayed, memory_order_acquire) ==
+          pool->chunks_routed;
 }
 
 static bool
@@ -507,11 +511,11 @@ gpud_replay_wait_pool(struct gpud_replay *r, const struct gpud_object *pool)
 {
    if (!r || !r->n_lanes)
       return;
-   if (!pool || !pool->lane || pool->secondaries) {
+   if (!pool || pool->secondaries) {
       gpud_replay_wait(r);
       return;
    }
-   wait_progress(r, lane_done, &r->lanes[(pool->lane - 1) % r->n_lanes]);
+   wait_progress(r, pool_done, pool);
 }
 
 /* ---- chunks ------------------------------------------------------------------------ */
@@ -594,6 +598,8 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
    atomic_fetch_add(&r->queued, size);
    struct replay_lane *lane = lane_of(r, cb);
    cb->chunks_routed++;
+   if (cb->pool)
+      cb->pool->chunks_routed++;
    pthread_mutex_lock(&lane->mutex);
    util_list_add_tail(&lane->jobs, &job->link);
    __atomic_store_n(&lane->routed, lane->routed + 1, __ATOMIC_RELEASE);
