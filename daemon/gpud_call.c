@@ -345,8 +345,8 @@ call_cleanup(struct gpud_call *call)
    call->n_new_set_layouts = 0;
 }
 
-void
-gpud_call_run_deferred(struct gpud_call *call, const uint8_t *cmd, size_t size)
+struct wire_dec *
+gpud_call_prepare(struct gpud_call *call, const uint8_t *cmd, size_t size)
 {
    struct wire_cmd_header h;
    memcpy(&h, cmd, sizeof(h));
@@ -354,19 +354,20 @@ gpud_call_run_deferred(struct gpud_call *call, const uint8_t *cmd, size_t size)
    call_reset(call, &h);
    call->cmd = cmd;
    call->cmd_size = size;
-   call->deferred_run = true;
    wire_dec_init(&call->dec, cmd + sizeof(h), size - sizeof(h), call->arena);
    call->dec.lookup = lookup;
+   call->dec.new_id = new_id;
    call->dec.user = call;
    call->dec.check_enums = true;
    gpud_validate_set_call(call);
-   bool ok = gpud_gen_dispatch(call, &call->dec, NULL, h.op);
+   return &call->dec;
+}
+
+void
+gpud_call_finish(struct gpud_call *call)
+{
    gpud_validate_set_call(NULL);
-   call->deferred_run = false;
    call_cleanup(call);
-   if (!ok)
-      gpud_context_protocol_error(call->ctx, "in %s: %s", wire_op_name(h.op),
-                                  call->dec.error ? call->dec.error : "bad command");
 }
 
 int
@@ -406,18 +407,10 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
                                          wire_op_name(h.op));
          break;
       }
-      gpud_replay_order(ctx->replay, h.op);
-      wire_arena_reset(call->arena);
-      call_reset(call, &h);
-      call->cmd = data;
-      call->cmd_size = h.size;
-      wire_dec_init(&call->dec, data + sizeof(h), h.size - sizeof(h), call->arena);
-      call->dec.lookup = lookup;
-      call->dec.new_id = new_id;
-      call->dec.user = call;
+      gpud_replay_order(ctx->replay, h.op, data + sizeof(h), h.size - sizeof(h));
+      gpud_call_prepare(call, data, h.size);
       call->dec.fds = fds;
       call->dec.n_fds = n_fds;
-      call->dec.check_enums = true;
       if (h.flags & WIRE_CMD_REPLY) {
          wire_enc_reset(&ctx->reply);
          wire_enc_begin_cmd(&ctx->reply, WIRE_OP_REPLY, 0, h.seq);
@@ -429,12 +422,12 @@ gpud_call_process_stream(struct gpud_context *ctx, const uint8_t *data, size_t s
 
       const uint64_t t0 = ctx->profile ? util_now_ns() : 0; /* GPUD_PROFILE */
       gpud_inject_before_command(call);
-      gpud_validate_set_call(call);
+      /* a submission may wait for the replay of its command buffers */
+      int waits = gpud_replay_submit(call);
       bool ok = h.op != 0 && h.op < WIRE_OP_COUNT &&
-                gpud_gen_dispatch(call, &call->dec, call->reply, h.op);
-      gpud_validate_set_call(NULL);
+                (waits > 0 || gpud_gen_dispatch(call, &call->dec, call->reply, h.op));
       atomic_store_explicit(&ctx->status->op, 0, memory_order_relaxed);
-      call_cleanup(call);
+      gpud_call_finish(call);
       if (!ok) {
          util_fd_close(&call->reply_fd);
          if (h.op == 0 || h.op >= WIRE_OP_COUNT)

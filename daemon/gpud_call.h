@@ -113,11 +113,9 @@ struct gpud_call {
    struct gpud_context *ctx;
    struct wire_arena *arena; /* what its commands decode into */
    struct wire_dec dec;
-   /* the command (header included), and whether it runs now after waiting
-    * (a submission that waited for its command buffers' replay) */
+   /* the command, header included */
    const uint8_t *cmd;
    size_t cmd_size;
-   bool deferred_run;
    struct wire_enc *reply;   /* NULL when no reply is wanted */
    uint32_t seq;
    uint32_t op;
@@ -176,9 +174,11 @@ VkResult gpud_external_check_memory_import(struct gpud_call *call,
  * thread's, a replay lane's, the submissions'), decoding into arena. */
 struct gpud_call *gpud_call_create(struct gpud_context *ctx, struct wire_arena *arena);
 void gpud_call_destroy(struct gpud_call *call);
-/* Runs a command (header included) that was checked before and had to
- * wait: decoded again and run without a reply. */
-void gpud_call_run_deferred(struct gpud_call *call, const uint8_t *cmd, size_t size);
+/* Readies call for a command (header included, its size checked) and
+ * returns the decoder of its parameters; finish releases what it made that
+ * no object took over. */
+struct wire_dec *gpud_call_prepare(struct gpud_call *call, const uint8_t *cmd, size_t size);
+void gpud_call_finish(struct gpud_call *call);
 
 /* Runs the commands of one message; fds are the message's (-1 once a
  * command took one), the rest are closed. */
@@ -194,18 +194,17 @@ void gpud_replay_destroy(struct gpud_replay *r);
  * it to its pool's lane; negative when the client must be disconnected (the
  * reason is logged and sent). */
 int gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size);
-/* Before the decoding thread runs op: waits for the lanes and the waiting
- * submissions where op could touch what they use. */
-void gpud_replay_order(struct gpud_replay *r, uint32_t op);
+/* Before the decoding thread runs a command (op, its parameters): waits for
+ * the lanes and the waiting submissions where it could touch what they use
+ * (a reset of a pool, for the pool's chunks). */
+void gpud_replay_order(struct gpud_replay *r, uint32_t op, const uint8_t *params, size_t size);
 /* Waits for everything the lanes and the submissions have. */
 void gpud_replay_wait(struct gpud_replay *r);
-/* Waits until the chunks of a pool's command buffers are replayed (what
- * every lane has, when the pool has secondaries). */
-void gpud_replay_wait_pool(struct gpud_replay *r, const struct gpud_object *pool);
-/* A submission of these command buffers waits (in order with the others)
- * for their replay, the decoding thread going on: true when deferred (it
- * runs again later with deferred_run set), false to run now. */
-bool gpud_replay_defer_submit(struct gpud_call *call, VkCommandBuffer const *cbs, uint32_t n_cbs);
+/* A submission (the prepared call: vkQueueSubmit or vkQueueSubmit2) waits,
+ * in order with the others, for the replay of the command buffers it names,
+ * the decoding thread going on: 1 when it waits (it runs later), 0 when it
+ * is to run now, negative when it is malformed (running it says why). */
+int gpud_replay_submit(struct gpud_call *call);
 /* GPUD_PROFILE: the lanes' replaying time and commands. */
 void gpud_replay_profile(struct gpud_replay *r, uint64_t *ret_ns, uint64_t *ret_commands);
 /* What the replay of a chunk needs of a call: every command runs on cb's

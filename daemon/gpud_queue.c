@@ -881,64 +881,6 @@ gather_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubm
    }
 }
 
-/* A submission waits for the replay of the command buffers it names
- * (gpud_replay_defer_submit), the decoding thread going on meanwhile. */
-static bool
-defer(struct gpud_call *call, VkCommandBuffer *cbs, uint32_t n)
-{
-   bool deferred = gpud_replay_defer_submit(call, cbs, n);
-   free(cbs);
-   return deferred;
-}
-
-static bool
-defer_vkQueueSubmit(struct gpud_call *call, const struct wire_args_vkQueueSubmit *a)
-{
-   if (call->deferred_run)
-      return false;
-   uint32_t n = 0;
-   for (uint32_t i = 0; i < a->submitCount; i++)
-      n += a->pSubmits[i].commandBufferCount;
-   VkCommandBuffer *cbs = calloc(n ? n : 1, sizeof(*cbs));
-   if (!cbs)
-      return false;
-   n = 0;
-   for (uint32_t i = 0; i < a->submitCount; i++) {
-      for (uint32_t j = 0; j < a->pSubmits[i].commandBufferCount; j++)
-         cbs[n++] = a->pSubmits[i].pCommandBuffers[j];
-   }
-   return defer(call, cbs, n);
-}
-
-static bool
-defer_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubmit2 *a)
-{
-   if (call->deferred_run)
-      return false;
-   uint32_t n = 0;
-   for (uint32_t i = 0; i < a->submitCount; i++)
-      n += a->pSubmits[i].commandBufferInfoCount;
-   VkCommandBuffer *cbs = calloc(n ? n : 1, sizeof(*cbs));
-   if (!cbs)
-      return false;
-   n = 0;
-   for (uint32_t i = 0; i < a->submitCount; i++) {
-      for (uint32_t j = 0; j < a->pSubmits[i].commandBufferInfoCount; j++)
-         cbs[n++] = a->pSubmits[i].pCommandBufferInfos[j].commandBuffer;
-   }
-   return defer(call, cbs, n);
-}
-
-/* A sparse bind names no command buffer: it runs in order (the decoding
- * thread waited for the submissions before it). */
-static bool
-defer_vkQueueBindSparse(struct gpud_call *call, const struct wire_args_vkQueueBindSparse *a)
-{
-   (void)call;
-   (void)a;
-   return false;
-}
-
 /* Runs a submit with tracking: fence is the application's (a pointer into
  * the args, swapped for gpud's own while the host runs the submit when the
  * application named none).  The events it changes are pending on the page
@@ -946,10 +888,6 @@ defer_vkQueueBindSparse(struct gpud_call *call, const struct wire_args_vkQueueBi
 #define TRACKED_SUBMIT(cmd, fence_covers_earlier)                                           \
    void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
    {                                                                                        \
-      if (defer_##cmd(call, a)) {                                                           \
-         a->ret = VK_SUCCESS;                                                               \
-         return;                                                                            \
-      }                                                                                     \
       struct gpud_object *queue =                                                           \
          gpud_call_named(call, VK_OBJECT_TYPE_QUEUE, (uint64_t)(uintptr_t)a->queue);        \
       struct gpud_queue_track *q = queue ? queue->track : NULL;                             \

@@ -24,7 +24,7 @@
  * a reset of a pool waits for its lane, a chunk that executes secondary
  * command buffers waits until the lanes have replayed what came before it,
  * and submissions wait, in order, until the command buffers they name are
- * replayed (gpud_replay_defer_submit), the decoding thread going on
+ * replayed (gpud_replay_submit), the decoding thread going on
  * meanwhile: an application recording its next frame while the last is
  * submitted has both replayed at once.  Without lanes every chunk is
  * replayed by the decoding thread as it comes.
@@ -489,33 +489,45 @@ lane_of(struct gpud_replay *r, struct gpud_object *cb)
    return &r->lanes[(pool->lane - 1) % r->n_lanes];
 }
 
+/* The command pool a reset names (its id read from the command, which is
+ * decoded and checked after), or NULL. */
+static const struct gpud_object *
+reset_pool(struct gpud_context *ctx, uint32_t op, const uint8_t *params, size_t size)
+{
+   uint64_t id = 0;
+   size_t at = op == WIRE_OP_vkResetCommandPool ? 8 : 0; /* after the device's id */
+   if (size < at + 8)
+      return NULL;
+   memcpy(&id, params + at, 8);
+   const struct gpud_object *obj = gpud_object_find(ctx, id);
+   if (obj && op == WIRE_OP_vkResetCommandBuffer && obj->type == VK_OBJECT_TYPE_COMMAND_BUFFER)
+      obj = obj->pool;
+   return obj && obj->type == VK_OBJECT_TYPE_COMMAND_POOL ? obj : NULL;
+}
+
 void
-gpud_replay_order(struct gpud_replay *r, uint32_t op)
+gpud_replay_order(struct gpud_replay *r, uint32_t op, const uint8_t *params, size_t size)
 {
    if (!r || !r->n_lanes || (op < WIRE_OP_COUNT && gpud_gen_replay_concurrent[op]))
       return;
    switch (op) {
    case WIRE_OP_vkQueueSubmit:
    case WIRE_OP_vkQueueSubmit2:
-      return; /* they wait for what they name (gpud_replay_defer_submit) */
+      return; /* they wait for what they name (gpud_replay_submit) */
    case WIRE_OP_vkResetCommandPool:
-   case WIRE_OP_vkResetCommandBuffer:
-      return; /* they wait for their pool's lane (gpud_replay_wait_pool) */
+   case WIRE_OP_vkResetCommandBuffer: {
+      /* a reset waits for its pool's chunks */
+      const struct gpud_object *pool = reset_pool(r->ctx, op, params, size);
+      if (pool && !pool->secondaries) {
+         wait_progress(r, pool_done, pool);
+         return;
+      }
+      gpud_replay_wait(r);
+      return;
+   }
    default:
       gpud_replay_wait(r);
    }
-}
-
-void
-gpud_replay_wait_pool(struct gpud_replay *r, const struct gpud_object *pool)
-{
-   if (!r || !r->n_lanes)
-      return;
-   if (!pool || pool->secondaries) {
-      gpud_replay_wait(r);
-      return;
-   }
-   wait_progress(r, pool_done, pool);
 }
 
 /* ---- chunks ------------------------------------------------------------------------ */
@@ -622,6 +634,18 @@ submit_is_ready(const struct replay_submit *s)
    return true;
 }
 
+/* Runs a submission that waited (checked when it came): decoded again,
+ * without a reply. */
+static void
+run_submit(struct gpud_call *call, const uint8_t *cmd, size_t size)
+{
+   struct wire_dec *d = gpud_call_prepare(call, cmd, size);
+   if (!gpud_gen_dispatch(call, d, NULL, call->op))
+      gpud_context_protocol_error(call->ctx, "in %s: %s", wire_op_name(call->op),
+                                  d->error ? d->error : "bad command");
+   gpud_call_finish(call);
+}
+
 /* The first waiting submission, when its command buffers are replayed
  * (and the client is still there); NULL otherwise.  submit_mutex held. */
 static struct replay_submit *
@@ -650,7 +674,7 @@ submit_ready(struct gpud_replay *r)
       struct replay_submit *s;
       bool ran = false;
       while ((s = first_ready(r))) {
-         gpud_call_run_deferred(r->submit_call, s->data, s->size);
+         run_submit(r->submit_call, s->data, s->size);
          util_list_remove(&s->link);
          free(s);
          atomic_fetch_sub(&r->n_submits, 1);
@@ -662,36 +686,88 @@ submit_ready(struct gpud_replay *r)
    }
 }
 
-bool
-gpud_replay_defer_submit(struct gpud_call *call, VkCommandBuffer const *cbs, uint32_t n_cbs)
+/* The command buffers a submission names (decoded from the command into
+ * the call's arena); n: how many, -1 when it is malformed. */
+static int64_t
+submitted_cbs(struct gpud_call *call, uint32_t op, struct gpud_object ***ret_cbs)
 {
-   struct gpud_replay *r = call->ctx->replay;
-   if (!r || !r->n_lanes || call->deferred_run)
-      return false;
-   struct replay_submit *s = calloc(1, sizeof(*s) + n_cbs * (sizeof(void *) + sizeof(uint64_t)) +
+   struct wire_dec *d = &call->dec;
+   uint32_t n = 0;
+   VkCommandBuffer *cbs = NULL;
+   if (op == WIRE_OP_vkQueueSubmit) {
+      struct wire_args_vkQueueSubmit a = {0};
+      if (!wire_decargs_vkQueueSubmit(d, &a) || wire_dec_remaining(d))
+         return -1;
+      for (uint32_t i = 0; i < a.submitCount; i++)
+         n += a.pSubmits[i].commandBufferCount;
+      cbs = wire_dec_alloc(d, sizeof(*cbs) * (n ? n : 1));
+      n = 0;
+      for (uint32_t i = 0; cbs && i < a.submitCount; i++) {
+         for (uint32_t j = 0; j < a.pSubmits[i].commandBufferCount; j++)
+            cbs[n++] = a.pSubmits[i].pCommandBuffers[j];
+      }
+   } else {
+      struct wire_args_vkQueueSubmit2 a = {0};
+      if (!wire_decargs_vkQueueSubmit2(d, &a) || wire_dec_remaining(d))
+         return -1;
+      for (uint32_t i = 0; i < a.submitCount; i++)
+         n += a.pSubmits[i].commandBufferInfoCount;
+      cbs = wire_dec_alloc(d, sizeof(*cbs) * (n ? n : 1));
+      n = 0;
+      for (uint32_t i = 0; cbs && i < a.submitCount; i++) {
+         for (uint32_t j = 0; j < a.pSubmits[i].commandBufferInfoCount; j++)
+            cbs[n++] = a.pSubmits[i].pCommandBufferInfos[j].commandBuffer;
+      }
+   }
+   if (!cbs)
+      return -1;
+   struct gpud_object **objs = wire_dec_alloc(d, sizeof(*objs) * (n ? n : 1));
+   if (!objs)
+      return -1;
+   for (uint32_t i = 0; i < n; i++)
+      objs[i] = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)cbs[i]);
+   *ret_cbs = objs;
+   return n;
+}
+
+int
+gpud_replay_submit(struct gpud_call *call)
+{
+   struct gpud_context *ctx = call->ctx;
+   struct gpud_replay *r = ctx->replay;
+   if (!r || !r->n_lanes || (call->op != WIRE_OP_vkQueueSubmit &&
+                             call->op != WIRE_OP_vkQueueSubmit2))
+      return 0;
+   struct gpud_object **cbs;
+   int64_t n = submitted_cbs(call, call->op, &cbs);
+   if (n < 0)
+      return -EPROTO; /* the dispatch that follows says why */
+   struct replay_submit *s = calloc(1, sizeof(*s) + (size_t)n * (sizeof(void *) + sizeof(uint64_t)) +
                                           call->cmd_size);
-   if (!s)
-      return false; /* run now, in order: wait for what it names */
+   if (!s) {
+      /* runs now, once what came before ran, decoded afresh */
+      gpud_replay_wait(r);
+      gpud_call_prepare(call, call->cmd, call->cmd_size);
+      return 0;
+   }
    s->op = call->op;
    s->cbs = (struct gpud_object **)(s + 1);
-   s->targets = (uint64_t *)(s->cbs + n_cbs);
-   s->data = (uint8_t *)(s->targets + n_cbs);
+   s->targets = (uint64_t *)(s->cbs + n);
+   s->data = (uint8_t *)(s->targets + n);
    s->size = call->cmd_size;
    memcpy(s->data, call->cmd, call->cmd_size);
-   for (uint32_t i = 0; i < n_cbs; i++) {
-      struct gpud_object *cb =
-         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)cbs[i]);
-      if (!cb)
+   for (int64_t i = 0; i < n; i++) {
+      if (!cbs[i])
          continue;
-      s->cbs[s->n_cbs] = cb;
-      s->targets[s->n_cbs++] = cb->chunks_routed;
+      s->cbs[s->n_cbs] = cbs[i];
+      s->targets[s->n_cbs++] = cbs[i]->chunks_routed;
    }
    pthread_mutex_lock(&r->submit_mutex);
    util_list_add_tail(&r->submits, &s->link);
    atomic_fetch_add(&r->n_submits, 1);
    pthread_mutex_unlock(&r->submit_mutex);
    submit_ready(r);
-   return true;
+   return 1;
 }
 
 /* ---- resets ------------------------------------------------------------------------ */
@@ -702,10 +778,8 @@ gpud_exec_vkResetCommandBuffer(struct gpud_call *call, struct wire_args_vkResetC
 {
    struct gpud_object *cb = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
                                             (uint64_t)(uintptr_t)a->commandBuffer);
-   if (cb) {
+   if (cb)
       cb->recording = false;
-      gpud_replay_wait_pool(call->ctx->replay, cb->pool);
-   }
    gpud_gen_exec_vkResetCommandBuffer(call, a);
 }
 
@@ -715,10 +789,8 @@ gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCom
 {
    struct gpud_object *pool = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
                                               (uint64_t)(uintptr_t)a->commandPool);
-   if (pool) {
+   if (pool)
       pool->pool_resets++;
-      gpud_replay_wait_pool(call->ctx->replay, pool);
-   }
    gpud_gen_exec_vkResetCommandPool(call, a);
 }
 
