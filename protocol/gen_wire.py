@@ -230,7 +230,7 @@ UNCACHED = {
 }
 
 # The only commands that may hand shader code to the host: the daemon
-# validates it first (daemon/gpud_spirv.c).  Another carried command taking a
+# validates it first (daemon/worker/gpud_spirv.c).  Another carried command taking a
 # VkShaderModuleCreateInfo stops the generator.
 SPIRV_COMMANDS = {'vkCreateShaderModule', 'vkGetShaderModuleCreateInfoIdentifierEXT'}
 
@@ -299,7 +299,7 @@ ASYNC_CREATES = {
 }
 
 # Commands the worker's decoding thread runs while replay lanes replay
-# earlier chunks and earlier submissions wait for them (daemon/gpud_replay.c):
+# earlier chunks and earlier submissions wait for them (daemon/worker/gpud_replay.c):
 # they make objects or read what no lane or waiting submission writes, and
 # write only what none reads (a lane records into its pool's command
 # buffers, reading the objects their commands name; a submission uses its
@@ -379,7 +379,7 @@ CONDITIONAL_MEMBERS = {
 
 # File descriptors (vk.xml says only `int`): they travel beside the bytes
 # with SCM_RIGHTS, named by index.  An fd the daemon receives is its own; it
-# checks each before the host driver sees it (daemon/gpud_fd.c).
+# checks each before the host driver sees it (daemon/worker/gpud_external.c).
 # Value: the C condition (over `s`) under which an input fd means something
 # (else -1 is sent), or None.
 FD_MEMBERS = {

@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "gpud_call.h"
+#include "gpud_client.h"
+#include "gpud_stream.h"
 #include "gpud_host.h"
 #include "gpud_select.h"
 #include "util_log.h"
@@ -238,16 +240,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       .fault = fault,
    };
    struct gpud_context *ctx;
-   if (gpud_context_create(&info, &host, &ops, page, sv[1], &ctx) < 0)
+   if (gpud_client_create(&info, &host, &ops, page, sv[1], &ctx) < 0)
       abort();
    /* the ring hands the decoder a private copy */
    uint8_t *copy = malloc(size ? size : 1);
    if (!copy)
       abort();
    memcpy(copy, data, size);
-   gpud_call_process_stream(ctx, copy, size, NULL, 0);
+   gpud_stream_process(ctx, copy, size, NULL, 0);
    free(copy);
-   gpud_context_destroy(ctx);
+   gpud_client_destroy(ctx);
    close(sv[0]);
    return 0;
 }

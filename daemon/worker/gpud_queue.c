@@ -20,6 +20,7 @@
  * semaphores and fence.
  */
 #include "gpud_call.h"
+#include "gpud_queue.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -365,7 +366,7 @@ static uint64_t
 collect(struct gpud_device_track *t)
 {
    uint64_t now = util_now_ns();
-   uint64_t delay = gpud_inject_delay_ns(t->ctx);
+   uint64_t delay = gpud_context_inject_delay_ns(t->ctx);
    uint64_t release = 0;
    bool wrote = false;
    struct gpud_queue_track *q;
@@ -1446,4 +1447,40 @@ gpud_exec_vkResetQueryPool(struct gpud_call *call, struct wire_args_vkResetQuery
    p->host_resets++;
    atomic_store(&p->map->host_resets, p->host_resets);
    pthread_mutex_unlock(&t->mutex);
+}
+
+/* ---- a lost device -------------------------------------------------------- */
+
+void
+gpud_call_async_error(struct gpud_call *call, VkResult result)
+{
+   /* Nobody waits for this result: the device is lost from now on, and
+    * every later call on it says so (a device lost already says nothing
+    * more). */
+   if (call->device && call->device->lost)
+      return;
+   gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s failed (%d): device lost",
+                    wire_op_name(call->op), result);
+   char why[160];
+   snprintf(why, sizeof(why), "%s failed on the host (%d): the device is lost",
+            wire_op_name(call->op), result);
+   gpud_context_debug_message(call->ctx, VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, "gpud-device-lost", 0,
+                              why);
+   if (call->device) {
+      call->device->lost = true;
+      gpud_queue_device_lost(call->device);
+   }
+   if (result == VK_ERROR_DEVICE_LOST)
+      gpud_context_host_lost(call->ctx, wire_op_name(call->op));
+}
+
+void
+gpud_call_host_lost(struct gpud_call *call)
+{
+   if (call->device) {
+      call->device->lost = true;
+      gpud_queue_device_lost(call->device);
+   }
+   gpud_context_host_lost(call->ctx, wire_op_name(call->op));
 }

@@ -7,6 +7,8 @@
  * or destroys what they wait on.
  */
 #include "gpud_call.h"
+#include "gpud_queue.h"
+#include "gpud_wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +90,7 @@ wait_sliced(struct gpud_waiter *w)
 static VkResult
 delay_completion(struct gpud_waiter *w)
 {
-   uint64_t delay = gpud_inject_delay_ns(w->ctx);
+   uint64_t delay = gpud_context_inject_delay_ns(w->ctx);
    if (!delay)
       return VK_SUCCESS;
    VkResult r = VK_SUCCESS;

@@ -13,6 +13,8 @@
  * driver's own: their fds go to and come from it unchanged.
  */
 #include "gpud_call.h"
+#include "gpud_external.h"
+#include "gpud_queue.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -30,6 +30,8 @@
  * replayed by the decoding thread as it comes.
  */
 #include "gpud_call.h"
+#include "gpud_queue.h"
+#include "gpud_replay.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -206,7 +208,7 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
       n++;
    }
    atomic_store_explicit(op_word, 0, memory_order_relaxed);
-   gpud_validate_set_call(NULL);
+   gpud_call_finish_recorded(call);
    return n;
 }
 
@@ -768,44 +770,4 @@ gpud_replay_submit(struct gpud_call *call)
    pthread_mutex_unlock(&r->submit_mutex);
    submit_ready(r);
    return 1;
-}
-
-/* ---- resets ------------------------------------------------------------------------ */
-
-/* A reset ends the recording (the ICD starts the next at chunk 0). */
-void
-gpud_exec_vkResetCommandBuffer(struct gpud_call *call, struct wire_args_vkResetCommandBuffer *a)
-{
-   struct gpud_object *cb = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
-                                            (uint64_t)(uintptr_t)a->commandBuffer);
-   if (cb)
-      cb->recording = false;
-   gpud_gen_exec_vkResetCommandBuffer(call, a);
-}
-
-/* ... and so does a reset of its pool, for every command buffer of it. */
-void
-gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCommandPool *a)
-{
-   struct gpud_object *pool = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
-                                              (uint64_t)(uintptr_t)a->commandPool);
-   if (pool)
-      pool->pool_resets++;
-   gpud_gen_exec_vkResetCommandPool(call, a);
-}
-
-/* A pool with secondaries: its resets wait for every lane (a primary on
- * another lane may be executing one). */
-void
-gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
-                                   struct wire_args_vkAllocateCommandBuffers *a)
-{
-   if (a->pAllocateInfo && a->pAllocateInfo->level == VK_COMMAND_BUFFER_LEVEL_SECONDARY) {
-      struct gpud_object *pool =
-         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
-                         (uint64_t)(uintptr_t)a->pAllocateInfo->commandPool);
-      if (pool)
-         pool->secondaries = true;
-   }
-   gpud_gen_exec_vkAllocateCommandBuffers(call, a);
 }

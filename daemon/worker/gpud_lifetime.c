@@ -1,107 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A context's object table: every id the client made, mapped to its host
- * handle and what the daemon must know about it, kept in creation order so
- * teardown can destroy newest first.
+ * Lifetimes of a client's objects: what a command made goes into the table
+ * with what the worker must know of it (gpud_call_add_object, which the
+ * generated handlers call), what it destroyed comes out with what the
+ * worker held for it -- the completion page's slots, pool children, the
+ * users of freed memory (gpud_call_forget_objects) -- and the teardown of a
+ * device, an instance or everything the client held, newest first, once
+ * their waits are cancelled and their queues idle.
  */
-#include "gpud_call.h"
+#include "gpud_lifetime.h"
+#include "gpud_queue.h"
+#include "gpud_validate.h"
+#include "gpud_wait.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 
-/* One more (or one fewer) object of a type on the status page. */
+
+/* A new host object that cannot be named: destroyed at once. */
 static void
-count_type(struct gpud_context *ctx, VkObjectType type, int delta)
+destroy_new(struct gpud_call *call, VkObjectType type, uint64_t handle)
 {
-   int i = wire_object_type_index(type);
-   if (ctx->status && i >= 0 && i < GPUD_STATUS_TYPES)
-      atomic_fetch_add_explicit(&ctx->status->objects_by_type[i], (uint32_t)delta,
-                                memory_order_relaxed);
-}
-
-_Static_assert(WIRE_OBJECT_TYPE_COUNT <= GPUD_STATUS_TYPES,
-               "the status page counts every object type");
-
-static void
-count_objects(struct gpud_context *ctx)
-{
-   atomic_store_explicit(&ctx->status->objects, ctx->n_objects, memory_order_relaxed);
-   atomic_store_explicit(&ctx->status->memory_bytes, ctx->memory_bytes, memory_order_relaxed);
-}
-
-VkResult
-gpud_context_reserve_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes)
-{
-   return ctx->ops.reserve_memory ? ctx->ops.reserve_memory(ctx->ops.data, heap, bytes, NULL)
-                                  : VK_SUCCESS;
-}
-
-bool
-gpud_context_memory_budget(struct gpud_context *ctx, struct gpud_memory_budget *budget)
-{
-   budget->n_heaps = 0;
-   return ctx->ops.reserve_memory &&
-          ctx->ops.reserve_memory(ctx->ops.data, 0, 0, budget) == VK_SUCCESS && budget->n_heaps;
-}
-
-void
-gpud_context_release_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes)
-{
-   if (ctx->ops.release_memory && bytes)
-      ctx->ops.release_memory(ctx->ops.data, heap, bytes);
-}
-
-/* The status page's table of named objects: one writer at a time, a
- * sequence count around each change for the server's reads.  The table has
- * no gaps and goes in the order of naming, newest last: a name (or a new
- * one) goes last, and when the table is full the oldest goes out. */
-static void
-publish_name(struct gpud_context *ctx, const struct gpud_object *obj, const char *name)
-{
-   struct gpud_status_page *page = ctx->status;
-   if (!page)
-      return;
-   pthread_mutex_lock(&ctx->names_mutex);
-   atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_relaxed);
-   atomic_thread_fence(memory_order_release); /* the odd count before the names change */
-   struct gpud_status_name *names = page->names;
-   unsigned n = 0, at = GPUD_STATUS_NAMES;
-   for (; n < GPUD_STATUS_NAMES && names[n].id; n++) {
-      if (names[n].id == obj->id)
-         at = n;
-   }
-   if (at < n || (name && n == GPUD_STATUS_NAMES)) {
-      if (at >= n)
-         at = 0; /* full: the oldest goes */
-      memmove(&names[at], &names[at + 1], (n - at - 1) * sizeof(*names));
-      n--;
-   }
-   if (name) {
-      names[n].id = obj->id;
-      names[n].type = (uint32_t)obj->type;
-      snprintf(names[n].name, sizeof(names[n].name), "%s", name);
-      n++;
-   }
-   if (n < GPUD_STATUS_NAMES)
-      memset(&names[n], 0, sizeof(names[n]));
-   atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_release);
-   pthread_mutex_unlock(&ctx->names_mutex);
-}
-
-void
-gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, const char *name)
-{
-   free(obj->name);
-   obj->name = name && *name ? strndup(name, 255) : NULL;
-   publish_name(ctx, obj, obj->name);
-}
-
-struct gpud_object *
-gpud_object_find(struct gpud_context *ctx, uint64_t id)
-{
-   return util_idtable_get(&ctx->objects, id);
+   if (call->disp)
+      gpud_gen_destroy_object(call->disp,
+                              call->device ? call->device->handle : call->instance->handle,
+                              type, handle);
 }
 
 /* Releases what the daemon holds besides the host object (which the caller
@@ -127,27 +49,7 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
       gpud_queue_event_gone(obj);
    if (obj->type == VK_OBJECT_TYPE_QUERY_POOL)
       gpud_queue_query_pool_gone(obj);
-   free(obj->cmd_watched);
-   gpud_set_layout_unref(obj->set_layout);
-   util_idtable_remove(&ctx->objects, obj->id);
-   util_list_remove(&obj->link);
-   ctx->n_objects--;
-   count_type(ctx, obj->type, -1);
-   if (obj->bytes && !obj->exported) {
-      ctx->memory_bytes -= obj->bytes;
-      gpud_context_release_memory(ctx, obj->heap, obj->bytes);
-   }
-   count_objects(ctx);
-   if (obj->map)
-      munmap(obj->map, obj->map_size);
-   util_fd_close(&obj->fd);
-   if (obj->name)
-      publish_name(ctx, obj, NULL);
-   free(obj->name);
-   free(obj->queues);
-   free(obj->extensions);
-   free(obj->disp);
-   free(obj);
+   gpud_object_remove(ctx, obj);
 }
 
 static struct gpud_object *
@@ -192,15 +94,12 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
 {
    struct gpud_context *ctx = call->ctx;
    struct gpud_object *obj = calloc(1, sizeof(*obj));
-   if (!obj || util_idtable_insert(&ctx->objects, id, obj) < 0) {
+   if (!obj || gpud_object_find(ctx, id)) {
       /* a duplicate id inside one command, or no memory: the host object
        * cannot be named, so destroy it right away */
       free(obj);
-      if (call->disp)
-         gpud_gen_destroy_object(call->disp,
-                                 call->device ? call->device->handle : call->instance->handle,
-                                 type, handle);
-      gpud_call_fail(call, "bad id for a new object");
+      destroy_new(call, type, handle);
+      gpud_call_fail(call, obj ? "bad id for a new object" : "out of memory");
       return;
    }
    obj->id = id;
@@ -252,27 +151,25 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       obj->heap = call->new_heap;
       call->new_map = NULL;
       call->new_bytes = 0;
-      ctx->memory_bytes += obj->bytes;
       break;
    default:
       break;
    }
-   if (!ok) {
-      util_idtable_remove(&ctx->objects, id);
-      free(obj);
+   if (!ok || gpud_object_insert(ctx, obj) < 0) {
+      obj->fd = -1; /* still the call's, which releases it */
+      obj->map = NULL;
+      obj->bytes = 0;
+      gpud_object_free(obj);
+      destroy_new(call, type, handle);
       gpud_call_fail(call, "out of memory");
       return;
    }
-   util_list_add_tail(&ctx->object_list, &obj->link);
-   ctx->n_objects++;
-   count_type(ctx, type, 1);
-   count_objects(ctx);
    if (type == VK_OBJECT_TYPE_QUEUE)
       gpud_queue_track_add(ctx, obj);
 }
 
 void
-gpud_object_forget_children(struct gpud_context *ctx, struct gpud_object *pool)
+gpud_lifetime_forget_children(struct gpud_context *ctx, struct gpud_object *pool)
 {
    struct gpud_object *obj;
    util_list_for_each_safe(obj, &ctx->object_list, link) {
@@ -295,7 +192,7 @@ gpud_call_forget_objects(struct gpud_call *call, VkObjectType type)
             call->touched[j] = NULL;
       }
       if (type == VK_OBJECT_TYPE_COMMAND_POOL || type == VK_OBJECT_TYPE_DESCRIPTOR_POOL)
-         gpud_object_forget_children(call->ctx, obj);
+         gpud_lifetime_forget_children(call->ctx, obj);
       object_forget(call->ctx, obj);
    }
 }
@@ -341,7 +238,7 @@ in_scope(const struct gpud_object *obj, const struct gpud_object *device,
 }
 
 void
-gpud_context_destroy_objects(struct gpud_context *ctx, struct gpud_object *device,
+gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
                              struct gpud_object *instance)
 {
    struct gpud_object *obj;
@@ -365,7 +262,7 @@ gpud_context_destroy_objects(struct gpud_context *ctx, struct gpud_object *devic
             continue;
          if (obj->type == VK_OBJECT_TYPE_COMMAND_POOL ||
              obj->type == VK_OBJECT_TYPE_DESCRIPTOR_POOL) {
-            gpud_object_forget_children(ctx, obj);
+            gpud_lifetime_forget_children(ctx, obj);
             destroy_object(ctx, obj);
             again = true;
             break;

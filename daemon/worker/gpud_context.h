@@ -130,17 +130,9 @@ struct gpud_context {
    unsigned log_suppressed;
 };
 
-/* Takes ownership of fd; status must outlive the context. */
-int gpud_context_create(const struct gpud_context_info *info, const struct gpud_host *host,
-                        const struct gpud_context_ops *ops, struct gpud_status_page *status,
-                        int fd, struct gpud_context **ret_ctx);
-/* Serves the client until it leaves, breaks the protocol or stops reading;
- * ctx->end_reason says which. */
-void gpud_context_run(struct gpud_context *ctx);
-/* Destroys every host object of the client (waiting for its work to end)
- * and frees the context. */
-void gpud_context_destroy(struct gpud_context *ctx);
-
+/* Ends the client (the first reason wins): its rings and socket stop, the
+ * decoding thread leaves at its next look. */
+void gpud_context_end(struct gpud_context *ctx, bool fault, const char *reason);
 /* Logs with the client's id, pid and name; lines below UTIL_LOG_ERR are
  * rate limited per client. */
 void gpud_context_log(struct gpud_context *ctx, enum util_log_level level, const char *fmt, ...)
@@ -164,3 +156,14 @@ void gpud_context_debug_message(struct gpud_context *ctx,
 void gpud_context_host_lost(struct gpud_context *ctx, const char *command);
 /* Ends the client for bad input: logs the reason and tells the client. */
 int gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...) UTIL_PRINTF(2, 3);
+
+/* Memory accounting, through the worker's ops. */
+VkResult gpud_context_reserve_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes);
+/* The client's usage and budget per heap (VK_EXT_memory_budget); false when
+ * the server could not say. */
+bool gpud_context_memory_budget(struct gpud_context *ctx, struct gpud_memory_budget *budget);
+void gpud_context_release_memory(struct gpud_context *ctx, uint32_t heap, uint64_t bytes);
+
+/* gpudctl inject delay-completions: how much later completions are seen
+ * (0: as they come). */
+uint64_t gpud_context_inject_delay_ns(struct gpud_context *ctx);

@@ -16,6 +16,8 @@
  * - crash-worker is the server's: it kills the worker with SIGSEGV.
  */
 #include "gpud_call.h"
+#include "gpud_inject.h"
+#include "gpud_queue.h"
 
 #include <stdio.h>
 
@@ -60,20 +62,11 @@ gpud_inject_fail_alloc(struct gpud_context *ctx)
    return n != 0;
 }
 
-uint64_t
-gpud_inject_delay_ns(struct gpud_context *ctx)
-{
-   if (!ctx->status)
-      return 0;
-   return (uint64_t)atomic_load_explicit(&ctx->status->inject.delay_ms, memory_order_relaxed) *
-          1000000;
-}
-
 void
 gpud_exec_vkGetFenceStatus(struct gpud_call *call, struct wire_args_vkGetFenceStatus *a)
 {
    gpud_gen_exec_vkGetFenceStatus(call, a);
-   uint64_t delay = gpud_inject_delay_ns(call->ctx);
+   uint64_t delay = gpud_context_inject_delay_ns(call->ctx);
    struct gpud_object *fence =
       gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence);
    if (a->ret == VK_SUCCESS && fence && !delay) {

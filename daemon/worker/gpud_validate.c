@@ -9,6 +9,7 @@
  * client is disconnected.
  */
 #include "gpud_call.h"
+#include "gpud_validate.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,14 +21,6 @@
 
 #define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 
-static __thread struct gpud_call *current_call;
-
-void
-gpud_validate_set_call(struct gpud_call *call)
-{
-   current_call = call;
-}
-
 static VKAPI_ATTR VkBool32 VKAPI_CALL
 on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
            VkDebugUtilsMessageTypeFlagsEXT types,
@@ -37,7 +30,7 @@ on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
    const char *id = data->pMessageIdName ? data->pMessageIdName : "validation";
    const char *text = data->pMessage ? data->pMessage : id;
    bool error = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-   struct gpud_call *call = current_call;
+   struct gpud_call *call = gpud_call_current();
    if (!call) {
       util_log(error ? UTIL_LOG_WARNING : UTIL_LOG_INFO, "validation: %s", text);
       return VK_FALSE;

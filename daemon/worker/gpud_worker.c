@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpud_context.h"
+#include "gpud_client.h"
 #include "gpud_limits.h"
 #include "util_memfd.h"
 #include "util_thread.h"
@@ -222,7 +222,7 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
       .fault = report_fault,
       .data = w,
    };
-   r = gpud_context_create(&info, w->host, &ops, w->status, util_fd_move(&fds[0]), ret_ctx);
+   r = gpud_client_create(&info, w->host, &ops, w->status, util_fd_move(&fds[0]), ret_ctx);
 out:
    util_fd_close(&fds[0]);
    util_fd_close(&fds[1]);
@@ -257,13 +257,13 @@ gpud_worker_thread_main(int control_fd, const struct gpud_host *host)
    worker_init(&w, control_fd, host);
    struct gpud_context *ctx = NULL;
    if (send_ready(&w) == 0 && take_client(&w, &ctx) == 0) {
-      gpud_context_run(ctx);
+      gpud_client_run(ctx);
       /* Release everything first: the server counts the client as gone
        * when the goodbye arrives. */
       char reason[sizeof(ctx->end_reason)];
       bool fault = ctx->fault;
       memcpy(reason, ctx->end_reason, sizeof(reason));
-      gpud_context_destroy(ctx);
+      gpud_client_destroy(ctx);
       send_goodbye(&w, reason, fault);
    }
    worker_finish(&w);
@@ -339,7 +339,7 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
    static struct watcher watcher;
    watcher = (struct watcher){.w = &w, .ctx = ctx};
    util_thread_start_detached(watch_hangup, &watcher);
-   gpud_context_run(ctx);
+   gpud_client_run(ctx);
    /* The process's end releases everything the client held, whatever its
     * queues still wait on: no teardown that could hang. */
    send_goodbye(&w, ctx->end_reason, ctx->fault);

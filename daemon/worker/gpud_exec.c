@@ -5,6 +5,12 @@
  * each of these overrides its weak generated default).
  */
 #include "gpud_call.h"
+#include "gpud_external.h"
+#include "gpud_inject.h"
+#include "gpud_lifetime.h"
+#include "gpud_queue.h"
+#include "gpud_validate.h"
+#include "gpud_wait.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -66,7 +72,7 @@ void
 gpud_exec_vkDestroyInstance(struct gpud_call *call, struct wire_args_vkDestroyInstance *a)
 {
    if (call->instance)
-      gpud_context_destroy_objects(call->ctx, NULL, call->instance);
+      gpud_lifetime_destroy(call->ctx, NULL, call->instance);
 }
 
 void
@@ -435,7 +441,7 @@ void
 gpud_exec_vkDestroyDevice(struct gpud_call *call, struct wire_args_vkDestroyDevice *a)
 {
    if (call->device)
-      gpud_context_destroy_objects(call->ctx, call->device, NULL);
+      gpud_lifetime_destroy(call->ctx, call->device, NULL);
 }
 
 /* ---- memory --------------------------------------------------------------- */
@@ -582,7 +588,7 @@ gpud_exec_vkResetDescriptorPool(struct gpud_call *call, struct wire_args_vkReset
    gpud_gen_exec_vkResetDescriptorPool(call, a);
    /* the pool's sets are gone: forget them, keep the pool */
    if (call->n_touched > 1)
-      gpud_object_forget_children(call->ctx, call->touched[1]);
+      gpud_lifetime_forget_children(call->ctx, call->touched[1]);
 }
 
 /* ---- queries -------------------------------------------------------------- */
@@ -957,21 +963,6 @@ gpud_exec_vkCmdCopyBuffer2(struct gpud_call *call, struct wire_args_vkCmdCopyBuf
 
 /* ---- descriptor sets against their layouts --------------------------------- */
 
-struct gpud_set_layout *
-gpud_set_layout_ref(struct gpud_set_layout *l)
-{
-   if (l)
-      l->refs++;
-   return l;
-}
-
-void
-gpud_set_layout_unref(struct gpud_set_layout *l)
-{
-   if (l && !--l->refs)
-      free(l);
-}
-
 static int
 cmp_binding(const void *x, const void *y)
 {
@@ -1201,4 +1192,44 @@ gpud_exec_vkSignalGPUD(struct gpud_call *call, struct wire_args_vkSignalGPUD *a)
                : NULL;
    if (fence)
       gpud_queue_fence_ask(fence);
+}
+
+/* ---- recordings: the state the replay checks chunks against (gpud_replay.c) ---- */
+
+/* A reset ends the recording (the ICD starts the next at chunk 0). */
+void
+gpud_exec_vkResetCommandBuffer(struct gpud_call *call, struct wire_args_vkResetCommandBuffer *a)
+{
+   struct gpud_object *cb = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
+                                            (uint64_t)(uintptr_t)a->commandBuffer);
+   if (cb)
+      cb->recording = false;
+   gpud_gen_exec_vkResetCommandBuffer(call, a);
+}
+
+/* ... and so does a reset of its pool, for every command buffer of it. */
+void
+gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCommandPool *a)
+{
+   struct gpud_object *pool = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
+                                              (uint64_t)(uintptr_t)a->commandPool);
+   if (pool)
+      pool->pool_resets++;
+   gpud_gen_exec_vkResetCommandPool(call, a);
+}
+
+/* A pool with secondaries: its resets wait for every lane (a primary on
+ * another lane may be executing one). */
+void
+gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
+                                   struct wire_args_vkAllocateCommandBuffers *a)
+{
+   if (a->pAllocateInfo && a->pAllocateInfo->level == VK_COMMAND_BUFFER_LEVEL_SECONDARY) {
+      struct gpud_object *pool =
+         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
+                         (uint64_t)(uintptr_t)a->pAllocateInfo->commandPool);
+      if (pool)
+         pool->secondaries = true;
+   }
+   gpud_gen_exec_vkAllocateCommandBuffers(call, a);
 }

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Lifetimes of a client's objects (gpud_lifetime.c): what a command made
+ * (gpud_call_add_object, from wire_gpud.h) and destroyed
+ * (gpud_call_forget_objects), pools' children, and the teardown of a device,
+ * an instance or everything the client held.
+ */
+#include "gpud_call.h"
+
+/* Forgets the children of a pool (vkResetDescriptorPool). */
+void gpud_lifetime_forget_children(struct gpud_context *ctx, struct gpud_object *pool);
+/* Destroys every host object of the client that belongs to device (or to
+ * instance, or all when both are NULL), newest first. */
+void gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
+                           struct gpud_object *instance);

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The objects of a client (gpud_object.c): every id it made, mapped to the
+ * host handle and what the worker must know about it, in a dense table and
+ * in creation order.
+ */
+
+#include <stdlib.h>
+
+#include "gpud_context.h"
+
+struct gpud_device_track;
+struct gpud_queue_track;
+struct gpud_query_pool_page;
+
+struct gpud_queue_info {
+   uint32_t family;
+   uint32_t count;
+   VkDeviceQueueCreateFlags flags;
+};
+
+/* A descriptor set layout's bindings, sorted by number, shared by the
+ * layout and the sets allocated with it (a set outlives its layout). */
+struct gpud_set_layout {
+   unsigned refs;
+   uint32_t n;
+   struct gpud_set_binding {
+      uint32_t binding;
+      VkDescriptorType type;
+      uint32_t count;
+   } b[];
+};
+
+/* One more holder of a set layout's bindings, one fewer (freed with the
+ * last). */
+static inline struct gpud_set_layout *
+gpud_set_layout_ref(struct gpud_set_layout *l)
+{
+   if (l)
+      l->refs++;
+   return l;
+}
+
+static inline void
+gpud_set_layout_unref(struct gpud_set_layout *l)
+{
+   if (l && !--l->refs)
+      free(l);
+}
+
+struct gpud_object {
+   struct util_list link;            /* ctx->object_list, in creation order */
+   uint64_t id;
+   VkObjectType type;
+   uint64_t handle;                  /* the host handle */
+   struct gpud_object *instance;     /* owning instance (for instance children) */
+   struct gpud_object *device;       /* owning device (for device children) */
+   struct gpud_object *pool;         /* command or descriptor pool of a child */
+   struct gpud_host_dispatch *disp;  /* instances and devices: their own table */
+   atomic_bool lost;                 /* devices: an asynchronous call failed (or
+                                      * gpudctl inject lose-device) */
+   VkDebugUtilsMessengerEXT messenger; /* instances, when validating */
+   /* buffers and images: usable only once bound to memory (or sparse) */
+   bool bound;
+   bool sparse;
+   uint64_t size;                    /* buffers: their size */
+   struct gpud_object *memory;       /* what a buffer or image is bound to */
+   uint64_t physical_device;         /* devices: the host physical device */
+   struct gpud_queue_info *queues;   /* devices: the queues it was created with */
+   uint32_t n_queues;
+   bool *extensions;                 /* devices: which of wire_extensions it enabled */
+   /* memory */
+   void *map;
+   size_t map_size;
+   uint64_t bytes;
+   uint32_t heap;
+   int fd; /* exportable host-visible memory: its memfd; else -1 */
+   /* memory an fd was exported of: it may outlive the object, so it stays
+    * charged to the client until the client ends */
+   bool exported;
+   char *name; /* VK_EXT_debug_utils */
+   /* queues: which one, and its completion tracking (gpud_queue.c) */
+   uint32_t queue_family, queue_index;
+   struct gpud_queue_track *track;
+   /* devices: the tracker of their queues */
+   struct gpud_device_track *dtrack;
+   /* fences, while completions are delayed (gpud_inject.c): when the worker
+    * first saw it signalled */
+   atomic_uint_least64_t signal_seen_ns;
+   /* fences with a slot on their device's completion page (gpud_queue.c):
+    * the slot, and the resets so far (from the slot's first generation) */
+   bool fence_tracked;
+   uint32_t fence_slot;
+   uint32_t fence_generation;
+   /* timeline semaphores with a slot on the page */
+   bool semaphore_tracked;
+   uint32_t semaphore_slot;
+   /* events with a slot on the page */
+   bool event_tracked;
+   uint32_t event_slot;
+   /* command buffers: the ids of the events their recording sets or resets
+    * and of the query pools whose queries it resets, begins, ends or
+    * writes (gpud_queue.c) */
+   uint64_t *cmd_watched;
+   uint32_t n_cmd_watched;
+   /* query pools: their queries (size) and values per query (0: a type
+    * whose results the page does not show), and their results page */
+   uint32_t query_values;
+   struct gpud_query_pool_page *query_page;
+   /* set layouts and descriptor sets: the layout's bindings */
+   struct gpud_set_layout *set_layout;
+   /* command buffers: whether a recording is open, the chunk it expects
+    * next and its pool's resets when it began; command pools: their resets
+    * (gpud_replay.c) */
+   bool recording;
+   uint32_t next_chunk;
+   uint32_t pool_resets;
+   /* command buffers and pools: the chunks (of their command buffers)
+    * given to a lane (the decoding thread's) and replayed; command pools:
+    * their lane (0: none yet), and whether they have secondaries
+    * (gpud_replay.c) */
+   uint64_t chunks_routed;
+   _Atomic uint64_t chunks_replayed;
+   unsigned lane;
+   bool secondaries;
+};
+
+/* The object with this id, or NULL. */
+struct gpud_object *gpud_object_find(struct gpud_context *ctx, uint64_t id);
+/* Puts a new object in the table and counts it (-EEXIST: the id is taken;
+ * -ENOMEM); takes it out again and uncounts it. */
+int gpud_object_insert(struct gpud_context *ctx, struct gpud_object *obj);
+void gpud_object_remove(struct gpud_context *ctx, struct gpud_object *obj);
+/* Frees an object and what it holds (a memfd, a mapping, names...). */
+void gpud_object_free(struct gpud_object *obj);
+/* The object's debug name (NULL or "": none), shown by gpudctl. */
+void gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, const char *name);

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The queues of a client's devices (gpud_queue.c): each submission tracked
+ * to its completion, what gpudctl shows of it (submissions, in flight, busy
+ * time), and the completion page the application reads its fences,
+ * timeline semaphores, events and query results from.  The executors of
+ * submissions and of the page's slots.
+ */
+#include "gpud_call.h"
+
+/* A new queue object: its status slot and tracker. */
+void gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue);
+/* Before a device's objects go: stops its tracker, frees its queues'. */
+void gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device);
+/* The completion page: a fence destroyed, or whose state only the host
+ * driver knows from now on (its slot says "ask"); a device lost. */
+void gpud_queue_fence_gone(struct gpud_object *fence, bool ask);
+/* This signal of the fence is the host driver's to tell: its slot says
+ * "ask" (until the ICD resets it). */
+void gpud_queue_fence_ask(struct gpud_object *fence);
+void gpud_queue_device_lost(struct gpud_object *device);
+/* What completed is on the page now: before a wait answered by the host
+ * (idle, fences, semaphores) replies, so that the application never sees a
+ * fence unsignalled on the page after the host said its work is done. */
+void gpud_queue_publish(struct gpud_object *device);
+/* Fences and timeline semaphores a wait through the daemon found signalled
+ * (the host's word, before the tracker's): on the page before it replies. */
+void gpud_queue_fences_signalled(struct gpud_object *device, struct gpud_object *const *fences,
+                                 uint32_t n);
+void gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_object *const *sems,
+                                   uint32_t n);
+/* A timeline semaphore destroyed, or asked about from now on (ask); one the
+ * host signalled, or said it has reached, value. */
+void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);
+void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t value);
+/* An event or a query pool destroyed (before the host destroys it: the
+ * tracker reads it). */
+void gpud_queue_event_gone(struct gpud_object *event);
+void gpud_queue_query_pool_gone(struct gpud_object *pool);
+
+
+/* A device is lost (nobody waited for the result of what failed: an
+ * asynchronous command, or the host said so): every later call on it says
+ * so, the completion page too (these implement wire_gpud.h). */
+void gpud_call_async_error(struct gpud_call *call, VkResult result);
+void gpud_call_host_lost(struct gpud_call *call);
