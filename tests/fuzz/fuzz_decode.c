@@ -56,12 +56,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
    n_fds = n_fds > 3 ? 3 : n_fds;
    for (unsigned i = 0; i < n_fds; i++)
       fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-   /* the worker's walk of a stream message (gpud_call_process_stream) */
+   /* the worker's walk of a stream message (gpud_stream_process), into the
+    * recorded commands of a recording's chunks (gpud_replay.c) */
+   size_t in_chunk = 0; /* bytes of the chunk being walked */
    while (size >= sizeof(struct wire_cmd_header)) {
       struct wire_cmd_header h;
       memcpy(&h, data, sizeof(h));
       if (h.size < sizeof(h) || h.size > size || (h.size & 3))
          break;
+      if (h.op == WIRE_OP_CHUNK && !in_chunk && h.size >= sizeof(struct wire_chunk_header)) {
+         in_chunk = h.size - sizeof(struct wire_chunk_header);
+         data += sizeof(struct wire_chunk_header);
+         size -= sizeof(struct wire_chunk_header);
+         continue;
+      }
+      if (in_chunk) {
+         if (h.size > in_chunk || h.op >= WIRE_OP_COUNT || !wire_op_recorded[h.op])
+            break;
+         in_chunk -= h.size;
+      }
       if (h.op == 0 || h.op >= WIRE_OP_COUNT || !fuzz_decoders[h.op])
          break;
       wire_arena_reset(arena);

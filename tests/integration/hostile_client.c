@@ -1043,6 +1043,234 @@ case_bind_overflow(struct conn *c)
    return expect_disconnect(c, "does not fit");
 }
 
+/* ---- recordings in chunks ---------------------------------------------------- */
+
+#define POOL_ID 20
+#define CB_ID 21
+
+/* A device with a command pool and a command buffer, as the ICD makes them
+ * (both ICD pointer handles: the wire carries their ids). */
+static int
+open_command_buffer(struct conn *c, const char *name)
+{
+   if (open_device(c, name) < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   struct wire_object_header pool_obj = {.id = POOL_ID};
+   VkCommandPool pool = (VkCommandPool)&pool_obj;
+   const VkCommandPoolCreateInfo pi = {
+       .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+       .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+   };
+   begin_cmd(c, WIRE_OP_vkCreateCommandPool, true);
+   wire_enc_vkCreateCommandPool(&c->enc, (VkDevice)&dev, &pi, NULL, &pool);
+   end_cmd(c);
+   struct wire_dec d;
+   VkResult ret = VK_ERROR_UNKNOWN;
+   if (call_sync(c, "vkCreateCommandPool", &d) < 0)
+      return -1;
+   wire_decreply_vkCreateCommandPool(&d, &ret, (VkDevice)&dev, &pi, NULL, &pool);
+   if (reply_done(c, "vkCreateCommandPool", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS)
+      return fail("%s: vkCreateCommandPool: %d", c->name, ret);
+   struct wire_object_header cb_obj = {.id = CB_ID};
+   VkCommandBuffer cb = (VkCommandBuffer)&cb_obj;
+   const VkCommandBufferAllocateInfo ai = {
+       .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+       .commandPool = pool,
+       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+       .commandBufferCount = 1,
+   };
+   begin_cmd(c, WIRE_OP_vkAllocateCommandBuffers, true);
+   wire_enc_vkAllocateCommandBuffers(&c->enc, (VkDevice)&dev, &ai, &cb);
+   end_cmd(c);
+   if (call_sync(c, "vkAllocateCommandBuffers", &d) < 0)
+      return -1;
+   wire_decreply_vkAllocateCommandBuffers(&d, &ret, (VkDevice)&dev, &ai, &cb);
+   if (reply_done(c, "vkAllocateCommandBuffers", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS)
+      return fail("%s: vkAllocateCommandBuffers: %d", c->name, ret);
+   return 0;
+}
+
+/* Starts a chunk of command buffer cb_id's recording in c->enc. */
+static void
+chunk_start(struct conn *c, uint64_t cb_id, uint32_t seq, uint32_t flags)
+{
+   wire_enc_reset(&c->enc);
+   struct wire_chunk_header *h = wire_enc_reserve(&c->enc, sizeof(*h));
+   *h = (struct wire_chunk_header){
+       .cmd = {.op = WIRE_OP_CHUNK, .flags = flags, .seq = seq},
+       .command_buffer = cb_id,
+   };
+}
+
+/* Appends vkBeginCommandBuffer, or a recorded command, on cb_id. */
+static void
+chunk_begin_cmd(struct conn *c, uint64_t cb_id)
+{
+   struct wire_object_header obj = {.id = cb_id};
+   const VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+   size_t o = wire_enc_begin_cmd(&c->enc, WIRE_OP_vkBeginCommandBuffer, 0, 0);
+   wire_enc_vkBeginCommandBuffer(&c->enc, (VkCommandBuffer)&obj, &bi);
+   wire_enc_end_cmd(&c->enc, o);
+}
+
+static void
+chunk_recorded_cmd(struct conn *c, uint64_t cb_id)
+{
+   struct wire_object_header obj = {.id = cb_id};
+   size_t o = wire_enc_begin_cmd(&c->enc, WIRE_OP_vkCmdSetLineWidth, 0, 0);
+   wire_enc_vkCmdSetLineWidth(&c->enc, (VkCommandBuffer)&obj, 1.0f);
+   wire_enc_end_cmd(&c->enc, o);
+}
+
+static int
+chunk_send(struct conn *c)
+{
+   ((struct wire_cmd_header *)c->enc.data)->size = (uint32_t)c->enc.size;
+   return send_stream(c, c->enc.data, c->enc.size, NULL, 0);
+}
+
+/* A valid first chunk: begun, one command. */
+static int
+send_first_chunk(struct conn *c, uint32_t flags)
+{
+   chunk_start(c, CB_ID, 0, flags);
+   chunk_begin_cmd(c, CB_ID);
+   chunk_recorded_cmd(c, CB_ID);
+   return chunk_send(c);
+}
+
+/* A chunk of a command buffer that never began recording. */
+static int
+case_chunk_not_recording(struct conn *c)
+{
+   if (open_command_buffer(c, "hostile-chunk-not-recording") < 0)
+      return -1;
+   chunk_start(c, CB_ID, 1, 0);
+   chunk_recorded_cmd(c, CB_ID);
+   if (chunk_send(c) < 0)
+      return -1;
+   note("%s: sent chunk 1 of a command buffer that is not recording", c->name);
+   return expect_disconnect(c, "not recording");
+}
+
+/* A chunk after the one that ended the recording. */
+static int
+case_chunk_after_end(struct conn *c)
+{
+   if (open_command_buffer(c, "hostile-chunk-after-end") < 0 ||
+       send_first_chunk(c, WIRE_CHUNK_END) < 0)
+      return -1;
+   chunk_start(c, CB_ID, 1, 0);
+   chunk_recorded_cmd(c, CB_ID);
+   if (chunk_send(c) < 0)
+      return -1;
+   note("%s: sent a chunk after the end of the recording", c->name);
+   return expect_disconnect(c, "not recording");
+}
+
+/* A chunk of a command buffer whose pool is destroyed. */
+static int
+case_chunk_freed_pool(struct conn *c)
+{
+   if (open_command_buffer(c, "hostile-chunk-freed-pool") < 0 || send_first_chunk(c, 0) < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   struct wire_object_header pool_obj = {.id = POOL_ID};
+   begin_cmd(c, WIRE_OP_vkDestroyCommandPool, false);
+   wire_enc_vkDestroyCommandPool(&c->enc, (VkDevice)&dev, (VkCommandPool)&pool_obj, NULL);
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   chunk_start(c, CB_ID, 1, 0);
+   chunk_recorded_cmd(c, CB_ID);
+   if (chunk_send(c) < 0)
+      return -1;
+   note("%s: sent a chunk of a command buffer whose pool is destroyed", c->name);
+   return expect_disconnect(c, "unknown command buffer");
+}
+
+/* Chunk 2 where chunk 1 was next. */
+static int
+case_chunk_order(struct conn *c)
+{
+   if (open_command_buffer(c, "hostile-chunk-order") < 0 || send_first_chunk(c, 0) < 0)
+      return -1;
+   chunk_start(c, CB_ID, 2, 0);
+   chunk_recorded_cmd(c, CB_ID);
+   if (chunk_send(c) < 0)
+      return -1;
+   note("%s: sent chunk 2 after chunk 0", c->name);
+   return expect_disconnect(c, "where 1 was next");
+}
+
+/* A recording whose first chunk does not begin it. */
+static int
+case_chunk_no_begin(struct conn *c)
+{
+   if (open_command_buffer(c, "hostile-chunk-no-begin") < 0)
+      return -1;
+   chunk_start(c, CB_ID, 0, 0);
+   chunk_recorded_cmd(c, CB_ID);
+   if (chunk_send(c) < 0)
+      return -1;
+   note("%s: sent a first chunk without vkBeginCommandBuffer", c->name);
+   return expect_disconnect(c, "does not begin with vkBeginCommandBuffer");
+}
+
+/* A command in a chunk that names another command buffer than the chunk. */
+static int
+case_chunk_other_cb(struct conn *c)
+{
+   if (open_command_buffer(c, "hostile-chunk-other-cb") < 0)
+      return -1;
+   chunk_start(c, CB_ID, 0, 0);
+   chunk_begin_cmd(c, CB_ID);
+   chunk_recorded_cmd(c, DEVICE_ID);
+   if (chunk_send(c) < 0)
+      return -1;
+   note("%s: sent a chunk with a command on another object", c->name);
+   return expect_disconnect(c, "on another command buffer");
+}
+
+/* A recorded command outside any chunk. */
+static int
+case_recorded_outside(struct conn *c)
+{
+   if (open_command_buffer(c, "hostile-recorded-outside") < 0 || send_first_chunk(c, 0) < 0)
+      return -1;
+   begin_cmd(c, WIRE_OP_vkCmdSetLineWidth, false);
+   struct wire_object_header obj = {.id = CB_ID};
+   wire_enc_vkCmdSetLineWidth(&c->enc, (VkCommandBuffer)&obj, 1.0f);
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent vkCmdSetLineWidth outside a chunk", c->name);
+   return expect_disconnect(c, "outside a chunk");
+}
+
+/* A command that is not a recorded one inside a chunk. */
+static int
+case_chunk_foreign_op(struct conn *c)
+{
+   if (open_command_buffer(c, "hostile-chunk-foreign-op") < 0)
+      return -1;
+   chunk_start(c, CB_ID, 0, 0);
+   chunk_begin_cmd(c, CB_ID);
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   size_t o = wire_enc_begin_cmd(&c->enc, WIRE_OP_vkDeviceWaitIdle, 0, 0);
+   wire_enc_vkDeviceWaitIdle(&c->enc, (VkDevice)&dev);
+   wire_enc_end_cmd(&c->enc, o);
+   if (chunk_send(c) < 0)
+      return -1;
+   note("%s: sent vkDeviceWaitIdle inside a chunk", c->name);
+   return expect_disconnect(c, "not a recorded command");
+}
+
 /* ---- fds on the wire ----------------------------------------------------- */
 
 #define IMPORT_SIZE (64u << 10)
@@ -1511,6 +1739,14 @@ static const struct {
     {"control-stream", case_control_stream},
     {"queue-index", case_queue_index},
     {"bind-overflow", case_bind_overflow},
+    {"chunk-not-recording", case_chunk_not_recording},
+    {"chunk-after-end", case_chunk_after_end},
+    {"chunk-freed-pool", case_chunk_freed_pool},
+    {"chunk-order", case_chunk_order},
+    {"chunk-no-begin", case_chunk_no_begin},
+    {"chunk-other-cb", case_chunk_other_cb},
+    {"recorded-outside", case_recorded_outside},
+    {"chunk-foreign-op", case_chunk_foreign_op},
     {"fd-index", case_fd_index},
     {"fd-twice", case_fd_twice},
     {"fd-many", case_fd_many},
