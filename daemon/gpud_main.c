@@ -26,6 +26,7 @@
 #include "gpud_host.h"
 #include "gpud_limits.h"
 #include "gpud_server.h"
+#include "gpud_status.h"
 #include "gpud_worker.h"
 #include "util_log.h"
 #include "util_macros.h"
@@ -89,6 +90,9 @@ usage(FILE *f)
            "                           within the cool-down (default: %u; 0: never)\n"
            "      --crash-cooldown TIME     (default: %u ms)\n"
            "      --spare-workers N    workers kept ready for new clients (default: 1)\n"
+           "      --replay-threads N   threads of each worker that replay command\n"
+           "                           buffers, 0 to 8, or auto (default): one a CPU\n"
+           "                           beyond two, none on two CPUs or fewer\n"
            "      --log-burst N        log lines about one client (or one user's\n"
            "                           connections) before rate limiting (default: %u)\n"
            "      --log-rate N         ... and per second after that (default: %u)\n"
@@ -181,6 +185,7 @@ enum {
    OPT_ADMIN_GROUP,
    OPT_BUS,
    OPT_SPARE_WORKERS,
+   OPT_REPLAY_THREADS,
    OPT_NO_SANDBOX,
    OPT_WORKER,
    OPT_SYSFS,
@@ -367,6 +372,14 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
       if (parse_u64(value, 64, &v) < 0)
          return "a number from 0 to 64";
       cfg->spare_workers = (unsigned)v;
+   } else if (!strcmp(name, "replay-threads")) {
+      static_assert(GPUD_STATUS_LANES == 8, "--help says 0 to 8");
+      if (!strcmp(value, "auto"))
+         cfg->replay_threads = -1;
+      else if (parse_u64(value, GPUD_STATUS_LANES, &v) < 0)
+         return "auto or a number from 0 to 8";
+      else
+         cfg->replay_threads = (int)v;
    } else if (!strcmp(name, "log-level")) {
       enum util_log_level level;
       if (util_log_parse_level(value, &level) < 0)
@@ -489,6 +502,7 @@ static const struct option fixed_options[] = {
    {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
    {"bus", required_argument, NULL, OPT_BUS},
    {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
+   {"replay-threads", required_argument, NULL, OPT_REPLAY_THREADS},
    {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
    {"worker", required_argument, NULL, OPT_WORKER},
    {"sysfs", required_argument, NULL, OPT_SYSFS},
@@ -517,6 +531,7 @@ config_defaults(struct gpud_config *cfg)
       .isolation = GPUD_ISOLATION_PROCESS,
       .sandbox = true,
       .spare_workers = 1,
+      .replay_threads = -1,
       .limits = GPUD_LIMITS_DEFAULT,
       .log_level = -1,
    };
@@ -585,6 +600,7 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
       case OPT_ADMIN_GROUP: name = "admin-group"; break;
       case OPT_BUS: name = "bus"; break;
       case OPT_SPARE_WORKERS: name = "spare-workers"; break;
+      case OPT_REPLAY_THREADS: name = "replay-threads"; break;
       case OPT_NO_SANDBOX:
          name = "sandbox";
          value = "no";

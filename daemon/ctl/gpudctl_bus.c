@@ -231,6 +231,8 @@ limits_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("spare_workers", "u", l->spare_workers)
    if (!strcmp(key, "validate"))
       return read_string(m, &l->validate);
+   if (!strcmp(key, "replay_threads"))
+      return read_string(m, &l->replay_threads);
    return 0;
 }
 

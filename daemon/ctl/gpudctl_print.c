@@ -39,6 +39,8 @@ json_limits(const Gpud__Limits *l)
           l->client_memory, l->uid_memory, l->client_objects, l->uid_connections,
           l->max_clients, l->spare_workers);
    json_string(l->validate);
+   printf(", \"replay_threads\": ");
+   json_string(l->replay_threads);
    printf("}");
 }
 
@@ -284,9 +286,9 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
    if (s->limits) {
       const Gpud__Limits *l = s->limits;
       printf("limits:       client objects %" PRIu64 ", connections per user %u, in all %u; "
-             "spare workers %u; validation %s\n",
+             "spare workers %u; replay threads %s; validation %s\n",
              l->client_objects, l->uid_connections, l->max_clients, l->spare_workers,
-             l->validate);
+             l->replay_threads, l->validate);
    }
    printf("clients:      %zu", s->n_clients);
    if (s->hidden_clients)

@@ -524,6 +524,7 @@ fill_limits(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *c
    put_u(reply, "max_clients", l->max_clients);
    put_u(reply, "spare_workers", l->spare_workers);
    put_s(reply, "validate", l->validate);
+   put_s(reply, "replay_threads", l->replay_threads);
    return sd_bus_message_close_container(reply);
 }
 

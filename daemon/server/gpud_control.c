@@ -277,6 +277,7 @@ fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpu
 struct gpud_status_view {
    Gpud__StatusReply reply;
    Gpud__Limits limits;
+   char replay_threads[16];
    Gpud__HeapInfo heaps[VK_MAX_MEMORY_HEAPS];
    Gpud__HeapInfo *heap_ptrs[VK_MAX_MEMORY_HEAPS];
    Gpud__FaultInfo faults[GPUD_MAX_FAULTS];
@@ -317,6 +318,11 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    limits->validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
                                           ? server->cfg.validate
                                           : GPUD_VALIDATE_OFF];
+   if (server->cfg.replay_threads < 0)
+      snprintf(v->replay_threads, sizeof(v->replay_threads), "auto");
+   else
+      snprintf(v->replay_threads, sizeof(v->replay_threads), "%d", server->cfg.replay_threads);
+   limits->replay_threads = v->replay_threads;
    reply->limits = limits;
    reply->daemon_version = (char *)GPUD_VERSION;
    reply->uptime_ms = (now - server->start_ns) / 1000000;

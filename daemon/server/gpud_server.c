@@ -780,6 +780,10 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
    a.send_timeout_ms = l->send_timeout_ms;
    a.log_burst = l->log_burst;
    a.log_per_second = l->log_per_second;
+   if (server->cfg.replay_threads >= 0) {
+      a.replay_case = GPUD__WORKER_ASSIGN__REPLAY_REPLAY_THREADS;
+      a.replay_threads = (uint32_t)server->cfg.replay_threads;
+   }
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_ASSIGN;
    m.assign = &a;

@@ -48,6 +48,7 @@ struct gpud_config {
                              * NULL: the system bus as root, else the session
                              * bus, where there is one */
    unsigned spare_workers;
+   int replay_threads;      /* a worker's replay lanes; -1: by its CPUs */
    struct gpud_limits limits;
    int log_level;           /* enum util_log_level, or -1: the default */
    int start_log_level;     /* the level before the files (a reload without

@@ -58,6 +58,7 @@ struct gpud_context_info {
    uint32_t send_timeout_ms;
    uint32_t log_burst;
    uint32_t log_per_second;
+   int replay_threads; /* replay lanes; -1: by the CPUs */
 };
 
 struct gpud_call;

@@ -342,19 +342,14 @@ lane_finish(struct replay_lane *lane)
    pthread_cond_destroy(&lane->cond);
 }
 
-/* How many lanes: GPUD_REPLAY_THREADS, else none where polls yield (few
- * CPUs: the decoding thread replays), else one a CPU beyond two, eight at
- * most. */
+/* How many lanes: the daemon's replay-threads, else none where polls yield
+ * (few CPUs: the decoding thread replays), else one a CPU beyond two, eight
+ * at most. */
 static unsigned
-lanes_wanted(void)
+lanes_wanted(const struct gpud_context *ctx)
 {
-   const char *env = getenv("GPUD_REPLAY_THREADS");
-   if (env && *env) {
-      char *end = NULL;
-      unsigned long n = strtoul(env, &end, 10);
-      if (!*end && n <= GPUD_STATUS_LANES)
-         return (unsigned)n;
-   }
+   if (ctx->info.replay_threads >= 0)
+      return (unsigned)UTIL_MIN(ctx->info.replay_threads, GPUD_STATUS_LANES);
    if (util_spin_yields())
       return 0;
    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -372,7 +367,7 @@ gpud_replay_create(struct gpud_context *ctx)
    pthread_cond_init(&r->progress, NULL);
    pthread_mutex_init(&r->submit_mutex, NULL);
    util_list_init(&r->submits);
-   unsigned n = lanes_wanted();
+   unsigned n = lanes_wanted(ctx);
    if (!n)
       return r;
    r->lanes = calloc(n, sizeof(*r->lanes));

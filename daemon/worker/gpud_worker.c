@@ -214,6 +214,8 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
       .send_timeout_ms = a->send_timeout_ms,
       .log_burst = a->log_burst,
       .log_per_second = a->log_per_second,
+      .replay_threads = a->replay_case == GPUD__WORKER_ASSIGN__REPLAY_REPLAY_THREADS
+                           ? (int)UTIL_MIN(a->replay_threads, 64u) : -1,
    };
    snprintf(info.name, sizeof(info.name), "%s", a->name ? a->name : "");
    const struct gpud_context_ops ops = {

@@ -90,6 +90,9 @@ VARIANTS = [
 
 # Options of each test's private daemon, besides Fixture.daemon_args().
 DAEMON_ARGS = {
+    # the recording cases also meet the replay threads (CI's two CPUs have
+    # none by default)
+    'hostile': ['--replay-threads', '2'],
     # every case crashes a worker: none may be refused for crashing before
     'abuse': ['--crash-limit', '0', '--isolation=process'],
     'validate': ['--validate'],
@@ -1745,7 +1748,8 @@ def test_config(fx):
     write_file(conf, '# gpud test configuration\n[gpud]\nclient-objects = 100\n'
                'spare-workers = 1\nlog-level = info\n')
     write_file(conf + '.d/20-b.conf', '[gpud]\nclient-objects = 250\n')
-    write_file(conf + '.d/10-a.conf', '[gpud]\nclient-objects = 150\nspare-workers = 2\n')
+    write_file(conf + '.d/10-a.conf', '[gpud]\nclient-objects = 150\nspare-workers = 2\n'
+               'replay-threads = 3\n')
     write_file(conf + '.d/README', 'not a .conf file: not read\n')
 
     # a bad file at start: exit 78 (EX_CONFIG) and where
@@ -1768,6 +1772,14 @@ def test_config(fx):
     if p.returncode != 78 or 'unknown setting' not in err:
         fail('an unknown setting: exit %d, "%s"' % (p.returncode, err))
     log('gpud --config with an unknown setting: exit 78: %s' % err)
+    p = subprocess.run([fx.args.gpud, '--replay-threads', '9'], env=fx.base_env(),
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    err = p.stderr.decode(errors='replace').strip()
+    if p.returncode != 2 or 'auto or a number from 0 to 8' not in err:
+        fail('--replay-threads 9: exit %d, "%s"; expected 2 and the values allowed' %
+             (p.returncode, err))
+    log('gpud --replay-threads 9: exit 2: %s' % err)
 
     fx.stop_daemon()
     fx.extra_args = ['--config', conf, '--uid-connections', '9']
@@ -1775,7 +1787,7 @@ def test_config(fx):
     limits = status_limits(fx)
     log('limits in force: %s' % limits)
     want = {'client_objects': 250, 'spare_workers': 2, 'uid_connections': 9,
-            'validate': 'off'}
+            'validate': 'off', 'replay_threads': '3'}
     got = {k: limits.get(k) for k in want}
     if got != want:
         fail('configuration applied as %r, expected %r (20-b.conf after 10-a.conf after '
@@ -1787,7 +1799,7 @@ def test_config(fx):
                      fx.gpud_env(VARIANTS[0]), label='working client')
     time.sleep(1.0)
     write_file(conf + '.d/30-c.conf', '[gpud]\nclient-objects = 400\nvalidate = report\n'
-               'uid-connections = 3\n')
+               'uid-connections = 3\nreplay-threads = auto\n')
     os.kill(fx.daemon.pid, signal.SIGHUP)
     deadline = time.monotonic() + 5
     while status_limits(fx).get('client_objects') != 400:
@@ -1795,7 +1807,8 @@ def test_config(fx):
             fail('SIGHUP: client_objects still %r' % status_limits(fx).get('client_objects'))
         time.sleep(0.1)
     limits = status_limits(fx)
-    if limits.get('validate') != 'report' or limits.get('uid_connections') != 9:
+    if (limits.get('validate') != 'report' or limits.get('uid_connections') != 9 or
+            limits.get('replay_threads') != 'auto'):
         fail('after the reload: %r (validate from the file, uid_connections still from '
              'the command line)' % limits)
     log('reloaded: %s' % limits)
@@ -3078,6 +3091,69 @@ def test_hostile(fx):
     log('all %d hostile cases disconnected and logged' % len(listed))
 
 
+# vk_record's tests; each prints "vk_record: NAME: OK: ..." when it passed.
+RECORD_SUBTESTS = ['long', 'rerecord', 'reset', 'pool-reset', 'free', 'one-time',
+                   'simultaneous', 'secondary', 'threads', 'mid-create']
+
+
+def record_kill_mid_recording(fx, label):
+    """A client killed while it records (chunks on their way, a recording
+    never ended) leaves nothing behind."""
+    baseline = wait_for_cleanup(fx, set(), {'objects': 1 << 62,
+                                            'memory_bytes': 1 << 62})
+    victim = start_client(fx, [fx.prog('vk_record'), '--hold'],
+                          fx.gpud_env(VARIANTS[1], None) | {'GPUD_CHUNK_BYTES': '1024'},
+                          label=label)
+    if not victim.out.wait_for('READY', 60):
+        victim.kill()
+        finish_client(victim, 10, 'recording client', expect_rc=None)
+        fail('the recording client never printed READY')
+    time.sleep(0.5)
+    mine = [c for c in fx.gpudctl_status()['clients'] if c['pid'] == victim.pid]
+    if len(mine) != 1:
+        fail('gpudctl status does not list the recording client (pid %d)' % victim.pid)
+    log('killing the recording client pid %d with SIGKILL' % victim.pid)
+    os.kill(victim.pid, signal.SIGKILL)
+    finish_client(victim, 10, 'recording client', expect_rc=-signal.SIGKILL)
+    status = wait_for_cleanup(fx, {victim.pid}, baseline)
+    log('status after the kill: %s' % json.dumps(status))
+    fx.check_daemon()
+
+
+def test_record(fx):
+    """Command buffers recorded, reset, freed, re-begun, submitted twice and
+    recorded on threads compute what they should: with the ICD's usual
+    chunks and with 1 KiB ones (a chunk every few commands), with and without
+    replay threads; and a client killed while recording leaves nothing."""
+    vk_record = fx.prog('vk_record')
+
+    def run_all(env, label):
+        _, out, _ = fx.run([vk_record], env, label=label)
+        fx.check_daemon()
+        missing = [name for name in RECORD_SUBTESTS
+                   if not re.search(r'^vk_record: %s: OK: ' % re.escape(name), out, re.M)]
+        if missing:
+            fail('vk_record exited 0 without an OK line for: %s' % ', '.join(missing))
+
+    small = {'GPUD_CHUNK_BYTES': '1024'}
+    run_all(fx.gpud_env(VARIANTS[0]), VARIANTS[0][0])
+    run_all(fx.gpud_env(VARIANTS[1]) | small, VARIANTS[1][0] + ', 1 KiB chunks')
+    fx.run([vk_record, '--test', 'no-such-test'], fx.gpud_env(VARIANTS[0]),
+           expect_rc=1, label='wrong name')
+    if fx.direct:
+        return
+    record_kill_mid_recording(fx, 'no replay threads')
+
+    # The same with two replay threads beside each worker's decoding thread
+    # (the default on machines of four CPUs or more).
+    fx.stop_daemon()
+    fx.extra_args = ['--replay-threads', '2']
+    fx.start_daemon()
+    run_all(fx.gpud_env(VARIANTS[0]), 'replay threads')
+    run_all(fx.gpud_env(VARIANTS[1]) | small, 'replay threads, 1 KiB chunks')
+    record_kill_mid_recording(fx, 'replay threads')
+
+
 SUBCOMMANDS = {
     'enum': test_enum,
     'compute': test_compute,
@@ -3088,6 +3164,7 @@ SUBCOMMANDS = {
     'sync': test_sync,
     'extensions': test_extensions,
     'external': test_external,
+    'record': test_record,
     'lost': test_lost,
     'multiclient': test_multiclient,
     'vulkaninfo': test_vulkaninfo,
