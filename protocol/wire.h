@@ -235,7 +235,7 @@ wire_dec_init(struct wire_dec *d, const void *data, size_t size, struct wire_are
 {
    memset(d, 0, sizeof(*d));
    d->p = data;
-   d->end = d->p + size;
+   d->end = data ? d->p + size : d->p; /* NULL: nothing to decode yet */
    d->arena = arena;
 }
 

@@ -35,9 +35,11 @@ if [ ! -d "$seeds" ]; then
       --bus=none >"$tmp/log" 2>&1 &
    pid=$!
    for _ in $(seq 50); do [ -S "$tmp/gpud.sock" ] && break; sleep 0.1; done
-   for prog in "vk_compute --iterations 1" vk_render vk_sync vk_enum vk_debugnames; do
+   # small chunks: recordings streamed in many pieces, interleaved
+   for prog in "vk_compute --iterations 1" vk_render vk_sync vk_enum vk_debugnames \
+         "vk_record --test one-time --test simultaneous"; do
       # shellcheck disable=SC2086
-      XDG_RUNTIME_DIR=$tmp VK_ICD_FILENAMES=$PWD/$b/icd/gpud_icd.build.json \
+      XDG_RUNTIME_DIR=$tmp VK_ICD_FILENAMES=$PWD/$b/icd/gpud_icd.build.json GPUD_CHUNK_BYTES=4096 \
          GPUD_SOCKET=$tmp/gpud.sock "$b"/tests/integration/$prog >/dev/null 2>&1 || true
    done
    kill $pid
