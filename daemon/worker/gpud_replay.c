@@ -472,18 +472,43 @@ gpud_replay_wait(struct gpud_replay *r)
    wait_progress(r, lanes_done, NULL);
 }
 
-/* The lane that replays a command buffer's pool. */
+/* Chunks given to a lane and not yet replayed. */
+static uint64_t
+lane_load(const struct replay_lane *lane)
+{
+   return lane->routed - atomic_load_explicit(&lane->done, memory_order_relaxed);
+}
+
+/*
+ * The lane that replays a command buffer's pool.  A pool stays on its lane
+ * while the lane has chunks of it to replay (a host pool is used by one
+ * thread at a time); once they are all replayed, the pool may move, to the
+ * lane with the least to do (its own on a tie).  Pools used in turn (one a
+ * frame in flight) so land on the lanes that are free, and consecutive
+ * frames replay side by side.
+ */
 static struct replay_lane *
 lane_of(struct gpud_replay *r, struct gpud_object *cb)
 {
    struct gpud_object *pool = cb->pool;
    if (!pool)
       return &r->lanes[0];
-   if (!pool->lane) {
-      pool->lane = 1 + r->next_lane;
-      r->next_lane = (r->next_lane + 1) % r->n_lanes;
+   if (!pool->lane || pool_done(r, pool)) {
+      unsigned best = pool->lane ? pool->lane - 1 : r->next_lane;
+      uint64_t best_load = lane_load(&r->lanes[best]);
+      for (unsigned k = 1; k < r->n_lanes && best_load; k++) {
+         unsigned i = (r->next_lane + k) % r->n_lanes;
+         uint64_t load = lane_load(&r->lanes[i]);
+         if (load < best_load) {
+            best = i;
+            best_load = load;
+         }
+      }
+      if (pool->lane != best + 1)
+         r->next_lane = (best + 1) % r->n_lanes;
+      pool->lane = best + 1;
    }
-   return &r->lanes[(pool->lane - 1) % r->n_lanes];
+   return &r->lanes[pool->lane - 1];
 }
 
 /* The command pool a reset names (its id read from the command, which is
