@@ -49,10 +49,14 @@ struct gpud_status_inject {
 /* Replay lanes (threads replaying recordings), at most. */
 #define GPUD_STATUS_LANES 8
 
+/* What a replay lane does: written at every command it replays, so a cache
+ * line of its own (the lanes and the decoding thread never share one). */
+struct gpud_status_lane {
+   _Alignas(64) atomic_uint_least32_t op; /* the recorded command executing now; 0 between */
+};
+
 struct gpud_status_page {
    atomic_uint_least32_t op;            /* the command executing now; 0 between commands */
-   /* the recorded command each replay lane executes now; 0 between them */
-   atomic_uint_least32_t lane_ops[GPUD_STATUS_LANES];
    atomic_uint_least32_t last_op;       /* the last command that started */
    atomic_uint_least32_t waits;         /* blocking waits in flight */
    atomic_uint_least64_t commands;      /* commands executed */
@@ -65,6 +69,7 @@ struct gpud_status_page {
    struct gpud_status_queue queues[GPUD_STATUS_QUEUES];
    atomic_uint_least32_t objects_by_type[GPUD_STATUS_TYPES];
    struct gpud_status_inject inject;
+   struct gpud_status_lane lanes[GPUD_STATUS_LANES];
 };
 
 #define GPUD_STATUS_PAGE_SIZE 4096u

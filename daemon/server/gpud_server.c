@@ -1058,7 +1058,7 @@ describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, si
       uint32_t last = worker->status ? atomic_load(&worker->status->last_op) : 0;
       uint32_t replaying = 0; /* a lane's command, when the decoding thread is idle */
       for (unsigned i = 0; worker->status && !replaying && i < GPUD_STATUS_LANES; i++)
-         replaying = atomic_load(&worker->status->lane_ops[i]);
+         replaying = atomic_load(&worker->status->lanes[i].op);
       char where[96] = "";
       if (op && op < WIRE_OP_COUNT)
          snprintf(where, sizeof(where), " in %s", wire_op_name(op));

@@ -297,7 +297,7 @@ lane_main(void *data)
       if (!atomic_load(&ctx->closing)) {
          uint64_t t0 = ctx->profile ? util_now_ns() : 0;
          int64_t n = replay(lane->call, job->cb, job->data, job->size,
-                            &ctx->status->lane_ops[lane->index % GPUD_STATUS_LANES]);
+                            &ctx->status->lanes[lane->index % GPUD_STATUS_LANES].op);
          if (n > 0) {
             atomic_fetch_add_explicit(&ctx->status->commands, (uint64_t)n,
                                       memory_order_relaxed);

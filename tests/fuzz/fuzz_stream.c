@@ -211,9 +211,11 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
       abort();
    real_gipa = host.get_instance_proc_addr;
    host.get_instance_proc_addr = gipa;
-   page = calloc(1, GPUD_STATUS_PAGE_SIZE);
+   /* a page, aligned as the worker's mapping is */
+   page = aligned_alloc(GPUD_STATUS_PAGE_SIZE, GPUD_STATUS_PAGE_SIZE);
    if (!page)
       abort();
+   memset(page, 0, GPUD_STATUS_PAGE_SIZE);
    return 0;
 }
 
