@@ -28,7 +28,7 @@
  *   (f) --clients processes at once (only one driver listed for them), each
  *       running that frame loop for --seconds from a common start: frames
  *       per second of all together
- *   (g) frames recorded afresh, 3 in flight: each frame N x (push constant +
+ *   (g) frames recorded afresh, 3 in flight (--in-flight): each frame N x (push constant +
  *       dispatch), a descriptor-set bind every 100, recorded by 1 and by 4
  *       threads (a command pool each per frame in flight; the main thread
  *       submits their command buffers together), for 2000 and 20000 pairs a
@@ -69,7 +69,8 @@
 
 #define FB_SIZE 32
 #define REBIND_EVERY 100
-#define FRAMES_IN_FLIGHT 3
+#define FRAMES_IN_FLIGHT 3     /* (g)'s default */
+#define MAX_FRAMES_IN_FLIGHT 8
 #define MAX_RECORD_THREADS 4
 #define JOB_DISPATCHES 50
 #define JOB_ELEMENTS (1u << 20)      /* on a GPU */
@@ -88,6 +89,7 @@ struct options {
    uint32_t seconds;
    uint32_t frame_seconds;
    int32_t groups;       /* -1: by the device type */
+   uint32_t in_flight;   /* (g)'s frames in flight */
    const char *only;     /* NULL: every part */
    uint32_t job_rounds;  /* calibrated on the direct driver */
    uint64_t job_sum;     /* what the direct driver's job computed */
@@ -694,26 +696,27 @@ struct afresh_thread {
    const struct vkt_context *ctx;
    const struct compute_state *cs;
    struct afresh *shared;
-   VkCommandPool pools[FRAMES_IN_FLIGHT];
-   VkCommandBuffer cmds[FRAMES_IN_FLIGHT];
+   VkCommandPool pools[MAX_FRAMES_IN_FLIGHT];
+   VkCommandBuffer cmds[MAX_FRAMES_IN_FLIGHT];
    uint32_t first, pairs;
    pthread_t thread;
 };
 
 /* What the main thread tells the recording threads: record frame `frame`
- * (into slot frame % FRAMES_IN_FLIGHT); they count themselves done. */
+ * (into slot frame % in_flight); they count themselves done. */
 struct afresh {
    pthread_mutex_t mutex;
    pthread_cond_t go, done;
    uint64_t frame; /* UINT64_MAX: stop */
    uint32_t n_done;
    uint32_t groups;
+   uint32_t in_flight;
 };
 
 static void
 afresh_record(struct afresh_thread *t, uint64_t frame)
 {
-   const uint32_t slot = (uint32_t)(frame % FRAMES_IN_FLIGHT);
+   const uint32_t slot = (uint32_t)(frame % t->shared->in_flight);
    VkCommandBuffer cmd = t->cmds[slot];
    const VkCommandBufferBeginInfo begin = {
       .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -758,14 +761,14 @@ afresh_thread_main(void *data)
 }
 
 /* Frames per second of frames of `pairs` (push constant + dispatch),
- * recorded afresh by n_threads threads, FRAMES_IN_FLIGHT in flight. */
+ * recorded afresh by n_threads threads, in_flight in flight. */
 static double
 afresh_frames(const struct vkt_context *ctx, const struct compute_state *cs, uint32_t pairs,
-              uint32_t n_threads, uint32_t groups, uint32_t seconds)
+              uint32_t n_threads, uint32_t groups, uint32_t in_flight, uint32_t seconds)
 {
-   struct afresh sh = {.frame = UINT64_MAX - 1, .groups = groups};
+   struct afresh sh = {.frame = UINT64_MAX - 1, .groups = groups, .in_flight = in_flight};
    struct afresh_thread threads[MAX_RECORD_THREADS];
-   VkFence fences[FRAMES_IN_FLIGHT];
+   VkFence fences[MAX_FRAMES_IN_FLIGHT];
    pthread_mutex_init(&sh.mutex, NULL);
    pthread_cond_init(&sh.go, NULL);
    pthread_cond_init(&sh.done, NULL);
@@ -778,7 +781,7 @@ afresh_frames(const struct vkt_context *ctx, const struct compute_state *cs, uin
          .first = pairs / n_threads * i,
          .pairs = pairs / n_threads,
       };
-      for (uint32_t f = 0; f < FRAMES_IN_FLIGHT; f++) {
+      for (uint32_t f = 0; f < in_flight; f++) {
          const VkCommandPoolCreateInfo pool_info = {
             .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
             .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
@@ -796,7 +799,7 @@ afresh_frames(const struct vkt_context *ctx, const struct compute_state *cs, uin
       if (n_threads > 1 && pthread_create(&t->thread, NULL, afresh_thread_main, t) != 0)
          vkt_fail("cannot start a recording thread");
    }
-   for (uint32_t f = 0; f < FRAMES_IN_FLIGHT; f++) {
+   for (uint32_t f = 0; f < in_flight; f++) {
       const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
       VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fences[f]));
    }
@@ -810,8 +813,8 @@ afresh_frames(const struct vkt_context *ctx, const struct compute_state *cs, uin
       } else if (frame > warm_frames && vkt_now_ns() >= end) {
          break;
       }
-      const uint32_t slot = (uint32_t)(frame % FRAMES_IN_FLIGHT);
-      if (frame >= FRAMES_IN_FLIGHT) {
+      const uint32_t slot = (uint32_t)(frame % in_flight);
+      if (frame >= in_flight) {
          VKT_CHECK(vkWaitForFences(ctx->device, 1, &fences[slot], VK_TRUE, 60000000000ull));
          VKT_CHECK(vkResetFences(ctx->device, 1, &fences[slot]));
       }
@@ -836,7 +839,7 @@ afresh_frames(const struct vkt_context *ctx, const struct compute_state *cs, uin
       };
       VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fences[slot]));
    }
-   VKT_CHECK(vkWaitForFences(ctx->device, FRAMES_IN_FLIGHT, fences, VK_TRUE, 60000000000ull));
+   VKT_CHECK(vkWaitForFences(ctx->device, in_flight, fences, VK_TRUE, 60000000000ull));
    double fps = (double)(frame - warm_frames) * 1e9 / (double)(vkt_now_ns() - t0);
 
    if (n_threads > 1) {
@@ -848,10 +851,10 @@ afresh_frames(const struct vkt_context *ctx, const struct compute_state *cs, uin
    for (uint32_t i = 0; i < n_threads; i++) {
       if (n_threads > 1)
          pthread_join(threads[i].thread, NULL);
-      for (uint32_t f = 0; f < FRAMES_IN_FLIGHT; f++)
+      for (uint32_t f = 0; f < in_flight; f++)
          vkDestroyCommandPool(ctx->device, threads[i].pools[f], NULL);
    }
-   for (uint32_t f = 0; f < FRAMES_IN_FLIGHT; f++)
+   for (uint32_t f = 0; f < in_flight; f++)
       vkDestroyFence(ctx->device, fences[f], NULL);
    pthread_cond_destroy(&sh.done);
    pthread_cond_destroy(&sh.go);
@@ -867,10 +870,10 @@ bench_afresh(const struct vkt_context *ctx, const struct options *o, double *res
    uint32_t groups = o->groups >= 0 ? (uint32_t)o->groups
                                     : ctx->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU;
    fprintf(stderr, "gpud_bench: frames afresh, %u workgroup(s) a dispatch\n", groups);
-   results[M_AFRESH_2K_1] = afresh_frames(ctx, &cs, 2000, 1, groups, o->frame_seconds);
-   results[M_AFRESH_2K_4] = afresh_frames(ctx, &cs, 2000, 4, groups, o->frame_seconds);
-   results[M_AFRESH_20K_1] = afresh_frames(ctx, &cs, 20000, 1, groups, o->frame_seconds);
-   results[M_AFRESH_20K_4] = afresh_frames(ctx, &cs, 20000, 4, groups, o->frame_seconds);
+   results[M_AFRESH_2K_1] = afresh_frames(ctx, &cs, 2000, 1, groups, o->in_flight, o->frame_seconds);
+   results[M_AFRESH_2K_4] = afresh_frames(ctx, &cs, 2000, 4, groups, o->in_flight, o->frame_seconds);
+   results[M_AFRESH_20K_1] = afresh_frames(ctx, &cs, 20000, 1, groups, o->in_flight, o->frame_seconds);
+   results[M_AFRESH_20K_4] = afresh_frames(ctx, &cs, 20000, 4, groups, o->in_flight, o->frame_seconds);
    compute_state_finish(ctx, &cs);
 }
 
@@ -1334,6 +1337,7 @@ main(int argc, char **argv)
       .seconds = 3,
       .frame_seconds = 2,
       .groups = -1,
+      .in_flight = FRAMES_IN_FLIGHT,
    };
 
    vkt_set_prog("gpud_bench");
@@ -1377,6 +1381,11 @@ main(int argc, char **argv)
          if (o.groups > 65535)
             vkt_fail("--groups: at most 65535");
          i++;
+      } else if (!strcmp(argv[i], "--in-flight") && i + 1 < argc) {
+         o.in_flight = parse_u32(argv[i], argv[i + 1]);
+         if (o.in_flight < 1 || o.in_flight > MAX_FRAMES_IN_FLIGHT)
+            vkt_fail("--in-flight: 1 to %u", MAX_FRAMES_IN_FLIGHT);
+         i++;
       } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
          o.only = argv[++i];
       } else if (!strcmp(argv[i], "--starts")) {
@@ -1388,7 +1397,7 @@ main(int argc, char **argv)
          fprintf(stderr, "usage: gpud_bench [--direct-only] [--calls N] "
                          "[--draws N] [--mib N] [--reps N] [--starts N] [--frames N] "
                          "[--clients N] [--seconds S] [--frame-seconds S] [--groups N] "
-                         "[--only LETTERS]\n");
+                         "[--in-flight N] [--only LETTERS]\n");
          return 1;
       }
    }

@@ -55,6 +55,12 @@
  * takes the CPU the work itself needs (a CPU driver's queue, the
  * application). */
 #define TRACK_POLL_NS (50ull * 1000)
+/* ... and up to this long while an application thread sleeps on the
+ * device's page (its `waiters`, a hint): the end of the work it waits for
+ * then costs it one wake-up, as the host driver's own wait would, not two
+ * (the tracker's in the host's wait, then its own).  Bounded, so a client
+ * that always waits costs at most this much polling per submission. */
+#define TRACK_WAITED_POLL_NS (2ull * 1000 * 1000)
 
 /* An event slot as the worker keeps it (what the page shows is written
  * from this alone: a client that scribbles on its page misleads only
@@ -419,21 +425,31 @@ page_lost(struct gpud_device_track *t)
       gpud_completion_wake(t->page);
 }
 
-/* With the mutex held: polls the fences for t->poll_ns (without the
- * mutex); whether one signalled.  An error (a lost device) ends the poll
- * without one: the host's wait that follows reports it. */
+/* Whether an application thread sleeps on the device's page. */
+static bool
+page_waited(const struct gpud_device_track *t)
+{
+   return t->page && atomic_load_explicit(&t->page->waiters, memory_order_relaxed) != 0;
+}
+
+/* With the mutex held: polls the fences for t->poll_ns, longer while the
+ * application waits (without the mutex); whether one signalled.  An error
+ * (a lost device) ends the poll without one: the host's wait that follows
+ * reports it. */
 static bool
 poll_fences(struct gpud_device_track *t, const VkFence *fences, uint32_t n)
 {
    if (!t->poll_ns)
       return false;
    pthread_mutex_unlock(&t->mutex);
-   uint64_t start = util_now_ns();
+   uint64_t start = util_now_ns(), elapsed = 0;
    VkResult r = VK_NOT_READY;
    do {
       for (uint32_t i = 0; i < n && r == VK_NOT_READY; i++)
          r = t->disp->GetFenceStatus(t->dev, fences[i]);
-   } while (r == VK_NOT_READY && util_now_ns() - start < t->poll_ns);
+      elapsed = util_now_ns() - start;
+   } while (r == VK_NOT_READY &&
+            (elapsed < t->poll_ns || (elapsed < TRACK_WAITED_POLL_NS && page_waited(t))));
    pthread_mutex_lock(&t->mutex);
    return r == VK_SUCCESS;
 }
