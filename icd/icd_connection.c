@@ -802,11 +802,8 @@ reaper_main(void *data)
       uint64_t due = oldest->parked_ns + idle_wait_ns;
       uint64_t now = util_now_ns();
       if (now < due) {
-         struct timespec ts;
-         clock_gettime(CLOCK_MONOTONIC, &ts);
-         uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (due - now);
-         ts.tv_sec = (time_t)(at / 1000000000ull);
-         ts.tv_nsec = (long)(at % 1000000000ull);
+         /* parked.cond has the default clock: a realtime deadline */
+         const struct timespec ts = util_realtime_after(due - now);
          pthread_cond_timedwait(&parked.cond, &parked.mutex, &ts);
          continue;
       }

@@ -247,13 +247,7 @@ wait_progress(struct gpud_replay *r, bool (*done)(struct gpud_replay *r, const v
    atomic_fetch_add(&r->waiters, 1);
    pthread_mutex_lock(&r->progress_mutex);
    while (!done(r, arg) && !atomic_load(&r->ctx->closing)) {
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      ts.tv_nsec += 10 * 1000 * 1000;
-      if (ts.tv_nsec >= 1000000000) {
-         ts.tv_sec++;
-         ts.tv_nsec -= 1000000000;
-      }
+      const struct timespec ts = util_realtime_after(10 * 1000 * 1000);
       pthread_cond_timedwait(&r->progress, &r->progress_mutex, &ts);
    }
    pthread_mutex_unlock(&r->progress_mutex);

@@ -570,6 +570,27 @@ def test_enum(fx):
 
     if fx.direct:
         return
+    # Instances one after another reuse the first one's connection (and
+    # worker); the connection left waits 2 s, and meanwhile nothing of the
+    # ICD's runs in the process.
+    env = fx.gpud_env(VARIANTS[1])
+    env['GPUD_DEBUG'] = 'init'
+    _, out, err = fx.run([vk_enum, '--instances', '3', '--linger', '2500'], env,
+                         label='3 instances', show_output=False)
+    listed = re.findall(r'^devices: (\d+)$', out, re.M)
+    reused = err.count('reusing the connection')
+    closed = err.count('closing the idle connection')
+    m = re.search(r'^linger cpu: (\d+) ms$', out, re.M)
+    log('3 instances: devices %s, %d reused, %d closed, %s' %
+        (listed, reused, closed, m.group(0) if m else 'no linger line'))
+    if listed != ['1', '1', '1'] or reused != 2 or closed != 1:
+        fail('3 instances one after another: devices %s, the connection reused %d times '
+             'and closed %d times (expected 1 device each, 2 and 1)' % (listed, reused, closed))
+    if not m or int(m.group(1)) > 500:
+        fail('a process whose instances are gone spent %s of CPU in 2.5 s (at most 500 ms)' %
+             (m.group(1) + ' ms' if m else '?'))
+    fx.check_daemon()
+
     # No daemon behind the socket: zero devices, no error.
     missing = os.path.join(fx.tmp, 'no-such-dir', 'gpud.sock')
     for variant in VARIANTS:
