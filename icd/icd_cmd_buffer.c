@@ -53,6 +53,14 @@ send_chunk(struct icd_command_buffer *cb, uint32_t flags)
    return r;
 }
 
+/* Room for the chunk's header, at the start of each chunk. */
+static void
+chunk_start(struct icd_command_buffer *cb)
+{
+   if (cb->stream.size == 0)
+      wire_enc_reserve(&cb->stream, sizeof(struct wire_chunk_header));
+}
+
 /* Forgets what was recorded and not sent (a reset or a new begin). */
 static void
 discard_recording(struct icd_command_buffer *cb)
@@ -71,8 +79,7 @@ icd_cmd_stream(VkCommandBuffer commandBuffer, uint32_t op)
     * recording */
    if (!cb->recording)
       return NULL;
-   if (cb->stream.size == 0)
-      wire_enc_reserve(&cb->stream, sizeof(struct wire_chunk_header));
+   chunk_start(cb);
    cb->cmd_offset = wire_enc_begin_cmd(&cb->stream, op, 0, 0);
    return &cb->stream;
 }
@@ -94,8 +101,7 @@ icd_cmd_reserve(VkCommandBuffer commandBuffer, uint32_t op, uint32_t params)
       return NULL;
    if (cb->stream.size >= chunk_bytes && !cb->stream.oom)
       send_chunk(cb, 0);
-   if (cb->stream.size == 0)
-      wire_enc_reserve(&cb->stream, sizeof(struct wire_chunk_header));
+   chunk_start(cb);
    const uint32_t size = (uint32_t)sizeof(struct wire_cmd_header) + params;
    struct wire_cmd_header *h = wire_enc_reserve(&cb->stream, size);
    if (!h)
@@ -117,8 +123,7 @@ icd_cmd_buffer_end(VkCommandBuffer commandBuffer)
    struct icd_command_buffer *cb = command_buffer(commandBuffer);
    if (!cb->recording)
       return VK_SUCCESS; /* not begun (invalid usage): nothing to end */
-   if (cb->stream.size == 0)
-      wire_enc_reserve(&cb->stream, sizeof(struct wire_chunk_header));
+   chunk_start(cb);
    if (cb->stream.oom) {
       /* the recording is incomplete: the application gets the error and
        * must reset or begin again, which the daemon sees */

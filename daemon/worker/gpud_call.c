@@ -132,22 +132,6 @@ set_scope(struct gpud_call *call, struct gpud_object *obj)
    return true;
 }
 
-/* A command of a device extension runs only on a device that enabled one
- * that brings it: the host would otherwise be asked for what it may not have
- * set up (or have at all). */
-static bool
-device_enabled_op(const struct gpud_call *call)
-{
-   const uint16_t *exts = wire_op_device_extensions(call->op);
-   if (!exts || !call->device)
-      return true;
-   for (; *exts != UINT16_MAX; exts++) {
-      if (call->device->extensions && call->device->extensions[*exts])
-         return true;
-   }
-   return false;
-}
-
 static bool
 touched_grow(struct gpud_call *call)
 {
@@ -184,7 +168,9 @@ lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
          wire_dec_fail(d, "command does not start with a dispatchable object");
          return 0;
       }
-      if (!device_enabled_op(call)) {
+      /* a command of a device extension runs only on a device that
+       * enabled one that brings it */
+      if (call->device && !gpud_device_enables_op(call->device, call->op)) {
          wire_dec_fail(d, "the device did not enable the extension of this command");
          return 0;
       }

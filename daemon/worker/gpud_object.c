@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "util_macros.h"
+#include "wire_gen.h"
 
 /* One more (or one fewer) object of a type on the status page. */
 static void
@@ -130,4 +131,17 @@ gpud_object_free(struct gpud_object *obj)
    free(obj->extensions);
    free(obj->disp);
    free(obj);
+}
+
+bool
+gpud_device_enables_op(const struct gpud_object *device, uint32_t op)
+{
+   const uint16_t *exts = wire_op_device_extensions(op);
+   if (!exts)
+      return true;
+   for (; *exts != UINT16_MAX; exts++) {
+      if (device->extensions && device->extensions[*exts])
+         return true;
+   }
+   return false;
 }

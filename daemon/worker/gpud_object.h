@@ -137,3 +137,7 @@ void gpud_object_remove(struct gpud_context *ctx, struct gpud_object *obj);
 void gpud_object_free(struct gpud_object *obj);
 /* The object's debug name (NULL or "": none), shown by gpudctl. */
 void gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, const char *name);
+/* Whether a device enabled an extension that brings the op (a core op:
+ * always): the host would otherwise be asked for what it may not have set
+ * up, or have at all. */
+bool gpud_device_enables_op(const struct gpud_object *device, uint32_t op);

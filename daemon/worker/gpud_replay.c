@@ -112,21 +112,6 @@ recording(const struct gpud_object *cb)
    return cb->recording && cb->pool_resets == pool_resets(cb);
 }
 
-/* Whether the device enabled an extension that brings the op (core ops:
- * always). */
-static bool
-op_enabled(const struct gpud_object *device, uint32_t op)
-{
-   const uint16_t *exts = wire_op_device_extensions(op);
-   if (!exts)
-      return true;
-   for (; *exts != UINT16_MAX; exts++) {
-      if (device->extensions && device->extensions[*exts])
-         return true;
-   }
-   return false;
-}
-
 /* ---- replaying a chunk ----------------------------------------------------------- */
 
 /* The end of a recording: its host command buffer ends; a failure loses
@@ -185,7 +170,7 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
                      : "vkBeginCommandBuffer inside a recording";
       else if (id != h.command_buffer)
          why = "on another command buffer than its chunk's";
-      else if (wire_op_recorded[c.op] == 2 && !op_enabled(cb->device, c.op))
+      else if (wire_op_recorded[c.op] == 2 && !gpud_device_enables_op(cb->device, c.op))
          why = "the device did not enable the extension of this command";
       if (why) {
          gpud_context_protocol_error(ctx, "%s in a chunk: %s", wire_op_name(c.op), why);
@@ -227,23 +212,32 @@ progressed(struct gpud_replay *r)
    pthread_mutex_unlock(&r->progress_mutex);
 }
 
+/* Polls cond for GPUD_COMMAND_SPIN_NS before its caller sleeps (a lane's
+ * chunk is usually done soon, and the next one follows soon); whether it
+ * came to hold. */
+static bool
+spin_until(bool (*cond)(struct gpud_replay *r, const void *arg), struct gpud_replay *r,
+           const void *arg)
+{
+   uint64_t start = util_now_ns();
+   do {
+      for (unsigned i = 0; i < 16; i++) {
+         if (cond(r, arg))
+            return true;
+         util_spin_pause(false);
+      }
+   } while (util_now_ns() - start < GPUD_COMMAND_SPIN_NS);
+   return false;
+}
+
 /* Waits until done() holds, the lanes' progress telling when to look again
  * (with a bounded sleep: a lane ended by a protocol error makes none). */
 static void
 wait_progress(struct gpud_replay *r, bool (*done)(struct gpud_replay *r, const void *arg),
               const void *arg)
 {
-   if (done(r, arg))
+   if (spin_until(done, r, arg))
       return;
-   /* a lane's chunk is usually done soon: look for a while first */
-   uint64_t start = util_now_ns();
-   while (util_now_ns() - start < GPUD_COMMAND_SPIN_NS) {
-      for (unsigned i = 0; i < 16; i++) {
-         if (done(r, arg))
-            return;
-         util_spin_pause(false);
-      }
-   }
    atomic_fetch_add(&r->waiters, 1);
    pthread_mutex_lock(&r->progress_mutex);
    while (!done(r, arg) && !atomic_load(&r->ctx->closing)) {
@@ -252,6 +246,15 @@ wait_progress(struct gpud_replay *r, bool (*done)(struct gpud_replay *r, const v
    }
    pthread_mutex_unlock(&r->progress_mutex);
    atomic_fetch_sub(&r->waiters, 1);
+}
+
+/* Whether a lane has chunks it has not replayed. */
+static bool
+lane_has_work(struct gpud_replay *r, const void *arg)
+{
+   (void)r;
+   const struct replay_lane *lane = arg;
+   return atomic_load(&lane->done) != __atomic_load_n(&lane->routed, __ATOMIC_ACQUIRE);
 }
 
 static void *
@@ -265,14 +268,7 @@ lane_main(void *data)
       while (util_list_empty(&lane->jobs) && !lane->stop) {
          /* the next chunk usually follows: look for a while first */
          pthread_mutex_unlock(&lane->mutex);
-         uint64_t start = util_now_ns();
-         bool came = false;
-         while (!came && util_now_ns() - start < GPUD_COMMAND_SPIN_NS) {
-            for (unsigned i = 0; i < 16 && !came; i++) {
-               util_spin_pause(false);
-               came = atomic_load(&lane->done) != __atomic_load_n(&lane->routed, __ATOMIC_ACQUIRE);
-            }
-         }
+         spin_until(lane_has_work, r, lane);
          pthread_mutex_lock(&lane->mutex);
          if (!util_list_empty(&lane->jobs) || lane->stop)
             break;
@@ -703,13 +699,15 @@ submit_ready(struct gpud_replay *r)
 }
 
 /* The command buffers a submission names (decoded from the command into
- * the call's arena); n: how many, -1 when it is malformed. */
+ * the call's arena; NULL for an id that is none); n: how many, -1 when it
+ * is malformed. */
 static int64_t
 submitted_cbs(struct gpud_call *call, uint32_t op, struct gpud_object ***ret_cbs)
 {
    struct wire_dec *d = &call->dec;
+   struct gpud_object **cbs = NULL;
    uint32_t n = 0;
-   VkCommandBuffer *cbs = NULL;
+#define NAMED(cb) gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)(cb))
    if (op == WIRE_OP_vkQueueSubmit) {
       struct wire_args_vkQueueSubmit a = {0};
       if (!wire_decargs_vkQueueSubmit(d, &a) || wire_dec_remaining(d))
@@ -720,7 +718,7 @@ submitted_cbs(struct gpud_call *call, uint32_t op, struct gpud_object ***ret_cbs
       n = 0;
       for (uint32_t i = 0; cbs && i < a.submitCount; i++) {
          for (uint32_t j = 0; j < a.pSubmits[i].commandBufferCount; j++)
-            cbs[n++] = a.pSubmits[i].pCommandBuffers[j];
+            cbs[n++] = NAMED(a.pSubmits[i].pCommandBuffers[j]);
       }
    } else {
       struct wire_args_vkQueueSubmit2 a = {0};
@@ -732,17 +730,13 @@ submitted_cbs(struct gpud_call *call, uint32_t op, struct gpud_object ***ret_cbs
       n = 0;
       for (uint32_t i = 0; cbs && i < a.submitCount; i++) {
          for (uint32_t j = 0; j < a.pSubmits[i].commandBufferInfoCount; j++)
-            cbs[n++] = a.pSubmits[i].pCommandBufferInfos[j].commandBuffer;
+            cbs[n++] = NAMED(a.pSubmits[i].pCommandBufferInfos[j].commandBuffer);
       }
    }
+#undef NAMED
    if (!cbs)
       return -1;
-   struct gpud_object **objs = wire_dec_alloc(d, sizeof(*objs) * (n ? n : 1));
-   if (!objs)
-      return -1;
-   for (uint32_t i = 0; i < n; i++)
-      objs[i] = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)cbs[i]);
-   *ret_cbs = objs;
+   *ret_cbs = cbs;
    return n;
 }
 
