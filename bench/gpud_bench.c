@@ -116,6 +116,8 @@ enum metric {
    M_START_DEVICE,
    M_START_PROCESS,
    M_FRAME,
+   M_FRAME_MEDIAN,
+   M_FRAME_P99,
    M_CLIENTS,
    M_AFRESH_2K_1,
    M_AFRESH_2K_4,
@@ -147,6 +149,8 @@ static const struct {
    [M_START_DEVICE] = { "new process: instance to 1st device, median", "ms" },
    [M_START_PROCESS] = { "new process: exec to exit, median", "ms" },
    [M_FRAME] = { "frame loop: draw, submit, wait, reset", "us" },
+   [M_FRAME_MEDIAN] = { "frame loop: one frame, median", "us" },
+   [M_FRAME_P99] = { "frame loop: one frame, 99th percentile", "us" },
    [M_CLIENTS] = { "N processes' frame loops at once", "fps" },
    [M_AFRESH_2K_1] = { "frames afresh, 2000 pairs, 1 thread", "fps" },
    [M_AFRESH_2K_4] = { "frames afresh, 2000 pairs, 4 threads", "fps" },
@@ -1054,13 +1058,15 @@ bench_job(const struct vkt_context *ctx, struct options *o, double *results)
 
 /* Records one small draw, submits it with a fence, waits and resets the
  * fence: frames times, or until end_ns (CLOCK_MONOTONIC) when frames is 0.
- * Returns the frames done. */
+ * Each frame's time goes to times[] where given (frames of them).  Returns
+ * the frames done. */
 static uint64_t
-frame_loop(const struct vkt_context *ctx, uint64_t frames, uint64_t end_ns)
+frame_loop(const struct vkt_context *ctx, uint64_t frames, uint64_t end_ns, uint64_t *times)
 {
    struct draw_state s;
    draw_state_init(ctx, &s);
    uint64_t n = 0;
+   uint64_t last = times ? vkt_now_ns() : 0;
    for (; frames ? n < frames : vkt_now_ns() < end_ns; n++) {
       const struct push p = {
          .rect = {-0.5f, -0.5f, 0.5f, 0.5f},
@@ -1075,6 +1081,11 @@ frame_loop(const struct vkt_context *ctx, uint64_t frames, uint64_t end_ns)
       draw_end(&s);
       draw_submit_wait(ctx, &s);
       VKT_CHECK(vkResetFences(ctx->device, 1, &s.fence));
+      if (times) {
+         uint64_t now = vkt_now_ns();
+         times[n] = now - last;
+         last = now;
+      }
    }
    draw_state_finish(ctx, &s);
    return n;
@@ -1083,10 +1094,16 @@ frame_loop(const struct vkt_context *ctx, uint64_t frames, uint64_t end_ns)
 static void
 bench_frames(const struct vkt_context *ctx, const struct options *o, double *results)
 {
-   frame_loop(ctx, 100, 0); /* warm up */
+   uint64_t *times = calloc(o->frames, sizeof(*times));
+   if (!times)
+      vkt_fail("out of memory");
+   frame_loop(ctx, 100, 0, NULL); /* warm up */
    uint64_t t0 = vkt_now_ns();
-   frame_loop(ctx, o->frames, 0);
+   frame_loop(ctx, o->frames, 0, times);
    results[M_FRAME] = (double)(vkt_now_ns() - t0) / 1e3 / o->frames;
+   results[M_FRAME_MEDIAN] = median_us(times, o->frames); /* sorts them */
+   results[M_FRAME_P99] = (double)times[(uint64_t)o->frames * 99 / 100] / 1e3;
+   free(times);
 }
 
 /* --clients-child START_NS END_NS: the frame loop from START_NS to END_NS
@@ -1099,14 +1116,14 @@ clients_child(const char *start_text, const char *end_text)
    VkInstance instance = vkt_instance_create("gpud_bench-client");
    struct vkt_context ctx = {.prog = "gpud_bench"};
    vkt_context_init_physical(&ctx, instance, vkt_physical_device_pick(instance, NULL), 0);
-   frame_loop(&ctx, 20, 0); /* set up, warm */
+   frame_loop(&ctx, 20, 0, NULL); /* set up, warm */
    uint64_t now = vkt_now_ns();
    if (now < start) {
       struct timespec ts = {(time_t)((start - now) / 1000000000ull),
                             (long)((start - now) % 1000000000ull)};
       nanosleep(&ts, NULL);
    }
-   uint64_t n = frame_loop(&ctx, 0, end);
+   uint64_t n = frame_loop(&ctx, 0, end, NULL);
    vkt_context_finish(&ctx);
    printf("%llu\n", (unsigned long long)n);
    return 0;

@@ -17,6 +17,7 @@
 #define GPUD_MAX_WAITERS 64                  /* blocking waits in flight */
 #define GPUD_WAIT_SLICE_NS (50ull * 1000 * 1000)
 #define GPUD_COMMAND_SPIN_NS (50ull * 1000) /* poll for the next command before sleeping */
+#define GPUD_COMMAND_SPIN_MAX_NS (250ull * 1000) /* ... longer for a client that loops (util_spin.h) */
 #define GPUD_REPLAY_QUEUED_MAX (32u << 20) /* bytes of chunks waiting in the replay lanes */
 #define GPUD_RECORD_MAX (4u << 20) /* GPUD_RECORD_STREAMS: bytes recorded per client */
 #define GPUD_RING_SLICE_NS (50ull * 1000 * 1000) /* asleep on the ring, check the client this often */

@@ -31,10 +31,14 @@
 #include "util_spin.h"
 #include "util_time.h"
 
-/* How long a waiter polls the page before it sleeps, and the longest sleep
- * between looks at whether the daemon is still there. */
+/* How long a waiter polls the page before it sleeps (longer for a thread
+ * whose recent waits were short: a frame loop, util_spin.h), and the
+ * longest sleep between looks at whether the daemon is still there. */
 #define FENCE_SPIN_NS (20u * 1000u)
+#define FENCE_SPIN_MAX_NS (200u * 1000u)
 #define FENCE_SLICE_NS (20u * 1000u * 1000u)
+
+static __thread struct util_spin_window fence_window;
 
 static struct gpud_completion_header *
 page_of(const struct icd_device *dev)
@@ -337,13 +341,21 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
    uint64_t start = util_now_ns();
    uint64_t deadline = timeout > UINT64_MAX - start ? UINT64_MAX : start + timeout;
    bool flushed = false;
-   for (;;) {
+   struct util_spin_window *window = &fence_window;
+   if (!window->base_ns)
+      util_spin_window_init(window, FENCE_SPIN_NS, FENCE_SPIN_MAX_NS);
+   for (bool looked = false;; looked = true) {
       if (atomic_load(&h->lost) || icd_connection_is_lost(conn))
          return VK_ERROR_DEVICE_LOST;
       uint32_t seq = atomic_load(&h->seq);
       VkResult r = reached(what);
-      if (r == VK_SUCCESS)
+      if (r == VK_SUCCESS) {
+         if (looked) {
+            uint64_t now = util_now_ns();
+            util_spin_window_note(window, now - start, now);
+         }
          return VK_SUCCESS;
+      }
       uint64_t now = util_now_ns();
       if (r == VK_NOT_READY) {
          *left = now >= deadline ? 0 : deadline == UINT64_MAX ? UINT64_MAX : deadline - now;
@@ -357,7 +369,7 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
             return VK_ERROR_DEVICE_LOST;
          flushed = true;
       }
-      if (now - start < FENCE_SPIN_NS) {
+      if (now - start < window->ns) {
          util_spin_pause(util_spin_yields());
          continue;
       }

@@ -121,21 +121,27 @@ peer_gone(const struct util_ring_wait *w)
    return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL));
 }
 
-/* Waits until ready(r) or the deadline: polls for spin_ns, then sleeps on
- * state in slices.  0, -ETIMEDOUT or -ECONNRESET. */
+/* Waits until ready(r) or the deadline: polls for spin_ns (or the window
+ * given), then sleeps on state in slices.  0, -ETIMEDOUT or -ECONNRESET. */
 static int
-wait_for(struct util_ring *r, const struct util_ring_wait *w, _Atomic uint32_t *state,
-         bool (*ready)(struct util_ring *r), uint64_t timeout_ns)
+wait_for(struct util_ring *r, const struct util_ring_wait *w, struct util_spin_window *window,
+         _Atomic uint32_t *state, bool (*ready)(struct util_ring *r), uint64_t timeout_ns)
 {
    uint64_t start = util_now_ns();
    uint64_t deadline = timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
-   for (;;) {
-      if (ready(r))
+   const uint64_t spin_ns = window ? window->ns : w->spin_ns;
+   for (bool looked = false;; looked = true) {
+      if (ready(r)) {
+         if (window && looked) {
+            uint64_t now = util_now_ns();
+            util_spin_window_note(window, now - start, now);
+         }
          return 0;
+      }
       uint64_t now = util_now_ns();
       if (now >= deadline)
          return -ETIMEDOUT;
-      if (now - start < w->spin_ns) {
+      if (now - start < spin_ns) {
          /* a few looks between two looks at the clock */
          const bool yield = util_spin_yields();
          for (unsigned i = 0; i < (yield ? 1u : 16u) && !ready(r); i++)
@@ -148,7 +154,7 @@ wait_for(struct util_ring *r, const struct util_ring_wait *w, _Atomic uint32_t *
       atomic_store(state, UTIL_RING_SLEEPING);
       if (ready(r)) {
          atomic_store(state, UTIL_RING_AWAKE);
-         return 0;
+         continue; /* noted above */
       }
       uint64_t slice = deadline - now < w->slice_ns ? deadline - now : w->slice_ns;
       util_futex_wait(state, UTIL_RING_SLEEPING, slice);
@@ -262,7 +268,7 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
          uint64_t t = timeout_ns == UINT64_MAX ? UINT64_MAX
                       : spent >= timeout_ns   ? 0
                                               : timeout_ns - spent;
-         int ret = wait_for(r, w, &r->ctrl->producer_state, has_room, t);
+         int ret = wait_for(r, w, NULL, &r->ctrl->producer_state, has_room, t);
          if (ret < 0) {
             if (w->blocked_since)
                atomic_store(w->blocked_since, 0);
@@ -352,7 +358,7 @@ util_ring_recv(struct util_ring *r, const struct util_ring_wait *w, struct util_
       if (!has_entry(r)) {
          /* drained: the producer may have all the room before we wait */
          publish_tail(r);
-         ret = wait_for(r, w, &r->ctrl->consumer_state, has_entry,
+         ret = wait_for(r, w, w->window, &r->ctrl->consumer_state, has_entry,
                         w->timeout_ns ? w->timeout_ns : UINT64_MAX);
          if (ret < 0)
             goto fail;

@@ -88,6 +88,9 @@ struct util_ring_wait {
    int socket_fd;              /* the connection's socket: its hang-up ends waits */
    const atomic_bool *closing; /* NULL, or set by another thread to end waits */
    uint64_t spin_ns;           /* polling (util_spin.h) before sleeping */
+   /* NULL, or the receiver's adaptive window (util_spin.h), in place of
+    * spin_ns for util_ring_recv */
+   struct util_spin_window *window;
    uint64_t slice_ns;          /* longest sleep between checks of the peer */
    uint64_t timeout_ns;        /* util_ring_recv: -ETIMEDOUT after this (0: never) */
    /* util_ring_send: when it began to wait for room (CLOCK_MONOTONIC ns),

@@ -11,6 +11,7 @@
 
 #include <sched.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Machines with fewer CPUs than this yield between looks. */
 #define UTIL_SPIN_MIN_CPUS 4
@@ -32,3 +33,31 @@ util_spin_pause(bool yield)
    __asm__ volatile("yield");
 #endif
 }
+
+/*
+ * An adaptive poll window, for a thread that waits for a peer running in a
+ * loop (the application's frames, the worker's submissions).  With a fixed
+ * window a loop settles on one of two speeds: while its gaps fit in the
+ * window the waiter sees each arrival polling, but once a gap outgrows it
+ * the waiter sleeps, its wake-up lengthens the peer's loop and so the next
+ * gap, and it sleeps every time after.  The window follows the gaps that
+ * ended in an arrival: twice the longest of the last 10-20 ms, at least
+ * base_ns and at most max_ns; a gap longer than max_ns (a peer that went
+ * idle rather than one looping) returns it to base_ns.  Where polls yield
+ * (util_spin_yields) it stays at base_ns: the peer needs the CPU.  One
+ * thread uses a window.
+ */
+struct util_spin_window {
+   uint64_t base_ns;
+   uint64_t max_ns;
+   bool adapts;           /* not where polls yield */
+   uint64_t ns;           /* poll this long now */
+   uint64_t peak_ns[2];   /* the longest gap of this epoch, of the one before */
+   uint64_t epoch_end_ns; /* CLOCK_MONOTONIC */
+};
+
+void util_spin_window_init(struct util_spin_window *w, uint64_t base_ns, uint64_t max_ns);
+
+/* A wait that polled or slept ended at now_ns with an arrival, waited_ns
+ * after it began. */
+void util_spin_window_note(struct util_spin_window *w, uint64_t waited_ns, uint64_t now_ns);

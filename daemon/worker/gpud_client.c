@@ -127,10 +127,12 @@ setup_rings(struct gpud_context *ctx)
                                                         : "not a memfd");
    ctx->command_ring_size = command_size;
    ctx->reply_ring_size = reply_size;
+   util_spin_window_init(&ctx->ring_window, GPUD_COMMAND_SPIN_NS, GPUD_COMMAND_SPIN_MAX_NS);
    ctx->ring_wait = (struct util_ring_wait){
       .socket_fd = ctx->fd,
       .closing = &ctx->closing,
       .spin_ns = GPUD_COMMAND_SPIN_NS,
+      .window = &ctx->ring_window,
       .slice_ns = GPUD_RING_SLICE_NS,
       .blocked_since = &ctx->status->send_blocked_since_ns,
    };

@@ -22,6 +22,7 @@
 #include "util_idtable.h"
 #include "util_list.h"
 #include "util_ring.h"
+#include "util_spin.h"
 #include "util_log.h"
 #include "util_transport.h"
 #include "wire.h"
@@ -85,6 +86,7 @@ struct gpud_context {
    void *ring_map;
    uint32_t command_ring_size, reply_ring_size;
    struct util_ring_wait ring_wait;
+   struct util_spin_window ring_window; /* the decoding thread's, in ring_wait */
    struct util_ring commands; /* the decoding thread's */
    struct util_ring replies;  /* under send_mutex */
    int record_fd;             /* GPUD_RECORD_STREAMS: the client's stream, for fuzzing seeds */

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpud_limits.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 #include "util_spin.h"
@@ -148,6 +149,10 @@ struct gpud_device_track {
    bool started, stop, lost;
    _Atomic uint64_t submissions; /* tracked so far: what the idle poll watches */
    uint64_t poll_ns;
+   /* the tracker's: how long it polls for the next submission, and since
+    * when it has had nothing in flight (0: something is) */
+   struct util_spin_window window;
+   uint64_t idle_since_ns;
    struct util_list queues;
    VkFence *free_fences;
    unsigned n_free, cap_free;
@@ -464,12 +469,14 @@ poll_for_submission(struct gpud_device_track *t)
    uint64_t seen = atomic_load(&t->submissions);
    pthread_mutex_unlock(&t->mutex);
    uint64_t start = util_now_ns();
+   if (!t->idle_since_ns)
+      t->idle_since_ns = start;
    bool came = false;
    do {
       came = atomic_load(&t->submissions) != seen;
       if (!came)
          util_spin_pause(false); /* only where there are CPUs to spare */
-   } while (!came && util_now_ns() - start < t->poll_ns);
+   } while (!came && util_now_ns() - start < t->window.ns);
    pthread_mutex_lock(&t->mutex);
 }
 
@@ -477,6 +484,7 @@ static void *
 tracker_thread(void *data)
 {
    struct gpud_device_track *t = data;
+   pthread_setname_np(pthread_self(), "gpud-track");
    VkFence fences[64];
    uint64_t release = 0; /* a completion held back by injected delay goes then */
    bool polled = false;
@@ -502,6 +510,11 @@ tracker_thread(void *data)
          continue;
       }
       polled = false;
+      if (t->idle_since_ns) {
+         uint64_t now = util_now_ns();
+         util_spin_window_note(&t->window, now - t->idle_since_ns, now);
+         t->idle_since_ns = 0;
+      }
       if (n && poll_fences(t, fences, n))
          continue;
       uint64_t now = util_now_ns();
@@ -565,6 +578,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    const char *poll_us = getenv("GPUD_TRACK_POLL_US");
    if (poll_us && *poll_us)
       t->poll_ns = strtoull(poll_us, NULL, 10) * 1000;
+   util_spin_window_init(&t->window, t->poll_ns, t->poll_ns ? GPUD_COMMAND_SPIN_MAX_NS : 0);
    pthread_mutex_init(&t->mutex, NULL);
    pthread_cond_init(&t->cond, NULL);
    util_list_init(&t->queues);

@@ -65,6 +65,7 @@ struct replay_lane {
    struct gpud_call *call; /* its own command state */
    struct wire_arena *arena;
    uint64_t ns, commands; /* GPUD_PROFILE */
+   struct util_spin_window window; /* how long it polls for the next chunk */
 };
 
 /* A submission waiting for the command buffers it names. */
@@ -212,12 +213,12 @@ progressed(struct gpud_replay *r)
    pthread_mutex_unlock(&r->progress_mutex);
 }
 
-/* Polls cond for GPUD_COMMAND_SPIN_NS before its caller sleeps (a lane's
- * chunk is usually done soon, and the next one follows soon); whether it
- * came to hold. */
+/* Polls cond for spin_ns before its caller sleeps (a lane's chunk is
+ * usually done soon, and the next one follows soon); whether it came to
+ * hold. */
 static bool
 spin_until(bool (*cond)(struct gpud_replay *r, const void *arg), struct gpud_replay *r,
-           const void *arg)
+           const void *arg, uint64_t spin_ns)
 {
    uint64_t start = util_now_ns();
    do {
@@ -226,7 +227,7 @@ spin_until(bool (*cond)(struct gpud_replay *r, const void *arg), struct gpud_rep
             return true;
          util_spin_pause(false);
       }
-   } while (util_now_ns() - start < GPUD_COMMAND_SPIN_NS);
+   } while (util_now_ns() - start < spin_ns);
    return false;
 }
 
@@ -236,7 +237,7 @@ static void
 wait_progress(struct gpud_replay *r, bool (*done)(struct gpud_replay *r, const void *arg),
               const void *arg)
 {
-   if (spin_until(done, r, arg))
+   if (spin_until(done, r, arg, GPUD_COMMAND_SPIN_NS))
       return;
    atomic_fetch_add(&r->waiters, 1);
    pthread_mutex_lock(&r->progress_mutex);
@@ -263,12 +264,18 @@ lane_main(void *data)
    struct replay_lane *lane = data;
    struct gpud_replay *r = lane->replay;
    struct gpud_context *ctx = r->ctx;
+   char name[16];
+   snprintf(name, sizeof(name), "gpud-lane%u", lane->index);
+   pthread_setname_np(pthread_self(), name);
    for (;;) {
       pthread_mutex_lock(&lane->mutex);
+      uint64_t idle_since = 0;
       while (util_list_empty(&lane->jobs) && !lane->stop) {
          /* the next chunk usually follows: look for a while first */
+         if (!idle_since)
+            idle_since = util_now_ns();
          pthread_mutex_unlock(&lane->mutex);
-         spin_until(lane_has_work, r, lane);
+         spin_until(lane_has_work, r, lane, lane->window.ns);
          pthread_mutex_lock(&lane->mutex);
          if (!util_list_empty(&lane->jobs) || lane->stop)
             break;
@@ -283,6 +290,10 @@ lane_main(void *data)
       struct replay_job *job = util_list_first(&lane->jobs, struct replay_job, link);
       util_list_remove(&job->link);
       pthread_mutex_unlock(&lane->mutex);
+      if (idle_since) {
+         uint64_t now = util_now_ns();
+         util_spin_window_note(&lane->window, now - idle_since, now);
+      }
 
       if (!atomic_load(&ctx->closing)) {
          uint64_t t0 = ctx->profile ? util_now_ns() : 0;
@@ -371,6 +382,7 @@ gpud_replay_create(struct gpud_context *ctx)
       struct replay_lane *lane = &r->lanes[i];
       lane->replay = r;
       lane->index = i;
+      util_spin_window_init(&lane->window, GPUD_COMMAND_SPIN_NS, GPUD_COMMAND_SPIN_MAX_NS);
       util_list_init(&lane->jobs);
       pthread_mutex_init(&lane->mutex, NULL);
       pthread_cond_init(&lane->cond, NULL);

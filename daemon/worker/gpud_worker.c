@@ -301,6 +301,8 @@ watch_hangup(void *data)
 int
 gpud_worker_process_main(const struct gpud_worker_options *opt)
 {
+   /* Started as /proc/self/exe: named for ps, top and perf. */
+   prctl(PR_SET_NAME, "gpud-worker");
    /* Die with the server, whatever happens to it. */
    prctl(PR_SET_PDEATHSIG, SIGKILL);
    if (getppid() != opt->parent)

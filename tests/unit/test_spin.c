@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+#include "unit_test.h"
+#include "util_spin.h"
+
+#define US 1000ull
+#define MS (1000ull * US)
+
+/* Where polls yield, the window stays at its base whatever happens. */
+static void
+test_window_fixed(void)
+{
+   struct util_spin_window w;
+   util_spin_window_init(&w, 50 * US, 250 * US);
+   CHECK_EQ(w.adapts, !util_spin_yields());
+   w.adapts = false;
+   util_spin_window_note(&w, 100 * US, 1 * MS);
+   CHECK_EQ(w.ns, 50 * US);
+
+   /* no room to adapt: no window beyond the base */
+   util_spin_window_init(&w, 50 * US, 10 * US);
+   CHECK(!w.adapts);
+   CHECK_EQ(w.max_ns, 50 * US);
+}
+
+/* A loop whose gaps outgrow the base window gets polled through them. */
+static void
+test_window_follows_loop(void)
+{
+   struct util_spin_window w;
+   util_spin_window_init(&w, 50 * US, 250 * US);
+   w.adapts = true;
+   CHECK_EQ(w.ns, 50 * US);
+
+   uint64_t now = 1 * MS;
+   /* short gaps keep the base */
+   util_spin_window_note(&w, 5 * US, now += 10 * US);
+   CHECK_EQ(w.ns, 50 * US);
+   /* a 60 us gap (one that slept): twice it from now on */
+   util_spin_window_note(&w, 60 * US, now += 60 * US);
+   CHECK_EQ(w.ns, 120 * US);
+   /* shorter gaps in between do not shrink it within the epoch */
+   for (int i = 0; i < 20; i++)
+      util_spin_window_note(&w, 3 * US, now += 3 * US);
+   CHECK_EQ(w.ns, 120 * US);
+   /* never beyond the maximum */
+   util_spin_window_note(&w, 200 * US, now += 200 * US);
+   CHECK_EQ(w.ns, 250 * US);
+}
+
+/* The longest gap counts for one to two epochs (10 ms each), then the
+ * window follows the gaps seen since. */
+static void
+test_window_forgets(void)
+{
+   struct util_spin_window w;
+   util_spin_window_init(&w, 50 * US, 250 * US);
+   w.adapts = true;
+   uint64_t now = 1 * MS;
+   util_spin_window_note(&w, 100 * US, now);
+   CHECK_EQ(w.ns, 200 * US);
+   /* the next epoch still remembers it */
+   now += 11 * MS;
+   util_spin_window_note(&w, 40 * US, now);
+   CHECK_EQ(w.ns, 200 * US);
+   /* the one after does not */
+   now += 11 * MS;
+   util_spin_window_note(&w, 40 * US, now);
+   CHECK_EQ(w.ns, 80 * US);
+   /* after a long silence, the one before is gone too */
+   now += 100 * MS;
+   util_spin_window_note(&w, 30 * US, now);
+   CHECK_EQ(w.ns, 60 * US);
+}
+
+/* A gap longer than the maximum is a peer gone idle, not a loop: back to
+ * the base at once. */
+static void
+test_window_idle_peer(void)
+{
+   struct util_spin_window w;
+   util_spin_window_init(&w, 50 * US, 250 * US);
+   w.adapts = true;
+   uint64_t now = 1 * MS;
+   util_spin_window_note(&w, 100 * US, now);
+   CHECK_EQ(w.ns, 200 * US);
+   util_spin_window_note(&w, 16 * MS, now += 16 * MS);
+   CHECK_EQ(w.ns, 50 * US);
+   util_spin_window_note(&w, 10 * US, now += 10 * US);
+   CHECK_EQ(w.ns, 50 * US);
+}
+
+UNIT_MAIN(UNIT_TEST(test_window_fixed), UNIT_TEST(test_window_follows_loop),
+          UNIT_TEST(test_window_forgets), UNIT_TEST(test_window_idle_peer))
