@@ -67,6 +67,7 @@ gpud_client_create(const struct gpud_context_info *info, const struct gpud_host 
    pthread_mutex_init(&ctx->wait_mutex, NULL);
    pthread_mutex_init(&ctx->log_mutex, NULL);
    pthread_mutex_init(&ctx->names_mutex, NULL);
+   pthread_mutex_init(&ctx->cpus_mutex, NULL);
    atomic_init(&ctx->message_severities, UINT32_MAX); /* until the ICD says */
    atomic_init(&ctx->message_types, UINT32_MAX);
    pthread_cond_init(&ctx->wait_cond, NULL);
@@ -293,6 +294,7 @@ gpud_client_destroy(struct gpud_context *ctx)
    pthread_mutex_destroy(&ctx->wait_mutex);
    pthread_mutex_destroy(&ctx->log_mutex);
    pthread_mutex_destroy(&ctx->names_mutex);
+   pthread_mutex_destroy(&ctx->cpus_mutex);
    pthread_cond_destroy(&ctx->wait_cond);
    free(ctx);
 }

@@ -7,6 +7,7 @@
  * Nothing here calls into another layer of the worker.
  */
 #include "gpud_context.h"
+#include "util_cpus.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -214,4 +215,50 @@ gpud_context_inject_delay_ns(struct gpud_context *ctx)
       return 0;
    return (uint64_t)atomic_load_explicit(&ctx->status->inject.delay_ms, memory_order_relaxed) *
           1000000ull;
+}
+
+/* ---- the CPUs of the worker's threads ------------------------------------------ */
+
+void
+gpud_context_keep_off_cpus(struct gpud_context *ctx, const cpu_set_t *avoid, const char *what)
+{
+   cpu_set_t allowed, keep;
+   if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+      return;
+   pthread_mutex_lock(&ctx->cpus_mutex);
+   cpu_set_t avoided;
+   CPU_OR(&avoided, &ctx->cpus_avoided, avoid);
+   /* what the thread may use (the administrator's taskset or cpuset),
+    * less every device's interrupt CPUs */
+   CPU_XOR(&keep, &allowed, &avoided);
+   CPU_AND(&keep, &keep, &allowed);
+   bool apply = CPU_COUNT(&keep) >= 2 && !CPU_EQUAL(&keep, &allowed);
+   if (apply && sched_setaffinity(0, sizeof(keep), &keep) == 0) {
+      ctx->cpus = keep;
+      ctx->cpus_avoided = avoided;
+      atomic_fetch_add_explicit(&ctx->cpus_gen, 1, memory_order_release);
+   } else {
+      apply = false;
+   }
+   pthread_mutex_unlock(&ctx->cpus_mutex);
+   if (apply) {
+      char off[256], on[256];
+      gpud_context_log(ctx, UTIL_LOG_INFO, "threads keep off CPU %s (%s's interrupts), on %s",
+                       util_cpus_format(avoid, off, sizeof(off)), what,
+                       util_cpus_format(&keep, on, sizeof(on)));
+   }
+}
+
+void
+gpud_context_follow_cpus(struct gpud_context *ctx, uint32_t *seen)
+{
+   uint32_t gen = atomic_load_explicit(&ctx->cpus_gen, memory_order_acquire);
+   if (gen == *seen)
+      return;
+   pthread_mutex_lock(&ctx->cpus_mutex);
+   cpu_set_t cpus = ctx->cpus;
+   gen = atomic_load_explicit(&ctx->cpus_gen, memory_order_relaxed);
+   pthread_mutex_unlock(&ctx->cpus_mutex);
+   pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+   *seen = gen;
 }

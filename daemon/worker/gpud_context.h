@@ -10,6 +10,7 @@
  */
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -114,6 +115,12 @@ struct gpud_context {
 
    atomic_bool host_lost; /* reported once */
 
+   /* the CPUs the worker's threads keep to (gpud_context_keep_off_cpus),
+    * under cpus_mutex; each thread follows when cpus_gen moves */
+   pthread_mutex_t cpus_mutex;
+   cpu_set_t cpus, cpus_avoided;
+   _Atomic uint32_t cpus_gen;
+
    /* GPUD_PROFILE: where the decoding thread's time went (logged when the
     * client leaves); NULL when not profiling */
    struct gpud_profile *profile;
@@ -132,6 +139,15 @@ struct gpud_context {
    uint64_t log_last_ns;
    unsigned log_suppressed;
 };
+
+/* The worker's threads keep off the CPUs in avoid (the ones that take a
+ * GPU's interrupts, what), where at least two of the CPUs they may use
+ * remain; the calling thread at once, the others at their next
+ * gpud_context_follow_cpus. */
+void gpud_context_keep_off_cpus(struct gpud_context *ctx, const cpu_set_t *avoid, const char *what);
+/* A worker thread takes on the CPUs of gpud_context_keep_off_cpus when they
+ * changed since *seen (0 at first). */
+void gpud_context_follow_cpus(struct gpud_context *ctx, uint32_t *seen);
 
 /* Ends the client (the first reason wins): its rings and socket stop, the
  * decoding thread leaves at its next look. */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "util_cpus.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 
@@ -308,6 +309,31 @@ enable_timeline_semaphores(struct gpud_call *call, VkDeviceCreateInfo *ci)
    return true;
 }
 
+/* The GPU interrupts a CPU as work completes, and its handler holds that CPU
+ * for tens of microseconds (about 23 us a submission on an H100 in a
+ * virtual machine): the worker's threads, which poll, keep to the others. */
+static void
+keep_off_interrupt_cpus(struct gpud_call *call, VkPhysicalDevice pdev)
+{
+   if (!call->disp->GetPhysicalDeviceProperties2)
+      return;
+   VkPhysicalDevicePCIBusInfoPropertiesEXT pci = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT,
+   };
+   VkPhysicalDeviceProperties2 props = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+      .pNext = &pci,
+   };
+   call->disp->GetPhysicalDeviceProperties2(pdev, &props);
+   cpu_set_t cpus;
+   if (util_pci_irq_cpus("", pci.pciDomain, pci.pciBus, pci.pciDevice, pci.pciFunction, &cpus) <= 0)
+      return;
+   char what[64];
+   snprintf(what, sizeof(what), "%04x:%02x:%02x.%x", pci.pciDomain, pci.pciBus, pci.pciDevice,
+            pci.pciFunction);
+   gpud_context_keep_off_cpus(call->ctx, &cpus, what);
+}
+
 void
 gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice *a)
 {
@@ -327,6 +353,8 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
       return;
    }
    call->disp->EnumerateDeviceExtensionProperties(a->physicalDevice, NULL, &n_host, host_exts);
+   if (host_has_extension(host_exts, n_host, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME))
+      keep_off_interrupt_cpus(call, a->physicalDevice);
    uint32_t n = 0;
    bool *enabled = calloc(wire_extension_count ? wire_extension_count : 1, sizeof(*enabled));
    if (!enabled) {

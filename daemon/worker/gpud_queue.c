@@ -153,6 +153,7 @@ struct gpud_device_track {
     * when it has had nothing in flight (0: something is) */
    struct util_spin_window window;
    uint64_t idle_since_ns;
+   uint32_t cpus_seen; /* gpud_context_follow_cpus */
    struct util_list queues;
    VkFence *free_fences;
    unsigned n_free, cap_free;
@@ -510,6 +511,7 @@ tracker_thread(void *data)
          continue;
       }
       polled = false;
+      gpud_context_follow_cpus(t->ctx, &t->cpus_seen);
       if (t->idle_since_ns) {
          uint64_t now = util_now_ns();
          util_spin_window_note(&t->window, now - t->idle_since_ns, now);

@@ -66,6 +66,7 @@ struct replay_lane {
    struct wire_arena *arena;
    uint64_t ns, commands; /* GPUD_PROFILE */
    struct util_spin_window window; /* how long it polls for the next chunk */
+   uint32_t cpus_seen;             /* gpud_context_follow_cpus */
 };
 
 /* A submission waiting for the command buffers it names. */
@@ -294,6 +295,7 @@ lane_main(void *data)
          uint64_t now = util_now_ns();
          util_spin_window_note(&lane->window, now - idle_since, now);
       }
+      gpud_context_follow_cpus(ctx, &lane->cpus_seen);
 
       if (!atomic_load(&ctx->closing)) {
          uint64_t t0 = ctx->profile ? util_now_ns() : 0;
