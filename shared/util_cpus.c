@@ -83,19 +83,21 @@ read_line(const char *path, char *buf, size_t size)
    return ok;
 }
 
-/* Whether irq has fired on any CPU (per_cpu_count: "0,0,837120,0"). */
+/* Whether irq has fired on any CPU (per_cpu_count: "0,0,837120,0", as
+ * long as the machine has CPUs). */
 static bool
 irq_fired(const char *root, unsigned irq)
 {
-   char path[512], counts[4096];
+   char path[512];
    snprintf(path, sizeof(path), "%s/sys/kernel/irq/%u/per_cpu_count", root, irq);
-   if (!read_line(path, counts, sizeof(counts)))
+   FILE *f = fopen(path, "re");
+   if (!f)
       return true; /* no counts to tell: count it */
-   for (const char *p = counts; *p; p++) {
-      if (*p >= '1' && *p <= '9')
-         return true;
-   }
-   return false;
+   bool fired = false;
+   for (int c; !fired && (c = getc(f)) != EOF && c != '\n';)
+      fired = c >= '1' && c <= '9';
+   fclose(f);
+   return fired;
 }
 
 /* Adds the CPUs that take irq now to cpus; whether it could tell. */
