@@ -537,9 +537,12 @@ def test_top(fx):
                     fail('top did not refresh')
                 fail('top never showed both clients with submissions per second')
             time.sleep(0.25)
-            screen = subprocess.run(['tmux', 'capture-pane', '-p', '-t', session],
-                                    env=env, stdout=subprocess.PIPE, timeout=10,
-                                    check=True).stdout.decode(errors='replace')
+            try:
+                screen = subprocess.run(['tmux', 'capture-pane', '-p', '-t', session],
+                                        env=env, stdout=subprocess.PIPE, timeout=5,
+                                        check=True).stdout.decode(errors='replace')
+            except subprocess.TimeoutExpired:
+                continue  # tmux itself starved of CPU (both cores busy): look again
             if working(screen) and (not screens or screen != screens[-1]):
                 screens.append(screen)
         for i, screen in enumerate(screens):
