@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,13 +117,11 @@ irq_cpus(const char *root, unsigned irq, cpu_set_t *cpus)
 }
 
 int
-util_pci_irq_cpus(const char *root, uint32_t domain, uint32_t bus, uint32_t device,
-                  uint32_t function, cpu_set_t *cpus)
+util_pci_irq_cpus(const char *root, const char *address, cpu_set_t *cpus)
 {
    CPU_ZERO(cpus);
    char dir[512];
-   snprintf(dir, sizeof(dir), "%s/sys/bus/pci/devices/%04" PRIx32 ":%02" PRIx32 ":%02" PRIx32 ".%" PRIx32,
-            root, domain, bus, device, function);
+   snprintf(dir, sizeof(dir), "%s/sys/bus/pci/devices/%s", root, address);
    char path[600];
    snprintf(path, sizeof(path), "%s/msi_irqs", dir);
    int n = 0;

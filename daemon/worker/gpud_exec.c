@@ -313,25 +313,16 @@ enable_timeline_semaphores(struct gpud_call *call, VkDeviceCreateInfo *ci)
  * for tens of microseconds (about 23 us a submission on an H100 in a
  * virtual machine): the worker's threads, which poll, keep to the others. */
 static void
-keep_off_interrupt_cpus(struct gpud_call *call, VkPhysicalDevice pdev)
+keep_off_interrupt_cpus(struct gpud_call *call)
 {
-   if (!call->disp->GetPhysicalDeviceProperties2)
+   const struct gpud_host *host = call->ctx->host;
+   if (!host->has_pci)
       return;
-   VkPhysicalDevicePCIBusInfoPropertiesEXT pci = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT,
-   };
-   VkPhysicalDeviceProperties2 props = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-      .pNext = &pci,
-   };
-   call->disp->GetPhysicalDeviceProperties2(pdev, &props);
+   char address[GPUD_PCI_TEXT];
+   gpud_pci_format(&host->pci, address);
    cpu_set_t cpus;
-   if (util_pci_irq_cpus("", pci.pciDomain, pci.pciBus, pci.pciDevice, pci.pciFunction, &cpus) <= 0)
-      return;
-   char what[64];
-   snprintf(what, sizeof(what), "%04x:%02x:%02x.%x", pci.pciDomain, pci.pciBus, pci.pciDevice,
-            pci.pciFunction);
-   gpud_context_keep_off_cpus(call->ctx, &cpus, what);
+   if (util_pci_irq_cpus("", address, &cpus) > 0)
+      gpud_context_keep_off_cpus(call->ctx, &cpus, address);
 }
 
 void
@@ -339,6 +330,7 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
 {
    const struct gpud_host *host = call->ctx->host;
    const VkDeviceCreateInfo *in = a->pCreateInfo;
+   keep_off_interrupt_cpus(call); /* before the host device starts its threads */
    const char **exts = wire_dec_alloc(&call->dec, sizeof(char *) * (in->enabledExtensionCount + 2));
    if (!exts) {
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -353,8 +345,6 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
       return;
    }
    call->disp->EnumerateDeviceExtensionProperties(a->physicalDevice, NULL, &n_host, host_exts);
-   if (host_has_extension(host_exts, n_host, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME))
-      keep_off_interrupt_cpus(call, a->physicalDevice);
    uint32_t n = 0;
    bool *enabled = calloc(wire_extension_count ? wire_extension_count : 1, sizeof(*enabled));
    if (!enabled) {

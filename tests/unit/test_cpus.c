@@ -94,17 +94,17 @@ test_pci_irqs(void)
    }
    cpu_set_t cpus;
    char buf[64];
-   CHECK_EQ(util_pci_irq_cpus(root, 0, 0, 6, 0, &cpus), 3);
+   CHECK_EQ(util_pci_irq_cpus(root, "0000:00:06.0", &cpus), 3);
    CHECK(!strcmp(util_cpus_format(&cpus, buf, sizeof(buf)), "3,7,14"));
 
    /* a device without MSI: its legacy line */
    write_file(root, "sys/bus/pci/devices/0000:65:00.1/irq", "42\n");
-   CHECK_EQ(util_pci_irq_cpus(root, 0, 0x65, 0, 1, &cpus), 1);
+   CHECK_EQ(util_pci_irq_cpus(root, "0000:65:00.1", &cpus), 1);
    CHECK(!strcmp(util_cpus_format(&cpus, buf, sizeof(buf)), "14"));
    /* one without an interrupt, and no such device */
    write_file(root, "sys/bus/pci/devices/0000:65:00.2/irq", "0\n");
-   CHECK_EQ(util_pci_irq_cpus(root, 0, 0x65, 0, 2, &cpus), 0);
-   CHECK_EQ(util_pci_irq_cpus(root, 0, 0x66, 0, 0, &cpus), -1);
+   CHECK_EQ(util_pci_irq_cpus(root, "0000:65:00.2", &cpus), 0);
+   CHECK_EQ(util_pci_irq_cpus(root, "0000:66:00.0", &cpus), -1);
    CHECK_EQ(CPU_COUNT(&cpus), 0);
    CHECK_INT(nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS), ==, 0);
 }

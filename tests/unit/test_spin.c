@@ -22,13 +22,21 @@ test_window_fixed(void)
    CHECK_EQ(w.max_ns, 50 * US);
 }
 
-/* A loop whose gaps outgrow the base window gets polled through them. */
-static void
-test_window_follows_loop(void)
+/* A window of 50-250 us that adapts, whatever this machine's CPUs. */
+static struct util_spin_window
+adaptive_window(void)
 {
    struct util_spin_window w;
    util_spin_window_init(&w, 50 * US, 250 * US);
    w.adapts = true;
+   return w;
+}
+
+/* A loop whose gaps outgrow the base window gets polled through them. */
+static void
+test_window_follows_loop(void)
+{
+   struct util_spin_window w = adaptive_window();
    CHECK_EQ(w.ns, 50 * US);
 
    uint64_t now = 1 * MS;
@@ -52,9 +60,7 @@ test_window_follows_loop(void)
 static void
 test_window_forgets(void)
 {
-   struct util_spin_window w;
-   util_spin_window_init(&w, 50 * US, 250 * US);
-   w.adapts = true;
+   struct util_spin_window w = adaptive_window();
    uint64_t now = 1 * MS;
    util_spin_window_note(&w, 100 * US, now);
    CHECK_EQ(w.ns, 200 * US);
@@ -77,9 +83,7 @@ test_window_forgets(void)
 static void
 test_window_idle_peer(void)
 {
-   struct util_spin_window w;
-   util_spin_window_init(&w, 50 * US, 250 * US);
-   w.adapts = true;
+   struct util_spin_window w = adaptive_window();
    uint64_t now = 1 * MS;
    util_spin_window_note(&w, 100 * US, now);
    CHECK_EQ(w.ns, 200 * US);
