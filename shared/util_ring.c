@@ -93,8 +93,10 @@ util_ring_init(struct util_ring *r, void *map, uint32_t command_size, uint32_t r
    r->ctrl = command ? &h->command : &h->reply;
    r->data = command ? base : base + command_size;
    r->size = command ? command_size : reply_size;
-   /* Both ends start where the ring is now (0 for a new one). */
-   r->pos = producer ? atomic_load(&r->ctrl->head) : atomic_load(&r->ctrl->tail);
+   /* Both ends start where the ring is now (0 for a new one), on an
+    * entry's alignment whatever the words say. */
+   r->pos = (producer ? atomic_load(&r->ctrl->head) : atomic_load(&r->ctrl->tail)) &
+            ~(uint64_t)(ENTRY_ALIGN - 1);
    r->seen = atomic_load(&r->ctrl->tail);
    r->max_size = max_size;
    util_msg_reader_init(&r->fd_reader, 64);
@@ -130,15 +132,16 @@ wait_for(struct util_ring *r, const struct util_ring_wait *w, struct util_spin_w
    uint64_t start = util_now_ns();
    uint64_t deadline = timeout_ns > UINT64_MAX - start ? UINT64_MAX : start + timeout_ns;
    const uint64_t spin_ns = window ? window->ns : w->spin_ns;
+   /* the clock as last read: what the window notes once the wait is over
+    * (reading it again would delay the message by as much) */
+   uint64_t now = start;
    for (bool looked = false;; looked = true) {
       if (ready(r)) {
-         if (window && looked) {
-            uint64_t now = util_now_ns();
+         if (window && looked)
             util_spin_window_note(window, now - start, now);
-         }
          return 0;
       }
-      uint64_t now = util_now_ns();
+      now = util_now_ns();
       if (now >= deadline)
          return -ETIMEDOUT;
       if (now - start < spin_ns) {
@@ -159,12 +162,14 @@ wait_for(struct util_ring *r, const struct util_ring_wait *w, struct util_spin_w
       uint64_t slice = deadline - now < w->slice_ns ? deadline - now : w->slice_ns;
       util_futex_wait(state, UTIL_RING_SLEEPING, slice);
       atomic_store(state, UTIL_RING_AWAKE);
+      now = util_now_ns(); /* after a sleep, the clock is cheap */
    }
 }
 
-/* After publishing: the store before this load and the sleeper's store of
- * its state before it looks again are sequentially consistent, so either
- * it sees what was published or we see it sleeping. */
+/* After publishing: the store before this load (a tag or the tail) and
+ * the sleeper's store of its state before it looks again are sequentially
+ * consistent, so either it sees what was published or we see it
+ * sleeping. */
 static void
 wake(_Atomic uint32_t *state)
 {
@@ -208,6 +213,14 @@ static uint64_t
 entry_bytes(uint32_t payload)
 {
    return sizeof(struct util_ring_entry) + (((uint64_t)payload + ENTRY_ALIGN - 1) & ~(uint64_t)(ENTRY_ALIGN - 1));
+}
+
+/* The tag word of the entry at pos (8-aligned, so never split by the
+ * ring's end). */
+static _Atomic uint32_t *
+tag_word(const struct util_ring *r, uint64_t pos)
+{
+   return (_Atomic uint32_t *)(void *)(r->data + (pos & (r->size - 1)));
 }
 
 /* ---- producing ------------------------------------------------------------------ */
@@ -254,7 +267,8 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
          .size = n,
          .n_fds = first ? n_fds : 0,
       };
-      r->want = entry_bytes(n);
+      /* and the next entry's tag word, cleared before this one is out */
+      r->want = entry_bytes(n) + ENTRY_ALIGN;
       if (!has_room(r)) {
          /* the consumer may be asleep with work to do: wake it first */
          wake(&r->ctrl->consumer_state);
@@ -275,11 +289,17 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
             return ret;
          }
       }
-      copy_in(r, r->pos, &e, sizeof(e));
-      copy_in(r, r->pos + sizeof(e), p, n);
+      /* the payload, the header but for its tag, the next tag word cleared,
+       * then the tag: the consumer sees the whole entry when it sees that */
+      const uint64_t at = r->pos;
+      copy_in(r, at + sizeof(e), p, n);
+      copy_in(r, at + sizeof(e.tag), (const uint8_t *)&e + sizeof(e.tag),
+              sizeof(e) - sizeof(e.tag));
       r->pos += entry_bytes(n);
+      atomic_store_explicit(tag_word(r, r->pos), 0, memory_order_relaxed);
       /* a fragment goes out at once: the consumer drains while we write */
-      atomic_store(&r->ctrl->head, r->pos);
+      atomic_store(tag_word(r, at), util_ring_tag(at));
+      atomic_store_explicit(&r->ctrl->head, r->pos, memory_order_relaxed);
       wake(&r->ctrl->consumer_state);
       p += n;
       left -= n;
@@ -292,10 +312,13 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
 
 /* ---- consuming ------------------------------------------------------------------ */
 
+/* Whether the entry at the tail is out (or something else is there: a
+ * tag that is not its position's is the producer's error, found when it is
+ * read). */
 static bool
 has_entry(struct util_ring *r)
 {
-   return atomic_load(&r->ctrl->head) != r->pos;
+   return atomic_load(tag_word(r, r->pos)) != 0;
 }
 
 /* The consumer's tail for the producer to see, waking it if it sleeps for
@@ -363,15 +386,11 @@ util_ring_recv(struct util_ring *r, const struct util_ring_wait *w, struct util_
          if (ret < 0)
             goto fail;
       }
-      uint64_t head = atomic_load(&r->ctrl->head);
-      uint64_t avail = head - r->pos;
+      /* has_entry loaded the tag: the copy sees what was stored before it
+       * (a producer changing it now only spoils its own message) */
       struct util_ring_entry e;
-      if (avail > r->size || avail < sizeof(e)) {
-         ret = -EPROTO;
-         goto fail;
-      }
       copy_out(r, r->pos, &e, sizeof(e));
-      if (e.size > avail - sizeof(e) || entry_bytes(e.size) > avail ||
+      if (e.tag != util_ring_tag(r->pos) || entry_bytes(e.size) > r->size / 4 ||
           (e.flags & ~(uint32_t)UTIL_RING_MORE) || (first ? e.n_fds > UTIL_MSG_MAX_FDS : e.n_fds) ||
           (first ? (e.type != UTIL_MSG_CONTROL && e.type != UTIL_MSG_STREAM) : e.type != msg->type)) {
          ret = -EPROTO;

@@ -13,16 +13,23 @@
  *
  * A message is one or more entries: a struct util_ring_entry and its
  * payload, padded to 8 bytes, wrapping around the end of the ring as it
- * falls.  A message larger than a quarter of the ring streams through it in
- * fragments (UTIL_RING_MORE on all but the last), the producer waiting for
- * room as the consumer drains: what a connection has in flight is bounded by
- * the ring, whatever the message size.  File descriptors never enter shared
- * memory: the producer sends them on the socket (a UTIL_MSG_FDS packet)
- * before the entry that counts them, and the consumer takes them from there.
+ * falls.  An entry is published by its tag (util_ring_tag of its position),
+ * stored last: the consumer polls the tag word at its tail, so a small
+ * message reaches it in the cache line it polls, with no separate head to
+ * read first.  Before publishing, the producer clears the tag word where
+ * its next entry will begin, so an entry's tag is zero until that entry is
+ * whole, whatever an earlier lap left there.  A message larger than a
+ * quarter of the ring streams through it in fragments (UTIL_RING_MORE on
+ * all but the last), the producer waiting for room as the consumer drains:
+ * what a connection has in flight is bounded by the ring, whatever the
+ * message size.  File descriptors never enter shared memory: the producer
+ * sends them on the socket (a UTIL_MSG_FDS packet) before the entry that
+ * counts them, and the consumer takes them from there.
  *
  * Sleeping: a consumer that found the ring empty for spin_ns sets its
  * state word to UTIL_RING_SLEEPING, looks once more and sleeps on it (a
- * futex); a producer that publishes swaps the word back and wakes it only
+ * futex); a producer that publishes (the tag's store and its look at the
+ * word are sequentially consistent) swaps the word back and wakes it only
  * when it was sleeping, so a busy connection makes no system call.  A
  * producer waiting for room does the same on the other word.  Sleeps last at
  * most slice_ns, after which the waiter checks that its peer is still there
@@ -35,10 +42,10 @@
  * connection's messages cost no cache line that nobody needs now.
  *
  * The consumer trusts nothing in shared memory: it keeps its own tail,
- * reads head once per look, checks every entry against what is published
- * and copies each message out before anyone decodes it, so a producer
- * scribbling on the ring can only hurt its own messages.  Any inconsistency
- * is -EPROTO.
+ * reads each entry's header once, checks its tag and bounds (a fragment
+ * is at most a quarter of the ring) and copies each message out before
+ * anyone decodes it, so a producer scribbling on the ring can only hurt its
+ * own messages.  Any inconsistency is -EPROTO.
  */
 
 #include <stdatomic.h>
@@ -59,7 +66,9 @@ enum util_ring_state {
 
 /* One direction's words. */
 struct util_ring_ctrl {
-   _Alignas(64) _Atomic uint64_t head;          /* bytes published by the producer */
+   /* bytes published by the producer, for observers: the consumer goes by
+    * the entries' tags */
+   _Alignas(64) _Atomic uint64_t head;
    _Alignas(64) _Atomic uint64_t tail;          /* bytes consumed by the consumer */
    _Alignas(64) _Atomic uint32_t consumer_state; /* enum util_ring_state */
    _Alignas(64) _Atomic uint32_t producer_state; /* enum util_ring_state: waits for room */
@@ -77,11 +86,21 @@ enum util_ring_entry_flags {
 };
 
 struct util_ring_entry {
-   uint32_t type;  /* enum util_msg_type (every fragment the same) */
-   uint32_t flags; /* enum util_ring_entry_flags */
+   uint32_t tag;   /* util_ring_tag(position), stored last; 0 until then */
    uint32_t size;  /* payload bytes of this entry */
+   uint16_t type;  /* enum util_msg_type (every fragment the same) */
+   uint16_t flags; /* enum util_ring_entry_flags */
    uint32_t n_fds; /* first fragment: fds the socket carries for the message */
 };
+_Static_assert(sizeof(struct util_ring_entry) == 16, "two words");
+
+/* The tag of an entry at pos (8-aligned): never 0, and different for
+ * every position within 16 GiB. */
+static inline uint32_t
+util_ring_tag(uint64_t pos)
+{
+   return (uint32_t)(pos >> 2) | 1u;
+}
 
 /* How long and on what a side waits. */
 struct util_ring_wait {

@@ -221,6 +221,8 @@ static bool
 spin_until(bool (*cond)(struct gpud_replay *r, const void *arg), struct gpud_replay *r,
            const void *arg, uint64_t spin_ns)
 {
+   if (cond(r, arg))
+      return true; /* before any look at the clock */
    uint64_t start = util_now_ns();
    do {
       for (unsigned i = 0; i < 16; i++) {

@@ -2,11 +2,16 @@
 /*
  * libFuzzer harness for the ring consumer (shared/util_ring.c), as a
  * worker reads a hostile client's command ring: the input is where the
- * consumer's tail starts, where the producer's head claims to be and the
- * bytes in the ring.  The consumer must return messages or an error, never
- * read outside the ring or take more than its limit.
+ * consumer's tail starts, how far the producer claims to have published
+ * and the bytes in the ring.  The consumer must return messages or an
+ * error, never read outside the ring or take more than its limit.
  *
  *   input: u64 start, u32 published (bytes past start), ring bytes...
+ *
+ * Walking the entries from start as their sizes say, the harness turns
+ * each tag word 1 within `published` bytes into its position's tag
+ * (util_ring_tag), so that inputs reach past the first entry; other tags
+ * stay as the input has them, for the consumer to refuse.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +65,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       ring[(start + i) & (RING - 1)] = data[i];
    last_start = start;
    last_size = size;
+   for (uint64_t pos = start & ~(uint64_t)7; pos - start < published && pos - start < RING;) {
+      uint8_t *tag = ring + (pos & (RING - 1));
+      uint32_t t, n;
+      memcpy(&t, tag, sizeof(t));
+      memcpy(&n, ring + ((pos + 4) & (RING - 1)), sizeof(n));
+      if (!t)
+         break;
+      if (t == 1) {
+         t = util_ring_tag(pos);
+         memcpy(tag, &t, sizeof(t));
+      }
+      pos += sizeof(struct util_ring_entry) + (((uint64_t)n + 7) & ~(uint64_t)7);
+   }
    atomic_store(&h->command.tail, start);
    atomic_store(&h->command.head, start + published);
    atomic_store(&h->command.consumer_state, 0);

@@ -1388,20 +1388,25 @@ out:
 }
 
 /* Writes an entry as a producer that breaks the rules might: whatever
- * e says, e->size bytes of data (none when NULL) follow, then head moves
- * past them. */
+ * e says, e->size bytes of data (none when NULL) follow, the next tag word
+ * is cleared, then the entry's tag (its position's unless e has one) goes
+ * out. */
 static void
 ring_publish_raw(struct conn *c, const struct util_ring_entry *e, const void *data)
 {
    struct util_ring *r = &c->out;
+   const uint64_t at = r->pos;
    const uint8_t *src = (const uint8_t *)e;
-   for (size_t i = 0; i < sizeof(*e); i++)
-      r->data[(r->pos + i) & (r->size - 1)] = src[i];
+   for (size_t i = sizeof(e->tag); i < sizeof(*e); i++)
+      r->data[(at + i) & (r->size - 1)] = src[i];
    r->pos += sizeof(*e);
    size_t n = data && e->size <= r->size / 2 ? e->size : 0;
    for (size_t i = 0; i < n; i++)
       r->data[(r->pos + i) & (r->size - 1)] = ((const uint8_t *)data)[i];
    r->pos += (n + 7) & ~(size_t)7;
+   atomic_store((_Atomic uint32_t *)(void *)(r->data + (r->pos & (r->size - 1))), 0);
+   atomic_store((_Atomic uint32_t *)(void *)(r->data + (at & (r->size - 1))),
+                e->tag ? e->tag : util_ring_tag(at));
    atomic_store(&r->ctrl->head, r->pos);
    atomic_store(&r->ctrl->consumer_state, UTIL_RING_AWAKE);
    util_futex_wake(&r->ctrl->consumer_state);
@@ -1611,19 +1616,9 @@ case_ring_not_memfd(struct conn *c)
    return ring_setup_bad(c, "hostile-ring-not-memfd", RING_SIZE, RING_SIZE, 2);
 }
 
-/* A head further than the ring is long past the tail. */
-static int
-case_ring_head(struct conn *c)
-{
-   if (open_ready(c, "hostile-ring-head") < 0)
-      return -1;
-   atomic_store(&c->out.ctrl->head, c->out.pos + RING_SIZE + 8);
-   util_futex_wake(&c->out.ctrl->consumer_state);
-   return expect_disconnect(c, "ring");
-}
-
-/* An entry longer than what was published, one of an unknown type, one
- * whose fds never came, and one continuing with another type. */
+/* An entry whose tag is not its position's, one longer than a quarter of
+ * the ring, one of an unknown type, one whose fds never came, and one
+ * continuing with another type. */
 static int
 ring_entry_bad(struct conn *c, const char *name, struct util_ring_entry e1,
                const struct util_ring_entry *e2)
@@ -1635,6 +1630,15 @@ ring_entry_bad(struct conn *c, const char *name, struct util_ring_entry e1,
    if (e2)
       ring_publish_raw(c, e2, payload);
    return expect_disconnect(c, "ring");
+}
+
+static int
+case_ring_tag(struct conn *c)
+{
+   return ring_entry_bad(c, "hostile-ring-tag",
+                         (struct util_ring_entry){.tag = 0x12345, .type = UTIL_MSG_STREAM,
+                                                  .size = 8},
+                         NULL);
 }
 
 static int
@@ -1757,7 +1761,7 @@ static const struct {
     {"ring-small-memfd", case_ring_small_memfd},
     {"ring-unsealed", case_ring_unsealed},
     {"ring-not-memfd", case_ring_not_memfd},
-    {"ring-head", case_ring_head},
+    {"ring-tag", case_ring_tag},
     {"ring-entry-size", case_ring_entry_size},
     {"ring-entry-type", case_ring_entry_type},
     {"ring-fds-missing", case_ring_fds_missing},

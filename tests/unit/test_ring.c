@@ -45,6 +45,23 @@ pair_open(struct pair *p, uint32_t size, size_t max_size)
       .socket_fd = p->sv[1], .spin_ns = 20000, .slice_ns = 20000000};
 }
 
+/* Writes an entry at pos as a producer might, whatever it says (tag 0:
+ * its position's), with the next tag word cleared unless `stale` (nonzero)
+ * is left there; the position after it. */
+static uint64_t
+put_entry(uint8_t *ring, uint32_t size, uint64_t pos, struct util_ring_entry e, size_t payload,
+          uint32_t stale)
+{
+   if (!e.tag)
+      e.tag = util_ring_tag(pos);
+   for (unsigned b = sizeof(e.tag); b < sizeof(e); b++)
+      ring[(pos + b) & (size - 1)] = ((uint8_t *)&e)[b];
+   uint64_t next = pos + sizeof(e) + ((payload + 7) & ~(size_t)7);
+   atomic_store((_Atomic uint32_t *)(void *)(ring + (next & (size - 1))), stale);
+   atomic_store((_Atomic uint32_t *)(void *)(ring + (pos & (size - 1))), e.tag);
+   return next;
+}
+
 static void
 pair_close(struct pair *p)
 {
@@ -170,12 +187,13 @@ test_full_ring_and_sleep(void)
    pair_open(&p, SMALL, 1u << 20);
    static uint8_t buf[SMALL / 4 - 16];
    memset(buf, 0x5a, sizeof(buf));
-   /* fill it: four entries of a quarter each do not fit (headers) */
+   /* fill it: entries of exactly a quarter each (headers included); the
+    * fourth does not fit beside the next entry's tag word */
    unsigned fitted = 0;
    while (util_ring_send(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, buf, sizeof(buf), NULL,
                          0, 10 * 1000000ull) == 0)
       fitted++;
-   CHECK_EQ(fitted, 4); /* entries of exactly a quarter */
+   CHECK_EQ(fitted, 3);
    /* a child drains it after a while; the blocked producer gets through */
    pid_t pid = fork();
    CHECK_SYS(pid);
@@ -183,7 +201,7 @@ test_full_ring_and_sleep(void)
       close(p.sv[0]);
       struct timespec ts = {0, 100 * 1000000L};
       nanosleep(&ts, NULL);
-      for (unsigned i = 0; i < 6; i++) {
+      for (unsigned i = 0; i < fitted + 2; i++) {
          struct util_msg m;
          if (util_ring_recv(&p.worker_in, &p.worker_wait, &m) < 0 || m.size != sizeof(buf))
             _exit(1);
@@ -233,10 +251,9 @@ test_fds(void)
    CHECK_EQ(read(pipefd[0], &c, 1), 1);
    util_msg_close_fds(&m);
    /* an entry announcing fds the socket does not carry */
-   struct util_ring_entry e = {.type = UTIL_MSG_STREAM, .size = 0, .n_fds = 1};
-   memcpy(p.client_out.data + (p.client_out.pos & (SMALL - 1)), &e, sizeof(e));
-   p.client_out.pos += sizeof(e);
-   atomic_store(&p.client_out.ctrl->head, p.client_out.pos);
+   p.client_out.pos = put_entry(p.client_out.data, SMALL, p.client_out.pos,
+                                (struct util_ring_entry){.type = UTIL_MSG_STREAM, .n_fds = 1},
+                                0, 0);
    CHECK_ERR(util_ring_recv(&p.worker_in, &p.worker_wait, &m), EPROTO);
    close(pipefd[0]);
    close(pipefd[1]);
@@ -260,10 +277,10 @@ test_peer_dies(void)
             break;
          case 1: /* after the first fragment of a message */
          {
-            struct util_ring_entry e = {.type = UTIL_MSG_STREAM, .flags = UTIL_RING_MORE,
-                                        .size = 100};
-            memcpy(p.client_out.data, &e, sizeof(e));
-            atomic_store(&p.client_out.ctrl->head, sizeof(e) + 104);
+            put_entry(p.client_out.data, SMALL, 0,
+                      (struct util_ring_entry){.type = UTIL_MSG_STREAM, .flags = UTIL_RING_MORE,
+                                               .size = 100},
+                      100, 0);
             break;
          }
          case 2: /* after a whole message */
@@ -350,7 +367,7 @@ xorshift(uint64_t *s)
    return *s;
 }
 
-/* A hostile producer: random heads and entries.  The consumer returns a
+/* A hostile producer: random entries and tags.  The consumer returns a
  * message or an error, never reads outside the ring (AddressSanitizer
  * watches in CI) and never takes more than max_size. */
 static void
@@ -365,7 +382,7 @@ test_hostile_producer(void)
       p.worker_wait.slice_ns = 1000000;
       p.worker_wait.spin_ns = 0;
       uint8_t *ring = p.client_out.data;
-      uint64_t start = NEXT();
+      uint64_t start = NEXT() & ~(uint64_t)7;
       /* both ends start at a random place */
       atomic_store(&p.worker_in.ctrl->tail, start);
       p.worker_in.pos = start;
@@ -373,16 +390,18 @@ test_hostile_producer(void)
       uint64_t pos = start;
       for (unsigned k = 0; k < n; k++) {
          struct util_ring_entry e;
-         e.type = (uint32_t)(NEXT() % 4);
-         e.flags = (uint32_t)(NEXT() % 8 == 0 ? NEXT() : NEXT() % 2);
+         /* a tag of another position now and then, or none at all */
+         e.tag = NEXT() % 6 == 0 ? (uint32_t)NEXT() : 0;
+         e.type = (uint16_t)(NEXT() % 4);
+         e.flags = (uint16_t)(NEXT() % 8 == 0 ? NEXT() : NEXT() % 2);
          e.size = (uint32_t)(NEXT() % 5 == 0 ? NEXT() : NEXT() % 5000);
          e.n_fds = (uint32_t)(NEXT() % 10 == 0 ? NEXT() % 12 : 0);
-         for (unsigned b = 0; b < sizeof(e); b++)
-            ring[(pos + b) & (SMALL - 1)] = ((uint8_t *)&e)[b];
-         pos += sizeof(e) + ((e.size + 7) & ~7u) * (NEXT() % 3 != 0);
+         /* the payload's length as it says, or not; the next tag word
+          * cleared, or stale */
+         size_t payload = NEXT() % 3 != 0 ? e.size : 0;
+         uint32_t stale = NEXT() % 5 == 0 ? (uint32_t)NEXT() : 0;
+         pos = put_entry(ring, SMALL, pos, e, payload, stale);
       }
-      uint64_t head = NEXT() % 4 == 0 ? NEXT() : pos + (NEXT() % 3) * 8 - 8;
-      atomic_store(&p.client_out.ctrl->head, head);
       /* the producer is gone, so an incomplete message ends in an error */
       close(p.sv[0]);
       for (;;) {
