@@ -65,7 +65,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       ring[(start + i) & (RING - 1)] = data[i];
    last_start = start;
    last_size = size;
-   for (uint64_t pos = start & ~(uint64_t)7; pos - start < published && pos - start < RING;) {
+   const uint64_t base = start & ~(uint64_t)7; /* where the consumer starts */
+   for (uint64_t pos = base; pos - base < published && pos - base < RING;) {
       uint8_t *tag = ring + (pos & (RING - 1));
       uint32_t t, n;
       memcpy(&t, tag, sizeof(t));
