@@ -22,7 +22,8 @@
 #include "util_memfd.h"
 #include "util_time.h"
 
-#define ENTRY_ALIGN 8u
+/* entries start on cache lines: a small one is one line */
+#define ENTRY_ALIGN 64u
 
 static bool
 ring_size_ok(uint32_t size)
@@ -212,15 +213,16 @@ copy_out(const struct util_ring *r, uint64_t pos, void *dst, size_t size)
 static uint64_t
 entry_bytes(uint32_t payload)
 {
-   return sizeof(struct util_ring_entry) + (((uint64_t)payload + ENTRY_ALIGN - 1) & ~(uint64_t)(ENTRY_ALIGN - 1));
+   return (sizeof(struct util_ring_entry) + (uint64_t)payload + ENTRY_ALIGN - 1) &
+          ~(uint64_t)(ENTRY_ALIGN - 1);
 }
 
-/* The tag word of the entry at pos (8-aligned, so never split by the
- * ring's end). */
-static _Atomic uint32_t *
+/* The tag word of the entry at pos (on a cache line, so never split by
+ * the ring's end). */
+static _Atomic uint64_t *
 tag_word(const struct util_ring *r, uint64_t pos)
 {
-   return (_Atomic uint32_t *)(void *)(r->data + (pos & (r->size - 1)));
+   return (_Atomic uint64_t *)(void *)(r->data + (pos & (r->size - 1)));
 }
 
 /* ---- producing ------------------------------------------------------------------ */
@@ -267,8 +269,7 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
          .size = n,
          .n_fds = first ? n_fds : 0,
       };
-      /* and the next entry's tag word, cleared before this one is out */
-      r->want = entry_bytes(n) + ENTRY_ALIGN;
+      r->want = entry_bytes(n);
       if (!has_room(r)) {
          /* the consumer may be asleep with work to do: wake it first */
          wake(&r->ctrl->consumer_state);
@@ -289,14 +290,13 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
             return ret;
          }
       }
-      /* the payload, the header but for its tag, the next tag word cleared,
-       * then the tag: the consumer sees the whole entry when it sees that */
+      /* the payload, the header but for its tag, then the tag: the
+       * consumer sees the whole entry when it sees that */
       const uint64_t at = r->pos;
       copy_in(r, at + sizeof(e), p, n);
       copy_in(r, at + sizeof(e.tag), (const uint8_t *)&e + sizeof(e.tag),
               sizeof(e) - sizeof(e.tag));
       r->pos += entry_bytes(n);
-      atomic_store_explicit(tag_word(r, r->pos), 0, memory_order_relaxed);
       /* a fragment goes out at once: the consumer drains while we write */
       atomic_store(tag_word(r, at), util_ring_tag(at));
       atomic_store_explicit(&r->ctrl->head, r->pos, memory_order_relaxed);
@@ -312,13 +312,12 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
 
 /* ---- consuming ------------------------------------------------------------------ */
 
-/* Whether the entry at the tail is out (or something else is there: a
- * tag that is not its position's is the producer's error, found when it is
- * read). */
+/* Whether the entry at the tail is out: its tag is its position's (a
+ * word left from an earlier lap, header or payload, is not). */
 static bool
 has_entry(struct util_ring *r)
 {
-   return atomic_load(tag_word(r, r->pos)) != 0;
+   return atomic_load(tag_word(r, r->pos)) == util_ring_tag(r->pos);
 }
 
 /* The consumer's tail for the producer to see, waking it if it sleeps for
@@ -390,7 +389,7 @@ util_ring_recv(struct util_ring *r, const struct util_ring_wait *w, struct util_
        * (a producer changing it now only spoils its own message) */
       struct util_ring_entry e;
       copy_out(r, r->pos, &e, sizeof(e));
-      if (e.tag != util_ring_tag(r->pos) || entry_bytes(e.size) > r->size / 4 ||
+      if (entry_bytes(e.size) > r->size / 4 ||
           (e.flags & ~(uint32_t)UTIL_RING_MORE) || (first ? e.n_fds > UTIL_MSG_MAX_FDS : e.n_fds) ||
           (first ? (e.type != UTIL_MSG_CONTROL && e.type != UTIL_MSG_STREAM) : e.type != msg->type)) {
          ret = -EPROTO;

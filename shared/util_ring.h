@@ -12,13 +12,13 @@
  * 64-bit counters on cache lines of their own.
  *
  * A message is one or more entries: a struct util_ring_entry and its
- * payload, padded to 8 bytes, wrapping around the end of the ring as it
- * falls.  An entry is published by its tag (util_ring_tag of its position),
- * stored last: the consumer polls the tag word at its tail, so a small
- * message reaches it in the cache line it polls, with no separate head to
- * read first.  Before publishing, the producer clears the tag word where
- * its next entry will begin, so an entry's tag is zero until that entry is
- * whole, whatever an earlier lap left there.  A message larger than a
+ * payload, starting on a cache line, wrapping around the end of the ring as
+ * it falls.  An entry is published by its tag (util_ring_tag of its
+ * position), stored last: the consumer polls the tag word at its tail, so
+ * a message of up to 48 bytes is one cache line, written once and read
+ * once, with no separate head to read first.  A tag is the position mixed
+ * with a constant, so no word an earlier lap left there (an older tag, or
+ * a payload's offsets and counts) passes for it.  A message larger than a
  * quarter of the ring streams through it in fragments (UTIL_RING_MORE on
  * all but the last), the producer waiting for room as the consumer drains:
  * what a connection has in flight is bounded by the ring, whatever the
@@ -42,8 +42,8 @@
  * connection's messages cost no cache line that nobody needs now.
  *
  * The consumer trusts nothing in shared memory: it keeps its own tail,
- * reads each entry's header once, checks its tag and bounds (a fragment
- * is at most a quarter of the ring) and copies each message out before
+ * reads each entry's header once after its tag, checks its bounds (a
+ * fragment is at most a quarter of the ring) and copies each message out before
  * anyone decodes it, so a producer scribbling on the ring can only hurt its
  * own messages.  Any inconsistency is -EPROTO.
  */
@@ -86,20 +86,20 @@ enum util_ring_entry_flags {
 };
 
 struct util_ring_entry {
-   uint32_t tag;   /* util_ring_tag(position), stored last; 0 until then */
+   uint64_t tag;   /* util_ring_tag(position), stored last */
    uint32_t size;  /* payload bytes of this entry */
-   uint16_t type;  /* enum util_msg_type (every fragment the same) */
-   uint16_t flags; /* enum util_ring_entry_flags */
-   uint32_t n_fds; /* first fragment: fds the socket carries for the message */
+   uint8_t type;   /* enum util_msg_type (every fragment the same) */
+   uint8_t flags;  /* enum util_ring_entry_flags */
+   uint16_t n_fds; /* first fragment: fds the socket carries for the message */
 };
 _Static_assert(sizeof(struct util_ring_entry) == 16, "two words");
 
-/* The tag of an entry at pos (8-aligned): never 0, and different for
- * every position within 16 GiB. */
-static inline uint32_t
+/* The tag of an entry at pos: different for every position, never 0, and
+ * not a number a payload holds by chance. */
+static inline uint64_t
 util_ring_tag(uint64_t pos)
 {
-   return (uint32_t)(pos >> 2) | 1u;
+   return pos ^ 0xa0761d6478bd642full;
 }
 
 /* How long and on what a side waits. */

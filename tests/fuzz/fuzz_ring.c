@@ -9,9 +9,10 @@
  *   input: u64 start, u32 published (bytes past start), ring bytes...
  *
  * Walking the entries from start as their sizes say, the harness turns
- * each tag word 1 within `published` bytes into its position's tag
- * (util_ring_tag), so that inputs reach past the first entry; other tags
- * stay as the input has them, for the consumer to refuse.
+ * tag words of 1 within `published` bytes into their positions' tags
+ * (util_ring_tag), up to the first other word, so that inputs reach past
+ * the first entry; a consumer that finds no tag waits for the producer,
+ * which is gone.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,19 +66,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       ring[(start + i) & (RING - 1)] = data[i];
    last_start = start;
    last_size = size;
-   const uint64_t base = start & ~(uint64_t)7; /* where the consumer starts */
+   const uint64_t base = start & ~(uint64_t)63; /* where the consumer starts */
    for (uint64_t pos = base; pos - base < published && pos - base < RING;) {
       uint8_t *tag = ring + (pos & (RING - 1));
-      uint32_t t, n;
+      uint64_t t;
+      uint32_t n;
       memcpy(&t, tag, sizeof(t));
-      memcpy(&n, ring + ((pos + 4) & (RING - 1)), sizeof(n));
-      if (!t)
+      memcpy(&n, ring + ((pos + 8) & (RING - 1)), sizeof(n));
+      if (t != 1)
          break;
-      if (t == 1) {
-         t = util_ring_tag(pos);
-         memcpy(tag, &t, sizeof(t));
-      }
-      pos += sizeof(struct util_ring_entry) + (((uint64_t)n + 7) & ~(uint64_t)7);
+      t = util_ring_tag(pos);
+      memcpy(tag, &t, sizeof(t));
+      pos = (pos + sizeof(struct util_ring_entry) + n + 63) & ~(uint64_t)63;
    }
    atomic_store(&h->command.tail, start);
    atomic_store(&h->command.head, start + published);

@@ -3028,7 +3028,6 @@ HOSTILE_CASES = {
     'ring-unsealed': ('hostile-ring-unsealed', r'memfd not sealed against shrinking'),
     'ring-not-memfd': ('hostile-ring-not-memfd', r'rings of \d+ and \d+ bytes: not a memfd'),
     # and what a client writes into them, checked before it is read
-    'ring-tag': ('hostile-ring-tag', r'malformed entry in the command ring'),
     'ring-entry-size': ('hostile-ring-entry-size', r'malformed entry in the command ring'),
     'ring-entry-type': ('hostile-ring-entry-type', r'malformed entry in the command ring'),
     'ring-fds-missing': ('hostile-ring-fds-missing', r'malformed entry in the command ring'),

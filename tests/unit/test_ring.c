@@ -46,20 +46,16 @@ pair_open(struct pair *p, uint32_t size, size_t max_size)
 }
 
 /* Writes an entry at pos as a producer might, whatever it says (tag 0:
- * its position's), with the next tag word cleared unless `stale` (nonzero)
- * is left there; the position after it. */
+ * its position's), `payload` bytes long; the position after it. */
 static uint64_t
-put_entry(uint8_t *ring, uint32_t size, uint64_t pos, struct util_ring_entry e, size_t payload,
-          uint32_t stale)
+put_entry(uint8_t *ring, uint32_t size, uint64_t pos, struct util_ring_entry e, uint64_t payload)
 {
    if (!e.tag)
       e.tag = util_ring_tag(pos);
    for (unsigned b = sizeof(e.tag); b < sizeof(e); b++)
       ring[(pos + b) & (size - 1)] = ((uint8_t *)&e)[b];
-   uint64_t next = pos + sizeof(e) + ((payload + 7) & ~(size_t)7);
-   atomic_store((_Atomic uint32_t *)(void *)(ring + (next & (size - 1))), stale);
-   atomic_store((_Atomic uint32_t *)(void *)(ring + (pos & (size - 1))), e.tag);
-   return next;
+   atomic_store((_Atomic uint64_t *)(void *)(ring + (pos & (size - 1))), e.tag);
+   return (pos + sizeof(e) + payload + 63) & ~(uint64_t)63;
 }
 
 static void
@@ -187,13 +183,12 @@ test_full_ring_and_sleep(void)
    pair_open(&p, SMALL, 1u << 20);
    static uint8_t buf[SMALL / 4 - 16];
    memset(buf, 0x5a, sizeof(buf));
-   /* fill it: entries of exactly a quarter each (headers included); the
-    * fourth does not fit beside the next entry's tag word */
+   /* fill it: four entries of exactly a quarter each (headers included) */
    unsigned fitted = 0;
    while (util_ring_send(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, buf, sizeof(buf), NULL,
                          0, 10 * 1000000ull) == 0)
       fitted++;
-   CHECK_EQ(fitted, 3);
+   CHECK_EQ(fitted, 4);
    /* a child drains it after a while; the blocked producer gets through */
    pid_t pid = fork();
    CHECK_SYS(pid);
@@ -253,7 +248,7 @@ test_fds(void)
    /* an entry announcing fds the socket does not carry */
    p.client_out.pos = put_entry(p.client_out.data, SMALL, p.client_out.pos,
                                 (struct util_ring_entry){.type = UTIL_MSG_STREAM, .n_fds = 1},
-                                0, 0);
+                                0);
    CHECK_ERR(util_ring_recv(&p.worker_in, &p.worker_wait, &m), EPROTO);
    close(pipefd[0]);
    close(pipefd[1]);
@@ -280,7 +275,7 @@ test_peer_dies(void)
             put_entry(p.client_out.data, SMALL, 0,
                       (struct util_ring_entry){.type = UTIL_MSG_STREAM, .flags = UTIL_RING_MORE,
                                                .size = 100},
-                      100, 0);
+                      100);
             break;
          }
          case 2: /* after a whole message */
@@ -382,7 +377,7 @@ test_hostile_producer(void)
       p.worker_wait.slice_ns = 1000000;
       p.worker_wait.spin_ns = 0;
       uint8_t *ring = p.client_out.data;
-      uint64_t start = NEXT() & ~(uint64_t)7;
+      uint64_t start = NEXT() & ~(uint64_t)63;
       /* both ends start at a random place */
       atomic_store(&p.worker_in.ctrl->tail, start);
       p.worker_in.pos = start;
@@ -390,17 +385,16 @@ test_hostile_producer(void)
       uint64_t pos = start;
       for (unsigned k = 0; k < n; k++) {
          struct util_ring_entry e;
-         /* a tag of another position now and then, or none at all */
-         e.tag = NEXT() % 6 == 0 ? (uint32_t)NEXT() : 0;
-         e.type = (uint16_t)(NEXT() % 4);
-         e.flags = (uint16_t)(NEXT() % 8 == 0 ? NEXT() : NEXT() % 2);
+         /* a tag of another position now and then: the consumer waits
+          * for its own (the producer is gone: -ECONNRESET) */
+         e.tag = NEXT() % 6 == 0 ? NEXT() : 0;
+         e.type = (uint8_t)(NEXT() % 4);
+         e.flags = (uint8_t)(NEXT() % 8 == 0 ? NEXT() : NEXT() % 2);
          e.size = (uint32_t)(NEXT() % 5 == 0 ? NEXT() : NEXT() % 5000);
-         e.n_fds = (uint32_t)(NEXT() % 10 == 0 ? NEXT() % 12 : 0);
-         /* the payload's length as it says, or not; the next tag word
-          * cleared, or stale */
-         size_t payload = NEXT() % 3 != 0 ? e.size : 0;
-         uint32_t stale = NEXT() % 5 == 0 ? (uint32_t)NEXT() : 0;
-         pos = put_entry(ring, SMALL, pos, e, payload, stale);
+         e.n_fds = (uint16_t)(NEXT() % 10 == 0 ? NEXT() % 12 : 0);
+         /* the next entry where the size says, or somewhere else */
+         uint64_t payload = NEXT() % 3 != 0 ? e.size : NEXT() % 200;
+         pos = put_entry(ring, SMALL, pos, e, payload);
       }
       /* the producer is gone, so an incomplete message ends in an error */
       close(p.sv[0]);
@@ -428,6 +422,35 @@ test_hostile_producer(void)
 #undef NEXT
 }
 
+/* What an earlier lap left where the next entry will be (its tag, or a
+ * payload holding that position's number) is not an entry; the entry is,
+ * once its tag is stored. */
+static void
+test_stale_laps(void)
+{
+   struct pair p;
+   pair_open(&p, SMALL, 1u << 20);
+   p.worker_wait.spin_ns = 0;
+   p.worker_wait.timeout_ns = 20 * 1000000ull;
+   const uint64_t pos = 3 * (uint64_t)SMALL + 4096; /* the fourth lap */
+   atomic_store(&p.worker_in.ctrl->tail, pos);
+   p.worker_in.pos = pos;
+   uint64_t *word = (uint64_t *)(void *)(p.client_out.data + (pos & (SMALL - 1)));
+   const uint64_t stale[] = {util_ring_tag(pos - SMALL), util_ring_tag(pos - 2 * SMALL), pos,
+                             pos >> 2, (pos >> 2) | 1, 0};
+   struct util_msg m;
+   for (unsigned i = 0; i < UTIL_ARRAY_SIZE(stale); i++) {
+      *word = stale[i];
+      CHECK_ERR(util_ring_recv(&p.worker_in, &p.worker_wait, &m), ETIMEDOUT);
+   }
+   memcpy(p.client_out.data + (pos & (SMALL - 1)) + sizeof(struct util_ring_entry), "lap", 3);
+   put_entry(p.client_out.data, SMALL, pos,
+             (struct util_ring_entry){.type = UTIL_MSG_STREAM, .size = 3}, 3);
+   CHECK_OK(util_ring_recv(&p.worker_in, &p.worker_wait, &m));
+   CHECK(m.size == 3 && !memcmp(m.data, "lap", 3));
+   pair_close(&p);
+}
+
 /* What the worker checks before it maps a client's memfd. */
 static void
 test_map_checks(void)
@@ -451,4 +474,5 @@ test_map_checks(void)
 
 UNIT_MAIN(UNIT_TEST(test_wrap_and_fragments), UNIT_TEST(test_full_ring_and_sleep),
           UNIT_TEST(test_fds), UNIT_TEST(test_peer_dies), UNIT_TEST(test_timeout),
-          UNIT_TEST(test_hostile_producer), UNIT_TEST(test_map_checks))
+          UNIT_TEST(test_hostile_producer), UNIT_TEST(test_stale_laps),
+          UNIT_TEST(test_map_checks))
