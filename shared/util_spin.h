@@ -14,7 +14,9 @@
 #include <stdint.h>
 
 /* Machines with fewer CPUs than this yield between looks. */
+#ifndef UTIL_SPIN_MIN_CPUS
 #define UTIL_SPIN_MIN_CPUS 4
+#endif
 
 /* Whether polls yield the CPU here (the CPU count, read once). */
 bool util_spin_yields(void);
