@@ -23,6 +23,13 @@ enum gpud_validate_mode {
    GPUD_VALIDATE_STRICT, /* ... and a call that breaks a rule disconnects its client */
 };
 
+/* What happens to SPIR-V that SPIRV-Tools finds invalid (gpud_spirv.c). */
+enum gpud_spirv_mode {
+   GPUD_SPIRV_REPORT, /* a warning to the log and the application; the host driver decides */
+   GPUD_SPIRV_STRICT, /* ... and the module is refused (VK_ERROR_INVALID_SHADER_NV) */
+   GPUD_SPIRV_OFF,    /* not validated */
+};
+
 struct gpud_host {
    char *manifest;
    void *library;
@@ -42,6 +49,7 @@ struct gpud_host {
    /* Validation: the host driver is reached through the Vulkan loader with
     * the Khronos validation layer (see gpud_validate.c). */
    enum gpud_validate_mode validate;
+   enum gpud_spirv_mode spirv;
    void *loader;
    VkInstance warm_instance; /* kept so the driver stays set up */
    PFN_vkDestroyInstance warm_destroy;

@@ -61,6 +61,10 @@ usage(FILE *f)
            "                           application's debug messengers and the log; strict\n"
            "                           also disconnects a client that breaks a rule;\n"
            "                           off (default)\n"
+           "      --spirv=MODE         SPIR-V that SPIRV-Tools finds invalid: report\n"
+           "                           (default) warns in the log and the application's\n"
+           "                           debug messengers and lets the host driver decide;\n"
+           "                           strict refuses it; off does not validate\n"
            "      --bus BUS            offer org.gpud.Daemon1 on D-Bus: system, session,\n"
            "                           none or a bus address (default: the system bus as\n"
            "                           root, else the session bus, where there is one)\n"
@@ -179,6 +183,7 @@ parse_time(const char *s, uint32_t *ret)
 
 enum {
    OPT_VALIDATE = 256,
+   OPT_SPIRV,
    OPT_ISOLATION,
    OPT_USER,
    OPT_GROUP,
@@ -357,6 +362,15 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
          cfg->validate = GPUD_VALIDATE_OFF;
       else
          return "off, report or strict";
+   } else if (!strcmp(name, "spirv")) {
+      if (!strcmp(value, "report"))
+         cfg->spirv = GPUD_SPIRV_REPORT;
+      else if (!strcmp(value, "strict"))
+         cfg->spirv = GPUD_SPIRV_STRICT;
+      else if (!strcmp(value, "off"))
+         cfg->spirv = GPUD_SPIRV_OFF;
+      else
+         return "report, strict or off";
    } else if (!strcmp(name, "isolation")) {
       if (!strcmp(value, "process"))
          cfg->isolation = GPUD_ISOLATION_PROCESS;
@@ -496,6 +510,7 @@ static const struct option fixed_options[] = {
    {"device", required_argument, NULL, 'D'},
    {"config", required_argument, NULL, 'c'},
    {"validate", optional_argument, NULL, OPT_VALIDATE},
+   {"spirv", required_argument, NULL, OPT_SPIRV},
    {"isolation", required_argument, NULL, OPT_ISOLATION},
    {"user", required_argument, NULL, OPT_USER},
    {"group", required_argument, NULL, OPT_GROUP},
@@ -528,6 +543,7 @@ config_defaults(struct gpud_config *cfg)
 {
    *cfg = (struct gpud_config){
       .validate = GPUD_VALIDATE_OFF,
+      .spirv = GPUD_SPIRV_REPORT,
       .isolation = GPUD_ISOLATION_PROCESS,
       .sandbox = true,
       .spare_workers = 1,
@@ -594,6 +610,7 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
          name = "validate";
          value = optarg ? optarg : "report";
          break;
+      case OPT_SPIRV: name = "spirv"; break;
       case OPT_ISOLATION: name = "isolation"; break;
       case OPT_USER: name = "user"; break;
       case OPT_GROUP: name = "group"; break;
@@ -794,6 +811,7 @@ main(int argc, char **argv)
          .device = &cfg.device_sel,
          .sysfs_root = cfg.sysfs_root,
          .validate = cfg.validate,
+         .spirv = cfg.spirv,
          .sandbox = cfg.sandbox,
       };
       int r = gpud_worker_process_main(&opt);

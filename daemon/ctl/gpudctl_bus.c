@@ -233,6 +233,8 @@ limits_member(sd_bus_message *m, const char *key, void *obj)
       return read_string(m, &l->validate);
    if (!strcmp(key, "replay_threads"))
       return read_string(m, &l->replay_threads);
+   if (!strcmp(key, "spirv"))
+      return read_string(m, &l->spirv);
    return 0;
 }
 

@@ -41,6 +41,8 @@ json_limits(const Gpud__Limits *l)
    json_string(l->validate);
    printf(", \"replay_threads\": ");
    json_string(l->replay_threads);
+   printf(", \"spirv\": ");
+   json_string(l->spirv);
    printf("}");
 }
 
@@ -286,9 +288,9 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
    if (s->limits) {
       const Gpud__Limits *l = s->limits;
       printf("limits:       client objects %" PRIu64 ", connections per user %u, in all %u; "
-             "spare workers %u; replay threads %s; validation %s\n",
+             "spare workers %u; replay threads %s; validation %s; invalid SPIR-V %s\n",
              l->client_objects, l->uid_connections, l->max_clients, l->spare_workers,
-             l->replay_threads, l->validate);
+             l->replay_threads, l->validate, l->spirv && *l->spirv ? l->spirv : "-");
    }
    printf("clients:      %zu", s->n_clients);
    if (s->hidden_clients)

@@ -525,6 +525,7 @@ fill_limits(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *c
    put_u(reply, "spare_workers", l->spare_workers);
    put_s(reply, "validate", l->validate);
    put_s(reply, "replay_threads", l->replay_threads);
+   put_s(reply, "spirv", l->spirv);
    return sd_bus_message_close_container(reply);
 }
 

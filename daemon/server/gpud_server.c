@@ -1332,7 +1332,7 @@ reload(struct gpud_server *server)
    /* spare workers started for the old settings go (all when who workers
     * are or what they load changed; else those beyond the new count) */
    bool respawn = !same_string(next.user, server->cfg.user) ||
-                  next.validate != server->cfg.validate;
+                  next.validate != server->cfg.validate || next.spirv != server->cfg.spirv;
    unsigned keep = respawn ? 0 : next.spare_workers;
    struct gpud_worker *w;
    util_list_for_each(w, &server->workers, link) {
@@ -1474,6 +1474,7 @@ load_host(struct gpud_server *server)
    if (gpud_host_load(&server->host, server->manifest, &server->cfg.device_sel,
                       server->cfg.sysfs_root) < 0)
       return -ENODEV;
+   server->host.spirv = server->cfg.spirv;
    if (gpud_host_enable_validation(&server->host, server->cfg.validate) < 0)
       return -ENOENT;
    snprintf(server->device_name, sizeof(server->device_name), "%s", server->host.device_name);

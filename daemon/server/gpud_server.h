@@ -39,6 +39,7 @@ struct gpud_config {
    const char *sysfs_root;  /* render nodes from this sysfs tree, not libdrm */
    bool list_devices;       /* --list-devices */
    enum gpud_validate_mode validate;
+   enum gpud_spirv_mode spirv;
    enum gpud_isolation isolation;
    bool sandbox;
    const char *user;        /* workers run as this user (root daemons) */

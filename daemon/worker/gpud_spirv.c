@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SPIR-V is validated (SPIRV-Tools) before it reaches the host driver: a
- * driver's compiler is not written to survive hostile input, and on lavapipe
- * it runs inside the daemon.
+ * SPIR-V is validated (SPIRV-Tools) before it reaches the host driver.  By
+ * default (--spirv=report) what the validator finds is a warning, in the
+ * log and to the application's debug messengers, and the module goes on to
+ * the host driver, which decides as it would for the application directly:
+ * real programs (Zink's shaders among them) use SPIR-V that drivers compile
+ * and the validator refuses, and a compiler that crashes on a module costs
+ * only its client's worker.  --spirv=strict refuses such a module
+ * (VK_ERROR_INVALID_SHADER_NV); --spirv=off does not validate.  A code size
+ * that is no whole number of words is refused in every mode: the module's
+ * words are what the wire carries.
  */
 #include "gpud_call.h"
 
@@ -40,25 +47,55 @@ spirv_valid(const uint32_t *code, size_t words, char *why, size_t why_size)
    spv_const_binary_t binary = {.code = code, .wordCount = words};
    spv_diagnostic diag = NULL;
    spv_result_t r = spvValidateWithOptions(context, options, &binary, &diag);
-   if (r != SPV_SUCCESS)
+   if (r != SPV_SUCCESS) {
+      /* on one line (the validator puts the instruction on a line of its
+       * own), runs of white space as one space */
       snprintf(why, why_size, "%s", diag && diag->error ? diag->error : "invalid module");
+      char *w = why;
+      bool space = false;
+      for (const char *c = why; *c; c++) {
+         if (*c == ' ' || *c == '\n' || *c == '\r' || *c == '\t') {
+            space = w > why;
+            continue;
+         }
+         if (space)
+            *w++ = ' ';
+         space = false;
+         *w++ = *c;
+      }
+      *w = '\0';
+   }
    spvDiagnosticDestroy(diag);
    return r == SPV_SUCCESS;
 }
 
-/* Whether a module's code may reach the host (logged when not). */
+/* Whether a module's code may reach the host: what the validator says is
+ * logged and reported to the application, and refused only when strict. */
 static bool
 module_valid(struct gpud_call *call, const char *command, const VkShaderModuleCreateInfo *info)
 {
    char why[512];
    if (info->codeSize % 4 || info->codeSize == 0) {
-      snprintf(why, sizeof(why), "code size %zu is not a positive multiple of 4",
-               (size_t)info->codeSize);
-   } else if (spirv_valid(info->pCode, info->codeSize / 4, why, sizeof(why))) {
-      return true;
+      gpud_context_log(call->ctx, UTIL_LOG_WARNING,
+                       "%s: code size %zu is not a positive multiple of 4", command,
+                       (size_t)info->codeSize);
+      return false;
    }
-   gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s: invalid SPIR-V: %s", command, why);
-   return false;
+   const enum gpud_spirv_mode mode = call->ctx->host->spirv;
+   if (mode == GPUD_SPIRV_OFF || spirv_valid(info->pCode, info->codeSize / 4, why, sizeof(why)))
+      return true;
+   const bool strict = mode == GPUD_SPIRV_STRICT;
+   gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s: invalid SPIR-V%s: %s", command,
+                    strict ? " (refused: --spirv=strict)" : " (passed to the host driver)", why);
+   char message[640];
+   snprintf(message, sizeof(message), "%s: SPIRV-Tools finds the module invalid%s: %s", command,
+            strict ? "; gpud refuses it (--spirv=strict)" : "", why);
+   gpud_context_debug_message(call->ctx,
+                              strict ? VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
+                                     : VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+                              VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT, "gpud-invalid-spirv",
+                              0, message);
+   return !strict;
 }
 
 void

@@ -329,6 +329,7 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
       return r == -ENODEV ? GPUD_EXIT_NO_DEVICE : 1;
    if (gpud_host_enable_validation(&host, opt->validate) < 0)
       return 1;
+   host.spirv = opt->spirv;
    if (opt->sandbox && gpud_sandbox_enter() < 0)
       return 1;
 

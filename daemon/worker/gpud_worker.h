@@ -22,6 +22,7 @@ struct gpud_worker_options {
    const struct gpud_selector *device;
    const char *sysfs_root;
    enum gpud_validate_mode validate;
+   enum gpud_spirv_mode spirv;
    bool sandbox; /* the system-call filter (off only for debugging) */
 };
 

@@ -638,16 +638,49 @@ def test_enum(fx):
 
 
 def test_badshader(fx):
+    """Invalid SPIR-V: by default gpud reports it (log, the application's
+    messenger) and the host driver decides, as it would directly; the
+    SPIR-V Zink writes (SampleId without SampleRateShading, a demote without
+    its capability) renders the pixels the host driver renders.  With
+    --spirv=strict the module is refused with VK_ERROR_INVALID_SHADER_NV."""
     if fx.direct:
-        raise TestSkip('SPIR-V validation is gpud\'s')
+        fx.run([fx.prog('vk_badshader'), '--expect', 'direct'], fx.gpud_env())
+        fx.run([fx.prog('vk_zinkspirv'), '--reports', '0'], fx.gpud_env())
+        return
     for variant in VARIANTS:
         fx.run([fx.prog('vk_badshader')], fx.gpud_env(variant), label=variant[0])
+        fx.run([fx.prog('vk_zinkspirv')], fx.gpud_env(variant), label=variant[0])
         fx.check_daemon()
     with open(fx.log_path, errors='replace') as f:
-        refusals = [l for l in f if 'invalid SPIR-V' in l]
-    if len(refusals) != 3 * len(VARIANTS):
-        fail('expected %d "invalid SPIR-V" log lines, got %d' %
-             (3 * len(VARIANTS), len(refusals)))
+        reports = [l for l in f if 'invalid SPIR-V (passed to the host driver)' in l]
+    if len(reports) != 5 * len(VARIANTS):
+        fail('expected %d "invalid SPIR-V (passed to the host driver)" log lines, got %d' %
+             (5 * len(VARIANTS), len(reports)))
+
+    # --spirv=strict: refused, reported as an error, the client carries on
+    sock = os.path.join(fx.tmp, 'strict.sock')
+    logp = os.path.join(fx.tmp, 'strict.log')
+    cmd = [fx.args.gpud, '--socket', sock, '--host-driver', fx.args.lavapipe_manifest,
+           '--spirv=strict'] + fx.daemon_args()
+    log('$ ' + ' '.join(cmd) + ' &')
+    with open(logp, 'wb') as logf:
+        d = subprocess.Popen(cmd, env=fx.base_env(), stdout=logf, stderr=logf,
+                             stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline or d.poll() is not None:
+                fail('the strict daemon did not start')
+            time.sleep(0.05)
+        fx.run([fx.prog('vk_badshader'), '--expect', 'strict'], fx.gpud_env(VARIANTS[1], sock),
+               label='--spirv=strict')
+        with open(logp, errors='replace') as f:
+            refused = [l for l in f if 'invalid SPIR-V (refused: --spirv=strict)' in l]
+        if len(refused) != 3:
+            fail('expected 3 "refused: --spirv=strict" log lines, got %d' % len(refused))
+    finally:
+        d.send_signal(signal.SIGTERM)
+        d.wait(timeout=10)
 
 
 def test_abuse(fx):

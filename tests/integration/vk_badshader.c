@@ -1,12 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vk_badshader: invalid SPIR-V must be refused with VK_ERROR_INVALID_SHADER_NV
- * (gpud validates every module before its host driver sees it), and the
- * application must be able to carry on: a valid module is created after.
+ * vk_badshader: invalid SPIR-V (noise, a module cut short, a broken word
+ * count) and what the application gets for it.  gpud validates every
+ * module (SPIRV-Tools): by default (--spirv=report) it reports what it
+ * finds to the application's debug messenger (gpud-invalid-spirv) and
+ * passes the module on, so the application gets the host driver's answer;
+ * with --spirv=strict it refuses the module with VK_ERROR_INVALID_SHADER_NV
+ * and says so to the messenger as an error.  The application carries on
+ * either way: a valid module is created after.
  *
- *   vk_badshader [--device NAME]
+ *   vk_badshader [--device NAME] [--expect report|strict|direct]
+ *
+ * report (default): 3 reports, any answer but VK_ERROR_DEVICE_LOST;
+ * strict: 3 reports and VK_ERROR_INVALID_SHADER_NV each time;
+ * direct (the host driver alone): no report, any answer but a lost device.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vkt_common.h"
@@ -28,40 +38,68 @@ create(VkDevice device, const uint32_t *code, size_t size)
    return r;
 }
 
+/* One invalid module: the answer the mode expects. */
+static void
+expect_bad(VkDevice device, const char *what, const uint32_t *code, size_t size, bool strict)
+{
+   VkResult r = create(device, code, size);
+   printf("vk_badshader: %s: %s\n", what, vkt_result_name(r));
+   if (strict ? r != VK_ERROR_INVALID_SHADER_NV : r == VK_ERROR_DEVICE_LOST)
+      vkt_fail("%s: vkCreateShaderModule returned %s", what, vkt_result_name(r));
+}
+
 int
 main(int argc, char **argv)
 {
    const char *device_name = NULL;
+   const char *expect = "report";
    for (int i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "--device") && i + 1 < argc) {
          device_name = argv[++i];
+      } else if (!strcmp(argv[i], "--expect") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "report") || !strcmp(argv[i + 1], "strict") ||
+                  !strcmp(argv[i + 1], "direct"))) {
+         expect = argv[++i];
       } else {
-         fprintf(stderr, "usage: vk_badshader [--device NAME]\n");
+         fprintf(stderr, "usage: vk_badshader [--device NAME] [--expect report|strict|direct]\n");
          return 2;
       }
    }
+   const bool strict = !strcmp(expect, "strict");
+   const unsigned reports = strcmp(expect, "direct") ? 3 : 0;
+   vkt_set_prog("vk_badshader");
+   struct vkt_message_count count = {.id_name = "gpud-invalid-spirv"};
+   VkInstance instance = vkt_instance_counting("vk_badshader", &count);
    struct vkt_context ctx;
-   vkt_context_init(&ctx, "vk_badshader", device_name, 0);
+   memset(&ctx, 0, sizeof(ctx));
+   ctx.prog = "vk_badshader";
+   vkt_context_init_physical(&ctx, instance, vkt_physical_device_pick(instance, device_name), 0);
 
    /* A header claiming SPIR-V, then noise. */
    uint32_t noise[64] = {0x07230203, 0x00010000, 0, 100, 0};
    for (unsigned i = 5; i < VKT_ARRAY_SIZE(noise); i++)
       noise[i] = 0x9e3779b9u * i ^ (i << 7);
-   VKT_EXPECT(create(ctx.device, noise, sizeof(noise)), VK_ERROR_INVALID_SHADER_NV);
+   expect_bad(ctx.device, "noise", noise, sizeof(noise), strict);
 
    /* A valid module cut short. */
-   VKT_EXPECT(create(ctx.device, compute_comp_spv, sizeof(compute_comp_spv) / 2 & ~3u),
-              VK_ERROR_INVALID_SHADER_NV);
+   expect_bad(ctx.device, "a module cut short", compute_comp_spv,
+              sizeof(compute_comp_spv) / 2 & ~3u, strict);
 
    /* A valid module with one instruction's word count broken. */
    uint32_t broken[sizeof(compute_comp_spv) / 4];
    memcpy(broken, compute_comp_spv, sizeof(broken));
    broken[5] = 0xffff0000u | (broken[5] & 0xffffu);
-   VKT_EXPECT(create(ctx.device, broken, sizeof(broken)), VK_ERROR_INVALID_SHADER_NV);
+   expect_bad(ctx.device, "a broken word count", broken, sizeof(broken), strict);
 
    /* The application carries on. */
    VKT_EXPECT(create(ctx.device, compute_comp_spv, sizeof(compute_comp_spv)), VK_SUCCESS);
-   printf("vk_badshader: OK: invalid SPIR-V refused on '%s'\n", ctx.props.deviceName);
-   vkt_context_finish(&ctx);
+   vkt_context_finish_device(&ctx);
+   if (count.count != reports)
+      vkt_fail("the messenger saw %u reports of invalid SPIR-V, expected %u", count.count,
+               reports);
+   printf("vk_badshader: OK (%s): %u reports of invalid SPIR-V on '%s'\n", expect, count.count,
+          ctx.props.deviceName);
+   vkt_message_count_finish(&count);
+   vkDestroyInstance(instance, NULL);
    return 0;
 }

@@ -138,6 +138,69 @@ vkt_instance_create(const char *app_name)
    return instance;
 }
 
+static VKAPI_ATTR VkBool32 VKAPI_CALL
+count_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+              VkDebugUtilsMessageTypeFlagsEXT types,
+              const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+   struct vkt_message_count *c = user;
+   (void)types;
+   printf("%s: messenger (%s): %s: %s\n", vkt_prog ? vkt_prog : "vkt",
+          severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning",
+          data->pMessageIdName ? data->pMessageIdName : "(no name)",
+          data->pMessage ? data->pMessage : "");
+   if (data->pMessageIdName && !strcmp(data->pMessageIdName, c->id_name))
+      c->count++;
+   return VK_FALSE;
+}
+
+VkInstance
+vkt_instance_counting(const char *app_name, struct vkt_message_count *c)
+{
+   const VkApplicationInfo app = {
+      .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+      .pApplicationName = app_name,
+      .applicationVersion = 1,
+      .pEngineName = "gpud-tests",
+      .engineVersion = 1,
+      .apiVersion = VK_API_VERSION_1_3,
+   };
+   const char *const exts[] = { VK_EXT_DEBUG_UTILS_EXTENSION_NAME };
+   const VkInstanceCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+      .pApplicationInfo = &app,
+      .enabledExtensionCount = 1,
+      .ppEnabledExtensionNames = exts,
+   };
+   VKT_CHECK(vkCreateInstance(&info, NULL, &c->instance));
+   const VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
+      .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+      .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+      .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+      .pfnUserCallback = count_message,
+      .pUserData = c,
+   };
+   PFN_vkCreateDebugUtilsMessengerEXT create = (PFN_vkCreateDebugUtilsMessengerEXT)
+      vkGetInstanceProcAddr(c->instance, "vkCreateDebugUtilsMessengerEXT");
+   if (!create)
+      vkt_fail("no vkCreateDebugUtilsMessengerEXT");
+   VKT_CHECK(create(c->instance, &messenger_info, NULL, &c->messenger));
+   return c->instance;
+}
+
+void
+vkt_message_count_finish(struct vkt_message_count *c)
+{
+   PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
+      vkGetInstanceProcAddr(c->instance, "vkDestroyDebugUtilsMessengerEXT");
+   if (destroy && c->messenger)
+      destroy(c->instance, c->messenger, NULL);
+   c->messenger = VK_NULL_HANDLE;
+}
+
 VkPhysicalDevice
 vkt_physical_device_pick(VkInstance instance, const char *name)
 {

@@ -85,6 +85,20 @@ uint64_t vkt_parse_u64(const char *opt, const char *value);
 /* Instance with apiVersion 1.3 and no layers or extensions. */
 VkInstance vkt_instance_create(const char *app_name);
 
+/* Messages of one name that an application's messenger saw. */
+struct vkt_message_count {
+   const char *id_name; /* pMessageIdName counted */
+   unsigned count;
+   VkDebugUtilsMessengerEXT messenger;
+   VkInstance instance;
+};
+
+/* An instance with VK_EXT_debug_utils and a messenger that prints every
+ * warning and error and counts those named c->id_name. */
+VkInstance vkt_instance_counting(const char *app_name, struct vkt_message_count *c);
+/* Destroys the messenger (before the instance goes). */
+void vkt_message_count_finish(struct vkt_message_count *c);
+
 /*
  * Picks the first physical device whose deviceName contains `name` (any
  * device when name is NULL); fails when there is none or it is not Vulkan 1.3.
