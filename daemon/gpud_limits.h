@@ -41,7 +41,10 @@ struct gpud_limits {
    uint32_t teardown_timeout_ms;  /* a worker to end after its client left */
    uint32_t drain_timeout_ms;     /* clients to finish after SIGTERM */
    uint32_t crash_limit;          /* crashes of one program before it is refused; 0: never */
-   uint32_t crash_cooldown_ms;    /* how long it is refused */
+   uint32_t crash_cooldown_ms;    /* crashes are remembered (and a program refused) this long */
+   uint32_t crash_backoff_ms;     /* a crashed program's next worker waits this, doubling
+                                   * with each crash remembered; 0: none */
+   uint32_t crash_backoff_max_ms; /* ... up to this */
    uint32_t log_burst;            /* lines about one client before rate limiting */
    uint32_t log_per_second;       /* ... and the rate after that */
 };
@@ -58,8 +61,10 @@ struct gpud_limits {
       .send_timeout_ms = 10000,                                                            \
       .teardown_timeout_ms = 5000,                                                         \
       .drain_timeout_ms = 10000,                                                           \
-      .crash_limit = 3,                                                                    \
+      .crash_limit = 0,                                                                    \
       .crash_cooldown_ms = 60000,                                                          \
+      .crash_backoff_ms = 100,                                                             \
+      .crash_backoff_max_ms = 5000,                                                        \
       .log_burst = 20,                                                                     \
       .log_per_second = 2,                                                                 \
    })

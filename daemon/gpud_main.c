@@ -90,9 +90,14 @@ usage(FILE *f)
            "      --teardown-timeout TIME   kill a worker this long after its client left\n"
            "                           if it has not ended (%u ms)\n"
            "      --drain-timeout TIME on SIGTERM, let clients finish this long (%u ms)\n"
+           "      --crash-backoff TIME the next worker of a program whose worker crashed\n"
+           "                           starts this late, doubling with each crash within\n"
+           "                           the cool-down (default: %u ms; 0: at once)\n"
+           "      --crash-backoff-max TIME  ... up to this (default: %u ms)\n"
            "      --crash-limit N      refuse a program whose workers crashed N times\n"
            "                           within the cool-down (default: %u; 0: never)\n"
-           "      --crash-cooldown TIME     (default: %u ms)\n"
+           "      --crash-cooldown TIME     how long crashes are remembered, and a\n"
+           "                           program refused (default: %u ms)\n"
            "      --spare-workers N    workers kept ready for new clients (default: 1)\n"
            "      --replay-threads N   threads of each worker that replay command\n"
            "                           buffers, 0 to 8, or auto (default): one a CPU\n"
@@ -103,7 +108,8 @@ usage(FILE *f)
            "      --no-sandbox         no system-call filter in workers (debugging)\n",
            GPUD_LAVAPIPE_MANIFEST, GPUD_CONFIG_FILE, d.client_objects, d.uid_connections, d.max_clients,
            d.handshake_timeout_ms, d.start_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms,
-           d.drain_timeout_ms, d.crash_limit, d.crash_cooldown_ms, d.log_burst, d.log_per_second);
+           d.drain_timeout_ms, d.crash_backoff_ms, d.crash_backoff_max_ms, d.crash_limit,
+           d.crash_cooldown_ms, d.log_burst, d.log_per_second);
 }
 
 static int
@@ -228,6 +234,8 @@ static const struct limit_option {
    LIMIT("drain-timeout", LIMIT_TIME, drain_timeout_ms, 0, UINT32_MAX / 2, "a time (such as 500 or 5s)"),
    LIMIT("crash-limit", LIMIT_COUNT, crash_limit, 0, 1000, "a number (0: never refuse)"),
    LIMIT("crash-cooldown", LIMIT_TIME, crash_cooldown_ms, 0, UINT32_MAX / 2, "a time (such as 60s)"),
+   LIMIT("crash-backoff", LIMIT_TIME, crash_backoff_ms, 0, 600000, "a time (such as 100 or 1s; 0: none)"),
+   LIMIT("crash-backoff-max", LIMIT_TIME, crash_backoff_max_ms, 0, 600000, "a time (such as 5s)"),
    LIMIT("log-burst", LIMIT_COUNT, log_burst, 1, 1u << 20, "a positive number"),
    LIMIT("log-rate", LIMIT_COUNT, log_per_second, 1, 1u << 20, "a positive number"),
 #undef LIMIT

@@ -109,6 +109,22 @@ json_fault(const Gpud__FaultInfo *f)
 }
 
 static void
+json_crashes(const Gpud__StatusReply *s)
+{
+   printf("[");
+   for (size_t i = 0; i < s->n_crashes; i++) {
+      const Gpud__CrashInfo *c = s->crashes[i];
+      printf("%s{\"uid\": %u, \"name\": ", i ? ", " : "", c->uid);
+      json_string(c->name);
+      printf(", \"crashes\": %u, \"last_age_ms\": %" PRIu64 ", \"backoff_ms\": %" PRIu64
+             ", \"wait_ms\": %" PRIu64 ", \"refused\": %s}",
+             c->crashes, c->last_age_ms, c->backoff_ms, c->wait_ms,
+             c->refused ? "true" : "false");
+   }
+   printf("]");
+}
+
+static void
 json_clients(const Gpud__StatusReply *s)
 {
    printf("[");
@@ -189,6 +205,24 @@ text_faults(const Gpud__StatusReply *s)
       const Gpud__FaultInfo *f = s->faults[i];
       printf("  %6.1f s ago  client %" PRIu64 " (pid %u, uid %u, %s): %s\n",
              (double)f->age_ms / 1000.0, f->client_id, f->pid, f->uid, f->name, f->reason);
+   }
+}
+
+/* Programs whose workers crashed lately: their back-off, or refusal. */
+static void
+text_crashes(const Gpud__StatusReply *s)
+{
+   for (size_t i = 0; i < s->n_crashes; i++) {
+      const Gpud__CrashInfo *c = s->crashes[i];
+      printf("  %s (uid %u): %u crash%s, the last %.1f s ago: ", c->name, c->uid, c->crashes,
+             c->crashes == 1 ? "" : "es", (double)c->last_age_ms / 1000.0);
+      if (c->refused)
+         printf("refused (crash limit)\n");
+      else if (c->wait_ms)
+         printf("its next worker starts in %" PRIu64 " ms (back-off %" PRIu64 " ms)\n",
+                c->wait_ms, c->backoff_ms);
+      else
+         printf("back-off %" PRIu64 " ms, over\n", c->backoff_ms);
    }
 }
 
@@ -274,6 +308,8 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
       json_clients(s);
       printf(", \"faults\": ");
       json_faults(s);
+      printf(", \"crashes\": ");
+      json_crashes(s);
       printf("}\n");
       return;
    }
@@ -301,6 +337,10 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
    if (s->n_clients) {
       printf("\n");
       text_clients(s);
+   }
+   if (s->n_crashes) {
+      printf("\nprograms whose workers crashed lately:\n");
+      text_crashes(s);
    }
    if (s->n_faults) {
       printf("\nrecent faults:\n");
@@ -360,9 +400,15 @@ gpudctl_print_part(const Gpud__StatusReply *s, const char *where, const char *co
          json_head(where);
          printf(", \"faults\": ");
          json_faults(s);
+         printf(", \"crashes\": ");
+         json_crashes(s);
          printf("}\n");
       } else {
          text_faults(s);
+         if (s->n_crashes) {
+            printf("programs whose workers crashed lately:\n");
+            text_crashes(s);
+         }
       }
       return 0;
    }

@@ -285,6 +285,8 @@ struct gpud_status_view {
    Gpud__ClientInfo *infos;
    Gpud__ClientInfo **info_ptrs;
    struct client_parts *parts;
+   Gpud__CrashInfo *crashes;
+   Gpud__CrashInfo **crash_ptrs;
 };
 
 struct gpud_status_view *
@@ -385,6 +387,36 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    }
    reply->faults = v->fault_ptrs;
    reply->n_faults = nf;
+
+   /* programs backing off after crashes (a user sees their own) */
+   size_t n_records = 0;
+   const struct gpud_crash_record *cr;
+   util_list_for_each(cr, &server->crashes, link)
+      n_records++;
+   v->crashes = n_records ? calloc(n_records, sizeof(*v->crashes)) : NULL;
+   v->crash_ptrs = n_records ? calloc(n_records, sizeof(*v->crash_ptrs)) : NULL;
+   size_t nc = 0;
+   util_list_for_each(cr, &server->crashes, link) {
+      uint64_t last = 0, backoff_ms = 0;
+      unsigned crashes = gpud_server_recent_crashes(server, cr, &last);
+      if (!v->crashes || !v->crash_ptrs || !crashes ||
+          (!viewer->admin && cr->uid != viewer->uid))
+         continue;
+      uint64_t not_before = gpud_server_crash_backoff(server, cr, &backoff_ms);
+      Gpud__CrashInfo *out = &v->crashes[nc];
+      gpud__crash_info__init(out);
+      out->uid = (uint32_t)cr->uid;
+      out->name = (char *)cr->name;
+      out->crashes = crashes;
+      out->last_age_ms = (now - last) / 1000000;
+      out->backoff_ms = backoff_ms;
+      out->wait_ms = not_before > now ? (not_before - now + 999999) / 1000000 : 0;
+      out->refused =
+         server->cfg.limits.crash_limit && crashes >= server->cfg.limits.crash_limit;
+      v->crash_ptrs[nc++] = out;
+   }
+   reply->crashes = v->crash_ptrs;
+   reply->n_crashes = nc;
    *ret = reply;
    return v;
 }
@@ -399,6 +431,8 @@ gpud_control_status_free(struct gpud_status_view *v)
    free(v->infos);
    free(v->info_ptrs);
    free(v->parts);
+   free(v->crashes);
+   free(v->crash_ptrs);
    free(v);
 }
 

@@ -392,7 +392,7 @@ client_new(struct gpud_server *server, int fd)
 
 /* ---- crashes -------------------------------------------------------------- */
 
-static unsigned recent_crashes(struct gpud_server *server, struct gpud_crash_record *c,
+static unsigned recent_crashes(const struct gpud_server *server, const struct gpud_crash_record *c,
                                uint64_t *ret_last);
 
 static struct gpud_crash_record *
@@ -426,7 +426,8 @@ crash_record(struct gpud_server *server, uid_t uid, const char *name, bool creat
 
 /* Crashes of this program in the cool-down window. */
 static unsigned
-recent_crashes(struct gpud_server *server, struct gpud_crash_record *c, uint64_t *ret_last)
+recent_crashes(const struct gpud_server *server, const struct gpud_crash_record *c,
+               uint64_t *ret_last)
 {
    uint64_t window = (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
    uint64_t now = util_now_ns();
@@ -459,7 +460,7 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
    gpud_control_clean_text(f->reason);
    gpud_control_clean_text(f->name);
    gpud_bus_client_faulted(server, client->id, f->reason);
-   if (!crash || !server->cfg.limits.crash_limit)
+   if (!crash)
       return;
    struct gpud_crash_record *c = crash_record(server, client->uid, client->name, true);
    if (c) {
@@ -468,6 +469,35 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
       c->times_ns[c->count < 8 ? c->count : 7] = f->time_ns;
       c->count++;
    }
+}
+
+/* When a program's next worker may start: its last crash plus the
+ * back-off, which doubles with each crash remembered, up to the maximum
+ * (0: at once).  *ret_delay_ms: that back-off. */
+uint64_t
+gpud_server_crash_backoff(const struct gpud_server *server, const struct gpud_crash_record *c,
+                          uint64_t *ret_delay_ms)
+{
+   const struct gpud_limits *l = &server->cfg.limits;
+   uint64_t last = 0;
+   unsigned n = recent_crashes(server, c, &last);
+   *ret_delay_ms = 0;
+   if (!n || !l->crash_backoff_ms)
+      return 0;
+   uint64_t delay = l->crash_backoff_ms;
+   for (unsigned i = 1; i < n && delay < l->crash_backoff_max_ms; i++)
+      delay *= 2;
+   if (delay > l->crash_backoff_max_ms)
+      delay = l->crash_backoff_max_ms;
+   *ret_delay_ms = delay;
+   return last + delay * 1000000ull;
+}
+
+unsigned
+gpud_server_recent_crashes(const struct gpud_server *server, const struct gpud_crash_record *c,
+                           uint64_t *ret_last_ns)
+{
+   return recent_crashes(server, c, ret_last_ns);
 }
 
 /* ---- the handshake ---------------------------------------------------------- */
@@ -518,11 +548,23 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
              WIRE_VK_HEADER_VERSION);
       return false;
    }
-   if (hello->role == GPUD__ROLE__ROLE_VULKAN && server->cfg.limits.crash_limit) {
-      struct gpud_crash_record *c = crash_record(server, client->uid, client->name, false);
-      uint64_t last = 0;
-      unsigned n = c ? recent_crashes(server, c, &last) : 0;
-      if (n >= server->cfg.limits.crash_limit) {
+   struct gpud_crash_record *c = hello->role == GPUD__ROLE__ROLE_VULKAN
+                                    ? crash_record(server, client->uid, client->name, false)
+                                    : NULL;
+   if (c) {
+      uint64_t last = 0, delay_ms;
+      unsigned n = recent_crashes(server, c, &last);
+      uint64_t not_before = gpud_server_crash_backoff(server, c, &delay_ms);
+      uint64_t now = util_now_ns();
+      if (not_before > now) {
+         client->not_before_ns = not_before;
+         gpud_server_client_log(client, UTIL_LOG_NOTICE,
+                                "its workers crashed %u times in the last %u s: its worker "
+                                "starts in %" PRIu64 " ms (back-off %" PRIu64 " ms)",
+                                n, server->cfg.limits.crash_cooldown_ms / 1000,
+                                (not_before - now + 999999) / 1000000, delay_ms);
+      }
+      if (server->cfg.limits.crash_limit && n >= server->cfg.limits.crash_limit) {
          uint64_t until = last + (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
          refuse(client, "its workers crashed %u times in the last %u s; refused for %" PRIu64
                 " s more",
@@ -566,7 +608,10 @@ handle_hello(struct gpud_client *client, const struct util_msg *msg)
    client->state = GPUD_CLIENT_WAITING;
    gpud_server_client_log(client, UTIL_LOG_INFO, "connected");
    gpud_bus_client_connected(server, client);
-   timer_in(client->timer, server->cfg.limits.start_timeout_ms);
+   /* a client waiting out its program's back-off has that time more */
+   uint64_t now = util_now_ns();
+   uint64_t backoff_ms = client->not_before_ns > now ? (client->not_before_ns - now) / 1000000 : 0;
+   timer_in(client->timer, server->cfg.limits.start_timeout_ms + (uint32_t)backoff_ms);
    ensure_workers(server);
 }
 
@@ -1012,15 +1057,26 @@ ensure_workers(struct gpud_server *server)
    if (!server->have_device && server->n_starting)
       return; /* the first worker tells what the device is */
    unsigned waiting = 0;
+   uint64_t now = util_now_ns(), next_backoff = 0;
    struct gpud_client *c;
    util_list_for_each_safe(c, &server->clients, link) {
       if (c->state != GPUD_CLIENT_WAITING)
          continue;
+      if (c->not_before_ns > now) {
+         /* its program's crash back-off: no worker yet, none started for it */
+         if (!next_backoff || c->not_before_ns < next_backoff)
+            next_backoff = c->not_before_ns;
+         continue;
+      }
       struct gpud_worker *w = first_worker(server, GPUD_WORKER_SPARE);
       if (w)
          assign(w, c);
       else
          waiting++;
+   }
+   if (next_backoff) {
+      uint64_t ms = (next_backoff - now + 999999) / 1000000;
+      timer_in(server->backoff_timer, (uint32_t)(ms < UINT32_MAX ? ms : UINT32_MAX));
    }
    if (server->stopping || evtimer_pending(server->spawn_timer, NULL))
       return;
@@ -1541,6 +1597,8 @@ server_finish(struct gpud_server *server)
       event_free(server->drain_timer);
    if (server->spawn_timer)
       event_free(server->spawn_timer);
+   if (server->backoff_timer)
+      event_free(server->backoff_timer);
    if (server->base)
       event_base_free(server->base);
    if (server->listen_fd >= 0)
@@ -1606,6 +1664,7 @@ gpud_server_run(const struct gpud_config *cfg)
    server->accept_retry = evtimer_new(server->base, on_accept_retry, server);
    server->drain_timer = evtimer_new(server->base, on_drain_timeout, server);
    server->spawn_timer = evtimer_new(server->base, on_spawn_timer, server);
+   server->backoff_timer = evtimer_new(server->base, on_spawn_timer, server);
    static const int signals[] = {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGCHLD};
    for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
       server->signal_ev[i] = evsignal_new(server->base, signals[i], on_signal, server);

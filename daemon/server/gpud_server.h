@@ -121,6 +121,7 @@ struct gpud_client {
    struct event *read_ev;
    struct event *write_ev;
    struct event *timer;  /* handshake or worker start deadline */
+   uint64_t not_before_ns; /* its worker not before this (its program's crash back-off) */
    struct util_msg_reader reader;
    struct util_msg_queue out;
    struct gpud_account *account;
@@ -194,6 +195,7 @@ struct gpud_server {
    struct event *watchdog;
    struct event *drain_timer;
    struct event *spawn_timer; /* retrying after workers failed to start */
+   struct event *backoff_timer; /* the next client whose crash back-off ends */
    uint64_t start_ns;     /* CLOCK_MONOTONIC */
    bool stopping;
    bool drain_killed;
@@ -284,6 +286,14 @@ int gpud_control_inject(struct gpud_server *server, const struct gpud_client *vi
 /* Closes fds a peer sent, on the closer thread (a peer's fd may take
  * forever to close: a file on its own FUSE mount, say). */
 void gpud_server_discard_fds(struct gpud_server *server, struct util_msg *msg);
+
+/* A program's crashes within the cool-down (*ret_last_ns: the last). */
+unsigned gpud_server_recent_crashes(const struct gpud_server *server,
+                                    const struct gpud_crash_record *c, uint64_t *ret_last_ns);
+/* When the program's next worker may start (0 or past: at once), its
+ * back-off in *ret_delay_ms. */
+uint64_t gpud_server_crash_backoff(const struct gpud_server *server,
+                                   const struct gpud_crash_record *c, uint64_t *ret_delay_ms);
 
 /* gpud_server.c, for the files above: messages to a client, queued. */
 void gpud_server_queue(struct gpud_client *client, const void *data, size_t size);

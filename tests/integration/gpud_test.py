@@ -99,7 +99,8 @@ DAEMON_ARGS = {
     # what gpud passes on (names, tags, labels) must not upset the layer
     'debugnames': ['--validate'],
     # a program whose workers crashed twice is refused for a minute
-    'crash': ['--crash-limit', '2', '--crash-cooldown', '60s', '--isolation=process'],
+    # back-off from 100 ms up to 400 ms: 30 crashes in a row stay quick
+    'crash': ['--crash-backoff', '100', '--crash-backoff-max', '400', '--isolation=process'],
     'teardown': ['--drain-timeout', '2s', '--isolation=process'],
     'limits': ['--client-memory', '256M', '--uid-memory', '384M',
                '--client-objects', '20000', '--send-timeout', '1s'],
@@ -938,8 +939,11 @@ def test_crash(fx):
     """A client whose valid shader crashes the host driver (lavapipe's LLVM)
     gets VK_ERROR_DEVICE_LOST; a client computing beside it gets every
     result right; the server keeps its pid; the next client works; gpudctl
-    lists the fault.  After --crash-limit crashes the program is refused for
-    the cool-down; other programs are not."""
+    lists the fault.  The program run 30 times in a row gets a device every
+    time, its workers starting after a back-off that doubles up to its
+    maximum, while a client beside it computes on; gpudctl faults shows the
+    back-off.  Only with --crash-limit is a program refused, and then only
+    it."""
     if fx.direct:
         raise TestSkip('the shader crashes lavapipe used directly')
     if 'llvmpipe' not in fx.gpudctl_status()['device']:
@@ -974,7 +978,51 @@ def test_crash(fx):
     fx.check_daemon()
     fx.run([fx.prog('vk_compute')], fx.gpud_env(), label='after the crash')
 
-    # The second crash reaches the limit: the program is refused, others not.
+    # A test runner's crashes in a row: each run gets a device (and
+    # crashes), its worker a little later each time; a client beside them
+    # is unaffected.
+    runs = 30
+    until = os.path.join(fx.tmp, 'crashes-done')
+    bystander = start_client(fx, [fx.prog('vk_compute'), '--iterations', '2', '--elements',
+                                  '65536', '--until', until],
+                             fx.gpud_env(VARIANTS[1]), label='bystander of the runs')
+    started = time.monotonic()
+    for i in range(runs):
+        rc, out, err = fx.run([crasher], fx.gpud_env(VARIANTS[1]), expect_rc=None, timeout=60,
+                              label='run %d' % (i + 2), show_output=False)
+        if rc != 0 or 'VK_ERROR_DEVICE_LOST' not in out:
+            fail('run %d of vk_crashshader: %s, expected a device that is then lost:\n%s%s' %
+                 (i + 2, describe_rc(rc), out, err))
+    log('%d crashing runs in %.1f s' % (runs, time.monotonic() - started))
+    if bystander.poll() is not None:
+        fail('the bystander stopped during the crashing runs')
+    open(until, 'w').close()
+    finish_client(bystander, 300, 'vk_compute beside the crashing runs')
+    with open(fx.log_path, errors='replace') as f:
+        backoffs = [int(m.group(1)) for m in
+                    (re.search(r'vk_crashshader.*starts in \d+ ms \(back-off (\d+) ms\)', l)
+                     for l in f) if m]
+    log('back-offs: %s' % backoffs)
+    # (the first crash's 100 ms are over before the runs start)
+    if (len(backoffs) < runs - 1 or backoffs != sorted(backoffs) or backoffs[0] > 200 or
+            backoffs[-1] != 400 or not set(backoffs) <= {100, 200, 400}):
+        fail('the back-offs do not double from 100 ms to 400 ms: %s' % backoffs)
+    crashes = [c for c in fx.gpudctl_status()['crashes'] if c['name'] == 'vk_crashshader']
+    if len(crashes) != 1 or crashes[0]['backoff_ms'] != 400 or crashes[0]['refused']:
+        fail('gpudctl does not show vk_crashshader backing off by 400 ms: %r' % crashes)
+    _, text, _ = fx.run([fx.args.gpudctl, '--socket', fx.socket, 'faults'], fx.base_env(),
+                        label='gpudctl faults')
+    if not re.search(r'vk_crashshader \(uid \d+\): \d+ crashes, the last', text):
+        fail('gpudctl faults does not list vk_crashshader\'s crashes')
+    if fx.daemon.pid != server_pid:
+        fail('the server changed pid')
+    fx.check_daemon()
+
+    # With a crash limit the program is refused, others are not.
+    fx.stop_daemon()
+    fx.extra_args = ['--crash-limit', '2']
+    fx.start_daemon()
+    fx.run([crasher], fx.gpud_env(VARIANTS[1]), label='first crash, limit 2', timeout=60)
     fx.run([crasher], fx.gpud_env(VARIANTS[1]), label='second crash', timeout=60)
     _, _, err = fx.run([crasher], fx.gpud_env(VARIANTS[1]), expect_rc=1,
                        label='third try, refused')
