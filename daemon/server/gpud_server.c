@@ -1353,7 +1353,7 @@ reload(struct gpud_server *server)
 {
    struct gpud_config next;
    char *error = NULL;
-   if (!server->cfg.reload || server->cfg.reload(&next, &error) < 0) {
+   if (gpud_config_reload(&next, &error) < 0) {
       const char *why = error ? error : "no configuration to read";
       if (!strncmp(why, "gpud: ", 6))
          why += 6;
@@ -1383,7 +1383,6 @@ reload(struct gpud_server *server)
       util_warn("reload: isolation and sandbox take effect when gpud restarts");
    next.isolation = server->cfg.isolation;
    next.sandbox = server->cfg.sandbox;
-   next.reload = server->cfg.reload;
    next.start_log_level = server->cfg.start_log_level;
    /* spare workers started for the old settings go (all when who workers
     * are or what they load changed; else those beyond the new count) */

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The daemon's configuration (gpud_config.c): defaults, then the files,
+ * then the command line.
+ */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "gpud_host.h"
+#include "gpud_limits.h"
+#include "gpud_select.h"
+
+enum gpud_isolation {
+   GPUD_ISOLATION_PROCESS, /* a worker process per client (the default) */
+   GPUD_ISOLATION_THREAD,  /* contexts on threads of the server, for debugging */
+};
+
+/* Everything the command line sets. */
+struct gpud_config {
+   const char *socket_path; /* NULL: systemd's socket or the default */
+   const char *manifest;    /* host driver; NULL: pick one */
+   const char *device;      /* the served device's selector, as written */
+   struct gpud_selector device_sel; /* ... parsed */
+   const char *sysfs_root;  /* render nodes from this sysfs tree, not libdrm */
+   bool list_devices;       /* --list-devices */
+   enum gpud_validate_mode validate;
+   enum gpud_spirv_mode spirv;
+   enum gpud_isolation isolation;
+   bool sandbox;
+   const char *user;        /* workers run as this user (root daemons) */
+   const char *group;       /* socket group and who may connect (root daemons) */
+   const char *admin_group; /* may see and act on every client */
+   const char *bus;         /* D-Bus: system, session, none or an address;
+                             * NULL: the system bus as root, else the session
+                             * bus, where there is one */
+   unsigned spare_workers;
+   int replay_threads;      /* a worker's replay lanes; -1: by its CPUs */
+   struct gpud_limits limits;
+   int log_level;           /* enum util_log_level, or -1: the default */
+   int start_log_level;     /* the level before the files (a reload without
+                             * log-level returns to it) */
+   /* the values read from configuration files */
+   struct gpud_config_strings *strings;
+};
+
+/* Frees cfg's strings (and those of the configurations it replaced); cfg
+ * keeps older's strings alive (a reload keeps some values of the running
+ * configuration). */
+void gpud_config_finish(struct gpud_config *cfg);
+void gpud_config_keep_older(struct gpud_config *cfg, struct gpud_config *older);
+
+enum gpud_config_result {
+   GPUD_CONFIG_OK,
+   GPUD_CONFIG_EXIT,  /* --help, --version: printed */
+   GPUD_CONFIG_USAGE, /* a bad command line (said on stderr): exit 2 */
+   GPUD_CONFIG_BAD,   /* a bad configuration file, *error says why: exit 78 */
+};
+
+/* cfg from the defaults, the files and argv (kept for reloads).
+ * *worker_parent: the server's pid for a worker (--worker), else 0. */
+enum gpud_config_result gpud_config_build(struct gpud_config *cfg, int argc, char **argv,
+                                          pid_t *worker_parent, char **error);
+/* The configuration again, for a reload (SIGHUP): the files read again and
+ * the command line applied over them.  -1 with *error ("file:line: reason",
+ * to free) when it cannot. */
+int gpud_config_reload(struct gpud_config *cfg, char **error);
