@@ -233,6 +233,13 @@ UNCACHED = {
 # validates it first (daemon/worker/gpud_spirv.c).  Another carried command taking a
 # VkShaderModuleCreateInfo stops the generator.
 SPIRV_COMMANDS = {'vkCreateShaderModule', 'vkGetShaderModuleCreateInfoIdentifierEXT'}
+# Commands whose inputs may chain a VkShaderModuleCreateInfo (a pipeline
+# stage's code in place of a module: VK_EXT_graphics_pipeline_library,
+# VK_KHR_maintenance5): their executors check it as vkCreateShaderModule's
+# does (daemon/worker/gpud_spirv.c).  Another command that can reach one
+# stops the generator.
+SPIRV_CHAIN_COMMANDS = {'vkCreateGraphicsPipelines', 'vkCreateComputePipelines',
+                        'vkCreateRayTracingPipelinesNV'}
 
 # Calls that must reach the daemon before returning even though they return
 # nothing the application reads.
@@ -407,9 +414,6 @@ WRITEBACK_MEMBERS = {
 # check.
 DENIED_STRUCTS = {
     'VkImportMemoryHostPointerInfoEXT',
-    # SPIR-V reaches the host only through vkCreateShaderModule, which
-    # validates it first.
-    'VkShaderModuleCreateInfo',
     # Meaningful in the application's process only (a callback; a handle
     # value as the application sees it).
     'VkDebugUtilsMessengerCreateInfoEXT', 'VkDebugUtilsObjectNameInfoEXT',
@@ -552,6 +556,12 @@ class Gen:
                                                for p in reg.commands[c].params):
                 raise SystemExit(f'gen_wire: {c} hands shader code to the host: validate it '
                                  'and list it in SPIRV_COMMANDS')
+            if c not in SPIRV_COMMANDS | SPIRV_CHAIN_COMMANDS and any(
+                    self.reaches(p.type, 'VkShaderModuleCreateInfo', set())
+                    for p in reg.commands[c].params
+                    if self.param_role(reg.commands[c], p) == 'input'):
+                raise SystemExit(f'gen_wire: {c} may chain shader code: validate it in its '
+                                 'executor and list it in SPIRV_CHAIN_COMMANDS')
         # stable order
         self.structs_all = sorted(self.structs_in | self.structs_out)
         self.walked = True
@@ -669,6 +679,25 @@ class Gen:
             elif self.reg.scalar_info(m.type) is None:
                 return False
         return True
+
+    def reaches(self, tname, target, seen):
+        """Whether an input of type tname can hold a target (as a member or
+        in a pNext chain, at any depth)."""
+        tname = self.reg.resolve_type(tname)
+        if tname == target:
+            return True
+        if tname in seen or tname not in self.reg.structs:
+            return False
+        seen.add(tname)
+        s = self.reg.structs[tname]
+        for m in s.members:
+            if m.name == 'pNext':
+                if any(self.reaches(x, target, seen) for x in self.chain_members(tname, False)):
+                    return True
+            elif self.reg.kind(m.type) in ('struct', 'union') and \
+                    self.reaches(m.type, target, seen):
+                return True
+        return False
 
     def walk_struct(self, sname, output, stack=()):
         sname = self.reg.resolve_type(sname)

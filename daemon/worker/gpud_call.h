@@ -89,6 +89,12 @@ struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, u
 /* The command the calling thread runs (for the validation messenger), or
  * NULL between commands. */
 struct gpud_call *gpud_call_current(void);
+/* Whether the shader code chained to these pipeline stages (a
+ * VkShaderModuleCreateInfo in place of a module) may reach the host: as for
+ * vkCreateShaderModule, what the validator finds is reported and refused
+ * only under --spirv=strict (gpud_spirv.c). */
+bool gpud_spirv_stages_valid(struct gpud_call *call, const char *command,
+                             const VkPipelineShaderStageCreateInfo *stages, uint32_t count);
 /* Marks a buffer or image bound to memory. */
 void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
                           uint64_t memory);

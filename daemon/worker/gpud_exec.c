@@ -1138,13 +1138,36 @@ feedback_fits(struct gpud_call *call, const void *chain, uint32_t stages)
    return false;
 }
 
+/* Chained shader code refused (--spirv=strict): no pipeline is made. */
+static void
+refuse_pipelines(VkResult *ret, VkPipeline *pipelines, uint32_t count)
+{
+   *ret = VK_ERROR_INVALID_SHADER_NV;
+   for (uint32_t i = 0; pipelines && i < count; i++)
+      pipelines[i] = VK_NULL_HANDLE;
+}
+
 void
 gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
                                     struct wire_args_vkCreateGraphicsPipelines *a)
 {
    for (uint32_t i = 0; i < a->createInfoCount; i++) {
-      if (!feedback_fits(call, a->pCreateInfos[i].pNext, a->pCreateInfos[i].stageCount))
+      const VkGraphicsPipelineCreateInfo *ci = &a->pCreateInfos[i];
+      if (!feedback_fits(call, ci->pNext, ci->stageCount))
          return;
+      bool valid = gpud_spirv_stages_valid(call, "vkCreateGraphicsPipelines", ci->pStages,
+                                           ci->stageCount);
+      /* VK_NV_device_generated_commands: the shader groups' stages too */
+      const VkGraphicsPipelineShaderGroupsCreateInfoNV *groups =
+         find_in_chain(ci->pNext, VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV);
+      for (uint32_t g = 0; valid && groups && g < groups->groupCount; g++)
+         valid = gpud_spirv_stages_valid(call, "vkCreateGraphicsPipelines",
+                                         groups->pGroups[g].pStages,
+                                         groups->pGroups[g].stageCount);
+      if (!valid) {
+         refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
+         return;
+      }
    }
    gpud_gen_exec_vkCreateGraphicsPipelines(call, a);
 }
@@ -1156,6 +1179,11 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
    for (uint32_t i = 0; i < a->createInfoCount; i++) {
       if (!feedback_fits(call, a->pCreateInfos[i].pNext, 1))
          return;
+      if (!gpud_spirv_stages_valid(call, "vkCreateComputePipelines", &a->pCreateInfos[i].stage,
+                                   1)) {
+         refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
+         return;
+      }
    }
    gpud_gen_exec_vkCreateComputePipelines(call, a);
 }
@@ -1167,6 +1195,11 @@ gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
    for (uint32_t i = 0; i < a->createInfoCount; i++) {
       if (!feedback_fits(call, a->pCreateInfos[i].pNext, a->pCreateInfos[i].stageCount))
          return;
+      if (!gpud_spirv_stages_valid(call, "vkCreateRayTracingPipelinesNV",
+                                   a->pCreateInfos[i].pStages, a->pCreateInfos[i].stageCount)) {
+         refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
+         return;
+      }
    }
    gpud_gen_exec_vkCreateRayTracingPipelinesNV(call, a);
 }

@@ -98,6 +98,20 @@ module_valid(struct gpud_call *call, const char *command, const VkShaderModuleCr
    return !strict;
 }
 
+bool
+gpud_spirv_stages_valid(struct gpud_call *call, const char *command,
+                        const VkPipelineShaderStageCreateInfo *stages, uint32_t count)
+{
+   for (uint32_t i = 0; stages && i < count; i++) {
+      for (const VkBaseInStructure *s = stages[i].pNext; s; s = s->pNext) {
+         if (s->sType == VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO &&
+             !module_valid(call, command, (const VkShaderModuleCreateInfo *)s))
+            return false;
+      }
+   }
+   return true;
+}
+
 void
 gpud_exec_vkCreateShaderModule(struct gpud_call *call, struct wire_args_vkCreateShaderModule *a)
 {

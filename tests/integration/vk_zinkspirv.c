@@ -7,9 +7,13 @@
  * to a helper invocation without the DemoteToHelperInvocation capability.
  * Each covers a 64x64 target cleared to black; the pixels must be red
  * (SampleId 0 of a single sample) and, for the demote, black left of x = 32
- * and blue from there.  The application's messenger counts gpud's reports
- * of invalid SPIR-V (gpud-invalid-spirv): --reports N says how many must
- * come (2 through gpud by default, 0 on the host driver directly).
+ * and blue from there.  Where the device has VK_EXT_graphics_pipeline_library
+ * the SampleId shader renders once more with its code chained to the
+ * pipeline stage (VkShaderModuleCreateInfo, no module), as that extension
+ * and VK_KHR_maintenance5 allow.  The application's messenger counts gpud's
+ * reports of invalid SPIR-V (gpud-invalid-spirv): --reports N says how many
+ * must come (one a shader through gpud, the default; 0 on the host driver
+ * directly).
  *
  *   vk_zinkspirv [--device NAME] [--reports N]
  */
@@ -31,9 +35,10 @@ struct quad_push {
    float color[4];
 };
 
+/* chained: the fragment shader's code in the stage's chain, no module */
 static void
 render(struct vkt_context *ctx, const uint32_t *frag, size_t frag_size, const char *name,
-       struct vkt_buffer *readback)
+       bool chained, struct vkt_buffer *readback)
 {
    struct vkt_color_target target;
    vkt_color_target_init(ctx, SIZE, &target);
@@ -47,7 +52,12 @@ render(struct vkt_context *ctx, const uint32_t *frag, size_t frag_size, const ch
    VkPipelineLayout layout;
    VKT_CHECK(vkCreatePipelineLayout(ctx->device, &layout_info, NULL, &layout));
    VkShaderModule vs = vkt_shader_module(ctx, quad_vert_spv, sizeof(quad_vert_spv));
-   VkShaderModule fs = vkt_shader_module(ctx, frag, frag_size);
+   VkShaderModule fs = chained ? VK_NULL_HANDLE : vkt_shader_module(ctx, frag, frag_size);
+   const VkShaderModuleCreateInfo code = {
+      .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+      .codeSize = frag_size,
+      .pCode = frag,
+   };
    const VkPipelineShaderStageCreateInfo stages[] = {
       {
          .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -57,6 +67,7 @@ render(struct vkt_context *ctx, const uint32_t *frag, size_t frag_size, const ch
       },
       {
          .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .pNext = chained ? &code : NULL,
          .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
          .module = fs,
          .pName = "main",
@@ -113,7 +124,8 @@ render(struct vkt_context *ctx, const uint32_t *frag, size_t frag_size, const ch
    if (r != VK_SUCCESS)
       vkt_fail("%s: vkCreateGraphicsPipelines returned %s", name, vkt_result_name(r));
    vkDestroyShaderModule(ctx->device, vs, NULL);
-   vkDestroyShaderModule(ctx->device, fs, NULL);
+   if (fs)
+      vkDestroyShaderModule(ctx->device, fs, NULL);
 
    VkCommandBuffer cmd = vkt_cmd_begin(ctx);
    const VkClearValue clear = {.color = {.float32 = {0, 0, 0, 1}}};
@@ -182,11 +194,26 @@ check(const struct vkt_buffer *readback, const char *name, const uint8_t left[4]
    printf(PROG ": %s: OK: %u pixels as the shader says\n", name, SIZE * SIZE);
 }
 
+/* Whether the device offers an extension. */
+static bool
+has_extension(VkPhysicalDevice pdev, const char *name)
+{
+   VkExtensionProperties props[512];
+   uint32_t n = VKT_ARRAY_SIZE(props);
+   if (vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, props) < 0)
+      return false;
+   for (uint32_t i = 0; i < n; i++) {
+      if (!strcmp(props[i].extensionName, name))
+         return true;
+   }
+   return false;
+}
+
 int
 main(int argc, char **argv)
 {
    const char *device_name = NULL;
-   int reports = 2;
+   int reports = -2; /* one a shader */
    for (int i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "--device") && i + 1 < argc) {
          device_name = argv[++i];
@@ -203,7 +230,19 @@ main(int argc, char **argv)
    struct vkt_context ctx;
    memset(&ctx, 0, sizeof(ctx));
    ctx.prog = PROG;
-   vkt_context_init_physical(&ctx, instance, vkt_physical_device_pick(instance, device_name), 0);
+   VkPhysicalDevice pdev = vkt_physical_device_pick(instance, device_name);
+   const char *const gpl[] = {VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME};
+   const bool chained = has_extension(pdev, gpl[0]);
+   VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl_features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
+      .graphicsPipelineLibrary = VK_TRUE,
+   };
+   if (chained)
+      vkt_context_init_physical_ext(&ctx, instance, pdev, 0, gpl, 1, &gpl_features);
+   else
+      vkt_context_init_physical(&ctx, instance, pdev, 0);
+   if (reports == -2)
+      reports = chained ? 3 : 2;
    struct vkt_buffer readback;
    vkt_buffer_create(&ctx, SIZE * SIZE * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &readback);
 
@@ -211,11 +250,18 @@ main(int argc, char **argv)
    static const uint8_t black[4] = {0, 0, 0, 255};
    static const uint8_t blue[4] = {0, 0, 255, 255};
    render(&ctx, zink_sampleid_spv, sizeof(zink_sampleid_spv), "SampleId without SampleRateShading",
-          &readback);
+          false, &readback);
    check(&readback, "SampleId without SampleRateShading", red, red);
    render(&ctx, zink_demote_spv, sizeof(zink_demote_spv),
-          "OpDemoteToHelperInvocation without its capability", &readback);
+          "OpDemoteToHelperInvocation without its capability", false, &readback);
    check(&readback, "OpDemoteToHelperInvocation without its capability", black, blue);
+   if (chained) {
+      render(&ctx, zink_sampleid_spv, sizeof(zink_sampleid_spv),
+             "SampleId without SampleRateShading, chained to the stage", true, &readback);
+      check(&readback, "SampleId without SampleRateShading, chained to the stage", red, red);
+   } else {
+      printf(PROG ": no VK_EXT_graphics_pipeline_library: no code chained to a stage\n");
+   }
 
    vkt_buffer_destroy(&ctx, &readback);
    vkt_context_finish_device(&ctx);

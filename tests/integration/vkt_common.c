@@ -309,6 +309,8 @@ static const struct feature_struct {
                   VkPhysicalDevicePresentWaitFeaturesKHR, presentWait),
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SWAPCHAIN_MAINTENANCE_1_FEATURES_EXT,
                   VkPhysicalDeviceSwapchainMaintenance1FeaturesEXT, swapchainMaintenance1),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
+                  VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT, graphicsPipelineLibrary),
 };
 
 #undef FEATURE_STRUCT
