@@ -398,11 +398,11 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    size_t nc = 0;
    util_list_for_each(cr, &server->crashes, link) {
       uint64_t last = 0, backoff_ms = 0;
-      unsigned crashes = gpud_server_recent_crashes(server, cr, &last);
+      unsigned crashes = gpud_crash_recent(server, cr, &last);
       if (!v->crashes || !v->crash_ptrs || !crashes ||
           (!viewer->admin && cr->uid != viewer->uid))
          continue;
-      uint64_t not_before = gpud_server_crash_backoff(server, cr, &backoff_ms);
+      uint64_t not_before = gpud_crash_backoff(server, cr, &backoff_ms);
       Gpud__CrashInfo *out = &v->crashes[nc];
       gpud__crash_info__init(out);
       out->uid = (uint32_t)cr->uid;
@@ -445,7 +445,7 @@ status(struct gpud_client *control)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY;
    m.status_reply = v ? (Gpud__StatusReply *)reply : &empty;
-   gpud_server_queue_control(control, &m);
+   gpud_client_queue_control(control, &m);
    gpud_control_status_free(v);
 }
 
@@ -468,12 +468,12 @@ gpud_control_disconnect(struct gpud_server *server, const struct gpud_client *vi
    if (!c)
       return -ENOENT;
    if (!gpud_access_may_see(viewer, c)) {
-      gpud_server_client_log(c, UTIL_LOG_WARNING,
+      gpud_client_log(c, UTIL_LOG_WARNING,
                              "uid %u (pid %d) may not disconnect this client",
                              (unsigned)viewer->uid, (int)viewer->pid);
       return -EACCES;
    }
-   gpud_server_client_log(c, UTIL_LOG_NOTICE, "disconnected by uid %u (pid %d, %s)",
+   gpud_client_log(c, UTIL_LOG_NOTICE, "disconnected by uid %u (pid %d, %s)",
                           (unsigned)viewer->uid, (int)viewer->pid, via);
    if (c->worker)
       gpud_kill_worker(c->worker, "disconnected by an administrator");
@@ -492,7 +492,7 @@ disconnect(struct gpud_client *control, uint64_t id)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY;
    m.disconnect_client_reply = &dr;
-   gpud_server_queue_control(control, &m);
+   gpud_client_queue_control(control, &m);
 }
 
 /* gpudctl inject ID FAULT [VALUE]: written on the client's status page for
@@ -507,7 +507,7 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
    if (!c)
       return -ENOENT;
    if (!gpud_access_may_see(viewer, c)) {
-      gpud_server_client_log(c, UTIL_LOG_WARNING,
+      gpud_client_log(c, UTIL_LOG_WARNING,
                              "uid %u (pid %d) may not inject faults into this client",
                              (unsigned)viewer->uid, (int)viewer->pid);
       return -EACCES;
@@ -542,7 +542,7 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
       *error = "unknown fault (lose-device, fail-alloc N, delay-completions MS, crash-worker)";
       return -EINVAL;
    }
-   gpud_server_client_log(c, UTIL_LOG_NOTICE,
+   gpud_client_log(c, UTIL_LOG_NOTICE,
                           "fault injected by uid %u (pid %d, %s): %s %" PRIu64,
                           (unsigned)viewer->uid, (int)viewer->pid, via, fault, value);
    return 0;
@@ -561,7 +561,7 @@ inject(struct gpud_client *control, const Gpud__InjectRequest *req)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_INJECT_REPLY;
    m.inject_reply = &ir;
-   gpud_server_queue_control(control, &m);
+   gpud_client_queue_control(control, &m);
 }
 
 int
@@ -583,7 +583,7 @@ gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
       r = -ECONNRESET;
       break;
    default:
-      gpud_server_client_log(control, UTIL_LOG_ERR, "protocol error: bad control message");
+      gpud_client_log(control, UTIL_LOG_ERR, "protocol error: bad control message");
       r = -EPROTO;
       break;
    }

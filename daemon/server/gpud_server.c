@@ -56,58 +56,9 @@ static void check_stopped(struct gpud_server *server);
 
 /* ---- logging ------------------------------------------------------------- */
 
-static bool account_log_allowed(struct gpud_server *server, struct gpud_account *a);
 
-/* Lines about one user's connections are rate limited per user (root's are
- * not): a user connecting in a loop cannot flood the log. */
-void
-gpud_server_client_log(struct gpud_client *client, int level, const char *fmt, ...)
-{
-   if (client->account && !account_log_allowed(client->server, client->account))
-      return;
-   char msg[768];
-   va_list ap;
-   va_start(ap, fmt);
-   vsnprintf(msg, sizeof(msg), fmt, ap);
-   va_end(ap);
-   const struct util_log_client who = {
-      .id = client->id,
-      .pid = (int)client->pid,
-      .uid = (unsigned)client->uid,
-      .name = client->name,
-   };
-   util_log_client((enum util_log_level)level, &who, "%s", msg);
-}
 
-static void
-account_refill(struct gpud_server *server, struct gpud_account *a)
-{
-   uint64_t now = util_now_ns();
-   double burst = server->cfg.limits.log_burst;
-   a->log_tokens += (double)(now - a->log_last_ns) / 1e9 * server->cfg.limits.log_per_second;
-   if (a->log_tokens > burst)
-      a->log_tokens = burst;
-   a->log_last_ns = now;
-}
 
-static bool
-account_log_allowed(struct gpud_server *server, struct gpud_account *a)
-{
-   if (a->uid == 0)
-      return true;
-   account_refill(server, a);
-   if (a->log_tokens < 1.0) {
-      a->log_suppressed++;
-      return false;
-   }
-   a->log_tokens -= 1.0;
-   if (a->log_suppressed) {
-      util_warn("uid %u: %u lines about its connections suppressed", (unsigned)a->uid,
-                a->log_suppressed);
-      a->log_suppressed = 0;
-   }
-   return true;
-}
 
 /* ---- fds peers sent ------------------------------------------------------ */
 
@@ -185,37 +136,7 @@ reader_init(struct gpud_server *server, struct util_msg_reader *reader)
 
 /* ---- accounts ------------------------------------------------------------ */
 
-static struct gpud_account *
-account_get(struct gpud_server *server, uid_t uid)
-{
-   struct gpud_account *a;
-   util_list_for_each(a, &server->accounts, link) {
-      if (a->uid == uid)
-         return a;
-   }
-   a = calloc(1, sizeof(*a));
-   if (!a)
-      return NULL;
-   a->uid = uid;
-   a->log_tokens = server->cfg.limits.log_burst;
-   a->log_last_ns = util_now_ns();
-   util_list_add(&server->accounts, &a->link);
-   return a;
-}
 
-/* An account goes once nothing is charged to it and its log budget is
- * full again (else reconnecting would reset the rate limit). */
-static void
-account_put(struct gpud_server *server, struct gpud_account *a)
-{
-   if (!a || a->connections || a->memory || a->log_suppressed)
-      return;
-   account_refill(server, a);
-   if (a->log_tokens < server->cfg.limits.log_burst)
-      return;
-   util_list_remove(&a->link);
-   free(a);
-}
 
 /* ---- clients --------------------------------------------------------------- */
 
@@ -239,7 +160,7 @@ client_free(struct gpud_client *client)
    if (client->account) {
       client->account->connections--;
       client->account->memory -= client->memory;
-      account_put(server, client->account);
+      gpud_account_put(server, client->account);
    }
    util_list_remove(&client->link);
    server->n_clients--;
@@ -264,29 +185,7 @@ on_client_write(evutil_socket_t fd, short what, void *data)
       client_free(client);
 }
 
-void
-gpud_server_queue(struct gpud_client *client, const void *data, size_t size)
-{
-   if (util_msg_queue_push(&client->out, UTIL_MSG_CONTROL, data, size, NULL, 0) < 0 ||
-       client->out.bytes > GPUD_MAX_SERVER_QUEUE) {
-      /* it does not read what it asked for: end it */
-      shutdown(client->fd, SHUT_RDWR);
-      return;
-   }
-   int r = util_msg_queue_flush(client->fd, &client->out);
-   if (r == -EAGAIN)
-      event_add(client->write_ev, NULL);
-}
 
-void
-gpud_server_queue_control(struct gpud_client *client, const Gpud__ControlMessage *m)
-{
-   size_t size;
-   void *buf = wire_control_pack(m, &size);
-   if (buf)
-      gpud_server_queue(client, buf, size);
-   free(buf);
-}
 
 /* Tells the client why it is being let go (best effort: it never waits). */
 static void
@@ -297,7 +196,7 @@ send_disconnect(struct gpud_client *client, const char *reason)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
    m.disconnect = &d;
-   gpud_server_queue_control(client, &m);
+   gpud_client_queue_control(client, &m);
 }
 
 static void
@@ -311,7 +210,7 @@ refuse(struct gpud_client *client, const char *fmt, ...)
    va_start(ap, fmt);
    vsnprintf(reason, sizeof(reason), fmt, ap);
    va_end(ap);
-   gpud_server_client_log(client, UTIL_LOG_ERR, "refused: %s", reason);
+   gpud_client_log(client, UTIL_LOG_ERR, "refused: %s", reason);
    send_disconnect(client, reason);
    /* Closing with unread input would reset the connection, and the client
     * would read the reset instead of the reason: read what came. */
@@ -360,7 +259,7 @@ client_new(struct gpud_server *server, int fd)
    client->read_ev = event_new(server->base, fd, EV_READ | EV_PERSIST, on_client_read, client);
    client->write_ev = event_new(server->base, fd, EV_WRITE | EV_PERSIST, on_client_write, client);
    client->timer = evtimer_new(server->base, on_client_timer, client);
-   client->account = account_get(server, cred.uid);
+   client->account = gpud_account_get(server, cred.uid);
    if (client->account)
       client->account->connections++;
    if (!client->read_ev || !client->write_ev || !client->timer || !client->account) {
@@ -392,58 +291,8 @@ client_new(struct gpud_server *server, int fd)
 
 /* ---- crashes -------------------------------------------------------------- */
 
-static unsigned recent_crashes(const struct gpud_server *server, const struct gpud_crash_record *c,
-                               uint64_t *ret_last);
 
-static struct gpud_crash_record *
-crash_record(struct gpud_server *server, uid_t uid, const char *name, bool create)
-{
-   struct gpud_crash_record *c, *found = NULL;
-   util_list_for_each_safe(c, &server->crashes, link) {
-      if (c->uid == uid && !strcmp(c->name, name)) {
-         found = c;
-         continue;
-      }
-      /* records whose crashes are all past the cool-down go */
-      uint64_t last;
-      if (!recent_crashes(server, c, &last)) {
-         util_list_remove(&c->link);
-         free(c);
-      }
-   }
-   if (found || !create)
-      return found;
-   if (!create)
-      return NULL;
-   c = calloc(1, sizeof(*c));
-   if (c) {
-      c->uid = uid;
-      snprintf(c->name, sizeof(c->name), "%s", name);
-      util_list_add(&server->crashes, &c->link);
-   }
-   return c;
-}
 
-/* Crashes of this program in the cool-down window. */
-static unsigned
-recent_crashes(const struct gpud_server *server, const struct gpud_crash_record *c,
-               uint64_t *ret_last)
-{
-   uint64_t window = (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
-   uint64_t now = util_now_ns();
-   unsigned n = 0;
-   *ret_last = 0;
-   unsigned kept = c->count < 8 ? c->count : 8;
-   for (unsigned i = 0; i < kept; i++) {
-      uint64_t t = c->times_ns[i];
-      if (now - t <= window) {
-         n++;
-         if (t > *ret_last)
-            *ret_last = t;
-      }
-   }
-   return n;
-}
 
 static void
 record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worker_pid,
@@ -462,7 +311,7 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
    gpud_bus_client_faulted(server, client->id, f->reason);
    if (!crash)
       return;
-   struct gpud_crash_record *c = crash_record(server, client->uid, client->name, true);
+   struct gpud_crash_record *c = gpud_crash_record_find(server, client->uid, client->name, true);
    if (c) {
       if (c->count >= 8)
          memmove(c->times_ns, c->times_ns + 1, sizeof(c->times_ns[0]) * 7);
@@ -471,34 +320,7 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
    }
 }
 
-/* When a program's next worker may start: its last crash plus the
- * back-off, which doubles with each crash remembered, up to the maximum
- * (0: at once).  *ret_delay_ms: that back-off. */
-uint64_t
-gpud_server_crash_backoff(const struct gpud_server *server, const struct gpud_crash_record *c,
-                          uint64_t *ret_delay_ms)
-{
-   const struct gpud_limits *l = &server->cfg.limits;
-   uint64_t last = 0;
-   unsigned n = recent_crashes(server, c, &last);
-   *ret_delay_ms = 0;
-   if (!n || !l->crash_backoff_ms)
-      return 0;
-   uint64_t delay = l->crash_backoff_ms;
-   for (unsigned i = 1; i < n && delay < l->crash_backoff_max_ms; i++)
-      delay *= 2;
-   if (delay > l->crash_backoff_max_ms)
-      delay = l->crash_backoff_max_ms;
-   *ret_delay_ms = delay;
-   return last + delay * 1000000ull;
-}
 
-unsigned
-gpud_server_recent_crashes(const struct gpud_server *server, const struct gpud_crash_record *c,
-                           uint64_t *ret_last_ns)
-{
-   return recent_crashes(server, c, ret_last_ns);
-}
 
 /* ---- the handshake ---------------------------------------------------------- */
 
@@ -516,7 +338,7 @@ welcome(struct gpud_client *client)
    Gpud__ControlMessage w = GPUD__CONTROL_MESSAGE__INIT;
    w.msg_case = GPUD__CONTROL_MESSAGE__MSG_WELCOME;
    w.welcome = &welcome;
-   gpud_server_queue_control(client, &w);
+   gpud_client_queue_control(client, &w);
 }
 
 /* Returns false when the client was refused (and freed). */
@@ -549,16 +371,16 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
       return false;
    }
    struct gpud_crash_record *c = hello->role == GPUD__ROLE__ROLE_VULKAN
-                                    ? crash_record(server, client->uid, client->name, false)
+                                    ? gpud_crash_record_find(server, client->uid, client->name, false)
                                     : NULL;
    if (c) {
       uint64_t last = 0, delay_ms;
-      unsigned n = recent_crashes(server, c, &last);
-      uint64_t not_before = gpud_server_crash_backoff(server, c, &delay_ms);
+      unsigned n = gpud_crash_recent(server, c, &last);
+      uint64_t not_before = gpud_crash_backoff(server, c, &delay_ms);
       uint64_t now = util_now_ns();
       if (not_before > now) {
          client->not_before_ns = not_before;
-         gpud_server_client_log(client, UTIL_LOG_NOTICE,
+         gpud_client_log(client, UTIL_LOG_NOTICE,
                                 "its workers crashed %u times in the last %u s: its worker "
                                 "starts in %" PRIu64 " ms (back-off %" PRIu64 " ms)",
                                 n, server->cfg.limits.crash_cooldown_ms / 1000,
@@ -600,13 +422,13 @@ handle_hello(struct gpud_client *client, const struct util_msg *msg)
    welcome(client);
    if (control) {
       client->state = GPUD_CLIENT_CONTROL;
-      gpud_server_client_log(client, UTIL_LOG_DEBUG, "connected (control)");
+      gpud_client_log(client, UTIL_LOG_DEBUG, "connected (control)");
       return;
    }
    /* From here the client's stream is its worker's to read. */
    event_del(client->read_ev);
    client->state = GPUD_CLIENT_WAITING;
-   gpud_server_client_log(client, UTIL_LOG_INFO, "connected");
+   gpud_client_log(client, UTIL_LOG_INFO, "connected");
    gpud_bus_client_connected(server, client);
    /* a client waiting out its program's back-off has that time more */
    uint64_t now = util_now_ns();
@@ -640,12 +462,12 @@ on_client_read(evutil_socket_t fd, short what, void *data)
    /* a control connection */
    if (msg.n_fds) {
       gpud_server_discard_fds(server, &msg);
-      gpud_server_client_log(client, UTIL_LOG_ERR, "protocol error: unexpected file descriptors");
+      gpud_client_log(client, UTIL_LOG_ERR, "protocol error: unexpected file descriptors");
       client_free(client);
       return;
    }
    if (msg.type != UTIL_MSG_CONTROL) {
-      gpud_server_client_log(client, UTIL_LOG_ERR,
+      gpud_client_log(client, UTIL_LOG_ERR,
                              "protocol error: commands on a control connection");
       send_disconnect(client, "commands on a control connection");
       client_free(client);
@@ -750,7 +572,7 @@ reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
       over = "the user's memory limit";
    /* (granted sums never exceed the limits, so the subtractions hold) */
    if (over) {
-      gpud_server_client_log(client, UTIL_LOG_INFO,
+      gpud_client_log(client, UTIL_LOG_INFO,
                              "allocation of %" PRIu64 " bytes from heap %u refused: over %s",
                              bytes, heap, over);
       return heap_full_result(server, heap);
@@ -835,7 +657,7 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
    const int fds[2] = {client->fd, status_fd};
    worker_queue(worker, &m, fds, 2);
    if (worker->pid)
-      gpud_server_client_log(client, UTIL_LOG_DEBUG, "served by worker %d", (int)worker->pid);
+      gpud_client_log(client, UTIL_LOG_DEBUG, "served by worker %d", (int)worker->pid);
 }
 
 static void
@@ -925,7 +747,7 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
          worker->reported_fault = true;
          char reason[160];
          snprintf(reason, sizeof(reason), "%s", m->fault->reason ? m->fault->reason : "?");
-         gpud_server_client_log(worker->client, UTIL_LOG_WARNING, "%s", reason);
+         gpud_client_log(worker->client, UTIL_LOG_WARNING, "%s", reason);
          record_fault(worker->server, worker->client, worker->pid, reason, false);
       }
       break;
@@ -1183,12 +1005,12 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
    describe_end(worker, wstatus, reaped, reason, sizeof(reason), &crash);
    bool fault = crash || worker->goodbye_fault;
    if (crash) {
-      gpud_server_client_log(client, UTIL_LOG_ERR, "%s; its device is lost", reason);
+      gpud_client_log(client, UTIL_LOG_ERR, "%s; its device is lost", reason);
       record_fault(server, client, worker->pid, reason, true);
    } else if (fault) {
       record_fault(server, client, worker->pid, reason, false);
    } else {
-      gpud_server_client_log(client, UTIL_LOG_INFO, "%s", reason);
+      gpud_client_log(client, UTIL_LOG_INFO, "%s", reason);
    }
    if (crash || worker->kill_reason) {
       char why[300];

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server's registry: its clients, workers and per-user accounts, the
+ * programs whose workers crashed, and the small operations the server's
+ * other files share on them (logging about a client under its user's rate
+ * limit, queueing a message to a client, a program's crash back-off).  It
+ * calls into none of them.
+ */
+#include "gpud_registry.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+
+#include "util_log.h"
+#include "util_time.h"
+
+static bool account_log_allowed(struct gpud_server *server, struct gpud_account *a);
+
+/* Lines about one user's connections are rate limited per user (root's are
+ * not): a user connecting in a loop cannot flood the log. */
+void
+gpud_client_log(struct gpud_client *client, int level, const char *fmt, ...)
+{
+   if (client->account && !account_log_allowed(client->server, client->account))
+      return;
+   char msg[768];
+   va_list ap;
+   va_start(ap, fmt);
+   vsnprintf(msg, sizeof(msg), fmt, ap);
+   va_end(ap);
+   const struct util_log_client who = {
+      .id = client->id,
+      .pid = (int)client->pid,
+      .uid = (unsigned)client->uid,
+      .name = client->name,
+   };
+   util_log_client((enum util_log_level)level, &who, "%s", msg);
+}
+
+static void
+account_refill(struct gpud_server *server, struct gpud_account *a)
+{
+   uint64_t now = util_now_ns();
+   double burst = server->cfg.limits.log_burst;
+   a->log_tokens += (double)(now - a->log_last_ns) / 1e9 * server->cfg.limits.log_per_second;
+   if (a->log_tokens > burst)
+      a->log_tokens = burst;
+   a->log_last_ns = now;
+}
+
+static bool
+account_log_allowed(struct gpud_server *server, struct gpud_account *a)
+{
+   if (a->uid == 0)
+      return true;
+   account_refill(server, a);
+   if (a->log_tokens < 1.0) {
+      a->log_suppressed++;
+      return false;
+   }
+   a->log_tokens -= 1.0;
+   if (a->log_suppressed) {
+      util_warn("uid %u: %u lines about its connections suppressed", (unsigned)a->uid,
+                a->log_suppressed);
+      a->log_suppressed = 0;
+   }
+   return true;
+}
+
+struct gpud_account *
+gpud_account_get(struct gpud_server *server, uid_t uid)
+{
+   struct gpud_account *a;
+   util_list_for_each(a, &server->accounts, link) {
+      if (a->uid == uid)
+         return a;
+   }
+   a = calloc(1, sizeof(*a));
+   if (!a)
+      return NULL;
+   a->uid = uid;
+   a->log_tokens = server->cfg.limits.log_burst;
+   a->log_last_ns = util_now_ns();
+   util_list_add(&server->accounts, &a->link);
+   return a;
+}
+
+/* An account goes once nothing is charged to it and its log budget is
+ * full again (else reconnecting would reset the rate limit). */
+void
+gpud_account_put(struct gpud_server *server, struct gpud_account *a)
+{
+   if (!a || a->connections || a->memory || a->log_suppressed)
+      return;
+   account_refill(server, a);
+   if (a->log_tokens < server->cfg.limits.log_burst)
+      return;
+   util_list_remove(&a->link);
+   free(a);
+}
+
+void
+gpud_client_queue(struct gpud_client *client, const void *data, size_t size)
+{
+   if (util_msg_queue_push(&client->out, UTIL_MSG_CONTROL, data, size, NULL, 0) < 0 ||
+       client->out.bytes > GPUD_MAX_SERVER_QUEUE) {
+      /* it does not read what it asked for: end it */
+      shutdown(client->fd, SHUT_RDWR);
+      return;
+   }
+   int r = util_msg_queue_flush(client->fd, &client->out);
+   if (r == -EAGAIN)
+      event_add(client->write_ev, NULL);
+}
+
+void
+gpud_client_queue_control(struct gpud_client *client, const Gpud__ControlMessage *m)
+{
+   size_t size;
+   void *buf = wire_control_pack(m, &size);
+   if (buf)
+      gpud_client_queue(client, buf, size);
+   free(buf);
+}
+
+struct gpud_crash_record *
+gpud_crash_record_find(struct gpud_server *server, uid_t uid, const char *name, bool create)
+{
+   struct gpud_crash_record *c, *found = NULL;
+   util_list_for_each_safe(c, &server->crashes, link) {
+      if (c->uid == uid && !strcmp(c->name, name)) {
+         found = c;
+         continue;
+      }
+      /* records whose crashes are all past the cool-down go */
+      uint64_t last;
+      if (!gpud_crash_recent(server, c, &last)) {
+         util_list_remove(&c->link);
+         free(c);
+      }
+   }
+   if (found || !create)
+      return found;
+   if (!create)
+      return NULL;
+   c = calloc(1, sizeof(*c));
+   if (c) {
+      c->uid = uid;
+      snprintf(c->name, sizeof(c->name), "%s", name);
+      util_list_add(&server->crashes, &c->link);
+   }
+   return c;
+}
+
+/* Crashes of this program in the cool-down window. */
+unsigned
+gpud_crash_recent(const struct gpud_server *server, const struct gpud_crash_record *c,
+               uint64_t *ret_last)
+{
+   uint64_t window = (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
+   uint64_t now = util_now_ns();
+   unsigned n = 0;
+   *ret_last = 0;
+   unsigned kept = c->count < 8 ? c->count : 8;
+   for (unsigned i = 0; i < kept; i++) {
+      uint64_t t = c->times_ns[i];
+      if (now - t <= window) {
+         n++;
+         if (t > *ret_last)
+            *ret_last = t;
+      }
+   }
+   return n;
+}
+
+/* When a program's next worker may start: its last crash plus the
+ * back-off, which doubles with each crash remembered, up to the maximum
+ * (0: at once).  *ret_delay_ms: that back-off. */
+uint64_t
+gpud_crash_backoff(const struct gpud_server *server, const struct gpud_crash_record *c,
+                          uint64_t *ret_delay_ms)
+{
+   const struct gpud_limits *l = &server->cfg.limits;
+   uint64_t last = 0;
+   unsigned n = gpud_crash_recent(server, c, &last);
+   *ret_delay_ms = 0;
+   if (!n || !l->crash_backoff_ms)
+      return 0;
+   uint64_t delay = l->crash_backoff_ms;
+   for (unsigned i = 1; i < n && delay < l->crash_backoff_max_ms; i++)
+      delay *= 2;
+   if (delay > l->crash_backoff_max_ms)
+      delay = l->crash_backoff_max_ms;
+   *ret_delay_ms = delay;
+   return last + delay * 1000000ull;
+}
+

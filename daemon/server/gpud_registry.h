@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The server's registry (gpud_registry.c): the server's state, its
+ * clients, workers, accounts, faults and crashed programs, and the small
+ * operations the server's files share on them.  The files above it (the
+ * loop in gpud_server.c, gpud_control.c, gpud_bus.c, gpud_access.c,
+ * gpud_spawn.c) use it; it uses none of them.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <vulkan/vulkan_core.h>
+
+#include "gpud_config.h"
+#include "gpud_host.h"
+#include "gpud_limits.h"
+#include "gpud_status.h"
+#include "util_list.h"
+#include "util_transport.h"
+#include "wire_control.h"
+
+struct event;
+struct event_base;
+
+/* Who may connect, and who workers run as (gpud_access.c). */
+struct gpud_access {
+   bool root;
+   uid_t self_uid;
+   bool have_group;
+   gid_t group;
+   char group_name[64];
+   bool have_admin_group;
+   gid_t admin_group;
+   /* workers' identity (root daemons) */
+   bool switch_user;
+   uid_t worker_uid;
+   gid_t worker_gid;
+   gid_t worker_groups[32];
+   int n_worker_groups;
+   char *worker_home;
+};
+
+/* Per-user accounting. */
+struct gpud_account {
+   struct util_list link;
+   uid_t uid;
+   unsigned connections;
+   uint64_t memory;
+   /* rate limit of log lines about this user's connections */
+   double log_tokens;
+   uint64_t log_last_ns;
+   unsigned log_suppressed;
+};
+
+enum gpud_client_state {
+   GPUD_CLIENT_HANDSHAKE, /* waiting for its Hello */
+   GPUD_CLIENT_CONTROL,   /* gpudctl */
+   GPUD_CLIENT_WAITING,   /* welcomed, waiting for a worker */
+   GPUD_CLIENT_SERVING,   /* its worker has it */
+};
+
+struct gpud_worker;
+
+/* A connection, as the server sees it. */
+struct gpud_client {
+   struct util_list link; /* server->clients */
+   struct gpud_server *server;
+   uint64_t id;
+   pid_t pid;
+   uid_t uid;
+   char name[64];
+   int fd;
+   enum gpud_client_state state;
+   bool admin;           /* control: may see and act on every client */
+   uint64_t connected_ns;
+   struct event *read_ev;
+   struct event *write_ev;
+   struct event *timer;  /* handshake or worker start deadline */
+   uint64_t not_before_ns; /* its worker not before this (its program's crash back-off) */
+   struct util_msg_reader reader;
+   struct util_msg_queue out;
+   struct gpud_account *account;
+   struct gpud_worker *worker;
+   uint64_t memory;      /* granted to it, all heaps */
+   uint64_t heap_memory[VK_MAX_MEMORY_HEAPS];
+};
+
+enum gpud_worker_state {
+   GPUD_WORKER_STARTING, /* loading the host driver */
+   GPUD_WORKER_SPARE,    /* ready, waiting for a client */
+   GPUD_WORKER_BUSY,     /* serving its client */
+};
+
+struct gpud_worker {
+   struct util_list link; /* server->workers */
+   struct gpud_server *server;
+   enum gpud_worker_state state;
+   pid_t pid;             /* 0 for a thread */
+   int fd;                /* control channel */
+   struct event *read_ev;
+   struct event *write_ev;
+   struct event *timer;   /* teardown deadline */
+   struct util_msg_reader reader;
+   struct util_msg_queue out;
+   struct gpud_client *client;
+   int status_fd;
+   struct gpud_status_page *status;
+   char goodbye[256];     /* why its client left, as the worker says */
+   bool goodbye_fault;
+   const char *kill_reason; /* why the server killed it */
+   bool channel_closed;
+   bool ended;            /* reaped (or its thread gone) */
+   bool start_timed_out;
+   bool failed_start;     /* its start did not give what the server needs */
+   bool reported_fault;
+};
+
+struct gpud_fault {
+   uint64_t time_ns;
+   uint64_t client_id;
+   pid_t pid;
+   uid_t uid;
+   char name[64];
+   pid_t worker_pid;
+   char reason[192];
+};
+
+struct gpud_bus;
+
+struct gpud_crash_record {
+   struct util_list link;
+   uid_t uid;
+   char name[64];
+   uint64_t times_ns[8]; /* most recent crashes, newest last */
+   unsigned count;
+};
+
+struct gpud_server {
+   struct gpud_config cfg;
+   const char *self_path; /* executable to start workers from */
+   char *manifest;        /* the host driver's manifest */
+   struct event_base *base;
+   int listen_fd;
+   int closer_fd;         /* fds peers sent go here to be closed */
+   bool own_socket;
+   char *socket_path;
+   struct event *accept_ev;
+   struct event *accept_retry;
+   struct event *signal_ev[5];
+   struct event *watchdog;
+   struct event *drain_timer;
+   struct event *spawn_timer; /* retrying after workers failed to start */
+   struct event *backoff_timer; /* the next client whose crash back-off ends */
+   uint64_t start_ns;     /* CLOCK_MONOTONIC */
+   bool stopping;
+   bool drain_killed;
+   int exit_status;
+
+   /* the served device, from the first ready worker (or the host) */
+   bool have_device;
+   char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+   char device_uuid[GPUD_UUID_TEXT];
+   char device_pci[GPUD_PCI_TEXT];
+   char render_node[32];
+   /* every worker after the first serves the first one's device by its
+    * UUID: a render node or index renumbered meanwhile changes nothing */
+   struct gpud_selector device_pin;
+   char *host_driver;
+   uint32_t n_heaps;
+   uint64_t heap_size[VK_MAX_MEMORY_HEAPS];
+   uint32_t heap_flags[VK_MAX_MEMORY_HEAPS];
+   uint64_t total_heap;
+   struct gpud_host host; /* --isolation=thread: loaded here */
+
+   struct gpud_access access;
+   struct gpud_bus *bus;  /* org.gpud.Daemon1 on D-Bus; NULL: not on a bus */
+
+   struct util_list clients;
+   struct util_list workers;
+   struct util_list accounts;
+   struct util_list crashes;
+   unsigned n_clients;
+   unsigned n_starting;
+   unsigned start_failures;
+   uint64_t next_client_id;
+   struct gpud_fault faults[GPUD_MAX_FAULTS];
+   unsigned n_faults; /* total ever recorded */
+};
+
+/* A line about a client, under its user's rate limit (root's are not). */
+void gpud_client_log(struct gpud_client *client, int level, const char *fmt, ...)
+   __attribute__((format(printf, 3, 4)));
+/* A message to a client, queued and flushed as its socket takes it; a
+ * client that lets too much pile up is shut down. */
+void gpud_client_queue(struct gpud_client *client, const void *data, size_t size);
+void gpud_client_queue_control(struct gpud_client *client, const Gpud__ControlMessage *m);
+
+/* A user's account (made on first use; NULL when out of memory), and its
+ * end once nothing is charged to it and its log budget is full again. */
+struct gpud_account *gpud_account_get(struct gpud_server *server, uid_t uid);
+void gpud_account_put(struct gpud_server *server, struct gpud_account *a);
+
+/* The crash record of a program (user and name), made when create; records
+ * whose crashes are all forgotten go on the way. */
+struct gpud_crash_record *gpud_crash_record_find(struct gpud_server *server, uid_t uid,
+                                                 const char *name, bool create);
+/* A program's crashes within the cool-down (*ret_last_ns: the last). */
+unsigned gpud_crash_recent(const struct gpud_server *server, const struct gpud_crash_record *c,
+                           uint64_t *ret_last_ns);
+/* When the program's next worker may start (0 or past: at once), its
+ * back-off in *ret_delay_ms. */
+uint64_t gpud_crash_backoff(const struct gpud_server *server, const struct gpud_crash_record *c,
+                            uint64_t *ret_delay_ms);
