@@ -220,6 +220,26 @@ fault_member(sd_bus_message *m, const char *key, void *obj)
 }
 
 static int
+crash_member(sd_bus_message *m, const char *key, void *obj)
+{
+   Gpud__CrashInfo *c = obj;
+   READ_NUMBER("uid", "u", c->uid)
+   READ_NUMBER("crashes", "u", c->crashes)
+   READ_NUMBER("last_age_ms", "t", c->last_age_ms)
+   READ_NUMBER("backoff_ms", "t", c->backoff_ms)
+   READ_NUMBER("wait_ms", "t", c->wait_ms)
+   if (!strcmp(key, "name"))
+      return read_string(m, &c->name);
+   if (!strcmp(key, "refused")) {
+      int b;
+      int r = sd_bus_message_read(m, "v", "b", &b);
+      c->refused = b;
+      return r;
+   }
+   return 0;
+}
+
+static int
 limits_member(sd_bus_message *m, const char *key, void *obj)
 {
    Gpud__Limits *l = obj;
@@ -340,6 +360,12 @@ init_fault(void *p)
 }
 
 static void
+init_crash(void *p)
+{
+   gpud__crash_info__init(p);
+}
+
+static void
 init_heap(void *p)
 {
    gpud__heap_info__init(p);
@@ -390,6 +416,14 @@ bus_status(struct gpudctl_daemon *base, Gpud__StatusReply **ret)
       goto fail;
    r = read_list(reply, (void ***)&s->faults, &s->n_faults, sizeof(Gpud__FaultInfo), init_fault,
                  fault_member);
+   sd_bus_message_unref(reply);
+   if (r < 0)
+      goto malformed;
+
+   if (!(reply = call(d, "ListCrashes", NULL)))
+      goto fail;
+   r = read_list(reply, (void ***)&s->crashes, &s->n_crashes, sizeof(Gpud__CrashInfo),
+                 init_crash, crash_member);
    sd_bus_message_unref(reply);
    if (r < 0)
       goto malformed;

@@ -510,6 +510,36 @@ method_list_faults(sd_bus_message *m, void *userdata, sd_bus_error *error)
 }
 
 static int
+fill_crashes(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
+             sd_bus_error *error)
+{
+   int r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+   for (size_t i = 0; r >= 0 && i < s->n_crashes; i++) {
+      const Gpud__CrashInfo *c = s->crashes[i];
+      r = sd_bus_message_open_container(reply, 'a', "{sv}");
+      if (r < 0)
+         break;
+      put_u(reply, "uid", c->uid);
+      put_s(reply, "name", c->name);
+      put_u(reply, "crashes", c->crashes);
+      put_t(reply, "last_age_ms", c->last_age_ms);
+      put_t(reply, "backoff_ms", c->backoff_ms);
+      put_t(reply, "wait_ms", c->wait_ms);
+      put_b(reply, "refused", c->refused);
+      r = sd_bus_message_close_container(reply);
+   }
+   if (r >= 0)
+      r = sd_bus_message_close_container(reply);
+   return r;
+}
+
+static int
+method_list_crashes(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   return with_status(m, userdata, error, fill_crashes);
+}
+
+static int
 fill_limits(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
             sd_bus_error *error)
 {
@@ -682,6 +712,8 @@ static const sd_bus_vtable daemon_vtable[] = {
                             method_get_client, SD_BUS_VTABLE_UNPRIVILEGED),
    SD_BUS_METHOD_WITH_NAMES("ListFaults", "", , "aa{sv}", SD_BUS_PARAM(faults),
                             method_list_faults, SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("ListCrashes", "", , "aa{sv}", SD_BUS_PARAM(crashes),
+                            method_list_crashes, SD_BUS_VTABLE_UNPRIVILEGED),
    SD_BUS_METHOD_WITH_NAMES("GetLimits", "", , "a{sv}", SD_BUS_PARAM(limits),
                             method_get_limits, SD_BUS_VTABLE_UNPRIVILEGED),
    SD_BUS_METHOD_WITH_NAMES("GetHeaps", "", , "aa{sv}", SD_BUS_PARAM(heaps),

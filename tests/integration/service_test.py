@@ -479,6 +479,14 @@ def test_inject(fx):
             fail('crash-worker: fence %r' % res)
         app.quit()
         bystander_fine()
+        # the program's crash and back-off, the same on the socket and D-Bus
+        crashes = [gpudctl_doc(fx, ['faults'], where)['crashes'] for where in (None, bus)]
+        for c in crashes:
+            if not any(x['crashes'] >= 1 and x['backoff_ms'] > 0 for x in c):
+                fail('gpudctl faults shows no crashed program backing off: %r' % c)
+        if [(x['name'], x['crashes'], x['backoff_ms']) for x in crashes[0]] != \
+                [(x['name'], x['crashes'], x['backoff_ms']) for x in crashes[1]]:
+            fail('the crashed programs differ between the socket and D-Bus: %r' % crashes)
 
         # Bad requests are refused with a reason.
         _, err = gpudctl(fx, ['inject', str(client_id(bystander)), 'fail-alloc', '0'],
