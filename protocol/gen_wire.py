@@ -461,11 +461,6 @@ class Gen:
         self.denied = {}
         candidates = []
         for name, (e, cmds, types) in sorted(reg.extensions.items()):
-            # later registries say what an extension needs in `depends`
-            # (expressions): read wrongly, an extension would be carried
-            # without what it needs
-            if e.get('depends') or any(r.get('depends') for r in e.findall('require')):
-                raise SystemExit(f'gen_wire: {name} uses depends=: teach the generator to read it')
             if name in WSI_EXTENSIONS:
                 continue  # the ICD's (below)
             if e.get('platform'):
@@ -491,9 +486,12 @@ class Gen:
                 for t in self.own_items(e, 'type'):
                     if reg.resolve_type(t) in self.unsupported and not why:
                         why = f'{t}: {self.unsupported[reg.resolve_type(t)]}'
-                for r in (e.get('requires') or '').split(','):
-                    if r and r not in candidates and not why:
-                        why = f'requires {r}'
+                # what it needs (`depends=`, or `requires=` before 1.3.241)
+                dep = vkxml.extension_depends(e)
+                if not why and not vkxml.depends_holds(dep, lambda n: self.present(n, candidates)):
+                    missing = [n for n in vkxml.depends_order(dep)
+                               if not self.present(n, candidates)]
+                    why = f'requires {missing[0] if missing else vkxml.depends_text(dep)}'
                 if why:
                     self.denied[name] = why
                     candidates.remove(name)
@@ -509,7 +507,7 @@ class Gen:
             self.extensions.append((n, e.get('type')))
             cmds = self.own_commands(e)
             for req in e.findall('require'):
-                if req.get('extension') in candidates or req.get('extension') in WSI_EXTENSIONS:
+                if self.interplay(req, set(candidates) | set(WSI_EXTENSIONS)):
                     cmds += [c.get('name') for c in req.findall('command')]
             for c in map(self.resolve_command, cmds):
                 if c not in self.commands and c not in self.wsi_commands:
@@ -517,7 +515,8 @@ class Gen:
         # ... and the interplay of carried extensions with them
         for n in candidates:
             for req in reg.extensions[n][0].findall('require'):
-                if req.get('extension') in WSI_EXTENSIONS:
+                if self.interplay(req, set(candidates) | set(WSI_EXTENSIONS)) and \
+                        vkxml.depends_names(vkxml.require_depends(req)) & set(WSI_EXTENSIONS):
                     for c in map(self.resolve_command, (c.get('name') for c in req.findall('command'))):
                         if c not in self.commands and c not in self.wsi_commands:
                             self.wsi_commands.append(c)
@@ -532,7 +531,7 @@ class Gen:
             e = reg.extensions[n][0]
             cmds = self.own_commands(e)
             for req in e.findall('require'):
-                if req.get('extension') in candidates:
+                if self.interplay(req, candidates):
                     cmds += [c.get('name') for c in req.findall('command')]
             for c in map(self.resolve_command, cmds):
                 if c not in core_cmds and c in self.wire_commands:
@@ -573,14 +572,31 @@ class Gen:
         return name
 
     @staticmethod
+    def present(name, extensions):
+        """Whether a dependency is met: a core version generated, or one of
+        the extensions."""
+        return name in CORE_VERSIONS or name in extensions
+
+    @staticmethod
+    def interplay(req, extensions):
+        """Whether a <require> block is an extension's interplay with another
+        extension (it names one) that applies with these extensions."""
+        dep = vkxml.require_depends(req)
+        return any(not n.startswith('VK_VERSION_') for n in vkxml.depends_names(dep)) and \
+            vkxml.depends_holds(dep, lambda n: Gen.present(n, extensions))
+
+    @staticmethod
     def own_items(e, tag):
         """An extension's commands or types, without those of its interplay
-        with another extension."""
+        with another extension (blocks that name core versions only are its
+        own, where those versions are generated)."""
         items = []
         for req in e.findall('require'):
             if 'vulkan' not in (req.get('api') or 'vulkan').split(','):
                 continue
-            if not req.get('extension'):
+            dep = vkxml.require_depends(req)
+            if all(n.startswith('VK_VERSION_') for n in vkxml.depends_names(dep)) and \
+                    vkxml.depends_holds(dep, lambda n: n in CORE_VERSIONS):
                 items += [c.get('name') for c in req.findall(tag)]
         return items
 
@@ -601,7 +617,7 @@ class Gen:
             # commands of its interplay with another extension, where that one
             # is carried too
             for req in e.findall('require'):
-                if req.get('extension') in carried:
+                if self.interplay(req, carried):
                     cmds += [c.get('name') for c in req.findall('command')]
             # an alias is carried as the command it names
             cmds = [self.resolve_command(c) for c in cmds]

@@ -21,6 +21,118 @@ C_SCALARS = {
 }
 
 
+def parse_depends(text):
+    """A dependency expression of vk.xml (`depends=`): names of extensions
+    and core versions joined by `+` (all of) and `,` (any of), `+` binding
+    tighter, with parentheses.  Returns a tree: ('name', n), ('all', [...])
+    or ('any', [...])."""
+    tokens = re.findall(r'[A-Za-z0-9_:]+|[+,()]', text)
+    pos = 0
+
+    def peek():
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take():
+        nonlocal pos
+        pos += 1
+        return tokens[pos - 1]
+
+    def primary():
+        t = take() if peek() is not None else None
+        if t == '(':
+            node = any_of()
+            if take() != ')':
+                raise ValueError(f'unbalanced parentheses in {text!r}')
+            return node
+        if t is None or t in '+,)':
+            raise ValueError(f'a name expected in {text!r}')
+        return ('name', t)
+
+    def all_of():
+        items = [primary()]
+        while peek() == '+':
+            take()
+            items.append(primary())
+        return items[0] if len(items) == 1 else ('all', items)
+
+    def any_of():
+        items = [all_of()]
+        while peek() == ',':
+            take()
+            items.append(all_of())
+        return items[0] if len(items) == 1 else ('any', items)
+
+    node = any_of()
+    if pos != len(tokens):
+        raise ValueError(f'trailing {tokens[pos]!r} in {text!r}')
+    return node
+
+
+def depends_holds(node, have):
+    """Whether a dependency tree holds where have(name) says what is there."""
+    if node is None:
+        return True
+    kind, value = node
+    if kind == 'name':
+        return have(value)
+    if kind == 'all':
+        return all(depends_holds(x, have) for x in value)
+    return any(depends_holds(x, have) for x in value)
+
+
+def depends_names(node):
+    """Every name a dependency tree mentions."""
+    if node is None:
+        return set()
+    kind, value = node
+    if kind == 'name':
+        return {value}
+    return set().union(*(depends_names(x) for x in value))
+
+
+def depends_order(node):
+    """The names a dependency tree mentions, in the expression's order."""
+    if node is None:
+        return []
+    kind, value = node
+    if kind == 'name':
+        return [value]
+    return [n for x in value for n in depends_order(x)]
+
+
+def depends_text(node):
+    """A dependency tree written back as vk.xml writes it."""
+    kind, value = node
+    if kind == 'name':
+        return value
+    inner = [depends_text(x) if x[0] != 'any' or kind == 'any' else '(' + depends_text(x) + ')'
+             for x in value]
+    return ('+' if kind == 'all' else ',').join(inner)
+
+
+def extension_depends(e):
+    """What an extension needs: its `depends=` expression, or (registries
+    before 1.3.241) all of its comma-separated `requires=`; None: nothing."""
+    if e.get('depends'):
+        return parse_depends(e.get('depends'))
+    names = [r for r in (e.get('requires') or '').split(',') if r]
+    if not names:
+        return None
+    return ('all', [('name', r) for r in names]) if len(names) > 1 else ('name', names[0])
+
+
+def require_depends(req):
+    """When a <require> block applies: its `depends=` expression, or
+    (older registries) its `extension=` or `feature=`; None: always."""
+    if req.get('depends'):
+        return parse_depends(req.get('depends'))
+    if req.get('extension'):
+        return ('name', req.get('extension'))
+    if req.get('feature'):
+        return ('name', req.get('feature'))
+    return None
+
+
 class Member:
     """A struct member or a command parameter."""
 
