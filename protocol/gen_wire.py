@@ -1441,6 +1441,8 @@ def out_len_expr(gen, cmd, p, prefix):
     if '->' in first:
         base, field = first.split('->')
         return f'{prefix}{base}->{field}'
+    if first.isdigit():
+        return first  # a fixed count (later registries write len="1")
     raise Exception(f'{cmd.name}: len {first}')
 
 
