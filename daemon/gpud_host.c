@@ -189,7 +189,7 @@ create_probe_instance(struct gpud_host *host, VkInstance *ret)
    VkApplicationInfo app = {
       .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
       .pApplicationName = "gpud",
-      .apiVersion = VK_API_VERSION_1_3,
+      .apiVersion = WIRE_API_VERSION,
    };
    VkInstanceCreateInfo ci = {
       .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,

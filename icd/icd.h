@@ -12,6 +12,7 @@
 #include <vulkan/vulkan_core.h>
 
 #include "wire_completion.h"
+#include "wire_gen.h"
 #include "wire_icd.h"
 #include "icd_gen.h"
 #include "util_list.h"
@@ -19,7 +20,8 @@
 #include "util_transport.h"
 #include "wire.h"
 
-#define ICD_API_VERSION VK_API_VERSION_1_3
+/* the newest core version of the registry gpud is generated from */
+#define ICD_API_VERSION WIRE_API_VERSION
 #define ICD_CACHE_MAX_ENTRIES 4096
 /* Connect and handshake deadline per daemon (GPUD_CONNECT_TIMEOUT_MS). */
 #define ICD_CONNECT_TIMEOUT_MS 1000

@@ -48,7 +48,7 @@ gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInst
       .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
       .pApplicationName = call->ctx->info.name,
       .pEngineName = "gpud",
-      .apiVersion = VK_API_VERSION_1_3,
+      .apiVersion = WIRE_API_VERSION,
    };
    if (a->pCreateInfo->pApplicationInfo) {
       app.applicationVersion = a->pCreateInfo->pApplicationInfo->applicationVersion;
@@ -123,9 +123,12 @@ patch_properties(struct gpud_call *call, VkPhysicalDeviceProperties *p)
    memcpy(name + prefix, host_name, n);
    name[prefix + n] = '\0';
    memcpy(p->deviceName, name, sizeof(name));
-   /* gpud carries Vulkan 1.3 */
-   if (VK_API_VERSION_MAJOR(p->apiVersion) > 1 || VK_API_VERSION_MINOR(p->apiVersion) > 3)
-      p->apiVersion = VK_MAKE_API_VERSION(0, 1, 3, VK_HEADER_VERSION);
+   /* gpud carries the core versions of the registry it was generated
+    * from (WIRE_API_VERSION): a newer host's is capped there */
+   if (VK_API_VERSION_MAJOR(p->apiVersion) > VK_API_VERSION_MAJOR(WIRE_API_VERSION) ||
+       (VK_API_VERSION_MAJOR(p->apiVersion) == VK_API_VERSION_MAJOR(WIRE_API_VERSION) &&
+        VK_API_VERSION_MINOR(p->apiVersion) > VK_API_VERSION_MINOR(WIRE_API_VERSION)))
+      p->apiVersion = WIRE_API_VERSION | VK_API_VERSION_PATCH(VK_HEADER_VERSION_COMPLETE);
 }
 
 void
