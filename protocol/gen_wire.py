@@ -219,6 +219,11 @@ CACHED = {
     'vkGetPhysicalDeviceSupportedFramebufferMixedSamplesCombinationsNV',
     'vkGetPhysicalDeviceFragmentShadingRatesKHR', 'vkGetPhysicalDeviceVideoCapabilitiesKHR',
     'vkGetPhysicalDeviceVideoFormatPropertiesKHR', 'vkGetPhysicalDeviceOpticalFlowImageFormatsNV',
+    # (later registries)
+    'vkGetPhysicalDeviceCalibrateableTimeDomainsKHR',
+    'vkGetPhysicalDeviceVideoEncodeQualityLevelPropertiesKHR',
+    'vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR',
+    'vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV',
     # a device's memory requirements for a create info: the same whenever it
     # is asked (the spec says a resource created with it gets these)
     'vkGetDeviceBufferMemoryRequirements', 'vkGetDeviceImageMemoryRequirements',
