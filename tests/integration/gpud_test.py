@@ -1007,9 +1007,11 @@ def test_crash(fx):
                     (re.search(r'vk_crashshader.*starts in \d+ ms \(back-off (\d+) ms\)', l)
                      for l in f) if m]
     log('back-offs: %s' % backoffs)
-    # (the first crash's 100 ms are over before the runs start)
-    if (len(backoffs) < runs - 1 or backoffs != sorted(backoffs) or backoffs[0] > 200 or
-            backoffs[-1] != 400 or not set(backoffs) <= {100, 200, 400}):
+    # A run waits only for what is left of the back-off when it connects
+    # (a slow machine, a sanitizer build, may start after it is over): the
+    # waits seen double up to 400 ms and stay there.
+    if (not backoffs or backoffs != sorted(backoffs) or backoffs[-1] != 400 or
+            not set(backoffs) <= {100, 200, 400}):
         fail('the back-offs do not double from 100 ms to 400 ms: %s' % backoffs)
     crashes = [c for c in fx.gpudctl_status()['crashes'] if c['name'] == 'vk_crashshader']
     if len(crashes) != 1 or crashes[0]['backoff_ms'] != 400 or crashes[0]['refused']:
