@@ -31,6 +31,7 @@ Set GPUD_TEST_KEEP=1 to keep the temporary directory.
 """
 
 import argparse
+import contextlib
 import difflib
 import errno
 import json
@@ -638,6 +639,29 @@ def test_enum(fx):
             fail('the second daemon did not stop cleanly')
 
 
+@contextlib.contextmanager
+def strict_daemon(fx, options):
+    """A second daemon beside the test's, on lavapipe with these options:
+    yields its socket and its log's path once it listens; SIGTERM after."""
+    sock = os.path.join(fx.tmp, 'strict.sock')
+    logp = os.path.join(fx.tmp, 'strict.log')
+    cmd = [fx.args.gpud, '--socket', sock, '--host-driver', fx.args.lavapipe_manifest] + options
+    log('$ ' + ' '.join(cmd) + ' &')
+    with open(logp, 'wb') as logf:
+        d = subprocess.Popen(cmd, env=fx.base_env(), stdout=logf, stderr=logf,
+                             stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            if time.monotonic() > deadline or d.poll() is not None:
+                fail('the strict daemon did not start')
+            time.sleep(0.05)
+        yield sock, logp
+    finally:
+        d.send_signal(signal.SIGTERM)
+        d.wait(timeout=10)
+
+
 def test_badshader(fx):
     """Invalid SPIR-V: by default gpud reports it (log, the application's
     messenger) and the host driver decides, as it would directly; the
@@ -663,29 +687,13 @@ def test_badshader(fx):
              (expected, len(reports)))
 
     # --spirv=strict: refused, reported as an error, the client carries on
-    sock = os.path.join(fx.tmp, 'strict.sock')
-    logp = os.path.join(fx.tmp, 'strict.log')
-    cmd = [fx.args.gpud, '--socket', sock, '--host-driver', fx.args.lavapipe_manifest,
-           '--spirv=strict'] + fx.daemon_args()
-    log('$ ' + ' '.join(cmd) + ' &')
-    with open(logp, 'wb') as logf:
-        d = subprocess.Popen(cmd, env=fx.base_env(), stdout=logf, stderr=logf,
-                             stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while not os.path.exists(sock):
-            if time.monotonic() > deadline or d.poll() is not None:
-                fail('the strict daemon did not start')
-            time.sleep(0.05)
+    with strict_daemon(fx, ['--spirv=strict'] + fx.daemon_args()) as (sock, logp):
         fx.run([fx.prog('vk_badshader'), '--expect', 'strict'], fx.gpud_env(VARIANTS[1], sock),
                label='--spirv=strict')
         with open(logp, errors='replace') as f:
             refused = [l for l in f if 'invalid SPIR-V (refused: --spirv=strict)' in l]
         if len(refused) != 3:
             fail('expected 3 "refused: --spirv=strict" log lines, got %d' % len(refused))
-    finally:
-        d.send_signal(signal.SIGTERM)
-        d.wait(timeout=10)
 
 
 def test_abuse(fx):
@@ -764,29 +772,13 @@ def test_validate(fx):
             fail('--validate (report) disconnected a client')
 
     # --validate=strict: the call is not passed on and the client goes.
-    sock = os.path.join(fx.tmp, 'strict.sock')
-    logp = os.path.join(fx.tmp, 'strict.log')
-    cmd = [fx.args.gpud, '--socket', sock, '--host-driver', fx.args.lavapipe_manifest,
-           '--validate=strict'] + fx.daemon_args()[:2]
-    log('$ ' + ' '.join(cmd) + ' &')
-    with open(logp, 'wb') as logf:
-        d = subprocess.Popen(cmd, env=fx.base_env(), stdout=logf, stderr=logf,
-                             stdin=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while not os.path.exists(sock):
-            if time.monotonic() > deadline or d.poll() is not None:
-                fail('the strict daemon did not start')
-            time.sleep(0.05)
+    with strict_daemon(fx, ['--validate=strict'] + fx.daemon_args()[:2]) as (sock, logp):
         fx.run([fx.prog('vk_validate')], fx.gpud_env(VARIANTS[1], sock), expect_rc=1,
                label='--validate=strict')
         with open(logp, errors='replace') as f:
             if not any('protocol error' in l and
                        'breaks VUID-VkBufferCreateInfo-usage-requiredbitmask' in l for l in f):
                 fail('--validate=strict did not disconnect the client for the rule it broke')
-    finally:
-        d.send_signal(signal.SIGTERM)
-        d.wait(timeout=10)
 
 
 
