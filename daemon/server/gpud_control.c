@@ -397,22 +397,20 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    v->crash_ptrs = n_records ? calloc(n_records, sizeof(*v->crash_ptrs)) : NULL;
    size_t nc = 0;
    util_list_for_each(cr, &server->crashes, link) {
-      uint64_t last = 0, backoff_ms = 0;
-      unsigned crashes = gpud_crash_recent(server, cr, &last);
-      if (!v->crashes || !v->crash_ptrs || !crashes ||
+      struct gpud_crash_state st;
+      gpud_crash_state(server, cr, &st);
+      if (!v->crashes || !v->crash_ptrs || !st.crashes ||
           (!viewer->admin && cr->uid != viewer->uid))
          continue;
-      uint64_t not_before = gpud_crash_backoff(server, cr, &backoff_ms);
       Gpud__CrashInfo *out = &v->crashes[nc];
       gpud__crash_info__init(out);
       out->uid = (uint32_t)cr->uid;
       out->name = (char *)cr->name;
-      out->crashes = crashes;
-      out->last_age_ms = (now - last) / 1000000;
-      out->backoff_ms = backoff_ms;
-      out->wait_ms = not_before > now ? (not_before - now + 999999) / 1000000 : 0;
-      out->refused =
-         server->cfg.limits.crash_limit && crashes >= server->cfg.limits.crash_limit;
+      out->crashes = st.crashes;
+      out->last_age_ms = (now - st.last_ns) / 1000000;
+      out->backoff_ms = st.backoff_ms;
+      out->wait_ms = st.not_before_ns > now ? (st.not_before_ns - now + 999999) / 1000000 : 0;
+      out->refused = st.refused;
       v->crash_ptrs[nc++] = out;
    }
    reply->crashes = v->crash_ptrs;
@@ -469,12 +467,12 @@ gpud_control_disconnect(struct gpud_server *server, const struct gpud_client *vi
       return -ENOENT;
    if (!gpud_access_may_see(viewer, c)) {
       gpud_client_log(c, UTIL_LOG_WARNING,
-                             "uid %u (pid %d) may not disconnect this client",
-                             (unsigned)viewer->uid, (int)viewer->pid);
+                      "uid %u (pid %d) may not disconnect this client",
+                      (unsigned)viewer->uid, (int)viewer->pid);
       return -EACCES;
    }
    gpud_client_log(c, UTIL_LOG_NOTICE, "disconnected by uid %u (pid %d, %s)",
-                          (unsigned)viewer->uid, (int)viewer->pid, via);
+                   (unsigned)viewer->uid, (int)viewer->pid, via);
    if (c->worker)
       gpud_kill_worker(c->worker, "disconnected by an administrator");
    else
@@ -508,8 +506,8 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
       return -ENOENT;
    if (!gpud_access_may_see(viewer, c)) {
       gpud_client_log(c, UTIL_LOG_WARNING,
-                             "uid %u (pid %d) may not inject faults into this client",
-                             (unsigned)viewer->uid, (int)viewer->pid);
+                      "uid %u (pid %d) may not inject faults into this client",
+                      (unsigned)viewer->uid, (int)viewer->pid);
       return -EACCES;
    }
    struct gpud_worker *w = c->worker;
@@ -543,8 +541,8 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
       return -EINVAL;
    }
    gpud_client_log(c, UTIL_LOG_NOTICE,
-                          "fault injected by uid %u (pid %d, %s): %s %" PRIu64,
-                          (unsigned)viewer->uid, (int)viewer->pid, via, fault, value);
+                   "fault injected by uid %u (pid %d, %s): %s %" PRIu64,
+                   (unsigned)viewer->uid, (int)viewer->pid, via, fault, value);
    return 0;
 }
 

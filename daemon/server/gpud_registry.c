@@ -20,6 +20,8 @@
 #include "util_time.h"
 
 static bool account_log_allowed(struct gpud_server *server, struct gpud_account *a);
+static unsigned recent_crashes(const struct gpud_server *server,
+                               const struct gpud_crash_record *c, uint64_t *ret_last);
 
 /* Lines about one user's connections are rate limited per user (root's are
  * not): a user connecting in a loop cannot flood the log. */
@@ -139,7 +141,7 @@ gpud_crash_record_find(struct gpud_server *server, uid_t uid, const char *name, 
       }
       /* records whose crashes are all past the cool-down go */
       uint64_t last;
-      if (!gpud_crash_recent(server, c, &last)) {
+      if (!recent_crashes(server, c, &last)) {
          util_list_remove(&c->link);
          free(c);
       }
@@ -158,8 +160,8 @@ gpud_crash_record_find(struct gpud_server *server, uid_t uid, const char *name, 
 }
 
 /* Crashes of this program in the cool-down window. */
-unsigned
-gpud_crash_recent(const struct gpud_server *server, const struct gpud_crash_record *c,
+static unsigned
+recent_crashes(const struct gpud_server *server, const struct gpud_crash_record *c,
                uint64_t *ret_last)
 {
    uint64_t window = (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
@@ -178,25 +180,23 @@ gpud_crash_recent(const struct gpud_server *server, const struct gpud_crash_reco
    return n;
 }
 
-/* When a program's next worker may start: its last crash plus the
- * back-off, which doubles with each crash remembered, up to the maximum
- * (0: at once).  *ret_delay_ms: that back-off. */
-uint64_t
-gpud_crash_backoff(const struct gpud_server *server, const struct gpud_crash_record *c,
-                          uint64_t *ret_delay_ms)
+void
+gpud_crash_state(const struct gpud_server *server, const struct gpud_crash_record *c,
+                 struct gpud_crash_state *state)
 {
    const struct gpud_limits *l = &server->cfg.limits;
-   uint64_t last = 0;
-   unsigned n = gpud_crash_recent(server, c, &last);
-   *ret_delay_ms = 0;
-   if (!n || !l->crash_backoff_ms)
-      return 0;
+   *state = (struct gpud_crash_state){0};
+   state->crashes = recent_crashes(server, c, &state->last_ns);
+   state->refused = l->crash_limit && state->crashes >= l->crash_limit;
+   if (!state->crashes || !l->crash_backoff_ms)
+      return;
+   /* the back-off doubles with each crash remembered, up to the maximum */
    uint64_t delay = l->crash_backoff_ms;
-   for (unsigned i = 1; i < n && delay < l->crash_backoff_max_ms; i++)
+   for (unsigned i = 1; i < state->crashes && delay < l->crash_backoff_max_ms; i++)
       delay *= 2;
    if (delay > l->crash_backoff_max_ms)
       delay = l->crash_backoff_max_ms;
-   *ret_delay_ms = delay;
-   return last + delay * 1000000ull;
+   state->backoff_ms = delay;
+   state->not_before_ns = state->last_ns + delay * 1000000ull;
 }
 

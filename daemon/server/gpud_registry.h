@@ -208,10 +208,13 @@ void gpud_account_put(struct gpud_server *server, struct gpud_account *a);
  * whose crashes are all forgotten go on the way. */
 struct gpud_crash_record *gpud_crash_record_find(struct gpud_server *server, uid_t uid,
                                                  const char *name, bool create);
-/* A program's crashes within the cool-down (*ret_last_ns: the last). */
-unsigned gpud_crash_recent(const struct gpud_server *server, const struct gpud_crash_record *c,
-                           uint64_t *ret_last_ns);
-/* When the program's next worker may start (0 or past: at once), its
- * back-off in *ret_delay_ms. */
-uint64_t gpud_crash_backoff(const struct gpud_server *server, const struct gpud_crash_record *c,
-                            uint64_t *ret_delay_ms);
+/* Where a program stands after its crashes. */
+struct gpud_crash_state {
+   unsigned crashes;       /* within the cool-down */
+   uint64_t last_ns;       /* the last of them */
+   uint64_t backoff_ms;    /* its next worker starts this long after the last */
+   uint64_t not_before_ns; /* ... then (0 or past: at once) */
+   bool refused;           /* at the crash limit (when there is one) */
+};
+void gpud_crash_state(const struct gpud_server *server, const struct gpud_crash_record *c,
+                      struct gpud_crash_state *state);

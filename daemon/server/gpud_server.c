@@ -54,12 +54,6 @@ static void ensure_workers(struct gpud_server *server);
 static void worker_ended(struct gpud_worker *worker, int wstatus, bool reaped);
 static void check_stopped(struct gpud_server *server);
 
-/* ---- logging ------------------------------------------------------------- */
-
-
-
-
-
 /* ---- fds peers sent ------------------------------------------------------ */
 
 /* Closing an fd can block for as long as whoever serves it likes (a file on
@@ -134,10 +128,6 @@ reader_init(struct gpud_server *server, struct util_msg_reader *reader)
    reader->close_data = server;
 }
 
-/* ---- accounts ------------------------------------------------------------ */
-
-
-
 /* ---- clients --------------------------------------------------------------- */
 
 static void
@@ -184,8 +174,6 @@ on_client_write(evutil_socket_t fd, short what, void *data)
    if (r < 0 && client->state != GPUD_CLIENT_SERVING)
       client_free(client);
 }
-
-
 
 /* Tells the client why it is being let go (best effort: it never waits). */
 static void
@@ -291,9 +279,6 @@ client_new(struct gpud_server *server, int fd)
 
 /* ---- crashes -------------------------------------------------------------- */
 
-
-
-
 static void
 record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worker_pid,
              const char *reason, bool crash)
@@ -311,7 +296,8 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
    gpud_bus_client_faulted(server, client->id, f->reason);
    if (!crash)
       return;
-   struct gpud_crash_record *c = gpud_crash_record_find(server, client->uid, client->name, true);
+   struct gpud_crash_record *c =
+      gpud_crash_record_find(server, client->uid, client->name, true);
    if (c) {
       if (c->count >= 8)
          memmove(c->times_ns, c->times_ns + 1, sizeof(c->times_ns[0]) * 7);
@@ -319,8 +305,6 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
       c->count++;
    }
 }
-
-
 
 /* ---- the handshake ---------------------------------------------------------- */
 
@@ -370,28 +354,29 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
              WIRE_VK_HEADER_VERSION);
       return false;
    }
-   struct gpud_crash_record *c = hello->role == GPUD__ROLE__ROLE_VULKAN
-                                    ? gpud_crash_record_find(server, client->uid, client->name, false)
-                                    : NULL;
+   struct gpud_crash_record *c =
+      hello->role == GPUD__ROLE__ROLE_VULKAN
+         ? gpud_crash_record_find(server, client->uid, client->name, false)
+         : NULL;
    if (c) {
-      uint64_t last = 0, delay_ms;
-      unsigned n = gpud_crash_recent(server, c, &last);
-      uint64_t not_before = gpud_crash_backoff(server, c, &delay_ms);
+      struct gpud_crash_state st;
+      gpud_crash_state(server, c, &st);
       uint64_t now = util_now_ns();
-      if (not_before > now) {
-         client->not_before_ns = not_before;
+      if (st.not_before_ns > now) {
+         client->not_before_ns = st.not_before_ns;
          gpud_client_log(client, UTIL_LOG_NOTICE,
-                                "its workers crashed %u times in the last %u s: its worker "
-                                "starts in %" PRIu64 " ms (back-off %" PRIu64 " ms)",
-                                n, server->cfg.limits.crash_cooldown_ms / 1000,
-                                (not_before - now + 999999) / 1000000, delay_ms);
+                         "its workers crashed %u times in the last %u s: its worker "
+                         "starts in %" PRIu64 " ms (back-off %" PRIu64 " ms)",
+                         st.crashes, server->cfg.limits.crash_cooldown_ms / 1000,
+                         (st.not_before_ns - now + 999999) / 1000000, st.backoff_ms);
       }
-      if (server->cfg.limits.crash_limit && n >= server->cfg.limits.crash_limit) {
-         uint64_t until = last + (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
+      if (st.refused) {
+         uint64_t until =
+            st.last_ns + (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
          refuse(client, "its workers crashed %u times in the last %u s; refused for %" PRIu64
                 " s more",
-                n, server->cfg.limits.crash_cooldown_ms / 1000,
-                (uint64_t)((until - util_now_ns()) / 1000000000ull + 1));
+                st.crashes, server->cfg.limits.crash_cooldown_ms / 1000,
+                (uint64_t)((until - now) / 1000000000ull + 1));
          return false;
       }
    }
@@ -432,7 +417,8 @@ handle_hello(struct gpud_client *client, const struct util_msg *msg)
    gpud_bus_client_connected(server, client);
    /* a client waiting out its program's back-off has that time more */
    uint64_t now = util_now_ns();
-   uint64_t backoff_ms = client->not_before_ns > now ? (client->not_before_ns - now) / 1000000 : 0;
+   uint64_t backoff_ms =
+      client->not_before_ns > now ? (client->not_before_ns - now) / 1000000 : 0;
    timer_in(client->timer, server->cfg.limits.start_timeout_ms + (uint32_t)backoff_ms);
    ensure_workers(server);
 }
@@ -468,7 +454,7 @@ on_client_read(evutil_socket_t fd, short what, void *data)
    }
    if (msg.type != UTIL_MSG_CONTROL) {
       gpud_client_log(client, UTIL_LOG_ERR,
-                             "protocol error: commands on a control connection");
+                      "protocol error: commands on a control connection");
       send_disconnect(client, "commands on a control connection");
       client_free(client);
       return;
@@ -573,8 +559,8 @@ reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
    /* (granted sums never exceed the limits, so the subtractions hold) */
    if (over) {
       gpud_client_log(client, UTIL_LOG_INFO,
-                             "allocation of %" PRIu64 " bytes from heap %u refused: over %s",
-                             bytes, heap, over);
+                      "allocation of %" PRIu64 " bytes from heap %u refused: over %s",
+                      bytes, heap, over);
       return heap_full_result(server, heap);
    }
    client->heap_memory[heap] += bytes;
