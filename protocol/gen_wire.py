@@ -25,9 +25,8 @@ import xml.etree.ElementTree as ET  # noqa: E402
 # --------------------------------------------------------------------------
 # The tables: everything hand-decided lives here.
 
-# Core versions carried on the wire.
-# The core versions carried: every Vulkan feature level of the registry
-# (main() fills it from vk.xml: VK_VERSION_1_0 to the newest).
+# Core versions carried on the wire: every Vulkan feature level of the
+# registry (main() fills it from vk.xml: VK_VERSION_1_0 to the newest).
 CORE_VERSIONS = []
 
 # Extensions are carried by default: every extension in vk.xml that is not
@@ -509,12 +508,13 @@ class Gen:
         # Window-system extensions are the ICD's: their commands (and those
         # of their interplay with what is carried) are answered there.
         self.wsi_commands = []
+        with_wsi = set(candidates) | set(WSI_EXTENSIONS)
         for n in sorted(WSI_EXTENSIONS):
             e = reg.extensions[n][0]
             self.extensions.append((n, e.get('type')))
             cmds = self.own_commands(e)
             for req in e.findall('require'):
-                if self.interplay(req, set(candidates) | set(WSI_EXTENSIONS)):
+                if self.interplay(req, with_wsi):
                     cmds += [c.get('name') for c in req.findall('command')]
             for c in map(self.resolve_command, cmds):
                 if c not in self.commands and c not in self.wsi_commands:
@@ -522,7 +522,7 @@ class Gen:
         # ... and the interplay of carried extensions with them
         for n in candidates:
             for req in reg.extensions[n][0].findall('require'):
-                if self.interplay(req, set(candidates) | set(WSI_EXTENSIONS)) and \
+                if self.interplay(req, with_wsi) and \
                         vkxml.depends_names(vkxml.require_depends(req)) & set(WSI_EXTENSIONS):
                     for c in map(self.resolve_command, (c.get('name') for c in req.findall('command'))):
                         if c not in self.commands and c not in self.wsi_commands:
@@ -558,16 +558,14 @@ class Gen:
             if reg.resolve_type(reg.commands[c].params[0].type) == 'VkPhysicalDevice' and \
                     c not in CACHED and c not in UNCACHED:
                 raise SystemExit(f'gen_wire: {c}: list it in CACHED or UNCACHED')
-            if c not in SPIRV_COMMANDS and any(reg.resolve_type(p.type) == 'VkShaderModuleCreateInfo'
-                                               for p in reg.commands[c].params):
-                raise SystemExit(f'gen_wire: {c} hands shader code to the host: validate it '
-                                 'and list it in SPIRV_COMMANDS')
+            # shader code a command takes, or may find chained in its inputs
             if c not in SPIRV_COMMANDS | SPIRV_CHAIN_COMMANDS and any(
                     self.reaches(p.type, 'VkShaderModuleCreateInfo', set())
                     for p in reg.commands[c].params
                     if self.param_role(reg.commands[c], p) == 'input'):
-                raise SystemExit(f'gen_wire: {c} may chain shader code: validate it in its '
-                                 'executor and list it in SPIRV_CHAIN_COMMANDS')
+                raise SystemExit(f'gen_wire: {c} hands shader code to the host: validate it in '
+                                 'its executor and list it in SPIRV_COMMANDS or '
+                                 'SPIRV_CHAIN_COMMANDS')
         # stable order
         self.structs_all = sorted(self.structs_in | self.structs_out)
         self.walked = True
