@@ -495,9 +495,9 @@ class Gen:
                 # what it needs (`depends=`, or `requires=` before 1.3.241)
                 dep = vkxml.extension_depends(e)
                 if not why and not vkxml.depends_holds(dep, lambda n: self.present(n, candidates)):
-                    missing = [n for n in vkxml.depends_order(dep)
-                               if not self.present(n, candidates)]
-                    why = f'requires {missing[0] if missing else vkxml.depends_text(dep)}'
+                    # (an expression that fails names something missing)
+                    why = 'requires ' + next(n for n in vkxml.depends_order(dep)
+                                             if not self.present(n, candidates))
                 if why:
                     self.denied[name] = why
                     candidates.remove(name)

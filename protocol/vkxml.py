@@ -80,16 +80,6 @@ def depends_holds(node, have):
     return any(depends_holds(x, have) for x in value)
 
 
-def depends_names(node):
-    """Every name a dependency tree mentions."""
-    if node is None:
-        return set()
-    kind, value = node
-    if kind == 'name':
-        return {value}
-    return set().union(*(depends_names(x) for x in value))
-
-
 def depends_order(node):
     """The names a dependency tree mentions, in the expression's order."""
     if node is None:
@@ -100,14 +90,9 @@ def depends_order(node):
     return [n for x in value for n in depends_order(x)]
 
 
-def depends_text(node):
-    """A dependency tree written back as vk.xml writes it."""
-    kind, value = node
-    if kind == 'name':
-        return value
-    inner = [depends_text(x) if x[0] != 'any' or kind == 'any' else '(' + depends_text(x) + ')'
-             for x in value]
-    return ('+' if kind == 'all' else ',').join(inner)
+def depends_names(node):
+    """Every name a dependency tree mentions."""
+    return set(depends_order(node))
 
 
 def extension_depends(e):
