@@ -56,6 +56,16 @@ read_string(sd_bus_message *m, char **ret)
    return *ret ? 1 : -ENOMEM;
 }
 
+/* A boolean variant (D-Bus's b is an int). */
+static int
+read_bool(sd_bus_message *m, protobuf_c_boolean *ret)
+{
+   int b = 0;
+   int r = sd_bus_message_read(m, "v", "b", &b);
+   *ret = b != 0;
+   return r;
+}
+
 /* Enters the variant and the array in it. */
 static int
 enter_array(sd_bus_message *m, const char *variant, const char *contents)
@@ -230,12 +240,8 @@ crash_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("wait_ms", "t", c->wait_ms)
    if (!strcmp(key, "name"))
       return read_string(m, &c->name);
-   if (!strcmp(key, "refused")) {
-      int b;
-      int r = sd_bus_message_read(m, "v", "b", &b);
-      c->refused = b;
-      return r;
-   }
+   if (!strcmp(key, "refused"))
+      return read_bool(m, &c->refused);
    return 0;
 }
 
@@ -265,12 +271,8 @@ heap_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("heap", "u", h->heap)
    READ_NUMBER("size_bytes", "t", h->size_bytes)
    READ_NUMBER("memory_bytes", "t", h->used_bytes)
-   if (!strcmp(key, "device_local")) {
-      int b;
-      int r = sd_bus_message_read(m, "v", "b", &b);
-      h->device_local = b;
-      return r;
-   }
+   if (!strcmp(key, "device_local"))
+      return read_bool(m, &h->device_local);
    return 0;
 }
 
