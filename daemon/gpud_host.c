@@ -669,3 +669,27 @@ gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
    util_paths_free(paths);
    return total ? 0 : -ENODEV;
 }
+
+static const char *const spirv_modes[] = {
+   [GPUD_SPIRV_REPORT] = "report",
+   [GPUD_SPIRV_STRICT] = "strict",
+   [GPUD_SPIRV_OFF] = "off",
+};
+
+const char *
+gpud_spirv_mode_name(enum gpud_spirv_mode mode)
+{
+   return (unsigned)mode < UTIL_ARRAY_SIZE(spirv_modes) ? spirv_modes[mode] : "report";
+}
+
+bool
+gpud_spirv_mode_parse(const char *name, enum gpud_spirv_mode *ret)
+{
+   for (unsigned i = 0; i < UTIL_ARRAY_SIZE(spirv_modes); i++) {
+      if (!strcmp(name, spirv_modes[i])) {
+         *ret = (enum gpud_spirv_mode)i;
+         return true;
+      }
+   }
+   return false;
+}

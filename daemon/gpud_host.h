@@ -55,6 +55,10 @@ struct gpud_host {
    PFN_vkDestroyInstance warm_destroy;
 };
 
+/* A --spirv mode's name, and the mode a name gives (false: none). */
+const char *gpud_spirv_mode_name(enum gpud_spirv_mode mode);
+bool gpud_spirv_mode_parse(const char *name, enum gpud_spirv_mode *ret);
+
 /* Loads the driver and finds the device sel names (render nodes from libdrm,
  * or from the sysfs tree sysfs_root). */
 int gpud_host_load(struct gpud_host *host, const char *manifest, const struct gpud_selector *sel,

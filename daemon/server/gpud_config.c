@@ -364,13 +364,7 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
       else
          return "off, report or strict";
    } else if (!strcmp(name, "spirv")) {
-      if (!strcmp(value, "report"))
-         cfg->spirv = GPUD_SPIRV_REPORT;
-      else if (!strcmp(value, "strict"))
-         cfg->spirv = GPUD_SPIRV_STRICT;
-      else if (!strcmp(value, "off"))
-         cfg->spirv = GPUD_SPIRV_OFF;
-      else
+      if (!gpud_spirv_mode_parse(value, &cfg->spirv))
          return "report, strict or off";
    } else if (!strcmp(name, "isolation")) {
       if (!strcmp(value, "process"))

@@ -316,9 +316,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    limits->uid_connections = l->uid_connections;
    limits->max_clients = l->max_clients;
    limits->spare_workers = server->cfg.spare_workers;
-   static const char *const spirv[] = {"report", "strict", "off"};
-   limits->spirv = (char *)spirv[server->cfg.spirv <= GPUD_SPIRV_OFF ? server->cfg.spirv
-                                                                     : GPUD_SPIRV_REPORT];
+   limits->spirv = (char *)gpud_spirv_mode_name(server->cfg.spirv);
    static const char *const validate[] = {"off", "report", "strict"};
    limits->validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
                                           ? server->cfg.validate

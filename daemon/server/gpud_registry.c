@@ -148,8 +148,6 @@ gpud_crash_record_find(struct gpud_server *server, uid_t uid, const char *name, 
    }
    if (found || !create)
       return found;
-   if (!create)
-      return NULL;
    c = calloc(1, sizeof(*c));
    if (c) {
       c->uid = uid;

@@ -41,19 +41,6 @@ worker_thread(void *data)
 }
 
 static const char *
-spirv_name(enum gpud_spirv_mode mode)
-{
-   switch (mode) {
-   case GPUD_SPIRV_STRICT:
-      return "--spirv=strict";
-   case GPUD_SPIRV_OFF:
-      return "--spirv=off";
-   default:
-      return "--spirv=report";
-   }
-}
-
-static const char *
 validate_name(enum gpud_validate_mode mode)
 {
    switch (mode) {
@@ -140,7 +127,8 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
       argv[n++] = server->cfg.sysfs_root;
    }
    argv[n++] = validate_name(server->cfg.validate);
-   argv[n++] = spirv_name(server->cfg.spirv);
+   argv[n++] = "--spirv";
+   argv[n++] = gpud_spirv_mode_name(server->cfg.spirv);
    argv[n++] = level;
    if (!server->cfg.sandbox)
       argv[n++] = "--no-sandbox";
