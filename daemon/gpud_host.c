@@ -599,8 +599,34 @@ gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_ro
       *manifest = NULL;
       return -ENODEV;
    }
-   *manifest = chosen ? chosen : strdup(GPUD_LAVAPIPE_MANIFEST);
-   return *manifest ? 0 : -ENOMEM;
+   if (!chosen) {
+      chosen = gpud_host_lavapipe_manifest();
+      if (!chosen) {
+         util_err("no host driver: neither a GPU's driver nor lavapipe is installed");
+         *manifest = NULL;
+         return -ENODEV;
+      }
+   }
+   *manifest = chosen;
+   return 0;
+}
+
+char *
+gpud_host_lavapipe_manifest(void)
+{
+   if (GPUD_LAVAPIPE_MANIFEST[0])
+      return strdup(GPUD_LAVAPIPE_MANIFEST);
+   /* lavapipe's own manifest, wherever the loader would find it (Mesa 22
+    * names it lvp_icd.ARCH.json, Mesa 25 lvp_icd.json) */
+   size_t n;
+   char **paths = manifest_paths(true, &n);
+   char *found = NULL;
+   for (size_t i = 0; i < n && !found; i++) {
+      if (!strncmp(strrchr(paths[i], '/') + 1, "lvp_icd", 7))
+         found = strdup(paths[i]);
+   }
+   util_paths_free(paths);
+   return found;
 }
 
 static const char *

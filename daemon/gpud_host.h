@@ -71,6 +71,9 @@ void gpud_host_finish(struct gpud_host *host);
  * default (lavapipe). */
 int gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root,
                                char **manifest);
+/* The embedded default's manifest: the one configured at build time, else
+ * lavapipe's where the loader finds it; NULL when there is none. */
+char *gpud_host_lavapipe_manifest(void);
 /* gpud --list-devices: every driver's devices (or manifest's) with the
  * selectors that name them, and the render nodes.  -ENODEV: none. */
 int gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root);

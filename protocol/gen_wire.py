@@ -26,7 +26,7 @@ import xml.etree.ElementTree as ET  # noqa: E402
 # The tables: everything hand-decided lives here.
 
 # Core versions carried on the wire: every Vulkan feature level of the
-# registry (main() fills it from vk.xml: VK_VERSION_1_0 to the newest).
+# registry (Gen fills it from vk.xml: VK_VERSION_1_0 to the newest).
 CORE_VERSIONS = []
 
 # Extensions are carried by default: every extension in vk.xml that is not
@@ -236,16 +236,20 @@ UNCACHED = {
 }
 
 # The only commands that may hand shader code to the host: the daemon
-# validates it first (daemon/worker/gpud_spirv.c).  Another carried command taking a
-# VkShaderModuleCreateInfo stops the generator.
-SPIRV_COMMANDS = {'vkCreateShaderModule', 'vkGetShaderModuleCreateInfoIdentifierEXT'}
+# validates it first (daemon/worker/gpud_spirv.c).  Another carried command taking
+# one of SHADER_CODE_STRUCTS stops the generator.
+SPIRV_COMMANDS = {'vkCreateShaderModule', 'vkGetShaderModuleCreateInfoIdentifierEXT',
+                  'vkCreateShadersEXT'}
+# The structures that hold shader code.
+SHADER_CODE_STRUCTS = ('VkShaderModuleCreateInfo', 'VkShaderCreateInfoEXT')
 # Commands whose inputs may chain a VkShaderModuleCreateInfo (a pipeline
 # stage's code in place of a module: VK_EXT_graphics_pipeline_library,
 # VK_KHR_maintenance5): their executors check it as vkCreateShaderModule's
 # does (daemon/worker/gpud_spirv.c).  Another command that can reach one
 # stops the generator.
 SPIRV_CHAIN_COMMANDS = {'vkCreateGraphicsPipelines', 'vkCreateComputePipelines',
-                        'vkCreateRayTracingPipelinesNV'}
+                        'vkCreateRayTracingPipelinesNV',
+                        'vkGetPipelineIndirectMemoryRequirementsNV'}
 
 # Calls that must reach the daemon before returning even though they return
 # nothing the application reads.
@@ -452,9 +456,42 @@ MAX_OUTPUT_ELEMENTS = 1 << 20
 # --------------------------------------------------------------------------
 
 
+def canonical_tables(reg):
+    """The tables name commands and structures as the registry that
+    introduced them did; a later one may have promoted them
+    (vkCmdPushDescriptorSetKHR is vkCmdPushDescriptorSet in 1.4): each
+    table is rewritten to the names this registry gives."""
+    def canon(name):
+        if isinstance(name, tuple):
+            return (canon(name[0]),) + name[1:]
+        if name.startswith('vk'):
+            while name not in reg.commands and name in reg.command_alias:
+                name = reg.command_alias[name]
+            return name
+        return reg.resolve_type(name) if name.startswith('Vk') else name
+    g = globals()
+    for table in ('CLIENT_ONLY', 'HOST_OPTIONAL', 'CACHED', 'UNCACHED', 'SPIRV_COMMANDS',
+                  'SPIRV_CHAIN_COMMANDS', 'FORCE_SYNC', 'SHIPS_RECORDING', 'NOT_RECORDED',
+                  'FORCE_ASYNC', 'ASYNC_CREATES', 'REPLAY_CONCURRENT', 'REPLAY_NOT_CONCURRENT',
+                  'FLUSH_AFTER', 'CONDITIONAL_MEMBERS', 'FD_MEMBERS', 'WRITEBACK_MEMBERS',
+                  'DENIED_STRUCTS', 'LOST_SUCCEEDS', 'ICD_POINTER_HANDLES'):
+        t = g[table]
+        if isinstance(t, dict):
+            canonical = {}
+            for k, v in t.items():
+                canonical.setdefault(canon(k), v)
+        else:
+            canonical = {canon(k) for k in t}
+        t.clear()
+        t.update(canonical)
+
+
 class Gen:
     def __init__(self, reg):
         self.reg = reg
+        if not CORE_VERSIONS:
+            CORE_VERSIONS.extend(name for name, number, cmds, types in reg.features)
+        canonical_tables(reg)
         self.walked = False
         self.types = set()
         self.commands = []
@@ -560,8 +597,8 @@ class Gen:
                 raise SystemExit(f'gen_wire: {c}: list it in CACHED or UNCACHED')
             # shader code a command takes, or may find chained in its inputs
             if c not in SPIRV_COMMANDS | SPIRV_CHAIN_COMMANDS and any(
-                    self.reaches(p.type, 'VkShaderModuleCreateInfo', set())
-                    for p in reg.commands[c].params
+                    self.reaches(p.type, code, set())
+                    for p in reg.commands[c].params for code in SHADER_CODE_STRUCTS
                     if self.param_role(reg.commands[c], p) == 'input'):
                 raise SystemExit(f'gen_wire: {c} hands shader code to the host: validate it in '
                                  'its executor and list it in SPIRV_COMMANDS or '
@@ -738,7 +775,7 @@ class Gen:
                     self.walk_struct(x, output)
                 continue
             k = self.reg.kind(m.type)
-            if k in ('struct', 'union'):
+            if k in ('struct', 'union') and not (output and m.ptr):
                 if not self.walk_struct(m.type, output):
                     target.discard(sname)
                     self.unsupported[sname] = f'member {m.name}'
@@ -1418,7 +1455,7 @@ def emit_lost_outputs(gen, w, cmd, params, ind):
             s = reg.structs[p.type]
             if s.stype:
                 w(f'{ind}if ({p.name}) {{')
-                w(f'{ind}   void *next = {p.name}->pNext;')
+                w(f'{ind}   __typeof__({p.name}->pNext) next = {p.name}->pNext;')
                 w(f'{ind}   memset({p.name}, 0, sizeof(*{p.name}));')
                 w(f'{ind}   {p.name}->sType = {s.stype};')
                 w(f'{ind}   {p.name}->pNext = next;')
@@ -2203,6 +2240,23 @@ def emit_icd(gen, w):
     w('}')
 
 
+def emit_alias_names(gen, w, commands, prefixes, more_prefixes):
+    """Hand-written code names a command as the registry that introduced it
+    did (icd_vkCmdPushDescriptorSetKHR); where this registry has promoted it
+    (vkCmdPushDescriptorSet), the old name is a macro for the new."""
+    aliases = {}
+    for alias in gen.reg.command_alias:
+        target = gen.resolve_command(alias)
+        if target != alias:
+            aliases.setdefault(target, []).append(alias)
+    w()
+    w('/* Commands by the names of the registries before their promotion. */')
+    for name in commands:
+        for alias in sorted(aliases.get(name, ())):
+            for prefix in prefixes + more_prefixes(name):
+                w(f'#define {prefix}{alias} {prefix}{name}')
+
+
 def emit_icd_header(gen, w):
     reg = gen.reg
     w('#pragma once')
@@ -2226,6 +2280,8 @@ def emit_icd_header(gen, w):
         w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_{name}({cmd_signature(cmd)});')
         if name not in gen.client_only:
             w(f'VKAPI_ATTR {cmd.ret} VKAPI_CALL icd_gen_{name}({cmd_signature(cmd)});')
+    emit_alias_names(gen, w, gen.commands, ['icd_'],
+                     lambda name: ['icd_gen_'] if name not in gen.client_only else [])
 
 
 # ==========================================================================
@@ -2270,6 +2326,8 @@ def emit_gpud(gen, w, hw):
         hw(f'void gpud_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
         if name not in gen.private:
             hw(f'void gpud_gen_exec_{name}(struct gpud_call *call, struct {args_struct_name(name)} *a);')
+    emit_alias_names(gen, hw, gen.wire_commands, ['gpud_exec_', 'wire_args_'],
+                     lambda name: ['gpud_gen_exec_'] if name not in gen.private else [])
 
     w('#include "gpud_gen.h"')
     w('#include "wire_gpud.h"')
@@ -2507,8 +2565,6 @@ def main():
     ap.add_argument('--out-dir', required=True)
     args = ap.parse_args()
     reg = vkxml.Registry(args.xml)
-    if not CORE_VERSIONS:
-        CORE_VERSIONS.extend(name for name, number, cmds, types in reg.features)
     gen = Gen(reg)
     stamp = f'/* Generated by gen_wire.py from vk.xml {reg.header_version}; do not edit. */'
 

@@ -359,3 +359,18 @@ class Registry:
             self._enum64 = {e.get('name') for e in self.root.findall('enums')
                             if e.get('bitwidth') == '64'}
         return self._enum64
+
+
+def api_version(reg):
+    """The newest core version the registry describes, with its header
+    version: "1.4.309"."""
+    newest = max(tuple(int(x) for x in number.split('.')) for name, number, c, t in reg.features)
+    return f'{newest[0]}.{newest[1]}.{reg.header_version}'
+
+
+if __name__ == '__main__':
+    import argparse
+    ap = argparse.ArgumentParser(description='Facts about a Vulkan registry.')
+    ap.add_argument('--api-version', metavar='VK_XML', required=True,
+                    help='print the API version the registry describes')
+    print(api_version(Registry(ap.parse_args().api_version)))

@@ -12,7 +12,13 @@ cd "$(dirname "$0")/.."
 # the unprivileged user gpud runs each client's worker as (and the render
 # group that may use a system daemon)
 systemd-sysusers "$PWD/systemd/gpud.sysusers"
-[ -d build ] || meson setup build
+# the Vulkan 1.4 headers and registry, beside the sources
+vulkan_headers=$(./scripts/vulkan-headers.sh)
+if [ -d build ]; then
+   meson setup --reconfigure build -Dvulkan_headers="$vulkan_headers"
+else
+   meson setup build -Dvulkan_headers="$vulkan_headers"
+fi
 meson compile -C build
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/gpud-demo.XXXXXX")

@@ -15,8 +15,9 @@ set -eu
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 build=build-fuzz
+vulkan_headers=$(./scripts/vulkan-headers.sh)
 if [ ! -d "$build" ]; then
-   CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dtests=false -Dwerror=true -Dbuildtype=debug \
+   CC=clang CXX=clang++ meson setup "$build" -Dvulkan_headers="$vulkan_headers" -Dfuzz=true -Dtests=false -Dwerror=true -Dbuildtype=debug \
       -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
 meson compile -C "$build" fuzz_ring fuzz_decode fuzz_stream >/dev/null
@@ -28,10 +29,10 @@ if [ ! -d "$seeds" ]; then
    mkdir -p "$seeds"
    tmp=$(mktemp -d)
    b=${GPUD_FUZZ_SEED_BUILD:-build}
-   [ -d "$b" ] || meson setup "$b" >/dev/null
+   [ -d "$b" ] || meson setup "$b" -Dvulkan_headers="$vulkan_headers" >/dev/null
    meson compile -C "$b" >/dev/null
    GPUD_RECORD_STREAMS=$PWD/$seeds "$b/daemon/gpud" --socket "$tmp/gpud.sock" \
-      --host-driver /usr/share/vulkan/icd.d/lvp_icd.x86_64.json --isolation=thread \
+      --isolation=thread \
       --bus=none >"$tmp/log" 2>&1 &
    pid=$!
    for _ in $(seq 50); do [ -S "$tmp/gpud.sock" ] && break; sleep 0.1; done

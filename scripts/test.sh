@@ -9,12 +9,18 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 # workers of a root daemon run as gpud (the tests fall back to nobody)
 systemd-sysusers "$PWD/systemd/gpud.sysusers"
+# the Vulkan 1.4 headers and registry, beside the sources
+vulkan_headers=$(./scripts/vulkan-headers.sh)
 
 jobs=$(nproc)
 run() {
    dir=$1
    shift
-   [ -d "$dir" ] || meson setup "$dir" "$@"
+   if [ -d "$dir" ]; then
+      meson setup --reconfigure "$dir" -Dvulkan_headers="$vulkan_headers" "$@"
+   else
+      meson setup "$dir" -Dvulkan_headers="$vulkan_headers" "$@"
+   fi
    meson compile -C "$dir"
    meson test -C "$dir" --num-processes "$jobs" --print-errorlogs
 }

@@ -99,7 +99,8 @@ usage(FILE *f)
            "                           connections) before rate limiting (default: %u)\n"
            "      --log-rate N         ... and per second after that (default: %u)\n"
            "      --no-sandbox         no system-call filter in workers (debugging)\n",
-           GPUD_LAVAPIPE_MANIFEST, GPUD_CONFIG_FILE, d.client_objects, d.uid_connections, d.max_clients,
+           GPUD_LAVAPIPE_MANIFEST[0] ? GPUD_LAVAPIPE_MANIFEST : "lvp_icd*.json where the loader looks",
+           GPUD_CONFIG_FILE, d.client_objects, d.uid_connections, d.max_clients,
            d.handshake_timeout_ms, d.start_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms,
            d.drain_timeout_ms, d.crash_backoff_ms, d.crash_backoff_max_ms, d.crash_limit,
            d.crash_cooldown_ms, d.log_burst, d.log_per_second);

@@ -1207,6 +1207,23 @@ gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
    gpud_gen_exec_vkCreateRayTracingPipelinesNV(call, a);
 }
 
+#ifdef VK_NV_device_generated_commands_compute
+/* The host compiles the pipeline to size its indirect memory: its code is
+ * checked as the pipeline's would be; refused code (--spirv=strict) needs
+ * no memory. */
+void
+gpud_exec_vkGetPipelineIndirectMemoryRequirementsNV(
+   struct gpud_call *call, struct wire_args_vkGetPipelineIndirectMemoryRequirementsNV *a)
+{
+   if (!gpud_spirv_stages_valid(call, "vkGetPipelineIndirectMemoryRequirementsNV",
+                                &a->pCreateInfo->stage, 1)) {
+      a->pMemoryRequirements->memoryRequirements = (VkMemoryRequirements){0};
+      return;
+   }
+   gpud_gen_exec_vkGetPipelineIndirectMemoryRequirementsNV(call, a);
+}
+#endif
+
 /* ---- gpud's own: an acquired swapchain image is ready ---------------------- */
 
 /* Signals the semaphore and/or fence at once, on the device's first queue

@@ -72,17 +72,16 @@ spirv_valid(const uint32_t *code, size_t words, char *why, size_t why_size)
 /* Whether a module's code may reach the host: what the validator says is
  * logged and reported to the application, and refused only when strict. */
 static bool
-module_valid(struct gpud_call *call, const char *command, const VkShaderModuleCreateInfo *info)
+code_valid(struct gpud_call *call, const char *command, const void *code, size_t size)
 {
    char why[512];
-   if (info->codeSize % 4 || info->codeSize == 0) {
+   if (size % 4 || size == 0) {
       gpud_context_log(call->ctx, UTIL_LOG_WARNING,
-                       "%s: code size %zu is not a positive multiple of 4", command,
-                       (size_t)info->codeSize);
+                       "%s: code size %zu is not a positive multiple of 4", command, size);
       return false;
    }
    const enum gpud_spirv_mode mode = call->ctx->host->spirv;
-   if (mode == GPUD_SPIRV_OFF || spirv_valid(info->pCode, info->codeSize / 4, why, sizeof(why)))
+   if (mode == GPUD_SPIRV_OFF || spirv_valid(code, size / 4, why, sizeof(why)))
       return true;
    const bool strict = mode == GPUD_SPIRV_STRICT;
    gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s: invalid SPIR-V%s: %s", command,
@@ -96,6 +95,12 @@ module_valid(struct gpud_call *call, const char *command, const VkShaderModuleCr
                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT, "gpud-invalid-spirv",
                               0, message);
    return !strict;
+}
+
+static bool
+module_valid(struct gpud_call *call, const char *command, const VkShaderModuleCreateInfo *info)
+{
+   return code_valid(call, command, info->pCode, info->codeSize);
 }
 
 bool
@@ -133,3 +138,23 @@ gpud_exec_vkGetShaderModuleCreateInfoIdentifierEXT(
    }
    gpud_gen_exec_vkGetShaderModuleCreateInfoIdentifierEXT(call, a);
 }
+
+#ifdef VK_EXT_shader_object
+/* VK_EXT_shader_object: SPIR-V in the create infos themselves (a binary
+ * the host made earlier is the host's to check). */
+void
+gpud_exec_vkCreateShadersEXT(struct gpud_call *call, struct wire_args_vkCreateShadersEXT *a)
+{
+   for (uint32_t i = 0; i < a->createInfoCount; i++) {
+      const VkShaderCreateInfoEXT *ci = &a->pCreateInfos[i];
+      if (ci->codeType == VK_SHADER_CODE_TYPE_SPIRV_EXT &&
+          !code_valid(call, "vkCreateShadersEXT", ci->pCode, ci->codeSize)) {
+         a->ret = VK_ERROR_INVALID_SHADER_NV;
+         for (uint32_t j = 0; a->pShaders && j < a->createInfoCount; j++)
+            a->pShaders[j] = VK_NULL_HANDLE;
+         return;
+      }
+   }
+   gpud_gen_exec_vkCreateShadersEXT(call, a);
+}
+#endif

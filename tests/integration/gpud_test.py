@@ -1174,7 +1174,9 @@ def test_gstreamer(fx):
 # Left out: scale_vulkan's RGB-to-YUV conversion (format=nv12 and the like),
 # whose dispatches in ffmpeg 5.1 read descriptors it never wrote (the
 # validation layer reports VUID-vkCmdDispatch-None-02699 on lavapipe
-# directly), so its output is undefined.
+# directly), so its output is undefined; and avgblur_vulkan, which on Mesa
+# 25's lavapipe corrupts ffmpeg's heap (glibc aborts with "double free or
+# corruption" as a thread ends) when run on lavapipe directly.
 FFMPEG_SIZE = (320, 240)
 FFMPEG_FRAMES = 5
 FFMPEG_CHAINS = [
@@ -1183,8 +1185,6 @@ FFMPEG_CHAINS = [
     ('gblur-flip-yuv420p',
      ['-vf', 'format=yuv420p,hwupload,gblur_vulkan,flip_vulkan,hwdownload,format=yuv420p'],
      None),
-    ('avgblur-rgba',
-     ['-vf', 'format=rgba,hwupload,avgblur_vulkan,hwdownload,format=rgba'], None),
     ('chromaber-yuv444p',
      ['-vf', 'format=yuv444p,hwupload,chromaber_vulkan=dist_x=3:dist_y=2,'
              'hwdownload,format=yuv444p'], None),
@@ -1227,7 +1227,7 @@ def framemd5_lines(out, what):
 
 
 def test_ffmpeg(fx):
-    """FFmpeg's Vulkan filters (gblur, avgblur, chromaber, flip, transpose,
+    """FFmpeg's Vulkan filters (gblur, chromaber, flip, transpose,
     scale, overlay, blend) give through gpud the frames, by framemd5, they
     give on lavapipe directly; an upload-download round trip and nearest
     scaling give those of ffmpeg's CPU filters."""

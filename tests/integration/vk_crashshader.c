@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vk_crashshader: runs a valid compute shader that crashes the host driver
- * (lavapipe 22.3's LLVM back end, see tests/shaders/ldexp16.spvasm).
+ * vk_crashshader: runs a valid compute shader that writes through a wild
+ * device address (tests/shaders/wild_write.comp): a GPU faults, lavapipe
+ * crashes.
  * Through gpud only this client's worker dies: the program must see
  * VK_ERROR_DEVICE_LOST from its submit or wait, and nothing worse.
  *
  *   vk_crashshader [--device NAME]
  *
  * Prints each call's result.  Exit 0 when the device was lost, 1 when the
- * shader ran (the host driver survived it), 77 when the device lacks the
- * 16-bit features the shader needs.
+ * shader ran (the host driver survived it), 77 when the device lacks
+ * buffer device addresses or 64-bit integers.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ldexp16_spv.h"
 #include "vkt_common.h"
+#include "wild_write_comp_spv.h"
 
 static bool lost;
 
@@ -85,33 +86,23 @@ main(int argc, char **argv)
    VkPhysicalDeviceVulkan12Features has12 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
    };
-   VkPhysicalDeviceVulkan11Features has11 = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
-      .pNext = &has12,
-   };
    VkPhysicalDeviceFeatures2 has = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-      .pNext = &has11,
+      .pNext = &has12,
    };
    vkGetPhysicalDeviceFeatures2(pdev, &has);
-   if (!has12.shaderFloat16 || !has.features.shaderInt16 || !has11.storageBuffer16BitAccess) {
-      printf("vk_crashshader: SKIP: no 16-bit float, int and storage support\n");
+   if (!has12.bufferDeviceAddress || !has.features.shaderInt64) {
+      printf("vk_crashshader: SKIP: no buffer device addresses or 64-bit integers\n");
       return 77;
    }
-
    VkPhysicalDeviceVulkan12Features f12 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-      .shaderFloat16 = VK_TRUE,
-   };
-   VkPhysicalDeviceVulkan11Features f11 = {
-      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
-      .pNext = &f12,
-      .storageBuffer16BitAccess = VK_TRUE,
+      .bufferDeviceAddress = VK_TRUE,
    };
    VkPhysicalDeviceFeatures2 f2 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-      .pNext = &f11,
-      .features.shaderInt16 = VK_TRUE,
+      .pNext = &f12,
+      .features.shaderInt64 = VK_TRUE,
    };
    struct vkt_context ctx;
    memset(&ctx, 0, sizeof(ctx));
@@ -152,33 +143,16 @@ main(int argc, char **argv)
    };
    VKT_CHECK(vkCreateCommandPool(ctx.device, &pool_info, NULL, &ctx.cmd_pool));
 
-   struct vkt_buffer values, exponents;
-   vkt_buffer_create(&ctx, 64 * 8, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &values);
-   vkt_buffer_create(&ctx, 64 * 8, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &exponents);
-   memset(values.map, 0x3c, 64 * 8);    /* 1.0 in every half */
-   memset(exponents.map, 0x01, 64 * 8); /* 257 */
-   vkt_buffer_flush(&ctx, &values);
-   vkt_buffer_flush(&ctx, &exponents);
-
-   const VkDescriptorSetLayoutBinding bindings[2] = {
-      {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL},
-      {1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL},
-   };
-   const VkDescriptorSetLayoutCreateInfo dsl_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-      .bindingCount = 2,
-      .pBindings = bindings,
-   };
-   VkDescriptorSetLayout dsl;
-   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &dsl_info, NULL, &dsl));
+   const VkPushConstantRange range = {VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(uint64_t)};
    const VkPipelineLayoutCreateInfo layout_info = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
-      .setLayoutCount = 1,
-      .pSetLayouts = &dsl,
+      .pushConstantRangeCount = 1,
+      .pPushConstantRanges = &range,
    };
    VkPipelineLayout layout;
    VKT_CHECK(vkCreatePipelineLayout(ctx.device, &layout_info, NULL, &layout));
-   VkShaderModule module = vkt_shader_module(&ctx, ldexp16_spv, sizeof(ldexp16_spv));
+   VkShaderModule module =
+      vkt_shader_module(&ctx, wild_write_comp_spv, sizeof(wild_write_comp_spv));
    const VkComputePipelineCreateInfo pipeline_info = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .stage = {
@@ -194,43 +168,10 @@ main(int argc, char **argv)
         vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1, &pipeline_info, NULL,
                                  &pipeline));
 
-   const VkDescriptorPoolSize pool_size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
-   const VkDescriptorPoolCreateInfo dp_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-      .maxSets = 1,
-      .poolSizeCount = 1,
-      .pPoolSizes = &pool_size,
-   };
-   VkDescriptorPool dpool;
-   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &dp_info, NULL, &dpool));
-   const VkDescriptorSetAllocateInfo ds_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-      .descriptorPool = dpool,
-      .descriptorSetCount = 1,
-      .pSetLayouts = &dsl,
-   };
-   VkDescriptorSet set;
-   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &ds_info, &set));
-   const VkDescriptorBufferInfo infos[2] = {
-      {values.buffer, 0, VK_WHOLE_SIZE},
-      {exponents.buffer, 0, VK_WHOLE_SIZE},
-   };
-   VkWriteDescriptorSet writes[2];
-   for (unsigned i = 0; i < 2; i++) {
-      writes[i] = (VkWriteDescriptorSet){
-         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-         .dstSet = set,
-         .dstBinding = i,
-         .descriptorCount = 1,
-         .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-         .pBufferInfo = &infos[i],
-      };
-   }
-   vkUpdateDescriptorSets(ctx.device, 2, writes, 0, NULL);
-
    VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-   vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, NULL);
+   const uint64_t address = 0x1000;
+   vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(address), &address);
    vkCmdDispatch(cmd, 1, 1, 1);
    note("vkEndCommandBuffer", vkEndCommandBuffer(cmd));
    const VkSubmitInfo submit = {
@@ -243,13 +184,9 @@ main(int argc, char **argv)
    note("vkDeviceWaitIdle", vkDeviceWaitIdle(ctx.device));
 
    /* Tear down: must neither crash nor hang on a lost device. */
-   vkDestroyDescriptorPool(ctx.device, dpool, NULL);
    vkDestroyPipeline(ctx.device, pipeline, NULL);
    vkDestroyShaderModule(ctx.device, module, NULL);
    vkDestroyPipelineLayout(ctx.device, layout, NULL);
-   vkDestroyDescriptorSetLayout(ctx.device, dsl, NULL);
-   vkt_buffer_destroy(&ctx, &values);
-   vkt_buffer_destroy(&ctx, &exponents);
    vkt_context_finish_device(&ctx);
    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger =
       (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(

@@ -463,7 +463,16 @@ check_queries(void)
       .pNext = have.surface_maintenance1 ? &compat : NULL,
    };
    VKT_CHECK(vkGetPhysicalDeviceSurfaceCapabilities2KHR(ctx.physical_device, &info2, &caps2));
-   if (memcmp(&caps2.surfaceCapabilities, &caps, sizeof(caps)) != 0)
+   /* a present mode may need other image counts (VK_EXT_surface_maintenance1),
+    * nothing else */
+   VkSurfaceCapabilitiesKHR same = caps2.surfaceCapabilities;
+   if (have.surface_maintenance1) {
+      if (same.minImageCount < 1 || (same.maxImageCount && same.maxImageCount < same.minImageCount))
+         vkt_fail("FIFO's image counts %u..%u", same.minImageCount, same.maxImageCount);
+      same.minImageCount = caps.minImageCount;
+      same.maxImageCount = caps.maxImageCount;
+   }
+   if (memcmp(&same, &caps, sizeof(caps)) != 0)
       vkt_fail("vkGetPhysicalDeviceSurfaceCapabilities2KHR differs from ...CapabilitiesKHR");
    bool fifo_compatible = false;
    for (uint32_t i = 0; i < compat.presentModeCount && i < 4; i++)
