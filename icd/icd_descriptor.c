@@ -190,6 +190,48 @@ icd_vkCmdPushDescriptorSetWithTemplateKHR(VkCommandBuffer commandBuffer,
    free(infos);
 }
 
+#ifdef VK_KHR_maintenance6
+#define RAY_TRACING_STAGES                                                                   \
+   (VK_SHADER_STAGE_RAYGEN_BIT_KHR | VK_SHADER_STAGE_ANY_HIT_BIT_KHR |                       \
+    VK_SHADER_STAGE_CLOSEST_HIT_BIT_KHR | VK_SHADER_STAGE_MISS_BIT_KHR |                     \
+    VK_SHADER_STAGE_INTERSECTION_BIT_KHR | VK_SHADER_STAGE_CALLABLE_BIT_KHR)
+
+/* VK_KHR_maintenance6 (core in 1.4): a template push by info, sent as the
+ * vkCmdPushDescriptorSet2 of its writes, for the stages of the template's
+ * bind point. */
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdPushDescriptorSetWithTemplate2KHR(
+   VkCommandBuffer commandBuffer, const VkPushDescriptorSetWithTemplateInfoKHR *pInfo)
+{
+   const struct icd_descriptor_update_template *t =
+      (const struct icd_descriptor_update_template *)pInfo->descriptorUpdateTemplate;
+   void *infos, *inline_blocks;
+   VkWriteDescriptorSet *writes =
+      template_writes(t, VK_NULL_HANDLE, pInfo->pData, &infos, &inline_blocks);
+   if (writes) {
+      const VkPushDescriptorSetInfoKHR push = {
+         .sType = VK_STRUCTURE_TYPE_PUSH_DESCRIPTOR_SET_INFO_KHR,
+         .pNext = pInfo->pNext, /* a VkPipelineLayoutCreateInfo in place of a layout */
+         .stageFlags = t->bind_point == VK_PIPELINE_BIND_POINT_COMPUTE
+                          ? VK_SHADER_STAGE_COMPUTE_BIT
+                       : t->bind_point == VK_PIPELINE_BIND_POINT_GRAPHICS
+                          ? VK_SHADER_STAGE_ALL_GRAPHICS
+                          : RAY_TRACING_STAGES,
+         .layout = pInfo->layout,
+         .set = pInfo->set,
+         .descriptorWriteCount = t->n_entries,
+         .pDescriptorWrites = writes,
+      };
+      icd_gen_vkCmdPushDescriptorSet2KHR(commandBuffer, &push);
+   } else {
+      icd_cmd_buffer_fail(commandBuffer);
+   }
+   free(writes);
+   free(inline_blocks);
+   free(infos);
+}
+#endif
+
 /* ---- descriptor pools: the sets they hold, for the object count ---------- */
 
 VKAPI_ATTR VkResult VKAPI_CALL

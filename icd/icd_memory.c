@@ -190,6 +190,25 @@ icd_vkUnmapMemory(VkDevice device, VkDeviceMemory memory)
    /* The mapping lives as long as the allocation. */
 }
 
+#ifdef VK_KHR_map_memory2
+/* VK_KHR_map_memory2 (core in 1.4): the same mapping.  A placed mapping
+ * (VK_EXT_map_memory_placed) is not offered, so nothing in the chain
+ * changes what is mapped. */
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkMapMemory2KHR(VkDevice device, const VkMemoryMapInfoKHR *pMemoryMapInfo, void **ppData)
+{
+   return icd_vkMapMemory(device, pMemoryMapInfo->memory, pMemoryMapInfo->offset,
+                          pMemoryMapInfo->size, pMemoryMapInfo->flags, ppData);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkUnmapMemory2KHR(VkDevice device, const VkMemoryUnmapInfoKHR *pMemoryUnmapInfo)
+{
+   icd_vkUnmapMemory(device, pMemoryUnmapInfo->memory);
+   return VK_SUCCESS;
+}
+#endif
+
 /* Both processes map the same pages: for coherent memory a flush or an
  * invalidate has nothing to do (and the host driver, which never mapped the
  * memory through Vulkan, would call it invalid). Non-coherent memory goes to

@@ -47,6 +47,8 @@ DENIED_EXTENSIONS = {
         'VK_AMD_display_native_hdr', 'VK_EXT_image_compression_control_swapchain')},
     'VK_EXT_external_memory_host':
         'its host pointers are addresses in the application\'s process',
+    'VK_EXT_map_memory_placed':
+        'placed mappings (the memfd mapped at the application\'s address) are not implemented',
     'VK_EXT_validation_flags': 'a layer\'s',
     'VK_EXT_validation_features': 'a layer\'s',
     'VK_EXT_layer_settings': 'a layer\'s',
@@ -161,6 +163,10 @@ CLIENT_ONLY = {
         'the ICD turns template updates into vkUpdateDescriptorSets',
     'vkCmdPushDescriptorSetWithTemplateKHR':
         'the ICD turns template pushes into vkCmdPushDescriptorSetKHR',
+    'vkCmdPushDescriptorSetWithTemplate2KHR':
+        'the ICD turns template pushes into vkCmdPushDescriptorSet2KHR',
+    'vkMapMemory2KHR': 'host-visible memory is a memfd the client maps itself',
+    'vkUnmapMemory2KHR': 'host-visible memory is a memfd the client maps itself',
     # VK_EXT_debug_utils and VK_EXT_debug_report: messengers and callbacks
     # live in the ICD, and the daemon sends the messages it has for a client
     # (validation, faults) to them.  Object names, tags and labels go to the
@@ -708,10 +714,31 @@ class Gen:
             out.append(x)
         return out
 
+    def sized_outputs(self, sname):
+        """The arrays an output struct points at that the application sizes
+        (VkPhysicalDeviceVulkan14Properties.pCopySrcLayouts): {array member:
+        count member}, the count a member of the same struct, the elements
+        values (scalars, enums, flat structs without sType).  The request
+        carries each array's capacity (encshape), the daemon gives the host
+        that much, the reply the count and the elements."""
+        s = self.reg.structs[self.reg.resolve_type(sname)]
+        counts = {m.name: m for m in s.members if m.ptr == 0 and self.reg.kind(m.type) == 'scalar'}
+        found = {}
+        for m in s.members:
+            if m.ptr != 1 or m.const or len(m.len) != 1 or m.len[0] not in counts or m.dims:
+                continue
+            k = self.reg.kind(m.type)
+            if k in ('scalar', 'enum', 'bitmask') or (
+                    k == 'struct' and not self.reg.structs[self.reg.resolve_type(m.type)].stype and
+                    self.flat(m.type)):
+                found[m.name] = m.len[0]
+        return found
+
     def output_ok(self, sname, seen=None):
         s = self.reg.structs[sname]
+        sized = self.sized_outputs(sname) if s.stype else {}
         for m in s.members:
-            if m.name in ('sType', 'pNext'):
+            if m.name in ('sType', 'pNext') or m.name in sized:
                 continue
             k = self.reg.kind(m.type)
             if m.ptr or k in ('handle', 'funcpointer', 'other', 'void'):
@@ -767,8 +794,13 @@ class Gen:
             self.unsupported[sname] = 'union with pointers'
             return False
         target.add(sname)
+        sized = self.sized_outputs(sname) if output and s.stype else {}
         for m in s.members:
             if m.name in ('sType',):
+                continue
+            if m.name in sized:
+                if self.reg.kind(m.type) == 'struct':
+                    self.walk_struct(m.type, output)
                 continue
             if m.name == 'pNext':
                 for x in self.chain_members(sname, output):
@@ -1310,10 +1342,29 @@ def emit_structs(gen, w):
         # output decode into application memory (ICD side)
         ochain = gen.chain_members(sname, True) if s.stype else []
         w(f'static void\nwire_decout_{body}{sname}(struct wire_dec *d, {sname} *s)\n{{')
+        sized = gen.sized_outputs(sname) if s.stype else {}
+        for a, n in sized.items():
+            w(f'   const uint32_t capacity_{a} = s->{a} ? s->{n} : 0;')
         for m in s.members:
             if m.name in ('sType', 'pNext'):
                 continue
             k = reg.kind(m.type)
+            if m.name in sized:
+                n = sized[m.name]
+                w('   if (wire_dec_u32(d)) {')
+                w(f'      const uint32_t n = wire_dec_count(d, {gen.min_wire_size(m)});')
+                w(f'      if (!s->{m.name} || n != s->{n} || n > capacity_{m.name}) {{')
+                w(f'         wire_dec_fail(d, "{sname}.{m.name}: more than the application has room for");')
+                w('         return;')
+                w('      }')
+                w('      for (uint32_t i = 0; i < n; i++) {')
+                if k == 'struct':
+                    w(f'         wire_decout_{reg.resolve_type(m.type)}(d, &s->{m.name}[i]);')
+                else:
+                    emit_dec_value(gen, w, '         ', m.type, f's->{m.name}[i]')
+                w('      }')
+                w('   }')
+                continue
             if k == 'struct':
                 if m.dims:
                     w(f'   for (uint32_t i = 0; i < {m.dims[0]}; i++)')
@@ -1355,9 +1406,22 @@ def emit_structs(gen, w):
         w(f'static void\nwire_encshape_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
         w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
         w('      switch ((int)c->sType) {')
+        plain = [x for x in ochain if not gen.sized_outputs(x)]
         for x in ochain:
+            if x in plain:
+                continue
+            # the room the application gives each array it sizes
+            w(f'      case {reg.structs[x].stype}: {{')
+            w(f'         const {x} *x = (const {x} *)c;')
+            w('         wire_enc_u32(e, (uint32_t)c->sType);')
+            for a, n in gen.sized_outputs(x).items():
+                w(f'         wire_enc_u32(e, x->{a} != NULL);')
+                w(f'         wire_enc_u32(e, x->{a} ? x->{n} : 0);')
+            w('         break;')
+            w('      }')
+        for x in plain:
             w(f'      case {reg.structs[x].stype}:')
-        if ochain:
+        if plain:
             w('         wire_enc_u32(e, (uint32_t)c->sType);')
             w('         break;')
         w('      default:')
@@ -1387,6 +1451,31 @@ def emit_structs(gen, w):
         w('      if (!c)')
         w('         break;')
         w('      c->sType = (VkStructureType)stype;')
+        sized_chain = [x for x in ochain if gen.sized_outputs(x)]
+        if sized_chain:
+            # the host gets the room the application has, never more than
+            # the daemon's limit, and never a null array it did not ask for
+            w('      switch (stype) {')
+            for x in sized_chain:
+                w(f'      case {reg.structs[x].stype}: {{')
+                w(f'         {x} *x = ({x} *)c;')
+                for a, n in gen.sized_outputs(x).items():
+                    w('         if (wire_dec_u32(d)) {')
+                    w('            uint32_t n = wire_dec_u32(d);')
+                    w('            if (n > WIRE_MAX_OUTPUT_ELEMENTS) {')
+                    w(f'               wire_dec_fail(d, "{x}.{a}: too many elements");')
+                    w('               break;')
+                    w('            }')
+                    w(f'            x->{a} = wire_dec_alloc(d, (n ? n : 1) * sizeof(*x->{a}));')
+                    w(f'            x->{n} = n;')
+                    w('         } else {')
+                    w('            (void)wire_dec_u32(d);')
+                    w('         }')
+                w('         break;')
+                w('      }')
+            w('      default:')
+            w('         break;')
+            w('      }')
         w('      *tail = c;')
         w('      tail = &c->pNext;')
         w('   }')

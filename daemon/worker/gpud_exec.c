@@ -147,6 +147,32 @@ gpud_exec_vkGetPhysicalDeviceProperties2(struct gpud_call *call,
    patch_properties(call, &a->pProperties->properties);
 }
 
+/* Features whose commands gpud does not carry are off, whatever the host
+ * has (each is listed in docs/architecture.md). */
+void
+gpud_exec_vkGetPhysicalDeviceFeatures2(struct gpud_call *call,
+                                       struct wire_args_vkGetPhysicalDeviceFeatures2 *a)
+{
+   gpud_gen_exec_vkGetPhysicalDeviceFeatures2(call, a);
+   for (VkBaseOutStructure *c = (VkBaseOutStructure *)a->pFeatures->pNext; c; c = c->pNext) {
+      switch ((int)c->sType) {
+#ifdef VK_VERSION_1_4
+      /* host image copies (vkCopyMemoryToImage and the like) */
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_4_FEATURES:
+         ((VkPhysicalDeviceVulkan14Features *)c)->hostImageCopy = VK_FALSE;
+         break;
+#endif
+#ifdef VK_EXT_host_image_copy
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT:
+         ((VkPhysicalDeviceHostImageCopyFeaturesEXT *)c)->hostImageCopy = VK_FALSE;
+         break;
+#endif
+      default:
+         break;
+      }
+   }
+}
+
 static void
 patch_memory(struct gpud_call *call, VkPhysicalDeviceMemoryProperties *m)
 {

@@ -2912,6 +2912,41 @@ def compare_vulkaninfo_text(fx, vulkaninfo, other):
              '(listed above as DIFF)' % (other, len(unexpected)))
 
 
+# vk_props lines through gpud that differ from the host's on purpose.
+PROPS_DIFFERENCES = {
+    'VkPhysicalDeviceVulkan14Features.hostImageCopy':
+        'host image copies (vkCopyMemoryToImage and the like) are not carried',
+}
+
+
+def compare_props(fx, other):
+    """The core feature and property structures (Vulkan 1.1 to the newest
+    the build knows, which Debian 12's vulkaninfo does not all print) through
+    gpud equal the host driver's, but for PROPS_DIFFERENCES; on a 1.4 device
+    vkMapMemory2 maps as vkMapMemory does."""
+    outs = {}
+    for tag, env in (('direct', fx.direct_env()), (other, fx.gpud_env())):
+        _, out, _ = fx.run([fx.prog('vk_props')], env, label='vk_props %s' % tag,
+                           show_output=False)
+        outs[tag] = out.splitlines()
+    a, b = outs['direct'], outs[other]
+    if len(a) != len(b):
+        fail('vk_props prints %d lines directly, %d through %s' % (len(a), len(b), other))
+    unexpected = 0
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        key = x.split(':')[0]
+        if key in PROPS_DIFFERENCES and y.split(':')[0] == key:
+            log('intended: %s -> %s (%s)' % (x, y.split(': ', 1)[1], PROPS_DIFFERENCES[key]))
+        else:
+            log('DIFF: %s\n   vs %s' % (x, y))
+            unexpected += 1
+    log('vk_props: %d lines, %s' % (len(a), a[0] if a else 'nothing'))
+    if unexpected:
+        fail('%d lines of vk_props differ between the host driver and %s' % (unexpected, other))
+
+
 def vulkaninfo_text_differences(a, b, report):
     """The lines of vulkaninfo's text output b (through gpud) that differ from
     a (the host directly): ({reason: lines} intended, [lines] unexpected)."""
@@ -3025,6 +3060,7 @@ def test_vulkaninfo(fx):
              'above as DIFF)' % (len(unexpected), other))
 
     compare_vulkaninfo_text(fx, vulkaninfo, other)
+    compare_props(fx, other)
 
     # Plain text output and the summary run cleanly.
     for variant in VARIANTS:
