@@ -268,3 +268,56 @@ icd_vkResetDescriptorPool(VkDevice device, VkDescriptorPool descriptorPool,
    icd_connection_count_objects(pool->base.conn, -atomic_exchange(&pool->sets, 0));
    return icd_gen_vkResetDescriptorPool(device, descriptorPool, flags);
 }
+
+/* ---- VK_EXT_descriptor_buffer: capture-replay data ------------------------ */
+
+#ifdef VK_EXT_descriptor_buffer
+/* The host writes as many bytes as a device property says: they come back
+ * through a buffer of the wire's size, and the application gets that
+ * many. */
+enum opaque_kind { OPAQUE_BUFFER, OPAQUE_IMAGE, OPAQUE_IMAGE_VIEW, OPAQUE_SAMPLER, OPAQUE_AS };
+
+static size_t
+opaque_size(VkDevice device, enum opaque_kind kind)
+{
+   const struct icd_device *dev = (const struct icd_device *)device;
+   VkPhysicalDeviceDescriptorBufferPropertiesEXT db = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_PROPERTIES_EXT,
+   };
+   VkPhysicalDeviceProperties2 props = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+      .pNext = &db,
+   };
+   icd_vkGetPhysicalDeviceProperties2((VkPhysicalDevice)dev->physical_device, &props);
+   const size_t sizes[] = {
+      [OPAQUE_BUFFER] = db.bufferCaptureReplayDescriptorDataSize,
+      [OPAQUE_IMAGE] = db.imageCaptureReplayDescriptorDataSize,
+      [OPAQUE_IMAGE_VIEW] = db.imageViewCaptureReplayDescriptorDataSize,
+      [OPAQUE_SAMPLER] = db.samplerCaptureReplayDescriptorDataSize,
+      [OPAQUE_AS] = db.accelerationStructureCaptureReplayDescriptorDataSize,
+   };
+   return UTIL_MIN(sizes[kind], (size_t)WIRE_MAX_OPAQUE_DATA);
+}
+
+#define OPAQUE_DATA(name, info_type, kind)                                                  \
+   VKAPI_ATTR VkResult VKAPI_CALL icd_##name(VkDevice device, const info_type *pInfo,       \
+                                             void *pData)                                  \
+   {                                                                                       \
+      uint8_t data[WIRE_MAX_OPAQUE_DATA] = {0};                                            \
+      VkResult r = icd_gen_##name(device, pInfo, data);                                    \
+      if (r == VK_SUCCESS)                                                                 \
+         memcpy(pData, data, opaque_size(device, kind));                                   \
+      return r;                                                                            \
+   }
+
+OPAQUE_DATA(vkGetBufferOpaqueCaptureDescriptorDataEXT, VkBufferCaptureDescriptorDataInfoEXT,
+            OPAQUE_BUFFER)
+OPAQUE_DATA(vkGetImageOpaqueCaptureDescriptorDataEXT, VkImageCaptureDescriptorDataInfoEXT,
+            OPAQUE_IMAGE)
+OPAQUE_DATA(vkGetImageViewOpaqueCaptureDescriptorDataEXT,
+            VkImageViewCaptureDescriptorDataInfoEXT, OPAQUE_IMAGE_VIEW)
+OPAQUE_DATA(vkGetSamplerOpaqueCaptureDescriptorDataEXT, VkSamplerCaptureDescriptorDataInfoEXT,
+            OPAQUE_SAMPLER)
+OPAQUE_DATA(vkGetAccelerationStructureOpaqueCaptureDescriptorDataEXT,
+            VkAccelerationStructureCaptureDescriptorDataInfoEXT, OPAQUE_AS)
+#endif

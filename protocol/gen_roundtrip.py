@@ -258,9 +258,30 @@ class Case:
             self.w(f'rt_fill_bytes(&{lv}, sizeof({lv}), &seed);')
             return
         lens = self.len_values(sname, s.members)
+        # a selected union: one of its members in turn, its selector set
+        # to match
+        chosen = {}
+        for m in s.members:
+            if m.selector and reg.kind(m.type) == 'union':
+                members = [um for um in reg.structs[reg.resolve_type(m.type)].members
+                           if um.selection]
+                i = self.rotation.get((sname, m.name), 0)
+                self.rotation[(sname, m.name)] = i + 1
+                um = members[i % len(members)]
+                chosen[m.name] = um
+                overrides = dict(overrides or {})
+                overrides[m.selector] = um.selection[0]
         for m in s.members:
             mlv = f'{lv}.{m.name}'
             key = (sname, m.name)
+            if m.name in chosen:
+                um = chosen[m.name]
+                ulv = f'{mlv}.{um.name}'
+                if um.ptr:
+                    self.fill_pointer(ulv, um, reg.resolve_type(m.type), depth + 1)
+                else:
+                    self.fill_value(ulv, um.type, (), depth + 1)
+                continue
             if m.name == 'sType':
                 self.w(f'{mlv} = {s.stype};')
             elif m.name == 'pNext':
@@ -457,6 +478,8 @@ class Case:
                 cp = gen_wire.count_param_of(cmd, p)
                 cap = scalar_lens.get(cp.name if cp else m.len[0], OUTPUT_CAP) \
                     if m.len else OUTPUT_CAP
+                if m.len and m.len[0] == 'WIRE_MAX_OPAQUE_DATA':
+                    cap = gen_wire.MAX_OPAQUE_DATA
                 t = self.ctype(m.type)
                 if self.sparse and m.is_optional:
                     self.w(f'{t} *{x} = NULL; /* asks for the count only */')
@@ -684,6 +707,22 @@ def emit_eq_member(gen, w, ind, owner, members, m, xp, yp):
         w(f'{ind}      same = rt_differs(t, "{owner}.{m.name} (sent though its condition is false)");')
         w(f'{ind}}} else {{')
         emit_eq_member_value(gen, w, ind + '   ', members, m, xp, yp, differs)
+        w(f'{ind}}}')
+        return
+    if m.ptr == 0 and k == 'union' and m.selector:
+        # only the member the selector chooses travels
+        u = reg.structs[t]
+        w(f'{ind}switch ((int){xp}{m.selector}) {{')
+        for um in u.members:
+            for value in um.selection:
+                w(f'{ind}case {value}:')
+            w(f'{ind}   {{')
+            emit_eq_member_value(gen, w, ind + '      ', u.members, um, xv + '.', yv + '.',
+                                 f'same = rt_differs(t, "{owner}.{m.name}.{um.name}");')
+            w(f'{ind}   }}')
+            w(f'{ind}   break;')
+        w(f'{ind}default:')
+        w(f'{ind}   break;')
         w(f'{ind}}}')
         return
     emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs)

@@ -434,6 +434,10 @@ DENIED_STRUCTS = {
     # value as the application sees it).
     'VkDebugUtilsMessengerCreateInfoEXT', 'VkDebugUtilsObjectNameInfoEXT',
     'VkDebugReportCallbackCreateInfoEXT',
+    # Capture-replay data handed back at creation: memory whose size only
+    # a device property tells (descriptorBufferCaptureReplay is reported
+    # off: daemon/worker/gpud_exec.c).
+    'VkOpaqueCaptureDescriptorDataCreateInfoEXT',
 }
 
 # Daemon executors written by hand (daemon/); the generated default is weak.
@@ -459,6 +463,20 @@ LOST_SUCCEEDS = {
 # Limits the daemon applies to output storage a client asks for.
 MAX_OUTPUT_ELEMENTS = 1 << 20
 
+# Outputs vk.xml gives no size (void *pData) whose size a device property
+# tells: the wire carries WIRE_MAX_OPAQUE_DATA bytes, and the ICD's own
+# function (icd/icd_descriptor.c) hands the application the property's
+# count of them.
+MAX_OPAQUE_DATA = 256
+OPAQUE_OUTPUTS = {
+    (c, 'pData'): 'the size is VkPhysicalDeviceDescriptorBufferPropertiesEXT\'s'
+    for c in ('vkGetBufferOpaqueCaptureDescriptorDataEXT',
+              'vkGetImageOpaqueCaptureDescriptorDataEXT',
+              'vkGetImageViewOpaqueCaptureDescriptorDataEXT',
+              'vkGetSamplerOpaqueCaptureDescriptorDataEXT',
+              'vkGetAccelerationStructureOpaqueCaptureDescriptorDataEXT')
+}
+
 # --------------------------------------------------------------------------
 
 
@@ -476,7 +494,7 @@ def canonical_tables(reg):
             return name
         return reg.resolve_type(name) if name.startswith('Vk') else name
     g = globals()
-    for table in ('CLIENT_ONLY', 'HOST_OPTIONAL', 'CACHED', 'UNCACHED', 'SPIRV_COMMANDS',
+    for table in ('OPAQUE_OUTPUTS', 'CLIENT_ONLY', 'HOST_OPTIONAL', 'CACHED', 'UNCACHED', 'SPIRV_COMMANDS',
                   'SPIRV_CHAIN_COMMANDS', 'FORCE_SYNC', 'SHIPS_RECORDING', 'NOT_RECORDED',
                   'FORCE_ASYNC', 'ASYNC_CREATES', 'REPLAY_CONCURRENT', 'REPLAY_NOT_CONCURRENT',
                   'FLUSH_AFTER', 'CONDITIONAL_MEMBERS', 'FD_MEMBERS', 'WRITEBACK_MEMBERS',
@@ -498,6 +516,10 @@ class Gen:
         if not CORE_VERSIONS:
             CORE_VERSIONS.extend(name for name, number, cmds, types in reg.features)
         canonical_tables(reg)
+        for (c, param) in OPAQUE_OUTPUTS:
+            for p in reg.commands[c].params if c in reg.commands else ():
+                if p.name == param and not p.len:
+                    p.len = ['WIRE_MAX_OPAQUE_DATA']
         self.walked = False
         self.types = set()
         self.commands = []
@@ -807,6 +829,23 @@ class Gen:
                     self.walk_struct(x, output)
                 continue
             k = self.reg.kind(m.type)
+            if k == 'union' and m.selector and not m.ptr:
+                why = None if not output else 'an output union of pointers'
+                for um in self.reg.structs[self.reg.resolve_type(m.type)].members:
+                    uk = self.reg.kind(um.type)
+                    if why or not um.selection:
+                        why = why or f'union member {um.name} has no selection'
+                    elif uk in ('struct', 'union') and um.ptr <= 1 and not um.len:
+                        if not self.walk_struct(um.type, output):
+                            why = f'union member {um.name}'
+                    elif not ((uk == 'handle' or self.reg.scalar_info(um.type) is not None) and
+                              um.ptr <= 1 and not um.len):
+                        why = f'union member {um.name} ({um.text})'
+                if why:
+                    target.discard(sname)
+                    self.unsupported[sname] = f'member {m.name}: {why}'
+                    return False
+                continue
             if k in ('struct', 'union') and not (output and m.ptr):
                 if not self.walk_struct(m.type, output):
                     target.discard(sname)
@@ -1072,6 +1111,9 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
             w(f'{ind}   wire_enc_u64(e, 0);')
         w(f'{ind}}}')
         return
+    if m.ptr == 0 and k == 'union' and m.selector:
+        emit_selected_union(gen, w, sname, m, prefix, ind, None)
+        return
     if m.ptr == 0 and m.objecttype:
         w(f'{ind}wire_enc_u64(e, wire_typed_handle_id((VkObjectType){prefix}{m.objecttype}, {v}));')
         return
@@ -1119,6 +1161,41 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
     w(f'{ind}}}')
 
 
+def emit_selected_union(gen, w, sname, m, prefix, ind, checks):
+    """A union whose member another member selects (vk.xml's selector and
+    selection: VkDescriptorGetInfoEXT.data by its type): only the selected
+    member travels, encoded (checks None) or decoded as a member of its
+    own; for a selector that chooses none (a token without data) nothing
+    does, and the host gets zeroes."""
+    reg = gen.reg
+    u = reg.structs[reg.resolve_type(m.type)]
+    v = prefix + m.name
+    sel = prefix + m.selector
+    owner = reg.structs[sname]
+    selector_type = next(x.type for x in owner.members if x.name == m.selector)
+    if checks is None and reg.resolve_type(selector_type) == 'VkDescriptorType':
+        # VkDescriptorImageInfo's handles travel by the descriptor type
+        w(f'{ind}(void)wire_enc_set_descriptor_type(e, {sel});')
+    w(f'{ind}switch ((int){sel}) {{')
+    for um in u.members:
+        for value in um.selection:
+            w(f'{ind}case {value}:')
+        w(f'{ind}   {{')
+        if checks is None:
+            emit_member_enc(gen, w, u.name, u.members, um, v + '.', ind + '      ')
+        else:
+            mine = []
+            emit_member_dec(gen, w, u.name, u.members, um, v + '.', mine, ind + '      ')
+            for cond, why in mine:
+                w(f'{ind}      if (!d->fatal && !({cond}))')
+                w(f'{ind}         wire_dec_fail(d, "{sname}.{m.name}: {why}");')
+        w(f'{ind}   }}')
+        w(f'{ind}   break;')
+    w(f'{ind}default:')
+    w(f'{ind}   break; /* a token with no data, or a value the host will refuse */')
+    w(f'{ind}}}')
+
+
 def member_nullable(gen, sname, m):
     return (m.is_optional or m.noautovalidity or (sname, m.name) in CONDITIONAL_MEMBERS)
 
@@ -1133,6 +1210,9 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
     ctype = reg.resolve_type(m.type) if k not in ('void',) else 'uint8_t'
     if k == 'scalar':
         ctype = m.type
+    if m.ptr == 0 and k == 'union' and m.selector:
+        emit_selected_union(gen, w, sname, m, prefix, ind, checks)
+        return
     if m.ptr == 0 and m.objecttype:
         w(f'{ind}{v} = wire_dec_handle(d, (VkObjectType){prefix}{m.objecttype}, false);')
         return
@@ -1572,8 +1652,8 @@ def out_len_expr(gen, cmd, p, prefix):
     if '->' in first:
         base, field = first.split('->')
         return f'{prefix}{base}->{field}'
-    if first.isdigit():
-        return first  # a fixed count (later registries write len="1")
+    if first.isdigit() or first == 'WIRE_MAX_OPAQUE_DATA':
+        return first  # a fixed count (later registries write len="1"; OPAQUE_OUTPUTS)
     raise Exception(f'{cmd.name}: len {first}')
 
 
@@ -2674,6 +2754,7 @@ def main():
     longest = max(len(gen.chain_members(x, x in gen.structs_out)) for x in gen.structs_all)
     hw(f'#define WIRE_MAX_CHAIN_LENGTH {max(64, longest)}')
     hw(f'#define WIRE_MAX_OUTPUT_ELEMENTS {MAX_OUTPUT_ELEMENTS}u')
+    hw(f'#define WIRE_MAX_OPAQUE_DATA {MAX_OPAQUE_DATA}u')
     hw('#define WIRE_MAX_OUTPUT_BYTES (256ull << 20)')
     hw()
     hw('enum wire_op {')

@@ -147,6 +147,8 @@ class Member:
         self.noautovalidity = elem.get('noautovalidity') == 'true'
         self.values = elem.get('values')
         self.selector = elem.get('selector')
+        # a union member: the selector values that choose it
+        self.selection = elem.get('selection').split(',') if elem.get('selection') else []
         # a uint64_t holding a handle of the type another member names
         self.objecttype = elem.get('objecttype')
         # an array whose elements lie this parameter's bytes apart

@@ -167,6 +167,15 @@ gpud_exec_vkGetPhysicalDeviceFeatures2(struct gpud_call *call,
          ((VkPhysicalDeviceHostImageCopyFeaturesEXT *)c)->hostImageCopy = VK_FALSE;
          break;
 #endif
+#ifdef VK_EXT_descriptor_buffer
+      /* capture-replay data goes back at creation in memory whose size
+       * only a property tells (VkOpaqueCaptureDescriptorDataCreateInfoEXT
+       * is not carried) */
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT:
+         ((VkPhysicalDeviceDescriptorBufferFeaturesEXT *)c)->descriptorBufferCaptureReplay =
+            VK_FALSE;
+         break;
+#endif
       default:
          break;
       }

@@ -1290,12 +1290,13 @@ struct address_table {
 
 /* A host-visible buffer whose address a shader may use. */
 static void
-address_buffer(const struct vkt_context *ctx, VkDeviceSize size, struct vkt_buffer *buf)
+address_buffer_usage(const struct vkt_context *ctx, VkDeviceSize size, VkBufferUsageFlags usage,
+                     struct vkt_buffer *buf)
 {
    const VkBufferCreateInfo info = {
       .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
       .size = size,
-      .usage = VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+      .usage = VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT | usage,
    };
    memset(buf, 0, sizeof(*buf));
    buf->size = size;
@@ -1320,6 +1321,12 @@ address_buffer(const struct vkt_context *ctx, VkDeviceSize size, struct vkt_buff
    VKT_CHECK(vkBindBufferMemory(ctx->device, buf->buffer, buf->memory, 0));
    VKT_CHECK(vkMapMemory(ctx->device, buf->memory, 0, VK_WHOLE_SIZE, 0, &buf->map));
    buf->coherent = true;
+}
+
+static void
+address_buffer(const struct vkt_context *ctx, VkDeviceSize size, struct vkt_buffer *buf)
+{
+   address_buffer_usage(ctx, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, buf);
 }
 
 static VkDeviceAddress
@@ -1391,6 +1398,164 @@ test_address(const char *device_name)
    vkt_context_finish(&ctx);
 }
 
+/* ---- VK_EXT_descriptor_buffer -------------------------------------------- */
+
+#ifdef VK_EXT_descriptor_buffer
+/* ext_push.comp again, its descriptors written by vkGetDescriptorEXT into
+ * a buffer of the application's (memory the daemon's host driver reads
+ * too) at the offsets the layout says, and bound by address. */
+static void
+test_descriptor_buffer(const char *device_name)
+{
+   static const char *const exts[] = { VK_EXT_DESCRIPTOR_BUFFER_EXTENSION_NAME };
+   VkPhysicalDeviceDescriptorBufferFeaturesEXT want = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT,
+      .descriptorBuffer = VK_TRUE,
+   };
+   struct vkt_context ctx;
+   context_init(&ctx, PROG ": descriptor-buffer", device_name,
+                VKT_FEATURE_BUFFER_DEVICE_ADDRESS, exts, VKT_ARRAY_SIZE(exts), &want);
+   PFN_vkGetDescriptorSetLayoutSizeEXT layout_size = LOAD(&ctx, vkGetDescriptorSetLayoutSizeEXT);
+   PFN_vkGetDescriptorSetLayoutBindingOffsetEXT binding_offset =
+      LOAD(&ctx, vkGetDescriptorSetLayoutBindingOffsetEXT);
+   PFN_vkGetDescriptorEXT get_descriptor = LOAD(&ctx, vkGetDescriptorEXT);
+   PFN_vkCmdBindDescriptorBuffersEXT bind_buffers = LOAD(&ctx, vkCmdBindDescriptorBuffersEXT);
+   PFN_vkCmdSetDescriptorBufferOffsetsEXT set_offsets =
+      LOAD(&ctx, vkCmdSetDescriptorBufferOffsetsEXT);
+
+   VkPhysicalDeviceDescriptorBufferPropertiesEXT db = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_PROPERTIES_EXT,
+   };
+   VkPhysicalDeviceProperties2 props = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+      .pNext = &db,
+   };
+   vkGetPhysicalDeviceProperties2(ctx.physical_device, &props);
+   if (!db.uniformBufferDescriptorSize || !db.storageBufferDescriptorSize)
+      vkt_fail("descriptor sizes %zu (uniform) and %zu (storage)",
+               db.uniformBufferDescriptorSize, db.storageBufferDescriptorSize);
+
+   const VkDescriptorSetLayoutBinding bindings[] = {
+      { 0, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL },
+      { 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2, VK_SHADER_STAGE_COMPUTE_BIT, NULL },
+   };
+   const VkDescriptorSetLayoutCreateInfo set_layout_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_DESCRIPTOR_BUFFER_BIT_EXT,
+      .bindingCount = VKT_ARRAY_SIZE(bindings),
+      .pBindings = bindings,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL, &set_layout));
+   VkDeviceSize size = 0, offsets[2] = {0};
+   layout_size(ctx.device, set_layout, &size);
+   binding_offset(ctx.device, set_layout, 0, &offsets[0]);
+   binding_offset(ctx.device, set_layout, 1, &offsets[1]);
+   if (size < offsets[1] + 2 * db.storageBufferDescriptorSize)
+      vkt_fail("layout size %llu, binding 1 at %llu, storage descriptors of %zu bytes",
+               (unsigned long long)size, (unsigned long long)offsets[1],
+               db.storageBufferDescriptorSize);
+
+   VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, NULL);
+   VkShaderModule module = vkt_shader_module(&ctx, ext_push_comp_spv, sizeof(ext_push_comp_spv));
+   const VkComputePipelineCreateInfo pipeline_info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .flags = VK_PIPELINE_CREATE_DESCRIPTOR_BUFFER_BIT_EXT,
+      .stage = {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+         .module = module,
+         .pName = "main",
+      },
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+   VKT_CHECK(vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1, &pipeline_info, NULL,
+                                      &pipeline));
+   vkDestroyShaderModule(ctx.device, module, NULL);
+
+   const uint32_t n = 256;
+   const struct push_params params = { 7, 100 };
+   struct vkt_buffer ubo, outs[2], descriptors;
+   address_buffer_usage(&ctx, 256, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, &ubo);
+   memcpy(ubo.map, &params, sizeof(params));
+   for (unsigned i = 0; i < 2; i++) {
+      address_buffer(&ctx, n * 4, &outs[i]);
+      memset(outs[i].map, 0xa5, n * 4);
+   }
+   address_buffer_usage(&ctx, size + db.descriptorBufferOffsetAlignment,
+                        VK_BUFFER_USAGE_RESOURCE_DESCRIPTOR_BUFFER_BIT_EXT, &descriptors);
+   memset(descriptors.map, 0, descriptors.size);
+
+   /* the descriptors, written where the layout puts them */
+   const VkDescriptorAddressInfoEXT uniform = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_ADDRESS_INFO_EXT,
+      .address = address_of(&ctx, &ubo),
+      .range = sizeof(params),
+   };
+   const VkDescriptorGetInfoEXT uniform_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_GET_INFO_EXT,
+      .type = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+      .data.pUniformBuffer = &uniform,
+   };
+   get_descriptor(ctx.device, &uniform_info, db.uniformBufferDescriptorSize,
+                  (uint8_t *)descriptors.map + offsets[0]);
+   for (unsigned i = 0; i < 2; i++) {
+      const VkDescriptorAddressInfoEXT storage = {
+         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_ADDRESS_INFO_EXT,
+         .address = address_of(&ctx, &outs[i]),
+         .range = n * 4,
+      };
+      const VkDescriptorGetInfoEXT storage_info = {
+         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_GET_INFO_EXT,
+         .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+         .data.pStorageBuffer = &storage,
+      };
+      get_descriptor(ctx.device, &storage_info, db.storageBufferDescriptorSize,
+                     (uint8_t *)descriptors.map + offsets[1] +
+                        i * db.storageBufferDescriptorSize);
+   }
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   const VkDescriptorBufferBindingInfoEXT binding = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_BUFFER_BINDING_INFO_EXT,
+      .address = address_of(&ctx, &descriptors),
+      .usage = VK_BUFFER_USAGE_RESOURCE_DESCRIPTOR_BUFFER_BIT_EXT,
+   };
+   bind_buffers(cmd, 1, &binding);
+   const uint32_t index = 0;
+   const VkDeviceSize offset = 0;
+   set_offsets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &index, &offset);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+   vkCmdDispatch(cmd, n / 64, 1, 1);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+
+   for (uint32_t i = 0; i < n; i++) {
+      const uint32_t v = params.a * i + params.b;
+      const uint32_t got0 = ((const uint32_t *)outs[0].map)[i];
+      const uint32_t got1 = ((const uint32_t *)outs[1].map)[i];
+      if (got0 != v || got1 != ~v)
+         vkt_fail("element %u: 0x%08x and 0x%08x, expected 0x%08x and 0x%08x", i, got0, got1,
+                  v, ~v);
+   }
+   printf(PROG ": descriptor-buffer: OK: %u uints and their complements written through "
+          "a uniform and two storage descriptors of %zu and %zu bytes in a descriptor "
+          "buffer (layout %llu bytes)\n",
+          n, db.uniformBufferDescriptorSize, db.storageBufferDescriptorSize,
+          (unsigned long long)size);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkt_buffer_destroy(&ctx, &descriptors);
+   vkt_buffer_destroy(&ctx, &outs[1]);
+   vkt_buffer_destroy(&ctx, &outs[0]);
+   vkt_buffer_destroy(&ctx, &ubo);
+   vkt_context_finish(&ctx);
+}
+#endif
+
 /* ---- main --------------------------------------------------------------- */
 
 static const struct {
@@ -1403,6 +1568,9 @@ static const struct {
    { "xfb", test_xfb },
    { "dynamic", test_dynamic },
    { "address", test_address },
+#ifdef VK_EXT_descriptor_buffer
+   { "descriptor-buffer", test_descriptor_buffer },
+#endif
 };
 
 static void

@@ -392,7 +392,17 @@ def screenshot_compare(fx, server, grab, argv, label, after, env_extra=None, set
         env.update(env_extra or {})
         p = frozen(fx, env, argv, '%s %s' % (label, how), after, settle_ms)
         try:
-            shots.append(grab('%s-%s' % (label, how)))
+            # until the window holds still: a driver's own WSI (Mesa 25's
+            # present thread) may put the frozen frame up late on a busy
+            # machine
+            shot = grab('%s-%s' % (label, how))
+            for _ in range(10):
+                time.sleep(0.3)
+                again = grab('%s-%s' % (label, how))
+                if again == shot:
+                    break
+                shot = again
+            shots.append(shot)
         finally:
             stop(p)
     a, b = shots
