@@ -190,7 +190,7 @@ icd_vkCmdPushDescriptorSetWithTemplateKHR(VkCommandBuffer commandBuffer,
    free(infos);
 }
 
-#ifdef VK_KHR_maintenance6
+#ifdef WIRE_HAS_vkCmdPushDescriptorSetWithTemplate2KHR
 #define RAY_TRACING_STAGES                                                                   \
    (VK_SHADER_STAGE_RAYGEN_BIT_KHR | VK_SHADER_STAGE_ANY_HIT_BIT_KHR |                       \
     VK_SHADER_STAGE_CLOSEST_HIT_BIT_KHR | VK_SHADER_STAGE_MISS_BIT_KHR |                     \
@@ -271,7 +271,7 @@ icd_vkResetDescriptorPool(VkDevice device, VkDescriptorPool descriptorPool,
 
 /* ---- VK_EXT_descriptor_buffer: capture-replay data ------------------------ */
 
-#ifdef VK_EXT_descriptor_buffer
+#ifdef WIRE_HAS_vkGetBufferOpaqueCaptureDescriptorDataEXT
 /* The host writes as many bytes as a device property says: they come back
  * through a buffer of the wire's size, and the application gets that
  * many. */
@@ -318,6 +318,8 @@ OPAQUE_DATA(vkGetImageViewOpaqueCaptureDescriptorDataEXT,
             VkImageViewCaptureDescriptorDataInfoEXT, OPAQUE_IMAGE_VIEW)
 OPAQUE_DATA(vkGetSamplerOpaqueCaptureDescriptorDataEXT, VkSamplerCaptureDescriptorDataInfoEXT,
             OPAQUE_SAMPLER)
+#endif
+#ifdef WIRE_HAS_vkGetAccelerationStructureOpaqueCaptureDescriptorDataEXT
 OPAQUE_DATA(vkGetAccelerationStructureOpaqueCaptureDescriptorDataEXT,
             VkAccelerationStructureCaptureDescriptorDataInfoEXT, OPAQUE_AS)
 #endif

@@ -190,7 +190,7 @@ icd_vkUnmapMemory(VkDevice device, VkDeviceMemory memory)
    /* The mapping lives as long as the allocation. */
 }
 
-#ifdef VK_KHR_map_memory2
+#ifdef WIRE_HAS_vkMapMemory2KHR
 /* VK_KHR_map_memory2 (core in 1.4): the same mapping.  A placed mapping
  * (VK_EXT_map_memory_placed) is not offered, so nothing in the chain
  * changes what is mapped. */

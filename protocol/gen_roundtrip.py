@@ -262,7 +262,7 @@ class Case:
         # to match
         chosen = {}
         for m in s.members:
-            if m.selector and reg.kind(m.type) == 'union':
+            if m.selector and reg.kind(m.type) == 'union' and not self.gen.flat(m.type):
                 members = [um for um in reg.structs[reg.resolve_type(m.type)].members
                            if um.selection]
                 i = self.rotation.get((sname, m.name), 0)
@@ -709,7 +709,7 @@ def emit_eq_member(gen, w, ind, owner, members, m, xp, yp):
         emit_eq_member_value(gen, w, ind + '   ', members, m, xp, yp, differs)
         w(f'{ind}}}')
         return
-    if m.ptr == 0 and k == 'union' and m.selector:
+    if m.ptr == 0 and k == 'union' and m.selector and not gen.flat(m.type):
         # only the member the selector chooses travels
         u = reg.structs[t]
         w(f'{ind}switch ((int){xp}{m.selector}) {{')

@@ -434,6 +434,10 @@ DENIED_STRUCTS = {
     # value as the application sees it).
     'VkDebugUtilsMessengerCreateInfoEXT', 'VkDebugUtilsObjectNameInfoEXT',
     'VkDebugReportCallbackCreateInfoEXT',
+    # A layered driver's underlying Vulkan properties (VK_KHR_maintenance7),
+    # with a chain of their own, inside an output array: a driver that is
+    # not layered (every host gpud runs on) reports no layers.
+    'VkPhysicalDeviceLayeredApiVulkanPropertiesKHR',
     # Capture-replay data handed back at creation: memory whose size only
     # a device property tells (descriptorBufferCaptureReplay is reported
     # off: daemon/worker/gpud_exec.c).
@@ -750,9 +754,13 @@ class Gen:
             if m.ptr != 1 or m.const or len(m.len) != 1 or m.len[0] not in counts or m.dims:
                 continue
             k = self.reg.kind(m.type)
-            if k in ('scalar', 'enum', 'bitmask') or (
-                    k == 'struct' and not self.reg.structs[self.reg.resolve_type(m.type)].stype and
-                    self.flat(m.type)):
+            es = self.reg.structs.get(self.reg.resolve_type(m.type))
+            if k in ('scalar', 'enum', 'bitmask', 'void') or (
+                    k == 'struct' and not es.stype and self.flat(m.type)) or (
+                    # elements with a chain of their own: their bodies
+                    # (the chains stay as the application made them)
+                    k == 'struct' and es.stype and es.name != s.name and
+                    self.output_ok(es.name)):
                 found[m.name] = m.len[0]
         return found
 
@@ -829,7 +837,7 @@ class Gen:
                     self.walk_struct(x, output)
                 continue
             k = self.reg.kind(m.type)
-            if k == 'union' and m.selector and not m.ptr:
+            if k == 'union' and m.selector and not m.ptr and not self.flat(m.type):
                 why = None if not output else 'an output union of pointers'
                 for um in self.reg.structs[self.reg.resolve_type(m.type)].members:
                     uk = self.reg.kind(um.type)
@@ -1111,7 +1119,7 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
             w(f'{ind}   wire_enc_u64(e, 0);')
         w(f'{ind}}}')
         return
-    if m.ptr == 0 and k == 'union' and m.selector:
+    if m.ptr == 0 and k == 'union' and m.selector and not gen.flat(m.type):
         emit_selected_union(gen, w, sname, m, prefix, ind, None)
         return
     if m.ptr == 0 and m.objecttype:
@@ -1210,7 +1218,7 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
     ctype = reg.resolve_type(m.type) if k not in ('void',) else 'uint8_t'
     if k == 'scalar':
         ctype = m.type
-    if m.ptr == 0 and k == 'union' and m.selector:
+    if m.ptr == 0 and k == 'union' and m.selector and not gen.flat(m.type):
         emit_selected_union(gen, w, sname, m, prefix, ind, checks)
         return
     if m.ptr == 0 and m.objecttype:
@@ -1437,12 +1445,15 @@ def emit_structs(gen, w):
                 w(f'         wire_dec_fail(d, "{sname}.{m.name}: more than the application has room for");')
                 w('         return;')
                 w('      }')
-                w('      for (uint32_t i = 0; i < n; i++) {')
-                if k == 'struct':
-                    w(f'         wire_decout_{reg.resolve_type(m.type)}(d, &s->{m.name}[i]);')
+                if k == 'void':
+                    w(f'      wire_dec_bytes(d, s->{m.name}, n);')
                 else:
-                    emit_dec_value(gen, w, '         ', m.type, f's->{m.name}[i]')
-                w('      }')
+                    w('      for (uint32_t i = 0; i < n; i++) {')
+                    if k == 'struct':
+                        w(f'         wire_decout_{reg.resolve_type(m.type)}(d, &s->{m.name}[i]);')
+                    else:
+                        emit_dec_value(gen, w, '         ', m.type, f's->{m.name}[i]')
+                    w('      }')
                 w('   }')
                 continue
             if k == 'struct':
@@ -1484,19 +1495,22 @@ def emit_structs(gen, w):
             continue
         # shapes
         w(f'static void\nwire_encshape_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
+        # the room the application gives each array it sizes
+        for a, n in gen.sized_outputs(sname).items():
+            w(f'   wire_enc_u32(e, s->{a} != NULL);')
+            w(f'   wire_enc_u32(e, s->{a} ? (uint32_t)(s->{n} < UINT32_MAX ? s->{n} : UINT32_MAX) : 0);')
         w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
         w('      switch ((int)c->sType) {')
         plain = [x for x in ochain if not gen.sized_outputs(x)]
         for x in ochain:
             if x in plain:
                 continue
-            # the room the application gives each array it sizes
             w(f'      case {reg.structs[x].stype}: {{')
             w(f'         const {x} *x = (const {x} *)c;')
             w('         wire_enc_u32(e, (uint32_t)c->sType);')
             for a, n in gen.sized_outputs(x).items():
                 w(f'         wire_enc_u32(e, x->{a} != NULL);')
-                w(f'         wire_enc_u32(e, x->{a} ? x->{n} : 0);')
+                w(f'         wire_enc_u32(e, x->{a} ? (uint32_t)(x->{n} < UINT32_MAX ? x->{n} : UINT32_MAX) : 0);')
             w('         break;')
             w('      }')
         for x in plain:
@@ -1512,6 +1526,7 @@ def emit_structs(gen, w):
         w('}\n')
         w(f'static void\nwire_decshape_{sname}(struct wire_dec *d, {sname} *s)\n{{')
         w(f'   s->sType = {s.stype};')
+        emit_sized_shape(gen, w, '   ', sname, 's', 'return')
         w('   VkBaseOutStructure **tail = (VkBaseOutStructure **)&s->pNext;')
         w('   for (unsigned depth = 0;; depth++) {')
         w('      uint32_t stype = wire_dec_u32(d);')
@@ -1539,18 +1554,7 @@ def emit_structs(gen, w):
             for x in sized_chain:
                 w(f'      case {reg.structs[x].stype}: {{')
                 w(f'         {x} *x = ({x} *)c;')
-                for a, n in gen.sized_outputs(x).items():
-                    w('         if (wire_dec_u32(d)) {')
-                    w('            uint32_t n = wire_dec_u32(d);')
-                    w('            if (n > WIRE_MAX_OUTPUT_ELEMENTS) {')
-                    w(f'               wire_dec_fail(d, "{x}.{a}: too many elements");')
-                    w('               break;')
-                    w('            }')
-                    w(f'            x->{a} = wire_dec_alloc(d, (n ? n : 1) * sizeof(*x->{a}));')
-                    w(f'            x->{n} = n;')
-                    w('         } else {')
-                    w('            (void)wire_dec_u32(d);')
-                    w('         }')
+                emit_sized_shape(gen, w, '         ', x, 'x', 'break')
                 w('         break;')
                 w('      }')
             w('      default:')
@@ -2409,6 +2413,33 @@ def emit_icd(gen, w):
     w('}')
 
 
+def emit_sized_shape(gen, w, ind, sname, var, leave):
+    """The daemon's side of an output struct's arrays the application
+    sizes (Gen.sized_outputs): the room it has, never more than the
+    daemon's limit, and never a null array it did not ask for."""
+    reg = gen.reg
+    for a, n in gen.sized_outputs(sname).items():
+        m = next(x for x in reg.structs[sname].members if x.name == a)
+        k = reg.kind(m.type)
+        es = reg.structs.get(reg.resolve_type(m.type))
+        limit = 'WIRE_MAX_OUTPUT_BYTES' if k == 'void' else 'WIRE_MAX_OUTPUT_ELEMENTS'
+        size = '1' if k == 'void' else f'sizeof(*{var}->{a})'
+        w(f'{ind}if (wire_dec_u32(d)) {{')
+        w(f'{ind}   uint32_t n = wire_dec_u32(d);')
+        w(f'{ind}   if (n > {limit}) {{')
+        w(f'{ind}      wire_dec_fail(d, "{sname}.{a}: too many elements");')
+        w(f'{ind}      {leave};')
+        w(f'{ind}   }}')
+        w(f'{ind}   {var}->{a} = wire_dec_alloc(d, (n ? n : 1) * {size});')
+        if k == 'struct' and es.stype:
+            w(f'{ind}   for (uint32_t i = 0; {var}->{a} && i < n; i++)')
+            w(f'{ind}      {var}->{a}[i].sType = {es.stype};')
+        w(f'{ind}   {var}->{n} = n;')
+        w(f'{ind}}} else {{')
+        w(f'{ind}   (void)wire_dec_u32(d);')
+        w(f'{ind}}}')
+
+
 def emit_alias_names(gen, w, commands, prefixes, more_prefixes):
     """Hand-written code names a command as the registry that introduced it
     did (icd_vkCmdPushDescriptorSetKHR); where this registry has promoted it
@@ -2749,6 +2780,14 @@ def main():
                   if name in CORE_VERSIONS))
     hw(f'#define WIRE_API_VERSION VK_MAKE_API_VERSION(0, {newest[0]}, {newest[1]}, 0)')
     hw(f'#define WIRE_COMMAND_TABLE_HASH 0x{table_hash(gen)}ull')
+    hw('/* The commands generated from this registry: hand-written code for a')
+    hw(' * command some registries lack (or do not let gpud carry) is kept in')
+    hw(' * #ifdef WIRE_HAS_<command>. */')
+    for name in gen.commands:
+        hw(f'#define WIRE_HAS_{name} 1')
+    for alias in sorted(gen.reg.command_alias):
+        if gen.resolve_command(alias) in gen.commands and alias not in gen.commands:
+            hw(f'#define WIRE_HAS_{alias} 1')
     # A chain holds each of its parent's extending structs once at most
     # (vulkaninfo chains every feature struct the device has).
     longest = max(len(gen.chain_members(x, x in gen.structs_out)) for x in gen.structs_all)

@@ -1242,7 +1242,7 @@ gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
    gpud_gen_exec_vkCreateRayTracingPipelinesNV(call, a);
 }
 
-#ifdef VK_NV_device_generated_commands_compute
+#ifdef WIRE_HAS_vkGetPipelineIndirectMemoryRequirementsNV
 /* The host compiles the pipeline to size its indirect memory: its code is
  * checked as the pipeline's would be; refused code (--spirv=strict) needs
  * no memory. */

@@ -139,7 +139,7 @@ gpud_exec_vkGetShaderModuleCreateInfoIdentifierEXT(
    gpud_gen_exec_vkGetShaderModuleCreateInfoIdentifierEXT(call, a);
 }
 
-#ifdef VK_EXT_shader_object
+#ifdef WIRE_HAS_vkCreateShadersEXT
 /* VK_EXT_shader_object: SPIR-V in the create infos themselves (a binary
  * the host made earlier is the host's to check). */
 void

@@ -2394,7 +2394,8 @@ def test_sync(fx):
 
 # vk_extensions' sub-tests; each prints "vk_extensions: NAME: OK: ..." when
 # it passed.
-EXTENSION_SUBTESTS = ['push', 'conditional', 'border', 'xfb', 'dynamic', 'address']
+EXTENSION_SUBTESTS = ['push', 'conditional', 'border', 'xfb', 'dynamic', 'address',
+                      'descriptor-buffer']
 
 
 def test_extensions(fx):

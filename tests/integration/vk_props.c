@@ -13,7 +13,9 @@
  * by member), arrays the application sizes (the host image copy layouts)
  * element by element after a first call that asks only their count.  With
  * a Vulkan 1.4 device it also maps memory with vkMapMemory2, writes through
- * the mapping and reads it back after vkUnmapMemory2 and a second mapping.
+ * the mapping and reads it back after vkUnmapMemory2 and a second mapping;
+ * with VK_KHR_pipeline_executable_properties it prints a compute pipeline's
+ * executables, statistics and internal representations (a hash of each).
  *
  *   vk_props [--device NAME]
  */
@@ -22,6 +24,7 @@
 #include <string.h>
 
 #include "vkt_common.h"
+#include "props_comp_spv.h"
 
 static void
 hex(const char *name, const void *s, size_t size)
@@ -97,6 +100,174 @@ map_memory2(VkInstance instance, VkPhysicalDevice pdev)
 }
 #endif
 
+#ifdef VK_KHR_pipeline_executable_properties
+static bool
+has_extension(VkPhysicalDevice pdev, const char *name)
+{
+   uint32_t n = 0;
+   vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, NULL);
+   VkExtensionProperties *all = calloc(n + 1, sizeof(*all));
+   if (!all)
+      vkt_fail("out of memory");
+   vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, all);
+   bool found = false;
+   for (uint32_t i = 0; i < n && !found; i++)
+      found = !strcmp(all[i].extensionName, name);
+   free(all);
+   return found;
+}
+
+/* FNV-1a of an internal representation's bytes. */
+static uint64_t
+fnv1a(const void *data, size_t size)
+{
+   uint64_t h = 0xcbf29ce484222325ull;
+   for (size_t i = 0; i < size; i++)
+      h = (h ^ ((const uint8_t *)data)[i]) * 0x100000001b3ull;
+   return h;
+}
+
+/* VK_KHR_pipeline_executable_properties: a compute pipeline's executables,
+ * their statistics and internal representations (what profilers show),
+ * each asked for with the two-call idiom. */
+static void
+executables(VkInstance instance, VkPhysicalDevice pdev)
+{
+   if (!has_extension(pdev, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+      printf("pipeline executables: the device has no "
+             "VK_KHR_pipeline_executable_properties\n");
+      return;
+   }
+   static const char *const exts[] = {VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME};
+   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR want = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+      .pipelineExecutableInfo = VK_TRUE,
+   };
+   struct vkt_context ctx;
+   memset(&ctx, 0, sizeof(ctx));
+   vkt_context_init_physical_ext(&ctx, instance, pdev, 0, exts, 1, &want);
+#define LOAD(name) ((PFN_##name)vkGetDeviceProcAddr(ctx.device, #name))
+   PFN_vkGetPipelineExecutablePropertiesKHR get_props =
+      LOAD(vkGetPipelineExecutablePropertiesKHR);
+   PFN_vkGetPipelineExecutableStatisticsKHR get_stats =
+      LOAD(vkGetPipelineExecutableStatisticsKHR);
+   PFN_vkGetPipelineExecutableInternalRepresentationsKHR get_irs =
+      LOAD(vkGetPipelineExecutableInternalRepresentationsKHR);
+#undef LOAD
+   if (!get_props || !get_stats || !get_irs)
+      vkt_fail("VK_KHR_pipeline_executable_properties without its commands");
+   const VkDescriptorSetLayoutBinding binding = {
+      0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL,
+   };
+   const VkDescriptorSetLayoutCreateInfo set_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = 1,
+      .pBindings = &binding,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_info, NULL, &set_layout));
+   const VkPipelineLayoutCreateInfo layout_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+      .setLayoutCount = 1,
+      .pSetLayouts = &set_layout,
+   };
+   VkPipelineLayout layout;
+   VKT_CHECK(vkCreatePipelineLayout(ctx.device, &layout_info, NULL, &layout));
+   VkShaderModule module = vkt_shader_module(&ctx, props_comp_spv, sizeof(props_comp_spv));
+   const VkComputePipelineCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
+               VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR,
+      .stage = {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+         .module = module,
+         .pName = "main",
+      },
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+   VKT_CHECK(vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1, &info, NULL, &pipeline));
+
+   const VkPipelineInfoKHR pinfo = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR,
+      .pipeline = pipeline,
+   };
+   uint32_t n = 0;
+   VKT_CHECK(get_props(ctx.device, &pinfo, &n, NULL));
+   VkPipelineExecutablePropertiesKHR *props = calloc(n + 1, sizeof(*props));
+   if (!props)
+      vkt_fail("out of memory");
+   for (uint32_t i = 0; i < n; i++)
+      props[i].sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR;
+   VKT_CHECK(get_props(ctx.device, &pinfo, &n, props));
+   printf("pipeline executables: %u\n", n);
+   for (uint32_t e = 0; e < n; e++) {
+      printf("executable %u: %s (%s) stages 0x%x subgroup %u\n", e, props[e].name,
+             props[e].description, props[e].stages, props[e].subgroupSize);
+      const VkPipelineExecutableInfoKHR einfo = {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+         .pipeline = pipeline,
+         .executableIndex = e,
+      };
+      uint32_t ns = 0;
+      VKT_CHECK(get_stats(ctx.device, &einfo, &ns, NULL));
+      VkPipelineExecutableStatisticKHR *stats = calloc(ns + 1, sizeof(*stats));
+      if (!stats)
+         vkt_fail("out of memory");
+      for (uint32_t i = 0; i < ns; i++)
+         stats[i].sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR;
+      VKT_CHECK(get_stats(ctx.device, &einfo, &ns, stats));
+      for (uint32_t i = 0; i < ns; i++) {
+         printf("executable %u statistic %s: ", e, stats[i].name);
+         switch (stats[i].format) {
+         case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+            printf("%u\n", stats[i].value.b32);
+            break;
+         case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+            printf("%lld\n", (long long)stats[i].value.i64);
+            break;
+         case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+            printf("%llu\n", (unsigned long long)stats[i].value.u64);
+            break;
+         default:
+            printf("%g\n", stats[i].value.f64);
+            break;
+         }
+      }
+      free(stats);
+      /* the internal representations: counts, then sizes, then the data */
+      uint32_t nr = 0;
+      VKT_CHECK(get_irs(ctx.device, &einfo, &nr, NULL));
+      VkPipelineExecutableInternalRepresentationKHR *irs = calloc(nr + 1, sizeof(*irs));
+      if (!irs)
+         vkt_fail("out of memory");
+      for (uint32_t i = 0; i < nr; i++)
+         irs[i].sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR;
+      VKT_CHECK(get_irs(ctx.device, &einfo, &nr, irs));
+      for (uint32_t i = 0; i < nr; i++) {
+         irs[i].pData = malloc(irs[i].dataSize + 1);
+         if (!irs[i].pData)
+            vkt_fail("out of memory");
+      }
+      VKT_CHECK(get_irs(ctx.device, &einfo, &nr, irs));
+      for (uint32_t i = 0; i < nr; i++) {
+         printf("executable %u representation %s: %s, %zu bytes, fnv1a %016llx\n", e,
+                irs[i].name, irs[i].isText ? "text" : "binary", irs[i].dataSize,
+                (unsigned long long)fnv1a(irs[i].pData, irs[i].dataSize));
+         free(irs[i].pData);
+      }
+      free(irs);
+   }
+   free(props);
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyShaderModule(ctx.device, module, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkt_context_finish_device(&ctx);
+}
+#endif
+
 int
 main(int argc, char **argv)
 {
@@ -128,6 +299,7 @@ main(int argc, char **argv)
    printf("apiVersion: %u.%u.%u\n", VK_API_VERSION_MAJOR(base.apiVersion),
           VK_API_VERSION_MINOR(base.apiVersion), VK_API_VERSION_PATCH(base.apiVersion));
    const bool is14 = base.apiVersion >= VK_MAKE_API_VERSION(0, 1, 4, 0);
+   (void)is14; /* (headers older than 1.4 know nothing to ask) */
 
    VkPhysicalDeviceVulkan11Properties p11 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
    VkPhysicalDeviceVulkan12Properties p12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES,
@@ -208,6 +380,9 @@ main(int argc, char **argv)
 #ifdef VK_VERSION_1_4
    if (is14)
       map_memory2(instance, pdev);
+#endif
+#ifdef VK_KHR_pipeline_executable_properties
+   executables(instance, pdev);
 #endif
    vkDestroyInstance(instance, NULL);
    return 0;
