@@ -311,6 +311,8 @@ static const struct feature_struct {
                   VkPhysicalDeviceSwapchainMaintenance1FeaturesEXT, swapchainMaintenance1),
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
                   VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT, graphicsPipelineLibrary),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+                  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR, pipelineExecutableInfo),
 #ifdef VK_EXT_descriptor_buffer
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT,
                   VkPhysicalDeviceDescriptorBufferFeaturesEXT, descriptorBufferPushDescriptors),
