@@ -2395,7 +2395,7 @@ def test_sync(fx):
 # vk_extensions' sub-tests; each prints "vk_extensions: NAME: OK: ..." when
 # it passed.
 EXTENSION_SUBTESTS = ['push', 'conditional', 'border', 'xfb', 'dynamic', 'address',
-                      'descriptor-buffer']
+                      'descriptor-buffer', 'dgc']
 
 
 def test_extensions(fx):

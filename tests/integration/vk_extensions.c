@@ -50,6 +50,7 @@
 #include "ext_dyn_vert_spv.h"
 #include "ext_white_frag_spv.h"
 #include "ext_address_comp_spv.h"
+#include "ext_dgc_comp_spv.h"
 
 #define PROG "vk_extensions"
 
@@ -1556,6 +1557,202 @@ test_descriptor_buffer(const char *device_name)
 }
 #endif
 
+/* ---- VK_EXT_device_generated_commands ----------------------------------- */
+
+#ifdef VK_EXT_device_generated_commands
+/* One sequence in the application's indirect buffer: a push constant
+ * token (where to write, what) and a dispatch token. */
+struct dgc_sequence {
+   uint32_t base, value;
+   VkDispatchIndirectCommand dispatch;
+};
+
+/* Three sequences of push constants and dispatches that the device
+ * generates from a buffer, executed with vkCmdExecuteGeneratedCommandsEXT;
+ * each writes its own range, and what lies between stays untouched. */
+static void
+test_dgc(const char *device_name)
+{
+   static const char *const exts[] = { VK_EXT_DEVICE_GENERATED_COMMANDS_EXTENSION_NAME,
+                                       VK_KHR_MAINTENANCE_5_EXTENSION_NAME,
+                                       VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME };
+   VkPhysicalDeviceMaintenance5FeaturesKHR m5 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR,
+      .maintenance5 = VK_TRUE,
+   };
+   VkPhysicalDeviceDeviceGeneratedCommandsFeaturesEXT want = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_FEATURES_EXT,
+      .pNext = &m5,
+      .deviceGeneratedCommands = VK_TRUE,
+   };
+   struct vkt_context ctx;
+   context_init(&ctx, PROG ": dgc", device_name, VKT_FEATURE_BUFFER_DEVICE_ADDRESS, exts,
+                VKT_ARRAY_SIZE(exts), &want);
+   PFN_vkCreateIndirectCommandsLayoutEXT create_layout =
+      LOAD(&ctx, vkCreateIndirectCommandsLayoutEXT);
+   PFN_vkDestroyIndirectCommandsLayoutEXT destroy_layout =
+      LOAD(&ctx, vkDestroyIndirectCommandsLayoutEXT);
+   PFN_vkGetGeneratedCommandsMemoryRequirementsEXT requirements =
+      LOAD(&ctx, vkGetGeneratedCommandsMemoryRequirementsEXT);
+   PFN_vkCmdExecuteGeneratedCommandsEXT execute = LOAD(&ctx, vkCmdExecuteGeneratedCommandsEXT);
+
+   const VkDescriptorSetLayoutBinding binding = {
+      0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL,
+   };
+   const VkDescriptorSetLayoutCreateInfo set_layout_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR,
+      .bindingCount = 1,
+      .pBindings = &binding,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL, &set_layout));
+   const VkPushConstantRange range = { VK_SHADER_STAGE_COMPUTE_BIT, 0, 8 };
+   VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, &range);
+   VkPipeline pipeline = compute_pipeline(&ctx, ext_dgc_comp_spv, sizeof(ext_dgc_comp_spv),
+                                          layout);
+
+   /* the layout of a sequence: the push constants, then the dispatch */
+   const VkIndirectCommandsPushConstantTokenEXT push_token = { range };
+   const VkIndirectCommandsLayoutTokenEXT tokens[] = {
+      {
+         .sType = VK_STRUCTURE_TYPE_INDIRECT_COMMANDS_LAYOUT_TOKEN_EXT,
+         .type = VK_INDIRECT_COMMANDS_TOKEN_TYPE_PUSH_CONSTANT_EXT,
+         .data.pPushConstant = &push_token,
+         .offset = offsetof(struct dgc_sequence, base),
+      },
+      {
+         .sType = VK_STRUCTURE_TYPE_INDIRECT_COMMANDS_LAYOUT_TOKEN_EXT,
+         .type = VK_INDIRECT_COMMANDS_TOKEN_TYPE_DISPATCH_EXT,
+         .offset = offsetof(struct dgc_sequence, dispatch),
+      },
+   };
+   const VkIndirectCommandsLayoutCreateInfoEXT layout_info = {
+      .sType = VK_STRUCTURE_TYPE_INDIRECT_COMMANDS_LAYOUT_CREATE_INFO_EXT,
+      .shaderStages = VK_SHADER_STAGE_COMPUTE_BIT,
+      .indirectStride = sizeof(struct dgc_sequence),
+      .pipelineLayout = layout,
+      .tokenCount = VKT_ARRAY_SIZE(tokens),
+      .pTokens = tokens,
+   };
+   VkIndirectCommandsLayoutEXT commands_layout;
+   VKT_CHECK(create_layout(ctx.device, &layout_info, NULL, &commands_layout));
+
+   enum { SEQUENCES = 3, SLOTS = 1024 };
+   const struct dgc_sequence sequences[SEQUENCES] = {
+      { 0, 1000, { 1, 1, 1 } },
+      { 128, 5000, { 2, 1, 1 } },
+      { 512, 90000, { 4, 1, 1 } },
+   };
+   struct vkt_buffer out, indirect, preprocess;
+   address_buffer(&ctx, SLOTS * 4, &out);
+   memset(out.map, 0xa5, SLOTS * 4);
+   address_buffer_usage(&ctx, sizeof(sequences), VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT, &indirect);
+   memcpy(indirect.map, sequences, sizeof(sequences));
+
+   VkGeneratedCommandsPipelineInfoEXT pipeline_info = {
+      .sType = VK_STRUCTURE_TYPE_GENERATED_COMMANDS_PIPELINE_INFO_EXT,
+      .pipeline = pipeline,
+   };
+   const VkGeneratedCommandsMemoryRequirementsInfoEXT req_info = {
+      .sType = VK_STRUCTURE_TYPE_GENERATED_COMMANDS_MEMORY_REQUIREMENTS_INFO_EXT,
+      .pNext = &pipeline_info,
+      .indirectCommandsLayout = commands_layout,
+      .maxSequenceCount = SEQUENCES,
+   };
+   VkMemoryRequirements2 req = { .sType = VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2 };
+   requirements(ctx.device, &req_info, &req);
+   /* (a preprocess buffer's usage is a VkBufferUsageFlags2 bit) */
+   const VkBufferUsageFlags2CreateInfoKHR usage2 = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_USAGE_FLAGS_2_CREATE_INFO_KHR,
+      .usage = VK_BUFFER_USAGE_2_PREPROCESS_BUFFER_BIT_EXT |
+               VK_BUFFER_USAGE_2_SHADER_DEVICE_ADDRESS_BIT_KHR,
+   };
+   const VkDeviceSize preprocess_size = req.memoryRequirements.size ? req.memoryRequirements.size
+                                                                    : 4;
+   const VkBufferCreateInfo pre_info = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+      .pNext = &usage2,
+      .size = preprocess_size,
+   };
+   memset(&preprocess, 0, sizeof(preprocess));
+   preprocess.size = preprocess_size;
+   VKT_CHECK(vkCreateBuffer(ctx.device, &pre_info, NULL, &preprocess.buffer));
+   VkMemoryRequirements pre_req;
+   vkGetBufferMemoryRequirements(ctx.device, preprocess.buffer, &pre_req);
+   const VkMemoryAllocateFlagsInfo flags = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+      .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT,
+   };
+   const VkMemoryAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .pNext = &flags,
+      .allocationSize = pre_req.size,
+      .memoryTypeIndex = vkt_memory_type(&ctx, pre_req.memoryTypeBits &
+                                                  req.memoryRequirements.memoryTypeBits,
+                                         0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT),
+   };
+   if (alloc.memoryTypeIndex == UINT32_MAX)
+      vkt_fail("no memory type for the preprocess buffer");
+   VKT_CHECK(vkAllocateMemory(ctx.device, &alloc, NULL, &preprocess.memory));
+   VKT_CHECK(vkBindBufferMemory(ctx.device, preprocess.buffer, preprocess.memory, 0));
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   PFN_vkCmdPushDescriptorSetKHR push_set = LOAD(&ctx, vkCmdPushDescriptorSetKHR);
+   const VkDescriptorBufferInfo out_info = { out.buffer, 0, VK_WHOLE_SIZE };
+   const VkWriteDescriptorSet write = {
+      .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+      .dstBinding = 0,
+      .descriptorCount = 1,
+      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+      .pBufferInfo = &out_info,
+   };
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+   push_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &write);
+   const VkGeneratedCommandsInfoEXT info = {
+      .sType = VK_STRUCTURE_TYPE_GENERATED_COMMANDS_INFO_EXT,
+      .pNext = &pipeline_info,
+      .shaderStages = VK_SHADER_STAGE_COMPUTE_BIT,
+      .indirectCommandsLayout = commands_layout,
+      .indirectAddress = address_of(&ctx, &indirect),
+      .indirectAddressSize = sizeof(sequences),
+      .preprocessAddress = address_of(&ctx, &preprocess),
+      .preprocessSize = preprocess_size,
+      .maxSequenceCount = SEQUENCES,
+   };
+   execute(cmd, VK_FALSE, &info);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+
+   uint32_t written = 0;
+   for (uint32_t slot = 0; slot < SLOTS; slot++) {
+      uint32_t expect = 0xa5a5a5a5u;
+      for (unsigned q = 0; q < SEQUENCES; q++) {
+         const uint32_t n = sequences[q].dispatch.x * 64;
+         if (slot >= sequences[q].base && slot < sequences[q].base + n)
+            expect = sequences[q].value + (slot - sequences[q].base);
+      }
+      const uint32_t got = ((const uint32_t *)out.map)[slot];
+      if (got != expect)
+         vkt_fail("slot %u: 0x%08x, expected 0x%08x", slot, got, expect);
+      written += expect != 0xa5a5a5a5u;
+   }
+   printf(PROG ": dgc: OK: %u sequences of push constants and a dispatch generated from a "
+          "buffer wrote %u uints, and the %u between them stayed untouched (preprocess "
+          "buffer %llu bytes)\n",
+          SEQUENCES, written, SLOTS - written, (unsigned long long)preprocess_size);
+
+   destroy_layout(ctx.device, commands_layout, NULL);
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkt_buffer_destroy(&ctx, &preprocess);
+   vkt_buffer_destroy(&ctx, &indirect);
+   vkt_buffer_destroy(&ctx, &out);
+   vkt_context_finish(&ctx);
+}
+#endif
+
 /* ---- main --------------------------------------------------------------- */
 
 static const struct {
@@ -1570,6 +1767,9 @@ static const struct {
    { "address", test_address },
 #ifdef VK_EXT_descriptor_buffer
    { "descriptor-buffer", test_descriptor_buffer },
+#endif
+#ifdef VK_EXT_device_generated_commands
+   { "dgc", test_dgc },
 #endif
 };
 

@@ -313,6 +313,13 @@ static const struct feature_struct {
                   VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT, graphicsPipelineLibrary),
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
                   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR, pipelineExecutableInfo),
+#ifdef VK_EXT_device_generated_commands
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_FEATURES_EXT,
+                  VkPhysicalDeviceDeviceGeneratedCommandsFeaturesEXT,
+                  dynamicGeneratedPipelineLayout),
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR,
+                  VkPhysicalDeviceMaintenance5FeaturesKHR, maintenance5),
+#endif
 #ifdef VK_EXT_descriptor_buffer
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT,
                   VkPhysicalDeviceDescriptorBufferFeaturesEXT, descriptorBufferPushDescriptors),
