@@ -9,17 +9,21 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 # workers of a root daemon run as gpud (the tests fall back to nobody)
 systemd-sysusers "$PWD/systemd/gpud.sysusers"
-# the Vulkan 1.4 headers and registry, beside the sources
+# the Vulkan 1.4 headers and registry, beside the sources; and Debian 12's
+# own lavapipe (Mesa 22.3), for the basics on an older host
 vulkan_headers=$(./scripts/vulkan-headers.sh)
+old_lavapipe=$(./scripts/lavapipe-22.sh)
 
 jobs=$(nproc)
 run() {
    dir=$1
    shift
    if [ -d "$dir" ]; then
-      meson setup --reconfigure "$dir" -Dvulkan_headers="$vulkan_headers" "$@"
+      meson setup --reconfigure "$dir" -Dvulkan_headers="$vulkan_headers" \
+         -Dold_lavapipe_manifest="$old_lavapipe" "$@"
    else
-      meson setup "$dir" -Dvulkan_headers="$vulkan_headers" "$@"
+      meson setup "$dir" -Dvulkan_headers="$vulkan_headers" \
+         -Dold_lavapipe_manifest="$old_lavapipe" "$@"
    fi
    meson compile -C "$dir"
    meson test -C "$dir" --num-processes "$jobs" --print-errorlogs
