@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util_log.h"
@@ -38,6 +39,24 @@ resolve_group(const char *name, gid_t *ret)
       return -ENOENT;
    *ret = g->gr_gid;
    return 0;
+}
+
+/* The workers' shader caches live in their user's home, /var/cache/gpud
+ * for gpud (the units' CacheDirectory=gpud makes it): a daemon started by
+ * hand as root makes a home under /var/cache as systemd would, and never
+ * any other (nobody's /nonexistent stays so). */
+static void
+make_cache_home(const struct gpud_access *a)
+{
+   if (!a->worker_home || strncmp(a->worker_home, "/var/cache/", 11) != 0 || geteuid() != 0)
+      return;
+   if (mkdir(a->worker_home, 0700) < 0) {
+      if (errno != EEXIST)
+         util_warn("workers' cache directory %s: %s", a->worker_home, strerror(errno));
+      return;
+   }
+   if (chown(a->worker_home, a->worker_uid, a->worker_gid) < 0)
+      util_warn("workers' cache directory %s: %s", a->worker_home, strerror(errno));
 }
 
 static int
@@ -64,6 +83,7 @@ resolve_user(struct gpud_access *a, const char *name)
    a->worker_uid = pw->pw_uid;
    a->worker_gid = pw->pw_gid;
    a->worker_home = strdup(pw->pw_dir ? pw->pw_dir : "/");
+   make_cache_home(a);
    int n_groups = (int)(sizeof(a->worker_groups) / sizeof(a->worker_groups[0]));
    if (getgrouplist(pw->pw_name, pw->pw_gid, a->worker_groups, &n_groups) < 0) {
       /* more groups than we keep: the primary group and the first ones */
