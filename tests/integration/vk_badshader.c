@@ -12,7 +12,9 @@
  *   vk_badshader [--device NAME] [--expect report|strict|direct]
  *
  * report (default): 3 reports, any answer but VK_ERROR_DEVICE_LOST;
- * strict: 3 reports and VK_ERROR_INVALID_SHADER_NV each time;
+ * strict: 3 reports and VK_ERROR_INVALID_SHADER_NV each time, and a fourth
+ * for the noise as a shader object (VK_EXT_shader_object) where the device
+ * has them;
  * direct (the host driver alone): no report, any answer but a lost device.
  */
 #include <stdio.h>
@@ -47,6 +49,61 @@ expect_bad(VkDevice device, const char *what, const uint32_t *code, size_t size,
    if (strict ? r != VK_ERROR_INVALID_SHADER_NV : r == VK_ERROR_DEVICE_LOST)
       vkt_fail("%s: vkCreateShaderModule returned %s", what, vkt_result_name(r));
 }
+
+#ifdef VK_EXT_shader_object
+/* vkCreateShadersEXT with invalid SPIR-V under --spirv=strict: refused
+ * with VK_ERROR_INVALID_SHADER_NV.  False when the device has no shader
+ * objects. */
+static bool
+shader_object_refused(VkInstance instance, const char *device_name, const uint32_t *code,
+                      size_t size)
+{
+   VkPhysicalDevice pdev = vkt_physical_device_pick(instance, device_name);
+   uint32_t n = 0;
+   vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, NULL);
+   VkExtensionProperties *all = calloc(n + 1, sizeof(*all));
+   if (!all)
+      vkt_fail("out of memory");
+   vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, all);
+   bool has = false;
+   for (uint32_t i = 0; i < n; i++)
+      has |= !strcmp(all[i].extensionName, VK_EXT_SHADER_OBJECT_EXTENSION_NAME);
+   free(all);
+   if (!has) {
+      printf("vk_badshader: shader object: the device has no VK_EXT_shader_object\n");
+      return false;
+   }
+   static const char *const exts[] = {VK_EXT_SHADER_OBJECT_EXTENSION_NAME};
+   VkPhysicalDeviceShaderObjectFeaturesEXT want = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_OBJECT_FEATURES_EXT,
+      .shaderObject = VK_TRUE,
+   };
+   struct vkt_context ctx;
+   memset(&ctx, 0, sizeof(ctx));
+   ctx.prog = "vk_badshader";
+   vkt_context_init_physical_ext(&ctx, instance, pdev, 0, exts, 1, &want);
+   PFN_vkCreateShadersEXT create_shaders =
+      (PFN_vkCreateShadersEXT)vkGetDeviceProcAddr(ctx.device, "vkCreateShadersEXT");
+   if (!create_shaders)
+      vkt_fail("VK_EXT_shader_object without vkCreateShadersEXT");
+   const VkShaderCreateInfoEXT info = {
+      .sType = VK_STRUCTURE_TYPE_SHADER_CREATE_INFO_EXT,
+      .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+      .codeType = VK_SHADER_CODE_TYPE_SPIRV_EXT,
+      .codeSize = size,
+      .pCode = code,
+      .pName = "main",
+   };
+   VkShaderEXT shader = (VkShaderEXT)(uintptr_t)1;
+   VkResult r = create_shaders(ctx.device, 1, &info, NULL, &shader);
+   printf("vk_badshader: noise as a shader object: %s\n", vkt_result_name(r));
+   if (r != VK_ERROR_INVALID_SHADER_NV || shader != VK_NULL_HANDLE)
+      vkt_fail("vkCreateShadersEXT of noise returned %s (shader %s)", vkt_result_name(r),
+               shader ? "not null" : "null");
+   vkt_context_finish_device(&ctx);
+   return true;
+}
+#endif
 
 int
 main(int argc, char **argv)
@@ -94,9 +151,17 @@ main(int argc, char **argv)
    /* The application carries on. */
    VKT_EXPECT(create(ctx.device, compute_comp_spv, sizeof(compute_comp_spv)), VK_SUCCESS);
    vkt_context_finish_device(&ctx);
-   if (count.count != reports)
+   unsigned expected = reports;
+#ifdef VK_EXT_shader_object
+   /* Shader objects take their SPIR-V themselves: refused as a module's
+    * is (only under strict: the host driver parses a shader object's code
+    * at once, and what it does with noise is its own affair). */
+   if (strict && shader_object_refused(instance, device_name, noise, sizeof(noise)))
+      expected++;
+#endif
+   if (count.count != expected)
       vkt_fail("the messenger saw %u reports of invalid SPIR-V, expected %u", count.count,
-               reports);
+               expected);
    printf("vk_badshader: OK (%s): %u reports of invalid SPIR-V on '%s'\n", expect, count.count,
           ctx.props.deviceName);
    vkt_message_count_finish(&count);

@@ -313,6 +313,10 @@ static const struct feature_struct {
                   VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT, graphicsPipelineLibrary),
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
                   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR, pipelineExecutableInfo),
+#ifdef VK_EXT_shader_object
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_OBJECT_FEATURES_EXT,
+                  VkPhysicalDeviceShaderObjectFeaturesEXT, shaderObject),
+#endif
 #ifdef VK_EXT_device_generated_commands
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DEVICE_GENERATED_COMMANDS_FEATURES_EXT,
                   VkPhysicalDeviceDeviceGeneratedCommandsFeaturesEXT,
