@@ -719,7 +719,16 @@ class Gen:
 
     def chain_members(self, sname, output):
         """Structs allowed in the pNext chain of sname (those that cannot go
-        on the wire are skipped by the encoder, refused by the decoder)."""
+        on the wire are skipped by the encoder, refused by the decoder);
+        kept once the walk is done, when they no longer change."""
+        if self.walked:
+            cache = self.__dict__.setdefault('_chain_cache', {})
+            if (sname, output) not in cache:
+                cache[(sname, output)] = self._chain_members(sname, output)
+            return list(cache[(sname, output)])
+        return self._chain_members(sname, output)
+
+    def _chain_members(self, sname, output):
         s = self.reg.structs[sname]
         names = {sname} | set(s.aliases)
         out = []
@@ -1775,7 +1784,13 @@ def emit_cmd_encoders(gen, w, hw):
 
 def writeback_structs(gen):
     """Input structs through which a WRITEBACK_MEMBERS member is reached:
-    the struct itself, by a member, or by its pNext chain."""
+    the struct itself, by a member, or by its pNext chain (found once)."""
+    if not hasattr(gen, '_writeback_structs'):
+        gen._writeback_structs = find_writeback_structs(gen)
+    return set(gen._writeback_structs)
+
+
+def find_writeback_structs(gen):
     reg = gen.reg
     found = {x for x, _ in WRITEBACK_MEMBERS if x in gen.structs_in}
     while True:
