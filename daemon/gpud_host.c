@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -616,14 +617,21 @@ gpud_host_lavapipe_manifest(void)
 {
    if (GPUD_LAVAPIPE_MANIFEST[0])
       return strdup(GPUD_LAVAPIPE_MANIFEST);
-   /* lavapipe's own manifest, wherever the loader would find it (Mesa 22
-    * names it lvp_icd.ARCH.json, Mesa 25 lvp_icd.json) */
+   /* lavapipe's own manifest, wherever the loader would find it: Mesa 25
+    * names it lvp_icd.json, Mesa 22 lvp_icd.ARCH.json (of this machine's
+    * ARCH: a multiarch system has others) */
+   struct utsname u;
+   char arch_name[sizeof(u.machine) + 16] = "lvp_icd.json";
+   if (uname(&u) == 0)
+      snprintf(arch_name, sizeof(arch_name), "lvp_icd.%s.json", u.machine);
    size_t n;
    char **paths = manifest_paths(true, &n);
    char *found = NULL;
-   for (size_t i = 0; i < n && !found; i++) {
-      if (!strncmp(strrchr(paths[i], '/') + 1, "lvp_icd", 7))
-         found = strdup(paths[i]);
+   for (int pass = 0; pass < 2 && !found; pass++) {
+      for (size_t i = 0; i < n && !found; i++) {
+         if (!strcmp(strrchr(paths[i], '/') + 1, pass ? arch_name : "lvp_icd.json"))
+            found = strdup(paths[i]);
+      }
    }
    util_paths_free(paths);
    return found;

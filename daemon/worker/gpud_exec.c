@@ -318,6 +318,37 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
 
 /* ---- devices -------------------------------------------------------------- */
 
+/* What gpud reports off (gpud_exec_vkGetPhysicalDeviceFeatures2) is never
+ * enabled on the host either, whatever the application asks: a host image
+ * copy is the worker's own memcpy over regions nothing checks. The chain
+ * is the decoder's own memory, so it is changed in place. */
+static void
+disable_uncarried_features(VkDeviceCreateInfo *ci)
+{
+   for (const VkBaseInStructure *c = ci->pNext; c; c = c->pNext) {
+      switch ((int)c->sType) {
+#ifdef VK_VERSION_1_4
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_4_FEATURES:
+         ((VkPhysicalDeviceVulkan14Features *)c)->hostImageCopy = VK_FALSE;
+         break;
+#endif
+#ifdef VK_EXT_host_image_copy
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT:
+         ((VkPhysicalDeviceHostImageCopyFeaturesEXT *)c)->hostImageCopy = VK_FALSE;
+         break;
+#endif
+#ifdef VK_EXT_descriptor_buffer
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT:
+         ((VkPhysicalDeviceDescriptorBufferFeaturesEXT *)c)->descriptorBufferCaptureReplay =
+            VK_FALSE;
+         break;
+#endif
+      default:
+         break;
+      }
+   }
+}
+
 /* The ICD's WSI waits for its present copies on a timeline semaphore: a
  * device with VK_KHR_swapchain gets the (Vulkan 1.2 core) feature whether
  * the application asked for it or not. The chain is the decoder's own
@@ -446,6 +477,7 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
    }
+   disable_uncarried_features(&ci);
    a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
    if (a->ret == VK_SUCCESS) {
       call->new_queues = queues;
@@ -1256,6 +1288,91 @@ gpud_exec_vkGetPipelineIndirectMemoryRequirementsNV(
       return;
    }
    gpud_gen_exec_vkGetPipelineIndirectMemoryRequirementsNV(call, a);
+}
+#endif
+
+/* ---- what is reported off is refused ---------------------------------------- */
+
+/* Host image copies are memcpys in the worker over regions the daemon does
+ * not check, and hostImageCopy is never enabled: a client asking for one
+ * breaks the rules and is disconnected. */
+#ifdef WIRE_HAS_vkCopyImageToImage
+void
+gpud_exec_vkCopyImageToImage(struct gpud_call *call, struct wire_args_vkCopyImageToImage *a)
+{
+   gpud_call_fail(call, "vkCopyImageToImage: host image copies are not offered");
+   a->ret = VK_ERROR_INITIALIZATION_FAILED;
+}
+#endif
+#ifdef WIRE_HAS_vkTransitionImageLayout
+void
+gpud_exec_vkTransitionImageLayout(struct gpud_call *call,
+                                  struct wire_args_vkTransitionImageLayout *a)
+{
+   gpud_call_fail(call, "vkTransitionImageLayout: host image copies are not offered");
+   a->ret = VK_ERROR_INITIALIZATION_FAILED;
+}
+#endif
+
+/* Capture-replay data (descriptorBufferCaptureReplay, never enabled): the
+ * host would write as many bytes as its properties say into the daemon's
+ * WIRE_MAX_OPAQUE_DATA. */
+#define REFUSE_CAPTURE(name)                                                           \
+   void gpud_exec_##name(struct gpud_call *call, struct wire_args_##name *a)           \
+   {                                                                                 \
+      gpud_call_fail(call, #name ": descriptor buffer capture-replay is not offered"); \
+      a->ret = VK_ERROR_INITIALIZATION_FAILED;                                        \
+   }
+#ifdef WIRE_HAS_vkGetBufferOpaqueCaptureDescriptorDataEXT
+REFUSE_CAPTURE(vkGetBufferOpaqueCaptureDescriptorDataEXT)
+REFUSE_CAPTURE(vkGetImageOpaqueCaptureDescriptorDataEXT)
+REFUSE_CAPTURE(vkGetImageViewOpaqueCaptureDescriptorDataEXT)
+REFUSE_CAPTURE(vkGetSamplerOpaqueCaptureDescriptorDataEXT)
+#endif
+#ifdef WIRE_HAS_vkGetAccelerationStructureOpaqueCaptureDescriptorDataEXT
+REFUSE_CAPTURE(vkGetAccelerationStructureOpaqueCaptureDescriptorDataEXT)
+#endif
+
+#ifdef WIRE_HAS_vkGetDescriptorEXT
+/* The host writes a whole descriptor of its own size, whatever dataSize
+ * says (the spec makes them equal, so drivers do not look): it writes into
+ * room for the largest any driver has, and the application gets dataSize
+ * bytes of it. A type that selects no member of the data, or a combined
+ * image sampler without its info, is refused before the host sees it. */
+#define DESCRIPTOR_ROOM 4096
+void
+gpud_exec_vkGetDescriptorEXT(struct gpud_call *call, struct wire_args_vkGetDescriptorEXT *a)
+{
+   const VkDescriptorGetInfoEXT *info = a->pDescriptorInfo;
+   const void *p = NULL;
+   switch ((int)info->type) {
+   case VK_DESCRIPTOR_TYPE_SAMPLER: p = info->data.pSampler; break;
+   case VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER: p = info->data.pCombinedImageSampler; break;
+   case VK_DESCRIPTOR_TYPE_INPUT_ATTACHMENT: p = info->data.pInputAttachmentImage; break;
+   /* these may be null (VK_EXT_robustness2's nullDescriptor) */
+   case VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE:
+   case VK_DESCRIPTOR_TYPE_STORAGE_IMAGE:
+   case VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER:
+   case VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER:
+   case VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER:
+   case VK_DESCRIPTOR_TYPE_STORAGE_BUFFER:
+   case VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_KHR:
+   case VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_NV: p = info; break;
+   default: break;
+   }
+   if (info->type == VK_DESCRIPTOR_TYPE_SAMPLER && p && !*info->data.pSampler)
+      p = NULL;
+   if (info->type == VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER && p &&
+       !info->data.pCombinedImageSampler->sampler)
+      p = NULL;
+   if (!p || !a->pDescriptor || a->dataSize > DESCRIPTOR_ROOM) {
+      gpud_call_fail(call, "vkGetDescriptorEXT: a type without data, or no room for it");
+      return;
+   }
+   static _Thread_local uint8_t room[DESCRIPTOR_ROOM];
+   memset(room, 0, sizeof(room));
+   call->disp->GetDescriptorEXT(a->device, info, a->dataSize, room);
+   memcpy(a->pDescriptor, room, UTIL_MIN(a->dataSize, (size_t)a->pDescriptor_cap));
 }
 #endif
 

@@ -147,8 +147,15 @@ gpud_exec_vkCreateShadersEXT(struct gpud_call *call, struct wire_args_vkCreateSh
 {
    for (uint32_t i = 0; i < a->createInfoCount; i++) {
       const VkShaderCreateInfoEXT *ci = &a->pCreateInfos[i];
-      if (ci->codeType == VK_SHADER_CODE_TYPE_SPIRV_EXT &&
-          !code_valid(call, "vkCreateShadersEXT", ci->pCode, ci->codeSize)) {
+      /* a binary is the host's own format, which no validator reads:
+       * --spirv=strict takes none */
+      const bool binary_refused = ci->codeType != VK_SHADER_CODE_TYPE_SPIRV_EXT &&
+                                  call->ctx->host->spirv == GPUD_SPIRV_STRICT;
+      if (binary_refused)
+         gpud_context_log(call->ctx, UTIL_LOG_WARNING,
+                          "vkCreateShadersEXT: a binary shader (refused: --spirv=strict)");
+      if (binary_refused || (ci->codeType == VK_SHADER_CODE_TYPE_SPIRV_EXT &&
+                             !code_valid(call, "vkCreateShadersEXT", ci->pCode, ci->codeSize))) {
          a->ret = VK_ERROR_INVALID_SHADER_NV;
          for (uint32_t j = 0; a->pShaders && j < a->createInfoCount; j++)
             a->pShaders[j] = VK_NULL_HANDLE;
