@@ -21,7 +21,13 @@ fi
 
 meson compile -C "$build" >&2
 
-LAVAPIPE_MANIFEST=${LAVAPIPE_MANIFEST:-/usr/share/vulkan/icd.d/lvp_icd.x86_64.json}
+# lavapipe's manifest: Mesa 25 names it lvp_icd.json, Mesa 22 lvp_icd.ARCH.json
+if [ -z "${LAVAPIPE_MANIFEST:-}" ]; then
+   for m in /usr/share/vulkan/icd.d/lvp_icd.json "/usr/share/vulkan/icd.d/lvp_icd.$(uname -m).json"; do
+      if [ -f "$m" ]; then LAVAPIPE_MANIFEST=$m; break; fi
+   done
+fi
+LAVAPIPE_MANIFEST=${LAVAPIPE_MANIFEST:-/usr/share/vulkan/icd.d/lvp_icd.json}
 GPUD=${GPUD:-$build/daemon/gpud}
 if [ -z "${ICD_MANIFEST:-}" ]; then
    # The build-directory manifest: an ICD manifest whose library_path

@@ -313,8 +313,11 @@ def main():
     build = args.build
     if not os.path.isdir(build):
         die('no build directory %s' % build)
-    lavapipe = os.environ.get('LAVAPIPE_MANIFEST',
-                              '/usr/share/vulkan/icd.d/lvp_icd.x86_64.json')
+    # lavapipe's manifest: Mesa 25 names it lvp_icd.json, Mesa 22 lvp_icd.ARCH.json
+    candidates = ['/usr/share/vulkan/icd.d/lvp_icd.json',
+                  '/usr/share/vulkan/icd.d/lvp_icd.%s.json' % os.uname().machine]
+    lavapipe = os.environ.get('LAVAPIPE_MANIFEST') or next(
+        (m for m in candidates if os.path.exists(m)), candidates[0])
     gpud = os.path.abspath(os.environ.get('GPUD', os.path.join(build, 'daemon', 'gpud')))
     icd = os.environ.get('ICD_MANIFEST') or find_icd_manifest(build)
     icd = icd and os.path.abspath(icd)
