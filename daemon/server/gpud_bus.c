@@ -70,6 +70,7 @@ struct gpud_bus {
 };
 
 static void bus_rearm(struct gpud_bus *b);
+static void bus_retry_later(struct gpud_server *server);
 
 static void
 on_bus_event(evutil_socket_t fd, short what, void *data)
@@ -88,12 +89,38 @@ on_bus_event(evutil_socket_t fd, short what, void *data)
       return;
    }
    if (r < 0) {
+      struct gpud_server *server = b->server;
       util_warn("D-Bus: the connection failed (%s); gpud is no longer on the bus",
                 strerror(-r));
-      gpud_bus_stop(b->server);
+      gpud_bus_stop(server);
+      bus_retry_later(server);
       return;
    }
    bus_rearm(b);
+}
+
+static void
+on_bus_retry(evutil_socket_t fd, short what, void *data)
+{
+   gpud_bus_start(data);
+}
+
+/* A bus that went away (restarted, or a connection it dropped) is asked
+ * again: after 1 s, doubling to 30 s while it keeps failing. */
+static void
+bus_retry_later(struct gpud_server *server)
+{
+   if (!server->bus_retry)
+      server->bus_retry = evtimer_new(server->base, on_bus_retry, server);
+   if (!server->bus_retry)
+      return;
+   server->bus_retry_ms = server->bus_retry_ms ? server->bus_retry_ms * 2 : 1000;
+   if (server->bus_retry_ms > 30000)
+      server->bus_retry_ms = 30000;
+   const struct timeval tv = {.tv_sec = server->bus_retry_ms / 1000,
+                              .tv_usec = (server->bus_retry_ms % 1000) * 1000};
+   event_add(server->bus_retry, &tv);
+   util_info("D-Bus: connecting again in %u ms", server->bus_retry_ms);
 }
 
 /* Waits for what sd-bus wants next: its fd's events and its timeout. */
@@ -787,8 +814,10 @@ on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
    else if (sd_bus_message_read(reply, "u", &answer) < 0 || (answer != 1 && answer != 4))
       util_err("D-Bus: cannot own %s on the %s bus: %s", b->name, b->which,
                answer == 3 ? "another process owns it" : "the bus said no");
-   else
+   else {
       util_notice("D-Bus: %s on the %s bus", b->name, b->which);
+      b->server->bus_retry_ms = 0;
+   }
    return 1;
 }
 

@@ -178,6 +178,8 @@ struct gpud_server {
 
    struct gpud_access access;
    struct gpud_bus *bus;  /* org.gpud.Daemon1 on D-Bus; NULL: not on a bus */
+   struct event *bus_retry; /* a lost bus connection is made again */
+   unsigned bus_retry_ms;   /* after this long, doubling to 30 s */
 
    struct util_list clients;
    struct util_list workers;

@@ -1372,6 +1372,8 @@ static void
 server_finish(struct gpud_server *server)
 {
    gpud_bus_stop(server);
+   if (server->bus_retry)
+      event_free(server->bus_retry);
    struct gpud_client *c;
    util_list_for_each_safe(c, &server->clients, link)
       client_free(c);

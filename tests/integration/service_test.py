@@ -140,15 +140,27 @@ class Bus:
         conf = os.path.join(self.dir, 'bus.conf')
         with open(conf, 'w') as f:
             f.write(BUS_CONFIG % {'path': path, 'policy': POLICY})
-        log('$ dbus-daemon --config-file=%s' % conf)
-        self.proc = subprocess.Popen(['dbus-daemon', '--config-file=' + conf, '--nofork',
+        self.conf, self.path = conf, path
+        self.monitor = None
+        self.start()
+
+    def start(self):
+        log('$ dbus-daemon --config-file=%s' % self.conf)
+        self.proc = subprocess.Popen(['dbus-daemon', '--config-file=' + self.conf, '--nofork',
                                       '--print-address'], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+                                     stderr=subprocess.DEVNULL)
         line = self.proc.stdout.readline().decode().strip()
         if not line:
-            fail('dbus-daemon did not start: %s' % self.proc.stderr.read().decode())
-        os.chmod(path, 0o777)
-        self.monitor = None
+            fail('dbus-daemon did not start')
+        os.chmod(self.path, 0o777)
+
+    def restart(self):
+        """The bus goes away and comes back at the same address."""
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        self.start()
 
     def start_monitor(self):
         self.monitor = subprocess.Popen(
@@ -171,13 +183,25 @@ class Bus:
         self.proc.wait(timeout=10)
 
 
+def wait_on_bus(fx, times, seconds):
+    """Until gpud's log says `times` times that it is on the bus (it asks
+    for its name without waiting, and asks again after a bus goes away)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with open(fx.log_path, errors='replace') as f:
+            n = sum('D-Bus: org.gpud.Daemon1.gpud on the' in line for line in f)
+        if n >= times:
+            return
+        if time.monotonic() > deadline:
+            fail('gpud did not say it is on the bus (%d of %d times)' % (n, times))
+        time.sleep(0.1)
+
+
 def restart_on_bus(fx, bus, extra=()):
     fx.stop_daemon()
     fx.extra_args = ['--bus', bus.address] + list(extra)
     fx.start_daemon()
-    with open(fx.log_path, errors='replace') as f:
-        if not any('D-Bus: org.gpud.Daemon1.gpud on the' in line for line in f):
-            fail('gpud did not say it is on the bus')
+    wait_on_bus(fx, 1, 5)
 
 
 def other_user():
@@ -400,6 +424,12 @@ def test_dbus(fx):
                          r'fault injection' % me['id'], signals):
             fail('no ClientFaulted signal:\n%s' % indent(signals))
         log('signals: ClientConnected, ClientFaulted, ClientDisconnected')
+
+        # The bus restarts: gpud is on it again, and answers there.
+        bus.restart()
+        wait_on_bus(fx, 2, 10)
+        gpudctl(fx, ['status', '--json'], bus)
+        log('bus restarted: gpud is on it again')
     finally:
         bus.close()
 
