@@ -537,6 +537,12 @@ def test_top(fx):
         raise TestSkip("gpudctl is gpud's")
     if not shutil.which('tmux'):
         raise TestSkip('no tmux')
+    # lavapipe 25 runs each client's dispatches on a thread per CPU: with
+    # two clients working, tmux and top get too little of a 2-core machine
+    # to refresh for seconds; one thread each leaves them room
+    os.environ['LP_NUM_THREADS'] = '1'
+    fx.stop_daemon()
+    fx.start_daemon()
     apps = [App(fx, 'worker %d' % i) for i in range(2)]
     # the clients keep both cores busy: on a 2-core machine the scheduler
     # may leave top waiting seconds past its interval, so the screen is
