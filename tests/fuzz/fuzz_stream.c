@@ -205,10 +205,13 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
    (void)argv;
    if (!getenv("GPUD_FUZZ_LOG"))
       util_log_set_sink(quiet);
-   const char *manifest = getenv("GPUD_FUZZ_HOST_DRIVER");
+   /* the daemon's embedded default (lavapipe, wherever the loader finds it) */
+   char *manifest = getenv("GPUD_FUZZ_HOST_DRIVER") ? strdup(getenv("GPUD_FUZZ_HOST_DRIVER"))
+                                                    : gpud_host_lavapipe_manifest();
    static const struct gpud_selector first = {.by = GPUD_SELECT_FIRST};
-   if (gpud_host_load(&host, manifest ? manifest : GPUD_LAVAPIPE_MANIFEST, &first, NULL) < 0)
+   if (!manifest || gpud_host_load(&host, manifest, &first, NULL) < 0)
       abort();
+   free(manifest);
    real_gipa = host.get_instance_proc_addr;
    host.get_instance_proc_addr = gipa;
    /* a page, aligned as the worker's mapping is */
