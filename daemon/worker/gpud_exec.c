@@ -148,13 +148,14 @@ gpud_exec_vkGetPhysicalDeviceProperties2(struct gpud_call *call,
 }
 
 /* Features whose commands gpud does not carry are off, whatever the host
- * has (each is listed in docs/architecture.md). */
-void
-gpud_exec_vkGetPhysicalDeviceFeatures2(struct gpud_call *call,
-                                       struct wire_args_vkGetPhysicalDeviceFeatures2 *a)
+ * has (each is listed in docs/architecture.md): in what the application is
+ * told, and in what it asks of the host (a host image copy is the worker's
+ * own memcpy over regions nothing checks). chain: a pNext chain of the
+ * decoder's own memory, changed in place. */
+static void
+clear_uncarried_features(const void *chain)
 {
-   gpud_gen_exec_vkGetPhysicalDeviceFeatures2(call, a);
-   for (VkBaseOutStructure *c = (VkBaseOutStructure *)a->pFeatures->pNext; c; c = c->pNext) {
+   for (const VkBaseInStructure *c = chain; c; c = c->pNext) {
       switch ((int)c->sType) {
 #ifdef VK_VERSION_1_4
       /* host image copies (vkCopyMemoryToImage and the like) */
@@ -180,6 +181,14 @@ gpud_exec_vkGetPhysicalDeviceFeatures2(struct gpud_call *call,
          break;
       }
    }
+}
+
+void
+gpud_exec_vkGetPhysicalDeviceFeatures2(struct gpud_call *call,
+                                       struct wire_args_vkGetPhysicalDeviceFeatures2 *a)
+{
+   gpud_gen_exec_vkGetPhysicalDeviceFeatures2(call, a);
+   clear_uncarried_features(a->pFeatures->pNext);
 }
 
 static void
@@ -318,37 +327,6 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
 
 /* ---- devices -------------------------------------------------------------- */
 
-/* What gpud reports off (gpud_exec_vkGetPhysicalDeviceFeatures2) is never
- * enabled on the host either, whatever the application asks: a host image
- * copy is the worker's own memcpy over regions nothing checks. The chain
- * is the decoder's own memory, so it is changed in place. */
-static void
-disable_uncarried_features(VkDeviceCreateInfo *ci)
-{
-   for (const VkBaseInStructure *c = ci->pNext; c; c = c->pNext) {
-      switch ((int)c->sType) {
-#ifdef VK_VERSION_1_4
-      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_4_FEATURES:
-         ((VkPhysicalDeviceVulkan14Features *)c)->hostImageCopy = VK_FALSE;
-         break;
-#endif
-#ifdef VK_EXT_host_image_copy
-      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT:
-         ((VkPhysicalDeviceHostImageCopyFeaturesEXT *)c)->hostImageCopy = VK_FALSE;
-         break;
-#endif
-#ifdef VK_EXT_descriptor_buffer
-      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT:
-         ((VkPhysicalDeviceDescriptorBufferFeaturesEXT *)c)->descriptorBufferCaptureReplay =
-            VK_FALSE;
-         break;
-#endif
-      default:
-         break;
-      }
-   }
-}
-
 /* The ICD's WSI waits for its present copies on a timeline semaphore: a
  * device with VK_KHR_swapchain gets the (Vulkan 1.2 core) feature whether
  * the application asked for it or not. The chain is the decoder's own
@@ -477,7 +455,8 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
    }
-   disable_uncarried_features(&ci);
+   /* what gpud reports off is never enabled on the host either */
+   clear_uncarried_features(ci.pNext);
    a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
    if (a->ret == VK_SUCCESS) {
       call->new_queues = queues;
