@@ -59,17 +59,7 @@ shader_object_refused(VkInstance instance, const char *device_name, const uint32
                       size_t size)
 {
    VkPhysicalDevice pdev = vkt_physical_device_pick(instance, device_name);
-   uint32_t n = 0;
-   vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, NULL);
-   VkExtensionProperties *all = calloc(n + 1, sizeof(*all));
-   if (!all)
-      vkt_fail("out of memory");
-   vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, all);
-   bool has = false;
-   for (uint32_t i = 0; i < n; i++)
-      has |= !strcmp(all[i].extensionName, VK_EXT_SHADER_OBJECT_EXTENSION_NAME);
-   free(all);
-   if (!has) {
+   if (!vkt_device_has_extension(pdev, VK_EXT_SHADER_OBJECT_EXTENSION_NAME)) {
       printf("vk_badshader: shader object: the device has no VK_EXT_shader_object\n");
       return false;
    }

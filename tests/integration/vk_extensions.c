@@ -75,12 +75,13 @@ context_init(struct vkt_context *ctx, const char *prog,
 /* ---- shared helpers ----------------------------------------------------- */
 
 static VkPipeline
-compute_pipeline(const struct vkt_context *ctx, const uint32_t *code,
-                 size_t size, VkPipelineLayout layout)
+compute_pipeline_flags(const struct vkt_context *ctx, const uint32_t *code, size_t size,
+                       VkPipelineLayout layout, VkPipelineCreateFlags flags)
 {
    VkShaderModule module = vkt_shader_module(ctx, code, size);
    const VkComputePipelineCreateInfo info = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .flags = flags,
       .stage = {
          .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
          .stage = VK_SHADER_STAGE_COMPUTE_BIT,
@@ -95,6 +96,13 @@ compute_pipeline(const struct vkt_context *ctx, const uint32_t *code,
                                       NULL, &pipeline));
    vkDestroyShaderModule(ctx->device, module, NULL);
    return pipeline;
+}
+
+static VkPipeline
+compute_pipeline(const struct vkt_context *ctx, const uint32_t *code,
+                 size_t size, VkPipelineLayout layout)
+{
+   return compute_pipeline_flags(ctx, code, size, layout, 0);
 }
 
 static VkPipelineLayout
@@ -1289,6 +1297,33 @@ struct address_table {
    uint32_t pad;
 };
 
+/* Memory for a buffer whose address a shader may use, of a type type_bits
+ * allows with the required properties (preferred ones if it can), bound
+ * to it; `what` names the buffer when there is none. */
+static void
+bind_address_memory(const struct vkt_context *ctx, struct vkt_buffer *buf, uint32_t type_bits,
+                    VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred,
+                    const char *what)
+{
+   VkMemoryRequirements req;
+   vkGetBufferMemoryRequirements(ctx->device, buf->buffer, &req);
+   const VkMemoryAllocateFlagsInfo flags = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+      .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT,
+   };
+   const VkMemoryAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .pNext = &flags,
+      .allocationSize = req.size,
+      .memoryTypeIndex = vkt_memory_type(ctx, req.memoryTypeBits & type_bits, required,
+                                         preferred),
+   };
+   if (alloc.memoryTypeIndex == UINT32_MAX)
+      vkt_fail("no memory type for %s", what);
+   VKT_CHECK(vkAllocateMemory(ctx->device, &alloc, NULL, &buf->memory));
+   VKT_CHECK(vkBindBufferMemory(ctx->device, buf->buffer, buf->memory, 0));
+}
+
 /* A host-visible buffer whose address a shader may use. */
 static void
 address_buffer_usage(const struct vkt_context *ctx, VkDeviceSize size, VkBufferUsageFlags usage,
@@ -1302,24 +1337,9 @@ address_buffer_usage(const struct vkt_context *ctx, VkDeviceSize size, VkBufferU
    memset(buf, 0, sizeof(*buf));
    buf->size = size;
    VKT_CHECK(vkCreateBuffer(ctx->device, &info, NULL, &buf->buffer));
-   VkMemoryRequirements req;
-   vkGetBufferMemoryRequirements(ctx->device, buf->buffer, &req);
-   const VkMemoryAllocateFlagsInfo flags = {
-      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
-      .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT,
-   };
-   const VkMemoryAllocateInfo alloc = {
-      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-      .pNext = &flags,
-      .allocationSize = req.size,
-      .memoryTypeIndex = vkt_memory_type(ctx, req.memoryTypeBits,
-                                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0),
-   };
-   if (alloc.memoryTypeIndex == UINT32_MAX)
-      vkt_fail("no host-visible coherent memory for a buffer with an address");
-   VKT_CHECK(vkAllocateMemory(ctx->device, &alloc, NULL, &buf->memory));
-   VKT_CHECK(vkBindBufferMemory(ctx->device, buf->buffer, buf->memory, 0));
+   bind_address_memory(ctx, buf, ~0u,
+                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                       0, "a host-visible coherent buffer with an address");
    VKT_CHECK(vkMapMemory(ctx->device, buf->memory, 0, VK_WHOLE_SIZE, 0, &buf->map));
    buf->coherent = true;
 }
@@ -1458,22 +1478,9 @@ test_descriptor_buffer(const char *device_name)
                db.storageBufferDescriptorSize);
 
    VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, NULL);
-   VkShaderModule module = vkt_shader_module(&ctx, ext_push_comp_spv, sizeof(ext_push_comp_spv));
-   const VkComputePipelineCreateInfo pipeline_info = {
-      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-      .flags = VK_PIPELINE_CREATE_DESCRIPTOR_BUFFER_BIT_EXT,
-      .stage = {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-         .module = module,
-         .pName = "main",
-      },
-      .layout = layout,
-   };
-   VkPipeline pipeline;
-   VKT_CHECK(vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1, &pipeline_info, NULL,
-                                      &pipeline));
-   vkDestroyShaderModule(ctx.device, module, NULL);
+   VkPipeline pipeline = compute_pipeline_flags(&ctx, ext_push_comp_spv,
+                                                sizeof(ext_push_comp_spv), layout,
+                                                VK_PIPELINE_CREATE_DESCRIPTOR_BUFFER_BIT_EXT);
 
    const uint32_t n = 256;
    const struct push_params params = { 7, 100 };
@@ -1678,24 +1685,8 @@ test_dgc(const char *device_name)
    memset(&preprocess, 0, sizeof(preprocess));
    preprocess.size = preprocess_size;
    VKT_CHECK(vkCreateBuffer(ctx.device, &pre_info, NULL, &preprocess.buffer));
-   VkMemoryRequirements pre_req;
-   vkGetBufferMemoryRequirements(ctx.device, preprocess.buffer, &pre_req);
-   const VkMemoryAllocateFlagsInfo flags = {
-      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
-      .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT,
-   };
-   const VkMemoryAllocateInfo alloc = {
-      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-      .pNext = &flags,
-      .allocationSize = pre_req.size,
-      .memoryTypeIndex = vkt_memory_type(&ctx, pre_req.memoryTypeBits &
-                                                  req.memoryRequirements.memoryTypeBits,
-                                         0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT),
-   };
-   if (alloc.memoryTypeIndex == UINT32_MAX)
-      vkt_fail("no memory type for the preprocess buffer");
-   VKT_CHECK(vkAllocateMemory(ctx.device, &alloc, NULL, &preprocess.memory));
-   VKT_CHECK(vkBindBufferMemory(ctx.device, preprocess.buffer, preprocess.memory, 0));
+   bind_address_memory(&ctx, &preprocess, req.memoryRequirements.memoryTypeBits, 0,
+                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, "the preprocess buffer");
 
    VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
    PFN_vkCmdPushDescriptorSetKHR push_set = LOAD(&ctx, vkCmdPushDescriptorSetKHR);

@@ -760,22 +760,6 @@ memfd(const char *name, VkDeviceSize size, int seals)
    return fd;
 }
 
-static bool
-has_extension(VkPhysicalDevice pdev, const char *name)
-{
-   VkExtensionProperties props[512];
-   uint32_t count = VKT_ARRAY_SIZE(props);
-   VkResult r = vkEnumerateDeviceExtensionProperties(pdev, NULL, &count, props);
-
-   if (r != VK_SUCCESS && r != VK_INCOMPLETE)
-      vkt_fail("vkEnumerateDeviceExtensionProperties: %s",
-               vkt_result_name(r));
-   for (uint32_t i = 0; i < count; i++)
-      if (!strcmp(props[i].extensionName, name))
-         return true;
-   return false;
-}
-
 /* How a semaphore or fence crosses between processes: a sync fd where the
  * device exports and imports one, else its opaque fd, else not at all. */
 enum sync_kind { SYNC_NONE, SYNC_SYNC_FD, SYNC_OPAQUE_FD };
@@ -858,13 +842,13 @@ sync_support(enum sync_kind *sem, enum sync_kind *fence)
    VkPhysicalDevice pdev = vkt_physical_device_pick(instance, device_name);
 
    *sem = *fence = SYNC_NONE;
-   if (has_extension(pdev, "VK_KHR_external_semaphore_fd")) {
+   if (vkt_device_has_extension(pdev, "VK_KHR_external_semaphore_fd")) {
       if (semaphore_handle_supported(pdev, SYNC_SYNC_FD))
          *sem = SYNC_SYNC_FD;
       else if (semaphore_handle_supported(pdev, SYNC_OPAQUE_FD))
          *sem = SYNC_OPAQUE_FD;
    }
-   if (has_extension(pdev, "VK_KHR_external_fence_fd")) {
+   if (vkt_device_has_extension(pdev, "VK_KHR_external_fence_fd")) {
       if (fence_handle_supported(pdev, SYNC_SYNC_FD))
          *fence = SYNC_SYNC_FD;
       else if (fence_handle_supported(pdev, SYNC_OPAQUE_FD))

@@ -101,22 +101,6 @@ map_memory2(VkInstance instance, VkPhysicalDevice pdev)
 #endif
 
 #ifdef VK_KHR_pipeline_executable_properties
-static bool
-has_extension(VkPhysicalDevice pdev, const char *name)
-{
-   uint32_t n = 0;
-   vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, NULL);
-   VkExtensionProperties *all = calloc(n + 1, sizeof(*all));
-   if (!all)
-      vkt_fail("out of memory");
-   vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, all);
-   bool found = false;
-   for (uint32_t i = 0; i < n && !found; i++)
-      found = !strcmp(all[i].extensionName, name);
-   free(all);
-   return found;
-}
-
 /* FNV-1a of an internal representation's bytes. */
 static uint64_t
 fnv1a(const void *data, size_t size)
@@ -133,7 +117,7 @@ fnv1a(const void *data, size_t size)
 static void
 executables(VkInstance instance, VkPhysicalDevice pdev)
 {
-   if (!has_extension(pdev, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+   if (!vkt_device_has_extension(pdev, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
       printf("pipeline executables: the device has no "
              "VK_KHR_pipeline_executable_properties\n");
       return;

@@ -194,21 +194,6 @@ check(const struct vkt_buffer *readback, const char *name, const uint8_t left[4]
    printf(PROG ": %s: OK: %u pixels as the shader says\n", name, SIZE * SIZE);
 }
 
-/* Whether the device offers an extension. */
-static bool
-has_extension(VkPhysicalDevice pdev, const char *name)
-{
-   VkExtensionProperties props[512];
-   uint32_t n = VKT_ARRAY_SIZE(props);
-   if (vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, props) < 0)
-      return false;
-   for (uint32_t i = 0; i < n; i++) {
-      if (!strcmp(props[i].extensionName, name))
-         return true;
-   }
-   return false;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -232,7 +217,7 @@ main(int argc, char **argv)
    ctx.prog = PROG;
    VkPhysicalDevice pdev = vkt_physical_device_pick(instance, device_name);
    const char *const gpl[] = {VK_EXT_GRAPHICS_PIPELINE_LIBRARY_EXTENSION_NAME};
-   const bool chained = has_extension(pdev, gpl[0]);
+   const bool chained = vkt_device_has_extension(pdev, gpl[0]);
    VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT gpl_features = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
       .graphicsPipelineLibrary = VK_TRUE,

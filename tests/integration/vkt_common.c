@@ -342,27 +342,48 @@ find_feature_struct(VkStructureType stype)
             "not in vkt_common.c's feature_structs table", (int)stype);
 }
 
+/* The device's extensions (freed by the caller), their count in *count. */
+static VkExtensionProperties *
+device_extensions(VkPhysicalDevice pdev, uint32_t *count)
+{
+   *count = 0;
+   VKT_CHECK(vkEnumerateDeviceExtensionProperties(pdev, NULL, count, NULL));
+   VkExtensionProperties *props = calloc(*count ? *count : 1, sizeof(*props));
+   if (!props)
+      vkt_fail("out of memory");
+   VKT_CHECK(vkEnumerateDeviceExtensionProperties(pdev, NULL, count, props));
+   return props;
+}
+
+static bool
+listed(const VkExtensionProperties *props, uint32_t count, const char *name)
+{
+   for (uint32_t j = 0; j < count; j++)
+      if (!strcmp(props[j].extensionName, name))
+         return true;
+   return false;
+}
+
+bool
+vkt_device_has_extension(VkPhysicalDevice pdev, const char *name)
+{
+   uint32_t count;
+   VkExtensionProperties *props = device_extensions(pdev, &count);
+   bool found = listed(props, count, name);
+   free(props);
+   return found;
+}
+
 static void
 check_extensions(VkPhysicalDevice pdev, const char *device_name,
                  const char *const *exts, uint32_t n_exts)
 {
-   VkExtensionProperties *props;
-   uint32_t count = 0;
-
    if (!n_exts)
       return;
-   VKT_CHECK(vkEnumerateDeviceExtensionProperties(pdev, NULL, &count, NULL));
-   props = calloc(count ? count : 1, sizeof(*props));
-   if (!props)
-      vkt_fail("out of memory");
-   VKT_CHECK(vkEnumerateDeviceExtensionProperties(pdev, NULL, &count, props));
+   uint32_t count;
+   VkExtensionProperties *props = device_extensions(pdev, &count);
    for (uint32_t i = 0; i < n_exts; i++) {
-      uint32_t j;
-
-      for (j = 0; j < count; j++)
-         if (!strcmp(props[j].extensionName, exts[i]))
-            break;
-      if (j == count)
+      if (!listed(props, count, exts[i]))
          vkt_fail("device '%s' does not advertise %s (%u device extensions "
                   "listed)", device_name, exts[i], count);
    }

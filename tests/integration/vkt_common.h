@@ -138,6 +138,9 @@ void vkt_context_init_physical_ext(struct vkt_context *ctx, VkInstance instance,
                                    const char *const *exts, uint32_t n_exts,
                                    void *pnext);
 
+/* Whether the device advertises the extension. */
+bool vkt_device_has_extension(VkPhysicalDevice pdev, const char *name);
+
 /* vkGetDeviceProcAddr(ctx->device, name); fails when it answers NULL. */
 PFN_vkVoidFunction vkt_device_proc(const struct vkt_context *ctx,
                                    const char *name);
