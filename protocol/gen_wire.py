@@ -484,6 +484,13 @@ OPAQUE_OUTPUTS = {
 # --------------------------------------------------------------------------
 
 
+def resolve_command(reg, name):
+    """The command an alias names (itself when it is none)."""
+    while name not in reg.commands and name in reg.command_alias:
+        name = reg.command_alias[name]
+    return name
+
+
 def canonical_tables(reg):
     """The tables name commands and structures as the registry that
     introduced them did; a later one may have promoted them
@@ -493,9 +500,7 @@ def canonical_tables(reg):
         if isinstance(name, tuple):
             return (canon(name[0]),) + name[1:]
         if name.startswith('vk'):
-            while name not in reg.commands and name in reg.command_alias:
-                name = reg.command_alias[name]
-            return name
+            return resolve_command(reg, name)
         return reg.resolve_type(name) if name.startswith('Vk') else name
     g = globals()
     for table in ('OPAQUE_OUTPUTS', 'CLIENT_ONLY', 'HOST_OPTIONAL', 'CACHED', 'UNCACHED', 'SPIRV_COMMANDS',
@@ -641,9 +646,17 @@ class Gen:
 
     def resolve_command(self, name):
         """The command an alias names (itself when it is none)."""
-        while name not in self.reg.commands and name in self.reg.command_alias:
-            name = self.reg.command_alias[name]
-        return name
+        return resolve_command(self.reg, name)
+
+    def command_aliases(self, name):
+        """The names earlier registries gave command name, sorted."""
+        if not hasattr(self, '_command_aliases'):
+            self._command_aliases = {}
+            for alias in sorted(self.reg.command_alias):
+                target = self.resolve_command(alias)
+                if target != alias:
+                    self._command_aliases.setdefault(target, []).append(alias)
+        return self._command_aliases.get(name, [])
 
     @staticmethod
     def present(name, extensions):
@@ -1504,10 +1517,7 @@ def emit_structs(gen, w):
             continue
         # shapes
         w(f'static void\nwire_encshape_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
-        # the room the application gives each array it sizes
-        for a, n in gen.sized_outputs(sname).items():
-            w(f'   wire_enc_u32(e, s->{a} != NULL);')
-            w(f'   wire_enc_u32(e, s->{a} ? (uint32_t)(s->{n} < UINT32_MAX ? s->{n} : UINT32_MAX) : 0);')
+        emit_sized_room(gen, w, '   ', sname, 's')
         w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
         w('      switch ((int)c->sType) {')
         plain = [x for x in ochain if not gen.sized_outputs(x)]
@@ -1517,9 +1527,7 @@ def emit_structs(gen, w):
             w(f'      case {reg.structs[x].stype}: {{')
             w(f'         const {x} *x = (const {x} *)c;')
             w('         wire_enc_u32(e, (uint32_t)c->sType);')
-            for a, n in gen.sized_outputs(x).items():
-                w(f'         wire_enc_u32(e, x->{a} != NULL);')
-                w(f'         wire_enc_u32(e, x->{a} ? (uint32_t)(x->{n} < UINT32_MAX ? x->{n} : UINT32_MAX) : 0);')
+            emit_sized_room(gen, w, '         ', x, 'x')
             w('         break;')
             w('      }')
         for x in plain:
@@ -2428,6 +2436,15 @@ def emit_icd(gen, w):
     w('}')
 
 
+def emit_sized_room(gen, w, ind, sname, var):
+    """The ICD's side of emit_sized_shape: the room the application gives
+    each array it sizes (none for a null array)."""
+    for a, n in gen.sized_outputs(sname).items():
+        w(f'{ind}wire_enc_u32(e, {var}->{a} != NULL);')
+        w(f'{ind}wire_enc_u32(e, {var}->{a} ? '
+          f'(uint32_t)({var}->{n} < UINT32_MAX ? {var}->{n} : UINT32_MAX) : 0);')
+
+
 def emit_sized_shape(gen, w, ind, sname, var, leave):
     """The daemon's side of an output struct's arrays the application
     sizes (Gen.sized_outputs): the room it has, never more than the
@@ -2459,15 +2476,10 @@ def emit_alias_names(gen, w, commands, prefixes, more_prefixes):
     """Hand-written code names a command as the registry that introduced it
     did (icd_vkCmdPushDescriptorSetKHR); where this registry has promoted it
     (vkCmdPushDescriptorSet), the old name is a macro for the new."""
-    aliases = {}
-    for alias in gen.reg.command_alias:
-        target = gen.resolve_command(alias)
-        if target != alias:
-            aliases.setdefault(target, []).append(alias)
     w()
     w('/* Commands by the names of the registries before their promotion. */')
     for name in commands:
-        for alias in sorted(aliases.get(name, ())):
+        for alias in gen.command_aliases(name):
             for prefix in prefixes + more_prefixes(name):
                 w(f'#define {prefix}{alias} {prefix}{name}')
 
@@ -2802,10 +2814,8 @@ def main():
     hw(' * command some registries lack (or do not let gpud carry) is kept in')
     hw(' * #ifdef WIRE_HAS_<command>. */')
     for name in gen.commands:
-        hw(f'#define WIRE_HAS_{name} 1')
-    for alias in sorted(gen.reg.command_alias):
-        if gen.resolve_command(alias) in gen.commands and alias not in gen.commands:
-            hw(f'#define WIRE_HAS_{alias} 1')
+        for n in [name] + gen.command_aliases(name):
+            hw(f'#define WIRE_HAS_{n} 1')
     # A chain holds each of its parent's extending structs once at most
     # (vulkaninfo chains every feature struct the device has).
     longest = max(len(gen.chain_members(x, x in gen.structs_out)) for x in gen.structs_all)
