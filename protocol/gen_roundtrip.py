@@ -86,6 +86,15 @@ CHOSEN_VALUES = {
     ('VkFramebufferCreateInfo', 'flags'): ['0', 'VK_FRAMEBUFFER_CREATE_IMAGELESS_BIT'],
     ('VkRenderingAttachmentInfo', 'resolveMode'): [
         'VK_RESOLVE_MODE_AVERAGE_BIT', 'VK_RESOLVE_MODE_NONE'],
+    ('VkAccelerationStructureBuildGeometryInfoKHR', 'mode'): [
+        'VK_BUILD_ACCELERATION_STRUCTURE_MODE_UPDATE_KHR',
+        'VK_BUILD_ACCELERATION_STRUCTURE_MODE_BUILD_KHR'],
+}
+
+# Members of which a structure holds one only (gen_wire's STRUCT_CHECKS
+# refuse both): successive occurrences fill each in turn.
+ONE_OF = {
+    'VkAccelerationStructureBuildGeometryInfoKHR': ('pGeometries', 'ppGeometries'),
 }
 
 # Arrays whose length vk.xml gives as a latexmath formula: the member the
@@ -96,6 +105,11 @@ LATEX_LENS = {
     ('VkPipelineMultisampleStateCreateInfo', 'pSampleMask'):
         ('rasterizationSamples', 'VK_SAMPLE_COUNT_64_BIT'),
     ('vkCmdSetSampleMaskEXT', 'pSampleMask'): ('samples', 'VK_SAMPLE_COUNT_64_BIT'),
+}
+
+# Arrays whose latexmath length is a constant: their element count.
+LATEX_CONSTANT_LENS = {
+    ('VkAccelerationStructureVersionInfoKHR', 'pVersionData'): 32,  # 2*VK_UUID_SIZE
 }
 
 # Nesting depth of input structs (pointers and pNext) before giving up.
@@ -204,6 +218,8 @@ class Case:
                 continue
             first = m.len[0]
             if first.startswith('latexmath'):
+                if (owner, m.name) in LATEX_CONSTANT_LENS:
+                    continue
                 if (owner, m.name) not in LATEX_LENS:
                     raise SystemExit(f'gen_roundtrip: {owner}.{m.name}: add its length '
                                      f'formula {m.altlen!r} to LATEX_LENS')
@@ -258,6 +274,9 @@ class Case:
             self.w(f'rt_fill_bytes(&{lv}, sizeof({lv}), &seed);')
             return
         lens = self.len_values(sname, s.members)
+        # a length the command sets (pBuildInfo->geometryCount) sizes the
+        # struct's own arrays too
+        lens.update({f: v for f, v in (overrides or {}).items() if f in lens})
         # a selected union: one of its members in turn, its selector set
         # to match
         chosen = {}
@@ -271,9 +290,18 @@ class Case:
                 chosen[m.name] = um
                 overrides = dict(overrides or {})
                 overrides[m.selector] = um.selection[0]
+        skipped = set()
+        forced = None  # the one of ONE_OF, filled even in the sparse variant
+        if sname in ONE_OF:
+            i = self.rotation.get((sname, 'ONE_OF'), 0)
+            self.rotation[(sname, 'ONE_OF')] = i + 1
+            forced = ONE_OF[sname][i % len(ONE_OF[sname])]
+            skipped = set(ONE_OF[sname]) - {forced}
         for m in s.members:
             mlv = f'{lv}.{m.name}'
             key = (sname, m.name)
+            if m.name in skipped or key in gen_wire.DROPPED_MEMBERS:
+                continue  # NULL: zeroed
             if m.name in chosen:
                 um = chosen[m.name]
                 ulv = f'{mlv}.{um.name}'
@@ -303,7 +331,8 @@ class Case:
                 i = self.rotation.get(key, 0)
                 self.rotation[key] = i + 1
                 self.w(f'{mlv} = ({m.type})({choices[i % len(choices)]});')
-            elif self.absent(sname, m) and (m.ptr or reg.kind(m.type) == 'handle'):
+            elif self.absent(sname, m) and (m.ptr or reg.kind(m.type) == 'handle') and \
+                    m.name != forced:
                 pass  # NULL or VK_NULL_HANDLE: zeroed
             elif m.ptr == 0:
                 self.fill_value(mlv, m.type, m.dims, depth + 1)
@@ -324,7 +353,7 @@ class Case:
         k = reg.kind(m.type)
         n = self.array_len(m) if count is None else count
         if m.len and m.len[0].startswith('latexmath'):
-            n = ARRAY_LEN
+            n = LATEX_CONSTANT_LENS.get((owner, m.name), ARRAY_LEN)
         if m.len and m.len[0] != 'null-terminated' and n == 0:
             # an empty array: present, but no element is read
             loc = self.local('a')
@@ -332,6 +361,32 @@ class Case:
             self.w(f'{t} {loc}[1];')
             self.w(f'memset({loc}, 0, sizeof({loc}));')
             self.w(f'{lv} = {loc};')
+            return
+        if gen_wire.pointer_array(reg, m):
+            t = self.ctype(m.type)
+            loc = self.local('a')
+            ptrs = self.local('p')
+            self.w(f'{t} {loc}[{n}];')
+            self.w(f'memset({loc}, 0, sizeof({loc}));')
+            for i in range(n):
+                self.fill_value(f'{loc}[{i}]', m.type, (), depth)
+            self.w(f'const {t} *{ptrs}[{n}] = {{{", ".join(f"&{loc}[{i}]" for i in range(n))}}};')
+            self.w(f'{lv} = {ptrs};')
+            return
+        if (owner, m.name) in gen_wire.NESTED_LENS:
+            # each inner array as long as any inner length the sample sets
+            t = self.ctype(m.type)
+            ptrs = self.local('p')
+            inner = []
+            for i in range(n):
+                loc = self.local('a')
+                inner.append(loc)
+                self.w(f'{t} {loc}[{ARRAY_LEN}];')
+                self.w(f'memset({loc}, 0, sizeof({loc}));')
+                for j in range(ARRAY_LEN):
+                    self.fill_value(f'{loc}[{j}]', m.type, (), depth)
+            self.w(f'const {t} *{ptrs}[{n}] = {{{", ".join(inner)}}};')
+            self.w(f'{lv} = {ptrs};')
             return
         if m.ptr == 2:
             if m.type != 'char':
@@ -759,7 +814,21 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
     w(f'{ind}if (same && {xv}) {{')
     i2 = ind + '   '
     n = gen_wire.member_len(gen, members, m, xp)
-    if m.ptr == 2:
+    if gen_wire.pointer_array(reg, m):
+        w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
+        w(f'{i2}   same = rt_eq_{t}(t, {xv}[i], {yv}[i]);')
+    elif m.ptr == 2 and m.type != 'char':
+        inner = owner_nested_len(gen, members, m).format(p=xp)
+        w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++) {{')
+        w(f'{i2}   const uint32_t inner = (uint32_t)({inner});')
+        if k == 'struct':
+            w(f'{i2}   for (uint32_t j = 0; same && j < inner; j++)')
+            w(f'{i2}      same = rt_eq_{t}(t, &{xv}[i][j], &{yv}[i][j]);')
+        else:
+            w(f'{i2}   if (memcmp({xv}[i], {yv}[i], (size_t)inner * sizeof({xv}[i][0])))')
+            w(f'{i2}      {differs}')
+        w(f'{i2}}}')
+    elif m.ptr == 2:
         w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
         w(f'{i2}   if (strcmp({xv}[i], {yv}[i]))')
         w(f'{i2}      {differs}')
@@ -787,6 +856,15 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
         w(f'{i2}if (memcmp({xv}, {yv}, {size}))')
         w(f'{i2}   {differs}')
     w(f'{ind}}}')
+
+
+def owner_nested_len(gen, members, m):
+    """NESTED_LENS' inner length of parameter m (members: its command's
+    parameters)."""
+    for (cmd, name), inner in gen_wire.NESTED_LENS.items():
+        if name == m.name and cmd in gen.reg.commands and gen.reg.commands[cmd].params is members:
+            return inner
+    raise SystemExit(f'gen_roundtrip: {m.name}: a pointer to pointers NESTED_LENS does not list')
 
 
 def emit_eq(gen, w):

@@ -55,8 +55,6 @@ DENIED_EXTENSIONS = {
     'VK_KHR_portability_enumeration': 'the loader\'s',
     'VK_LUNARG_direct_driver_loading': 'the loader\'s',
     'VK_NV_glsl_shader': 'its modules are GLSL: only validated SPIR-V reaches the host',
-    'VK_KHR_deferred_host_operations':
-        'deferred operations run on the application\'s threads',
     'VK_NV_external_memory_capabilities':
         'an instance extension the host may lack: the ICD\'s instance extensions are those it '
         'serves on every host',
@@ -144,6 +142,8 @@ WSI_EXTENSIONS = {
 OWN_EXTENSIONS = {
     'VK_EXT_memory_budget': 'the budget is what gpud\'s limits leave the client',
     'VK_EXT_debug_marker': 'the ICD turns it into VK_EXT_debug_utils names and labels',
+    'VK_KHR_deferred_host_operations':
+        'the ICD runs each operation at once (VK_OPERATION_NOT_DEFERRED_KHR): icd/icd_deferred.c',
 }
 
 # Commands the ICD answers alone: nothing goes on the wire.
@@ -177,6 +177,19 @@ CLIENT_ONLY = {
     'vkCreateDebugReportCallbackEXT': 'callbacks call back into the application',
     'vkDestroyDebugReportCallbackEXT': 'callbacks call back into the application',
     'vkDebugReportMessageEXT': 'callbacks call back into the application',
+    # VK_KHR_deferred_host_operations: no operation is ever deferred
+    # (icd/icd_deferred.c); the commands that take one get VK_NULL_HANDLE
+    **{c: 'deferred operations are the ICD\'s, and none is ever deferred' for c in (
+        'vkCreateDeferredOperationKHR', 'vkDestroyDeferredOperationKHR',
+        'vkGetDeferredOperationMaxConcurrencyKHR', 'vkGetDeferredOperationResultKHR',
+        'vkDeferredOperationJoinKHR')},
+    # VK_KHR_acceleration_structure's host commands read and write the
+    # application's memory by host address: accelerationStructureHostCommands
+    # is reported off (no host gpud serves has it), and they fail in the ICD
+    **{c: 'accelerationStructureHostCommands is reported off' for c in (
+        'vkBuildAccelerationStructuresKHR', 'vkCopyAccelerationStructureKHR',
+        'vkCopyAccelerationStructureToMemoryKHR', 'vkCopyMemoryToAccelerationStructureKHR',
+        'vkWriteAccelerationStructuresPropertiesKHR')},
     # VK_EXT_debug_marker is VK_EXT_debug_utils by other names
     'vkDebugMarkerSetObjectNameEXT': 'the ICD sends it as vkSetDebugUtilsObjectNameEXT',
     'vkDebugMarkerSetObjectTagEXT': 'the ICD sends it as vkSetDebugUtilsObjectTagEXT',
@@ -254,7 +267,7 @@ SHADER_CODE_STRUCTS = ('VkShaderModuleCreateInfo', 'VkShaderCreateInfoEXT')
 # does (daemon/worker/gpud_spirv.c).  Another command that can reach one
 # stops the generator.
 SPIRV_CHAIN_COMMANDS = {'vkCreateGraphicsPipelines', 'vkCreateComputePipelines',
-                        'vkCreateRayTracingPipelinesNV',
+                        'vkCreateRayTracingPipelinesNV', 'vkCreateRayTracingPipelinesKHR',
                         'vkGetPipelineIndirectMemoryRequirementsNV'}
 
 # Calls that must reach the daemon before returning even though they return
@@ -393,11 +406,59 @@ CONDITIONAL_MEMBERS = {
     ('VkFramebufferCreateInfo', 'pAttachments'):
         '!(s->flags & VK_FRAMEBUFFER_CREATE_IMAGELESS_BIT)',
     ('VkRenderingAttachmentInfo', 'resolveImageView'): 's->resolveMode != VK_RESOLVE_MODE_NONE',
+    ('VkRayTracingPipelineCreateInfoKHR', 'basePipelineHandle'):
+        '(s->flags & VK_PIPELINE_CREATE_DERIVATIVE_BIT)',
+    ('VkRayTracingPipelineCreateInfoNV', 'basePipelineHandle'):
+        '(s->flags & VK_PIPELINE_CREATE_DERIVATIVE_BIT)',
+    # the structure updated, in an update only
+    ('VkAccelerationStructureBuildGeometryInfoKHR', 'srcAccelerationStructure'):
+        's->mode == VK_BUILD_ACCELERATION_STRUCTURE_MODE_UPDATE_KHR',
     # An image info's sampler and view are used or not by the descriptor
     # type of the write being encoded (remembered in the encoder).
     ('VkDescriptorImageInfo', 'sampler'): 'wire_descriptor_type_uses_sampler(e->descriptor_type)',
     ('VkDescriptorImageInfo', 'imageView'):
         'e->descriptor_type != VK_DESCRIPTOR_TYPE_SAMPLER',
+}
+
+# Unions of a device address and a host address: only commands that run on
+# the device are carried (the host ones are CLIENT_ONLY), and in them the
+# union holds a device address, which travels as a number.  Value: the
+# member carried.
+ADDRESS_UNIONS = {
+    'VkDeviceOrHostAddressKHR': 'deviceAddress',
+    'VkDeviceOrHostAddressConstKHR': 'deviceAddress',
+}
+
+# Commands outside a command buffer that may take ADDRESS_UNIONS: the
+# addresses are ignored.  Any other such command runs on the host, and is
+# not carried.
+ADDRESS_UNION_QUERIES = {
+    'vkGetAccelerationStructureBuildSizesKHR': 'the spec says the addresses are ignored',
+}
+
+# Members that never travel: the daemon's host gets NULL.  Value: why.
+DROPPED_MEMBERS = {
+    ('VkRayTracingShaderGroupCreateInfoKHR', 'pShaderGroupCaptureReplayHandle'):
+        'rayTracingPipelineShaderGroupHandleCaptureReplay is reported off, and vk.xml '
+        'gives the handle no size',
+}
+
+# Parameters that are arrays of pointers to arrays, whose inner lengths
+# vk.xml does not give (the spec's text does).  Value: the C expression of
+# element i's length, over the parameters ({p}: their prefix).
+NESTED_LENS = {
+    ('vkCmdBuildAccelerationStructuresKHR', 'ppBuildRangeInfos'): '{p}pInfos[i].geometryCount',
+    ('vkCmdBuildAccelerationStructuresIndirectKHR', 'ppMaxPrimitiveCounts'):
+        '{p}pInfos[i].geometryCount',
+}
+
+# Conditions a decoded structure must meet beyond its members' own, over
+# `s`: what a host driver would otherwise dereference blindly.
+STRUCT_CHECKS = {
+    'VkAccelerationStructureBuildGeometryInfoKHR': [
+        ('s->geometryCount == 0 || (s->pGeometries == NULL) != (s->ppGeometries == NULL)',
+         'exactly one of pGeometries and ppGeometries'),
+    ],
 }
 
 # File descriptors (vk.xml says only `int`): they travel beside the bytes
@@ -507,7 +568,8 @@ def canonical_tables(reg):
                   'SPIRV_CHAIN_COMMANDS', 'FORCE_SYNC', 'SHIPS_RECORDING', 'NOT_RECORDED',
                   'FORCE_ASYNC', 'ASYNC_CREATES', 'REPLAY_CONCURRENT', 'REPLAY_NOT_CONCURRENT',
                   'FLUSH_AFTER', 'CONDITIONAL_MEMBERS', 'FD_MEMBERS', 'WRITEBACK_MEMBERS',
-                  'DENIED_STRUCTS', 'LOST_SUCCEEDS', 'ICD_POINTER_HANDLES'):
+                  'DENIED_STRUCTS', 'LOST_SUCCEEDS', 'ICD_POINTER_HANDLES', 'ADDRESS_UNIONS',
+                  'DROPPED_MEMBERS', 'NESTED_LENS', 'STRUCT_CHECKS', 'ADDRESS_UNION_QUERIES'):
         t = g[table]
         if isinstance(t, dict):
             canonical = {}
@@ -841,6 +903,8 @@ class Gen:
         target = self.structs_out if output else self.structs_in
         if sname in target:
             return True
+        if sname in ADDRESS_UNIONS:
+            return not output  # a number, as an input
         s = self.reg.structs[sname]
         if s.union and not self.flat(sname):
             self.unsupported[sname] = 'union with pointers'
@@ -848,7 +912,13 @@ class Gen:
         target.add(sname)
         sized = self.sized_outputs(sname) if output and s.stype else {}
         for m in s.members:
-            if m.name in ('sType',):
+            if m.name in ('sType',) or (sname, m.name) in DROPPED_MEMBERS:
+                continue
+            if not output and pointer_array(self.reg, m):
+                if not self.walk_struct(m.type, output):
+                    target.discard(sname)
+                    self.unsupported[sname] = f'member {m.name}'
+                    return False
                 continue
             if m.name in sized:
                 if self.reg.kind(m.type) == 'struct':
@@ -913,8 +983,17 @@ class Gen:
             if p.type == 'VkAllocationCallbacks':
                 continue
             role = self.param_role(cmd, p)
+            if not cmd.name.startswith('vkCmd') and cmd.name not in ADDRESS_UNION_QUERIES and \
+                    k in ('struct', 'union') and \
+                    any(self.reaches(p.type, u, set()) for u in ADDRESS_UNIONS):
+                return f'{p.name}: may hold host addresses (a host command)'
             if p.type in ('VkBaseOutStructure', 'VkBaseInStructure'):
                 return f'{p.name}: a struct of a type the application chooses'
+            if (cmd.name, p.name) in NESTED_LENS and role == 'input' and p.ptr == 2 and \
+                    (k == 'struct' or self.reg.scalar_info(p.type) is not None):
+                if k == 'struct' and not self.walk_struct(p.type, False):
+                    return f'{p.name}: {self.unsupported.get(self.reg.resolve_type(p.type), "?")}'
+                continue
             if k in ('struct', 'union'):
                 if not self.walk_struct(p.type, role != 'input'):
                     return f'{p.name}: {self.unsupported.get(self.reg.resolve_type(p.type), "?")}'
@@ -1015,6 +1094,12 @@ class Writer:
 # Struct code
 
 
+def pointer_array(reg, m):
+    """An array of pointers to single structures (ppGeometries: len
+    "geometryCount,1"): it travels as the array of the structures."""
+    return m.ptr == 2 and len(m.len) == 2 and m.len[1] == '1' and reg.kind(m.type) == 'struct'
+
+
 def member_len(gen, owner_members, m, prefix):
     """C expression for the element count of array member m, or None."""
     if not m.len:
@@ -1053,6 +1138,8 @@ def emit_enc_value(gen, w, ind, tname, expr, dims=()):
             w(f'{ind}wire_enc_u64(e, wire_object_id({expr}));')
         else:
             w(f'{ind}wire_enc_u64(e, (uint64_t)(uintptr_t)({expr}));')
+    elif k == 'union' and reg.resolve_type(tname) in ADDRESS_UNIONS:
+        w(f'{ind}wire_enc_u64(e, ({expr}).{ADDRESS_UNIONS[reg.resolve_type(tname)]});')
     elif k == 'union':
         w(f'{ind}wire_enc_bytes(e, &({expr}), sizeof({expr}));')
     elif k == 'struct':
@@ -1078,6 +1165,8 @@ def emit_dec_value(gen, w, ind, tname, lvalue, dims=(), nullable=False):
     if k == 'handle':
         objtype = reg.handles[rt][1]
         w(f'{ind}{lvalue} = ({rt})(uintptr_t)wire_dec_handle(d, {objtype}, {"true" if nullable else "false"});')
+    elif k == 'union' and rt in ADDRESS_UNIONS:
+        w(f'{ind}({lvalue}).{ADDRESS_UNIONS[rt]} = wire_dec_u64(d);')
     elif k == 'union':
         w(f'{ind}wire_dec_bytes(d, &({lvalue}), sizeof({lvalue}));')
     elif k == 'struct':
@@ -1141,11 +1230,41 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
             w(f'{ind}   wire_enc_u64(e, 0);')
         w(f'{ind}}}')
         return
+    if (sname, m.name) in DROPPED_MEMBERS:
+        return
     if m.ptr == 0 and k == 'union' and m.selector and not gen.flat(m.type):
         emit_selected_union(gen, w, sname, m, prefix, ind, None)
         return
     if m.ptr == 0 and m.objecttype:
         w(f'{ind}wire_enc_u64(e, wire_typed_handle_id((VkObjectType){prefix}{m.objecttype}, {v}));')
+        return
+    if pointer_array(reg, m):
+        n = member_len(gen, members, m, prefix)
+        w(f'{ind}wire_enc_u32(e, {v} != NULL);')
+        w(f'{ind}if ({v}) {{')
+        w(f'{ind}   const uint32_t n = (uint32_t)({n});')
+        w(f'{ind}   wire_enc_u32(e, n);')
+        w(f'{ind}   for (uint32_t i = 0; i < n; i++)')
+        emit_enc_value(gen, w, ind + '      ', m.type, f'*{v}[i]')
+        w(f'{ind}}}')
+        return
+    if (sname, m.name) in NESTED_LENS:
+        n = member_len(gen, members, m, prefix)
+        inner = NESTED_LENS[(sname, m.name)].format(p=prefix)
+        w(f'{ind}wire_enc_u32(e, {v} != NULL);')
+        w(f'{ind}if ({v}) {{')
+        w(f'{ind}   const uint32_t n = (uint32_t)({n});')
+        w(f'{ind}   wire_enc_u32(e, n);')
+        w(f'{ind}   for (uint32_t i = 0; i < n; i++) {{')
+        w(f'{ind}      const uint32_t inner = (uint32_t)({inner});')
+        w(f'{ind}      wire_enc_u32(e, inner);')
+        if k == 'struct':
+            w(f'{ind}      for (uint32_t j = 0; j < inner; j++)')
+            emit_enc_value(gen, w, ind + '         ', m.type, f'{v}[i][j]')
+        else:
+            w(f'{ind}      wire_enc_bytes(e, {v}[i], (size_t)inner * sizeof({v}[i][0]));')
+        w(f'{ind}   }}')
+        w(f'{ind}}}')
         return
     if m.ptr == 0 and (sname, m.name) in FD_MEMBERS:
         cond = FD_MEMBERS[(sname, m.name)]
@@ -1240,11 +1359,66 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
     ctype = reg.resolve_type(m.type) if k not in ('void',) else 'uint8_t'
     if k == 'scalar':
         ctype = m.type
+    if (sname, m.name) in DROPPED_MEMBERS:
+        w(f'{ind}{v} = NULL;')
+        return
     if m.ptr == 0 and k == 'union' and m.selector and not gen.flat(m.type):
         emit_selected_union(gen, w, sname, m, prefix, ind, checks)
         return
     if m.ptr == 0 and m.objecttype:
         w(f'{ind}{v} = wire_dec_handle(d, (VkObjectType){prefix}{m.objecttype}, false);')
+        return
+    if pointer_array(reg, m):
+        # the structures, and the pointers at them the host reads
+        n = member_len(gen, members, m, prefix)
+        n_name = 'n_' + m.name
+        w(f'{ind}uint32_t {n_name} = 0;')
+        w(f'{ind}if (wire_dec_u32(d)) {{')
+        w(f'{ind}   {n_name} = wire_dec_count(d, 4);')
+        w(f'{ind}   {ctype} *arr = wire_dec_alloc(d, sizeof(*arr) * ({n_name} ? {n_name} : 1));')
+        w(f'{ind}   const {ctype} **ptrs = wire_dec_alloc(d, sizeof(*ptrs) * ({n_name} ? {n_name} : 1));')
+        w(f'{ind}   for (uint32_t i = 0; arr && ptrs && i < {n_name}; i++) {{')
+        emit_dec_value(gen, w, ind + '      ', m.type, 'arr[i]')
+        w(f'{ind}      ptrs[i] = &arr[i];')
+        w(f'{ind}   }}')
+        w(f'{ind}   {v} = ptrs;')
+        w(f'{ind}}}')
+        checks.append((f'(!{v} || (uint64_t){n_name} == (uint64_t)({n}))', f'{m.name} length mismatch'))
+        if not nullable:
+            checks.append((f'({v} || ({n}) == 0)', f'missing {m.name}'))
+        return
+    if (sname, m.name) in NESTED_LENS:
+        # decoded after what gives the inner lengths (the parameters before
+        # it), and checked against them at once
+        n = member_len(gen, members, m, prefix)
+        inner = NESTED_LENS[(sname, m.name)].format(p=prefix)
+        et = reg.resolve_type(m.type) if k == 'struct' else m.type
+        n_name = 'n_' + m.name
+        w(f'{ind}uint32_t {n_name} = 0;')
+        w(f'{ind}if (wire_dec_u32(d)) {{')
+        w(f'{ind}   {n_name} = wire_dec_count(d, 4);')
+        w(f'{ind}   const {et} **arr = wire_dec_alloc(d, sizeof(*arr) * ({n_name} ? {n_name} : 1));')
+        w(f'{ind}   if (!d->fatal && (uint64_t){n_name} != (uint64_t)({n}))')
+        w(f'{ind}      wire_dec_fail(d, "{sname}: {m.name} length mismatch");')
+        w(f'{ind}   for (uint32_t i = 0; arr && !d->fatal && i < {n_name}; i++) {{')
+        w(f'{ind}      const uint32_t inner = wire_dec_count(d, {4 if k == "struct" else "sizeof(arr[0][0])"});')
+        w(f'{ind}      if (!d->fatal && inner != (uint32_t)({inner})) {{')
+        w(f'{ind}         wire_dec_fail(d, "{sname}: {m.name}[i] length mismatch");')
+        w(f'{ind}         break;')
+        w(f'{ind}      }}')
+        w(f'{ind}      {et} *elems = wire_dec_alloc(d, sizeof(*elems) * (inner ? inner : 1));')
+        w(f'{ind}      if (!elems)')
+        w(f'{ind}         break;')
+        if k == 'struct':
+            w(f'{ind}      for (uint32_t j = 0; j < inner; j++)')
+            emit_dec_value(gen, w, ind + '         ', m.type, 'elems[j]')
+        else:
+            w(f'{ind}      wire_dec_bytes(d, elems, (size_t)inner * sizeof(*elems));')
+        w(f'{ind}      arr[i] = elems;')
+        w(f'{ind}   }}')
+        w(f'{ind}   {v} = arr;')
+        w(f'{ind}}}')
+        checks.append((f'({v} || ({n}) == 0)', f'missing {m.name}'))
         return
     if m.ptr == 0 and (sname, m.name) in FD_MEMBERS:
         w(f'{ind}{v} = wire_dec_fd(d);')
@@ -1401,6 +1575,7 @@ def emit_structs(gen, w):
             if m.name in ('sType', 'pNext'):
                 continue
             emit_member_dec(gen, w, sname, s.members, m, 's->', checks)
+        checks += STRUCT_CHECKS.get(sname, [])
         emit_checks(w, sname, checks)
         checks = []
         if s.stype:

@@ -168,6 +168,23 @@ clear_uncarried_features(const void *chain)
          ((VkPhysicalDeviceHostImageCopyFeaturesEXT *)c)->hostImageCopy = VK_FALSE;
          break;
 #endif
+#ifdef VK_KHR_acceleration_structure
+      /* host builds and copies read the application's memory by host
+       * address (icd/icd_deferred.c) */
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ACCELERATION_STRUCTURE_FEATURES_KHR:
+         ((VkPhysicalDeviceAccelerationStructureFeaturesKHR *)c)
+            ->accelerationStructureHostCommands = VK_FALSE;
+         break;
+#endif
+#ifdef VK_KHR_ray_tracing_pipeline
+      /* a group's capture-replay handle has no size vk.xml gives */
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_FEATURES_KHR: {
+         VkPhysicalDeviceRayTracingPipelineFeaturesKHR *f = (void *)c;
+         f->rayTracingPipelineShaderGroupHandleCaptureReplay = VK_FALSE;
+         f->rayTracingPipelineShaderGroupHandleCaptureReplayMixed = VK_FALSE;
+         break;
+      }
+#endif
 #ifdef VK_EXT_descriptor_buffer
       /* capture-replay data goes back at creation in memory whose size
        * only a property tells (VkOpaqueCaptureDescriptorDataCreateInfoEXT
@@ -1252,6 +1269,60 @@ gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
    }
    gpud_gen_exec_vkCreateRayTracingPipelinesNV(call, a);
 }
+
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+/* A shader group names its shaders by index into the pipeline's stages
+ * (hosts index the array with it). */
+static bool
+groups_fit(struct gpud_call *call, const VkRayTracingPipelineCreateInfoKHR *ci)
+{
+   for (uint32_t g = 0; g < ci->groupCount; g++) {
+      const VkRayTracingShaderGroupCreateInfoKHR *group = &ci->pGroups[g];
+      const uint32_t shaders[] = {group->generalShader, group->closestHitShader,
+                                  group->anyHitShader, group->intersectionShader};
+      for (unsigned k = 0; k < sizeof(shaders) / sizeof(shaders[0]); k++) {
+         if (shaders[k] != VK_SHADER_UNUSED_KHR && shaders[k] >= ci->stageCount) {
+            char why[128];
+            snprintf(why, sizeof(why), "vkCreateRayTracingPipelinesKHR: group %u names shader "
+                     "%u of %u", g, shaders[k], ci->stageCount);
+            gpud_call_fail(call, why);
+            return false;
+         }
+      }
+   }
+   return true;
+}
+
+/* The operation to defer on is the ICD's (icd/icd_deferred.c): the decoder
+ * gives VK_NULL_HANDLE, and the host compiles before answering. */
+void
+gpud_exec_vkCreateRayTracingPipelinesKHR(struct gpud_call *call,
+                                         struct wire_args_vkCreateRayTracingPipelinesKHR *a)
+{
+   for (uint32_t i = 0; i < a->createInfoCount; i++) {
+      const VkRayTracingPipelineCreateInfoKHR *ci = &a->pCreateInfos[i];
+      if (!feedback_fits(call, ci->pNext, ci->stageCount) || !groups_fit(call, ci))
+         return;
+      if (!gpud_spirv_stages_valid(call, "vkCreateRayTracingPipelinesKHR", ci->pStages,
+                                   ci->stageCount)) {
+         refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
+         return;
+      }
+   }
+   gpud_gen_exec_vkCreateRayTracingPipelinesKHR(call, a);
+}
+
+/* rayTracingPipelineShaderGroupHandleCaptureReplay is reported off: the
+ * groups' capture-replay handles do not travel. */
+void
+gpud_exec_vkGetRayTracingCaptureReplayShaderGroupHandlesKHR(
+   struct gpud_call *call, struct wire_args_vkGetRayTracingCaptureReplayShaderGroupHandlesKHR *a)
+{
+   gpud_call_fail(call, "vkGetRayTracingCaptureReplayShaderGroupHandlesKHR: "
+                        "shader group capture-replay is not offered");
+   a->ret = VK_ERROR_INITIALIZATION_FAILED;
+}
+#endif
 
 #ifdef WIRE_HAS_vkGetPipelineIndirectMemoryRequirementsNV
 /* The host compiles the pipeline to size its indirect memory: its code is

@@ -2435,6 +2435,44 @@ def test_extensions(fx):
     fx.check_daemon()
 
 
+RAYTRACE_SUBTESTS = ['pipeline', 'query', 'compact']
+
+
+def test_raytrace(fx):
+    """Ray tracing (vk_raytrace): a ray-traced image from bottom- and
+    top-level structures and a shader binding table, ray queries from a
+    compute shader, and structures compacted, serialised and deserialised;
+    each sub-test checks its pixels itself, and through gpud its image
+    must equal the host driver's own, bit for bit (the digests).  A device
+    without ray tracing skips, but only where the host driver itself does."""
+    vk_raytrace = fx.prog('vk_raytrace')
+    digests = {}
+    runs = [('direct', fx.direct_env())]
+    if not fx.direct:
+        runs += [(variant[0], fx.gpud_env(variant)) for variant in VARIANTS]
+    for label, env in runs:
+        _, out, _ = fx.run([vk_raytrace], env, label=label)
+        fx.check_daemon()
+        for name in RAYTRACE_SUBTESTS:
+            if re.search(r'^vk_raytrace: %s: not supported by this device, skipped$' % name,
+                         out, re.M):
+                digests.setdefault(name, {})[label] = 'skipped'
+                continue
+            m = re.search(r'^vk_raytrace: %s: OK: .*digest (0x[0-9a-f]+)' % name, out, re.M)
+            if not m:
+                fail('%s: vk_raytrace exited 0 without an OK or skip line for %s' % (label, name))
+            digests.setdefault(name, {})[label] = m.group(1)
+    for name, by_run in sorted(digests.items()):
+        if len(set(by_run.values())) != 1:
+            fail('vk_raytrace %s: the runs differ: %s' % (
+                name, ', '.join('%s %s' % kv for kv in sorted(by_run.items()))))
+        log('vk_raytrace %s: %s in every run (%s)' % (
+            name, next(iter(by_run.values())), ', '.join(sorted(by_run))))
+    fx.run([vk_raytrace, '--test', 'no-such-test'], fx.gpud_env(VARIANTS[0]),
+           expect_rc=1, label='wrong name')
+    fx.check_daemon()
+
+
 def external_sync_lines(out, label, gpud):
     """{'semaphore': KIND, 'fence': KIND}: how vk_external semaphore passed
     each ('sync fd' or 'opaque fd', having said OK for it), or None where
@@ -3314,6 +3352,7 @@ SUBCOMMANDS = {
     'render': test_render,
     'sync': test_sync,
     'extensions': test_extensions,
+    'raytrace': test_raytrace,
     'external': test_external,
     'record': test_record,
     'lost': test_lost,
