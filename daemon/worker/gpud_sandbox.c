@@ -6,8 +6,9 @@
  * user, with no new privileges, not dumpable (so other processes of that
  * user, such as other clients' workers, cannot read or trace it); this
  * filter takes away what such code could use to reach further: running
- * programs, tracing or signalling other processes, new sockets, new
- * processes and namespaces, and the kernel's administrative interfaces.
+ * programs, tracing or signalling other processes, the network and
+ * connections to local services, new processes and namespaces, and the
+ * kernel's administrative interfaces.
  *
  * (clone's flags are its first argument on x86-64 and arm64, the machines
  * gpud is built for; s390x would need the second.)
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <linux/sockios.h>
 #include <unistd.h>
 
@@ -38,8 +40,6 @@ static const char *const denied[] = {
    /* other programs and processes */
    "execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev",
    "pidfd_getfd", "pidfd_send_signal", "tkill", "kcmp", "process_madvise",
-   /* the network and new connections (the client's socket is already open) */
-   "socket", "socketpair", "bind", "listen", "accept", "accept4", "connect",
    /* namespaces, mounts, identities */
    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount",
    "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
@@ -74,6 +74,20 @@ gpud_sandbox_enter(void)
    int r = 0;
    for (size_t i = 0; r == 0 && i < UTIL_ARRAY_SIZE(denied); i++)
       r = deny(f, denied[i]);
+   /* No network, and no connection to anything already listening (the
+    * daemon, D-Bus): sockets of the local domain only, and a connect finds
+    * nobody there. A host driver may still make its own sockets, bind and
+    * listen (NVIDIA's ray tracing starts CUDA, which listens on an abstract
+    * socket for other processes to pass it memory, and looks for an MPS
+    * server, which is not there). */
+   if (r == 0)
+      r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+                           SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+   if (r == 0)
+      r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
+                           SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+   if (r == 0)
+      r = seccomp_rule_add(f, SCMP_ACT_ERRNO(ECONNREFUSED), SCMP_SYS(connect), 0);
    /* Signals only to itself: workers of different clients share a user. */
    const scmp_datum_t self = (scmp_datum_t)getpid();
    if (r == 0)
