@@ -214,7 +214,16 @@ struct icd_device {
    uint64_t *event_used;
    unsigned event_hint;
    uint32_t next_tag;
+   /* host image copies (icd_hostcopy.c): the images made for them, and the
+    * staging memory shared with the worker (with hostcopy_mutex) */
+   pthread_mutex_t hostcopy_mutex;
+   struct icd_host_image **host_images;
+   void *staging;
+   uint64_t staging_size;
 };
+
+/* Host image copies: what a device keeps for them, freed with it. */
+void icd_device_hostcopy_finish(struct icd_device *dev);
 
 struct icd_semaphore {
    struct icd_object base;

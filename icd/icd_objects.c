@@ -52,6 +52,7 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
          return 0;
       dev->physical_device = (struct icd_physical_device *)parent;
       pthread_mutex_init(&dev->mutex, NULL);
+      pthread_mutex_init(&dev->hostcopy_mutex, NULL);
       return (uint64_t)(uintptr_t)dev;
    }
    case VK_OBJECT_TYPE_QUEUE: {
@@ -128,7 +129,9 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
          q = next;
       }
       icd_device_completion_finish(dev);
+      icd_device_hostcopy_finish(dev);
       pthread_mutex_destroy(&dev->mutex);
+      pthread_mutex_destroy(&dev->hostcopy_mutex);
       icd_object_free(dev);
       break;
    }

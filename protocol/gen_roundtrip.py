@@ -357,7 +357,10 @@ class Case:
         if m.len and m.len[0] != 'null-terminated' and n == 0:
             # an empty array: present, but no element is read
             loc = self.local('a')
-            t = 'const char *' if m.ptr == 2 else self.ctype(m.type)
+            if m.ptr == 2:
+                t = 'const char *' if m.type == 'char' else f'const {self.ctype(m.type)} *'
+            else:
+                t = self.ctype(m.type)
             self.w(f'{t} {loc}[1];')
             self.w(f'memset({loc}, 0, sizeof({loc}));')
             self.w(f'{lv} = {loc};')
@@ -753,6 +756,10 @@ def emit_eq_member(gen, w, ind, owner, members, m, xp, yp):
     k = reg.kind(m.type)
     t = reg.resolve_type(m.type)
     xv, yv = xp + m.name, yp + m.name
+    if (owner, m.name) in gen_wire.DROPPED_MEMBERS:
+        w(f'{ind}if (same && {yp}{m.name} != NULL)')
+        w(f'{ind}   same = rt_differs(t, "{owner}.{m.name} (travelled though dropped)");')
+        return
     cond = gen_wire.CONDITIONAL_MEMBERS.get((owner, m.name))
     differs = f'same = rt_differs(t, "{owner}.{m.name}");'
     if cond:

@@ -65,7 +65,8 @@ DENIED_EXTENSIONS = {
 # encoders, decoders and round-trip tests like every Vulkan command, and wire
 # ops after Vulkan's.  Applications never see them (no entrypoint); the ICD
 # calls icd_gen_<name> and the daemon implements gpud_exec_<name> (there is
-# no host command to default to).
+# no host command to default to).  One naming a type the registry lacks (the
+# host image copies' before 1.3.258) is left out.
 PRIVATE_COMMANDS = """
 <commands>
   <command>
@@ -112,6 +113,26 @@ PRIVATE_COMMANDS = """
     <param><type>VkDevice</type> <name>device</name></param>
     <param><type>VkQueryPool</type> <name>queryPool</name></param>
     <param><type>int</type> <name>fd</name></param>
+  </command>
+  <command>
+    <proto><type>void</type> <name>vkSetHostCopyStagingGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param><type>int</type> <name>fd</name></param>
+    <param><type>uint64_t</type> <name>size</name></param>
+  </command>
+  <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
+    <proto><type>VkResult</type> <name>vkCopyMemoryToImageGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param>const <type>VkCopyMemoryToImageInfoEXT</type>* <name>pCopyMemoryToImageInfo</name></param>
+    <param><type>uint32_t</type> <name>regionCount</name></param>
+    <param len="regionCount">const <type>uint64_t</type>* <name>pOffsets</name></param>
+  </command>
+  <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
+    <proto><type>VkResult</type> <name>vkCopyImageToMemoryGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param>const <type>VkCopyImageToMemoryInfoEXT</type>* <name>pCopyImageToMemoryInfo</name></param>
+    <param><type>uint32_t</type> <name>regionCount</name></param>
+    <param len="regionCount">const <type>uint64_t</type>* <name>pOffsets</name></param>
   </command>
 </commands>
 """
@@ -166,6 +187,10 @@ CLIENT_ONLY = {
     'vkCmdPushDescriptorSetWithTemplate2KHR':
         'the ICD turns template pushes into vkCmdPushDescriptorSet2KHR',
     'vkMapMemory2KHR': 'host-visible memory is a memfd the client maps itself',
+    # host image copies: the pixels go through memory the ICD shares with
+    # the worker (icd/icd_hostcopy.c), by vkCopy*GPUD
+    'vkCopyMemoryToImageEXT': 'the ICD stages the pixels in memory it shares with the worker',
+    'vkCopyImageToMemoryEXT': 'the ICD stages the pixels in memory it shares with the worker',
     'vkUnmapMemory2KHR': 'host-visible memory is a memfd the client maps itself',
     # VK_EXT_debug_utils and VK_EXT_debug_report: messengers and callbacks
     # live in the ICD, and the daemon sends the messages it has for a client
@@ -438,6 +463,11 @@ ADDRESS_UNION_QUERIES = {
 
 # Members that never travel: the daemon's host gets NULL.  Value: why.
 DROPPED_MEMBERS = {
+    # the pixels of a host image copy go through the staging memory the ICD
+    # shares with the worker; the region's offset in it travels instead
+    # (vkCopy*GPUD)
+    ('VkMemoryToImageCopyEXT', 'pHostPointer'): 'the pixels go through the staging memory',
+    ('VkImageToMemoryCopyEXT', 'pHostPointer'): 'the pixels go through the staging memory',
     ('VkRayTracingShaderGroupCreateInfoKHR', 'pShaderGroupCaptureReplayHandle'):
         'rayTracingPipelineShaderGroupHandleCaptureReplay is reported off, and vk.xml '
         'gives the handle no size',
@@ -477,6 +507,7 @@ FD_MEMBERS = {
     ('vkGetFenceFdKHR', 'pFd'): None,
     ('vkGetCompletionPageGPUD', 'pFd'): None,
     ('vkSetQueryPoolPageGPUD', 'fd'): None,
+    ('vkSetHostCopyStagingGPUD', 'fd'): None,
 }
 
 # Output pointers inside input structures: the host writes through them, the
@@ -683,6 +714,8 @@ class Gen:
         self.private = []
         for elem in ET.fromstring(PRIVATE_COMMANDS).findall('command'):
             cmd = vkxml.Command(elem)
+            if any(p.type.startswith('Vk') and reg.kind(p.type) == 'other' for p in cmd.params):
+                continue
             reg.commands[cmd.name] = cmd
             why = self.walk_command(cmd)
             if why:
@@ -2611,6 +2644,72 @@ def emit_icd(gen, w):
     w('}')
 
 
+def emit_format_blocks(gen, w):
+    """wire_format_block(): the bytes and extent of a texel block of a
+    format's aspect in host memory (vk.xml's <formats>), for host image
+    copies, whose sizes both sides compute: a depth aspect takes 2 bytes (16
+    bits) or 4 (24 or 32), a stencil aspect 1, a plane its compatible
+    format's block."""
+    root = gen.reg.root
+    formats = root.find('formats')
+    # the formats this registry's VkFormat has (for the Vulkan API)
+    known = set()
+    for parent in [root.find("enums[@name='VkFormat']")] + root.findall('feature') + \
+            root.findall('extensions/extension'):
+        if parent is None or 'vulkan' not in (parent.get('api') or 'vulkan').split(',') or \
+                parent.get('supported') == 'disabled':
+            continue
+        for e in parent.iter('enum'):
+            if (parent.get('name') == 'VkFormat' or e.get('extends') == 'VkFormat') and \
+                    e.get('alias') is None and \
+                    'vulkan' in (e.get('api') or 'vulkan').split(','):
+                known.add(e.get('name'))
+    w('bool\nwire_format_block(VkFormat format, VkImageAspectFlags aspect, uint32_t *bytes,')
+    w('                  uint32_t extent[3])\n{')
+    w('   switch ((int)format) {')
+    blocks = {}
+    if formats is not None:
+        for f in formats.findall('format'):
+            name = f.get('name')
+            if name not in known:
+                continue
+            ext = [int(x) for x in (f.get('blockExtent') or '1,1,1').split(',')]
+            blocks[name] = (int(f.get('blockSize')), ext)
+        for f in formats.findall('format'):
+            name = f.get('name')
+            if name not in known:
+                continue
+            comps = {c.get('name'): c.get('bits') for c in f.findall('component')}
+            planes = f.findall('plane')
+            cases = []
+            if planes:
+                for pl in planes:
+                    b = blocks.get(pl.get('compatible'))
+                    if b:
+                        cases.append((f'VK_IMAGE_ASPECT_PLANE_{pl.get("index")}_BIT', b))
+            elif 'D' in comps or 'S' in comps:
+                if 'D' in comps:
+                    cases.append(('VK_IMAGE_ASPECT_DEPTH_BIT',
+                                  (2 if comps['D'] == '16' else 4, [1, 1, 1])))
+                if 'S' in comps:
+                    cases.append(('VK_IMAGE_ASPECT_STENCIL_BIT', (1, [1, 1, 1])))
+            else:
+                cases.append(('VK_IMAGE_ASPECT_COLOR_BIT', blocks[name]))
+            w(f'   case {name}:')
+            for aspect, (size, ext) in cases:
+                w(f'      if (aspect == {aspect}) {{')
+                w(f'         *bytes = {size};')
+                w(f'         extent[0] = {ext[0]}, extent[1] = {ext[1]}, extent[2] = {ext[2]};')
+                w('         return true;')
+                w('      }')
+            w('      return false;')
+    w('   default:')
+    w('      return false;')
+    w('   }')
+    w('}')
+    w()
+
+
 def emit_sized_room(gen, w, ind, sname, var):
     """The ICD's side of emit_sized_shape: the room the application gives
     each array it sizes (none for a null array)."""
@@ -3035,6 +3134,11 @@ def main():
     hw(' * only in its chunks (WIRE_OP_CHUNK): 1 for core commands, 2 for those a')
     hw(' * device extension brings (wire_op_device_extensions); else 0. */')
     hw('extern const uint8_t wire_op_recorded[WIRE_OP_COUNT];')
+    hw('/* The bytes of a texel block of format\'s aspect (one aspect bit) in host')
+    hw(' * memory, and the block\'s extent in texels: what a host image copy of')
+    hw(' * it takes (vk.xml\'s formats); false for a format or aspect it has not. */')
+    hw('bool wire_format_block(VkFormat format, VkImageAspectFlags aspect, uint32_t *bytes,')
+    hw('                       uint32_t extent[3]);')
     hw()
     hw('/* Extensions gpud carries, beyond core: name, is-device-extension, the')
     hw(' * revision vk.xml describes, whether gpud implements it itself (own: the')
@@ -3068,6 +3172,7 @@ def main():
         cw('   {NULL, false, 0, false, false},')
     cw('};\n')
     cw(f'const unsigned wire_extension_count = {len(gen.extensions)};\n')
+    emit_format_blocks(gen, cw)
     cw('const uint16_t *\nwire_op_device_extensions(uint32_t op)\n{\n   switch (op) {')
     for name in gen.wire_commands:
         exts = gen.command_extensions.get(name)

@@ -273,6 +273,8 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->new_heap = 0;
    call->new_create_flags = 0;
    call->new_size = 0;
+   call->new_image_host_transfer = false;
+   call->new_image_format = call->new_image_layers = call->new_image_levels = 0;
    call->new_query_values = 0;
    call->new_sets_adopted = 0;
    call->new_messenger = VK_NULL_HANDLE;

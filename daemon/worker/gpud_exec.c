@@ -149,25 +149,13 @@ gpud_exec_vkGetPhysicalDeviceProperties2(struct gpud_call *call,
 
 /* Features whose commands gpud does not carry are off, whatever the host
  * has (each is listed in docs/architecture.md): in what the application is
- * told, and in what it asks of the host (a host image copy is the worker's
- * own memcpy over regions nothing checks). chain: a pNext chain of the
+ * told, and in what it asks of the host. chain: a pNext chain of the
  * decoder's own memory, changed in place. */
 static void
 clear_uncarried_features(const void *chain)
 {
    for (const VkBaseInStructure *c = chain; c; c = c->pNext) {
       switch ((int)c->sType) {
-#ifdef VK_VERSION_1_4
-      /* host image copies (vkCopyMemoryToImage and the like) */
-      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_4_FEATURES:
-         ((VkPhysicalDeviceVulkan14Features *)c)->hostImageCopy = VK_FALSE;
-         break;
-#endif
-#ifdef VK_EXT_host_image_copy
-      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT:
-         ((VkPhysicalDeviceHostImageCopyFeaturesEXT *)c)->hostImageCopy = VK_FALSE;
-         break;
-#endif
 #ifdef VK_KHR_acceleration_structure
       /* host builds and copies read the application's memory by host
        * address (icd/icd_deferred.c) */
@@ -946,6 +934,12 @@ gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *
    struct external_patch p;
    image_info_patch(call, info, &p);
    call->new_create_flags = info->flags;
+#ifdef VK_EXT_host_image_copy
+   call->new_image_host_transfer = info->usage & VK_IMAGE_USAGE_HOST_TRANSFER_BIT_EXT;
+#endif
+   call->new_image_format = (uint32_t)info->format;
+   call->new_image_layers = info->arrayLayers;
+   call->new_image_levels = info->mipLevels;
    gpud_gen_exec_vkCreateImage(call, a);
    external_restore(&info->pNext, &p);
 }
@@ -1342,27 +1336,6 @@ gpud_exec_vkGetPipelineIndirectMemoryRequirementsNV(
 #endif
 
 /* ---- what is reported off is refused ---------------------------------------- */
-
-/* Host image copies are memcpys in the worker over regions the daemon does
- * not check, and hostImageCopy is never enabled: a client asking for one
- * breaks the rules and is disconnected. */
-#ifdef WIRE_HAS_vkCopyImageToImage
-void
-gpud_exec_vkCopyImageToImage(struct gpud_call *call, struct wire_args_vkCopyImageToImage *a)
-{
-   gpud_call_fail(call, "vkCopyImageToImage: host image copies are not offered");
-   a->ret = VK_ERROR_INITIALIZATION_FAILED;
-}
-#endif
-#ifdef WIRE_HAS_vkTransitionImageLayout
-void
-gpud_exec_vkTransitionImageLayout(struct gpud_call *call,
-                                  struct wire_args_vkTransitionImageLayout *a)
-{
-   gpud_call_fail(call, "vkTransitionImageLayout: host image copies are not offered");
-   a->ret = VK_ERROR_INITIALIZATION_FAILED;
-}
-#endif
 
 /* Capture-replay data (descriptorBufferCaptureReplay, never enabled): the
  * host would write as many bytes as its properties say into the daemon's

@@ -130,6 +130,10 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       break;
    case VK_OBJECT_TYPE_IMAGE:
       obj->sparse = call->new_create_flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT;
+      obj->image_host_transfer = call->new_image_host_transfer;
+      obj->image_format = call->new_image_format;
+      obj->image_layers = call->new_image_layers;
+      obj->image_levels = call->new_image_levels;
       break;
    case VK_OBJECT_TYPE_QUERY_POOL:
       obj->size = call->new_size;

@@ -66,12 +66,17 @@ struct gpud_object {
    bool bound;
    bool sparse;
    uint64_t size;                    /* buffers: their size */
+   /* images made for host copies (VK_IMAGE_USAGE_HOST_TRANSFER_BIT): what
+    * sizes their regions (gpud_hostcopy.c) */
+   bool image_host_transfer;
+   uint32_t image_format, image_layers, image_levels;
    struct gpud_object *memory;       /* what a buffer or image is bound to */
    uint64_t physical_device;         /* devices: the host physical device */
    struct gpud_queue_info *queues;   /* devices: the queues it was created with */
    uint32_t n_queues;
    bool *extensions;                 /* devices: which of wire_extensions it enabled */
-   /* memory */
+   /* memory: its mapping; devices: the host copies' staging memory
+    * (gpud_hostcopy.c) */
    void *map;
    size_t map_size;
    uint64_t bytes;

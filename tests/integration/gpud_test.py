@@ -2410,7 +2410,7 @@ def test_sync(fx):
 # vk_extensions' sub-tests; each prints "vk_extensions: NAME: OK: ..." when
 # it passed.
 EXTENSION_SUBTESTS = ['push', 'conditional', 'border', 'xfb', 'dynamic', 'address',
-                      'descriptor-buffer', 'dgc']
+                      'descriptor-buffer', 'dgc', 'host-image-copy']
 
 
 def test_extensions(fx):
@@ -2967,10 +2967,7 @@ def compare_vulkaninfo_text(fx, vulkaninfo, other):
 
 
 # vk_props lines through gpud that differ from the host's on purpose.
-PROPS_DIFFERENCES = {
-    'VkPhysicalDeviceVulkan14Features.hostImageCopy':
-        'host image copies (vkCopyMemoryToImage and the like) are not carried',
-}
+PROPS_DIFFERENCES = {}
 
 
 def compare_props(fx, other):

@@ -30,6 +30,12 @@
  *                of addresses through the address in a push constant, then
  *                reads and writes through those; the host's addresses pass
  *                through gpud unchanged.
+ *   descriptor-buffer, dgc  VK_EXT_descriptor_buffer and
+ *                VK_EXT_device_generated_commands (see their sections).
+ *   host-image-copy  VK_EXT_host_image_copy: a two-layer image written on
+ *                the host from padded rows and a rectangle, read back on the
+ *                host and by the device, copied to another image on the
+ *                host, and out and in as the host lays it out (MEMCPY).
  *
  *   vk_extensions [--device NAME] [--test NAME]...
  *
@@ -1744,6 +1750,276 @@ test_dgc(const char *device_name)
 }
 #endif
 
+/* ---- host-image-copy: VK_EXT_host_image_copy ------------------------------ */
+
+#ifdef VK_EXT_host_image_copy
+#define HC_W 40u      /* the image: 40x24 RGBA8, two layers */
+#define HC_H 24u
+#define HC_LAYERS 2u
+#define HC_ROW 48u    /* texels per row in the application's memory */
+
+/* The value the first copy gives texel (x, y) of layer l. */
+static uint32_t
+hc_texel(uint32_t l, uint32_t x, uint32_t y)
+{
+   return 0x01000000u * (l + 1) + 0x10000u * y + 0x100u * x + 0x5a;
+}
+
+/* ... and the second, over a 16x8 rectangle at (8, 4) of layer 1. */
+#define HC_RECT_X 8u
+#define HC_RECT_Y 4u
+#define HC_RECT_W 16u
+#define HC_RECT_H 8u
+static uint32_t
+hc_rect_texel(uint32_t x, uint32_t y)
+{
+   return 0xc0000000u + 0x100u * y + x;
+}
+
+static uint32_t
+hc_expected(uint32_t l, uint32_t x, uint32_t y)
+{
+   if (l == 1 && x >= HC_RECT_X && x < HC_RECT_X + HC_RECT_W && y >= HC_RECT_Y &&
+       y < HC_RECT_Y + HC_RECT_H)
+      return hc_rect_texel(x - HC_RECT_X, y - HC_RECT_Y);
+   return hc_texel(l, x, y);
+}
+
+static VkImage
+hc_image(const struct vkt_context *ctx, VkDeviceMemory *memory,
+         PFN_vkTransitionImageLayoutEXT transition)
+{
+   const VkImageCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+      .imageType = VK_IMAGE_TYPE_2D,
+      .format = VK_FORMAT_R8G8B8A8_UNORM,
+      .extent = { HC_W, HC_H, 1 },
+      .mipLevels = 1,
+      .arrayLayers = HC_LAYERS,
+      .samples = VK_SAMPLE_COUNT_1_BIT,
+      .tiling = VK_IMAGE_TILING_OPTIMAL,
+      .usage = VK_IMAGE_USAGE_HOST_TRANSFER_BIT_EXT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+      .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+      .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+   };
+   VkImage image;
+   VKT_CHECK(vkCreateImage(ctx->device, &info, NULL, &image));
+   *memory = vkt_image_bind_memory(ctx, image);
+   /* on the host, no command buffer */
+   const VkHostImageLayoutTransitionInfoEXT to_general = {
+      .sType = VK_STRUCTURE_TYPE_HOST_IMAGE_LAYOUT_TRANSITION_INFO_EXT,
+      .image = image,
+      .oldLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+      .newLayout = VK_IMAGE_LAYOUT_GENERAL,
+      .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, HC_LAYERS },
+   };
+   VKT_CHECK(transition(ctx->device, 1, &to_general));
+   return image;
+}
+
+/* Reads every texel of image (both layers, packed) through a host copy and
+ * checks it; what says which image. */
+static void
+hc_check(const struct vkt_context *ctx, PFN_vkCopyImageToMemoryEXT to_memory, VkImage image,
+         const char *what)
+{
+   uint32_t *out = calloc(HC_W * HC_H * HC_LAYERS, sizeof(*out));
+   if (!out)
+      vkt_fail("out of memory");
+   const VkImageToMemoryCopyEXT region = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_TO_MEMORY_COPY_EXT,
+      .pHostPointer = out,
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, VK_REMAINING_ARRAY_LAYERS },
+      .imageExtent = { HC_W, HC_H, 1 },
+   };
+   const VkCopyImageToMemoryInfoEXT info = {
+      .sType = VK_STRUCTURE_TYPE_COPY_IMAGE_TO_MEMORY_INFO_EXT,
+      .srcImage = image,
+      .srcImageLayout = VK_IMAGE_LAYOUT_GENERAL,
+      .regionCount = 1,
+      .pRegions = &region,
+   };
+   VKT_CHECK(to_memory(ctx->device, &info));
+   for (uint32_t l = 0; l < HC_LAYERS; l++)
+      for (uint32_t y = 0; y < HC_H; y++)
+         for (uint32_t x = 0; x < HC_W; x++) {
+            uint32_t got = out[(l * HC_H + y) * HC_W + x];
+            if (got != hc_expected(l, x, y))
+               vkt_fail("host-image-copy: %s: layer %u texel (%u, %u) is 0x%08x, expected "
+                        "0x%08x", what, l, x, y, got, hc_expected(l, x, y));
+         }
+   free(out);
+}
+
+static void
+test_host_copy(const char *device_name)
+{
+   static const char *const exts[] = { VK_EXT_HOST_IMAGE_COPY_EXTENSION_NAME };
+   VkPhysicalDeviceHostImageCopyFeaturesEXT want = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT,
+      .hostImageCopy = VK_TRUE,
+   };
+   struct vkt_context ctx;
+   context_init(&ctx, PROG ": host-image-copy", device_name, 0, exts, VKT_ARRAY_SIZE(exts),
+                &want);
+   PFN_vkCopyMemoryToImageEXT to_image = LOAD(&ctx, vkCopyMemoryToImageEXT);
+   PFN_vkCopyImageToMemoryEXT to_memory = LOAD(&ctx, vkCopyImageToMemoryEXT);
+   PFN_vkCopyImageToImageEXT image_to_image = LOAD(&ctx, vkCopyImageToImageEXT);
+   PFN_vkTransitionImageLayoutEXT transition = LOAD(&ctx, vkTransitionImageLayoutEXT);
+
+   VkDeviceMemory memory[3];
+   VkImage a = hc_image(&ctx, &memory[0], transition);
+
+   /* both layers from memory whose rows are longer than the image's, then
+    * a rectangle of layer 1 from packed memory */
+   uint32_t *src = calloc(HC_ROW * HC_H * HC_LAYERS, sizeof(*src));
+   uint32_t rect[HC_RECT_W * HC_RECT_H];
+   if (!src)
+      vkt_fail("out of memory");
+   for (uint32_t l = 0; l < HC_LAYERS; l++)
+      for (uint32_t y = 0; y < HC_H; y++)
+         for (uint32_t x = 0; x < HC_ROW; x++)
+            src[(l * HC_H + y) * HC_ROW + x] = x < HC_W ? hc_texel(l, x, y) : 0xdeadbeef;
+   for (uint32_t y = 0; y < HC_RECT_H; y++)
+      for (uint32_t x = 0; x < HC_RECT_W; x++)
+         rect[y * HC_RECT_W + x] = hc_rect_texel(x, y);
+   const VkMemoryToImageCopyEXT regions[] = {
+      {
+         .sType = VK_STRUCTURE_TYPE_MEMORY_TO_IMAGE_COPY_EXT,
+         .pHostPointer = src,
+         .memoryRowLength = HC_ROW,
+         .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, HC_LAYERS },
+         .imageExtent = { HC_W, HC_H, 1 },
+      },
+      {
+         .sType = VK_STRUCTURE_TYPE_MEMORY_TO_IMAGE_COPY_EXT,
+         .pHostPointer = rect,
+         .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 1 },
+         .imageOffset = { HC_RECT_X, HC_RECT_Y, 0 },
+         .imageExtent = { HC_RECT_W, HC_RECT_H, 1 },
+      },
+   };
+   const VkCopyMemoryToImageInfoEXT to_image_info = {
+      .sType = VK_STRUCTURE_TYPE_COPY_MEMORY_TO_IMAGE_INFO_EXT,
+      .dstImage = a,
+      .dstImageLayout = VK_IMAGE_LAYOUT_GENERAL,
+      .regionCount = VKT_ARRAY_SIZE(regions),
+      .pRegions = regions,
+   };
+   VKT_CHECK(to_image(ctx.device, &to_image_info));
+   free(src);
+   hc_check(&ctx, to_memory, a, "copied from memory");
+
+   /* the device sees what the host wrote: layer 1 by vkCmdCopyImageToBuffer */
+   struct vkt_buffer buf;
+   vkt_buffer_create(&ctx, HC_W * HC_H * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &buf);
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   const VkBufferImageCopy to_buffer = {
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 1 },
+      .imageExtent = { HC_W, HC_H, 1 },
+   };
+   vkCmdCopyImageToBuffer(cmd, a, VK_IMAGE_LAYOUT_GENERAL, buf.buffer, 1, &to_buffer);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &buf);
+   for (uint32_t y = 0; y < HC_H; y++)
+      for (uint32_t x = 0; x < HC_W; x++) {
+         uint32_t got = ((const uint32_t *)buf.map)[y * HC_W + x];
+         if (got != hc_expected(1, x, y))
+            vkt_fail("host-image-copy: the device reads 0x%08x at (%u, %u) of layer 1, the "
+                     "host wrote 0x%08x", got, x, y, hc_expected(1, x, y));
+      }
+   vkt_buffer_destroy(&ctx, &buf);
+
+   /* image to image on the host; then out and back in as the host lays the
+    * image out (VK_HOST_IMAGE_COPY_MEMCPY), layer by layer */
+   VkImage b = hc_image(&ctx, &memory[1], transition);
+   VkImage c = hc_image(&ctx, &memory[2], transition);
+   const VkImageCopy2 whole = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_COPY_2,
+      .srcSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, HC_LAYERS },
+      .dstSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, HC_LAYERS },
+      .extent = { HC_W, HC_H, 1 },
+   };
+   const VkCopyImageToImageInfoEXT image_info = {
+      .sType = VK_STRUCTURE_TYPE_COPY_IMAGE_TO_IMAGE_INFO_EXT,
+      .srcImage = a,
+      .srcImageLayout = VK_IMAGE_LAYOUT_GENERAL,
+      .dstImage = b,
+      .dstImageLayout = VK_IMAGE_LAYOUT_GENERAL,
+      .regionCount = 1,
+      .pRegions = &whole,
+   };
+   VKT_CHECK(image_to_image(ctx.device, &image_info));
+   hc_check(&ctx, to_memory, b, "copied from another image");
+
+   VkSubresourceHostMemcpySizeEXT memcpy_size = {
+      .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_HOST_MEMCPY_SIZE_EXT,
+   };
+   VkSubresourceLayout2EXT layout = {
+      .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_LAYOUT_2_EXT,
+      .pNext = &memcpy_size,
+   };
+   const VkImageSubresource2EXT layer0 = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_SUBRESOURCE_2_EXT,
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0 },
+   };
+   PFN_vkGetImageSubresourceLayout2EXT subresource_layout =
+      LOAD(&ctx, vkGetImageSubresourceLayout2EXT);
+   subresource_layout(ctx.device, b, &layer0, &layout);
+   if (memcpy_size.size < HC_W * HC_H * 4)
+      vkt_fail("host-image-copy: a layer takes %llu bytes as the host lays it out, fewer "
+               "than its texels", (unsigned long long)memcpy_size.size);
+   uint8_t *raw = calloc(HC_LAYERS, memcpy_size.size);
+   if (!raw)
+      vkt_fail("out of memory");
+   const VkImageToMemoryCopyEXT raw_out = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_TO_MEMORY_COPY_EXT,
+      .pHostPointer = raw,
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, HC_LAYERS },
+      .imageExtent = { HC_W, HC_H, 1 },
+   };
+   const VkCopyImageToMemoryInfoEXT raw_out_info = {
+      .sType = VK_STRUCTURE_TYPE_COPY_IMAGE_TO_MEMORY_INFO_EXT,
+      .flags = VK_HOST_IMAGE_COPY_MEMCPY_EXT,
+      .srcImage = b,
+      .srcImageLayout = VK_IMAGE_LAYOUT_GENERAL,
+      .regionCount = 1,
+      .pRegions = &raw_out,
+   };
+   VKT_CHECK(to_memory(ctx.device, &raw_out_info));
+   const VkMemoryToImageCopyEXT raw_in = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_TO_IMAGE_COPY_EXT,
+      .pHostPointer = raw,
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, HC_LAYERS },
+      .imageExtent = { HC_W, HC_H, 1 },
+   };
+   const VkCopyMemoryToImageInfoEXT raw_in_info = {
+      .sType = VK_STRUCTURE_TYPE_COPY_MEMORY_TO_IMAGE_INFO_EXT,
+      .flags = VK_HOST_IMAGE_COPY_MEMCPY_EXT,
+      .dstImage = c,
+      .dstImageLayout = VK_IMAGE_LAYOUT_GENERAL,
+      .regionCount = 1,
+      .pRegions = &raw_in,
+   };
+   VKT_CHECK(to_image(ctx.device, &raw_in_info));
+   free(raw);
+   hc_check(&ctx, to_memory, c, "copied as the host lays it out");
+
+   VkImage images[] = { a, b, c };
+   for (unsigned i = 0; i < VKT_ARRAY_SIZE(images); i++) {
+      vkDestroyImage(ctx.device, images[i], NULL);
+      vkFreeMemory(ctx.device, memory[i], NULL);
+   }
+   printf(PROG ": host-image-copy: OK: two layers of a %ux%u RGBA8 image from rows of %u "
+          "texels and a %ux%u rectangle, read back on the host and by the device; copied to "
+          "another image on the host, and out and in again as the host lays it out (%llu "
+          "bytes a layer)\n", HC_W, HC_H, HC_ROW, HC_RECT_W, HC_RECT_H,
+          (unsigned long long)memcpy_size.size);
+   vkt_context_finish(&ctx);
+}
+#endif
+
 /* ---- main --------------------------------------------------------------- */
 
 static const struct {
@@ -1761,6 +2037,9 @@ static const struct {
 #endif
 #ifdef VK_EXT_device_generated_commands
    { "dgc", test_dgc },
+#endif
+#ifdef VK_EXT_host_image_copy
+   { "host-image-copy", test_host_copy },
 #endif
 };
 

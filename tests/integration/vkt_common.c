@@ -311,6 +311,10 @@ static const struct feature_struct {
                   VkPhysicalDeviceSwapchainMaintenance1FeaturesEXT, swapchainMaintenance1),
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GRAPHICS_PIPELINE_LIBRARY_FEATURES_EXT,
                   VkPhysicalDeviceGraphicsPipelineLibraryFeaturesEXT, graphicsPipelineLibrary),
+#ifdef VK_EXT_host_image_copy
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT,
+                  VkPhysicalDeviceHostImageCopyFeaturesEXT, hostImageCopy),
+#endif
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
                   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR, pipelineExecutableInfo),
 #ifdef VK_EXT_shader_object

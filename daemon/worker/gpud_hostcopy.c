@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host image copies, the worker's side (icd/icd_hostcopy.c has the
+ * application's): the ICD's staging memfd is mapped as the device's
+ * (vkSetHostCopyStagingGPUD), and each region of a copy names an offset in
+ * it. The worker sizes every region itself, as the ICD did
+ * (protocol/wire_hostcopy.h), from the format and layers the image was made
+ * with, and the host driver sees only regions inside the staging memory;
+ * a region outside it, or one that cannot be sized, breaks the protocol.
+ */
+#include "gpud_call.h"
+
+#include <stdio.h>
+#include <sys/mman.h>
+
+#include "util_macros.h"
+#include "util_memfd.h"
+#include "wire_hostcopy.h"
+
+/* The largest staging memory a device takes (the ICD's ICD_STAGING_MAX). */
+#define STAGING_MAX (256ull << 20)
+
+void
+gpud_exec_vkSetHostCopyStagingGPUD(struct gpud_call *call,
+                                   struct wire_args_vkSetHostCopyStagingGPUD *a)
+{
+   struct gpud_object *dev = call->device;
+   void *map = MAP_FAILED;
+   if (dev && a->size && a->size <= STAGING_MAX && a->fd >= 0 &&
+       util_memfd_check(a->fd, a->size) == 0)
+      map = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+   util_fd_close(&a->fd);
+   if (map == MAP_FAILED) {
+      gpud_call_fail(call, "vkSetHostCopyStagingGPUD: not a memfd of that size");
+      return;
+   }
+   /* a device's map is its staging memory (freed with it) */
+   if (dev->map)
+      munmap(dev->map, dev->map_size);
+   dev->map = map;
+   dev->map_size = a->size;
+}
+
+#ifdef WIRE_HAS_vkCopyMemoryToImageGPUD
+
+/* The host's commands by the names of the registry gpud is built from. */
+#ifdef VK_VERSION_1_4
+#define HOST_COPY_MEMORY_TO_IMAGE CopyMemoryToImage
+#define HOST_COPY_IMAGE_TO_MEMORY CopyImageToMemory
+#define HOST_GET_SUBRESOURCE_LAYOUT2 GetImageSubresourceLayout2
+#else
+#define HOST_COPY_MEMORY_TO_IMAGE CopyMemoryToImageEXT
+#define HOST_COPY_IMAGE_TO_MEMORY CopyImageToMemoryEXT
+#define HOST_GET_SUBRESOURCE_LAYOUT2 GetImageSubresourceLayout2EXT
+#endif
+
+/* A region of either direction. */
+struct region {
+   const VkImageSubresourceLayers *sub;
+   uint32_t row_length, image_height;
+   VkExtent3D extent;
+};
+
+/* Where in the staging memory a region's bytes lie, once they are known to
+ * lie there; NULL (the client failed) otherwise. */
+static void *
+place_region(struct gpud_call *call, const char *command, const struct gpud_object *img,
+             VkHostImageCopyFlagsEXT flags, const struct region *r, uint32_t i, uint64_t offset)
+{
+   const struct gpud_object *dev = call->device;
+   const VkImageSubresourceLayers *s = r->sub;
+   const uint32_t layers = wire_host_copy_layers(s, img->image_layers);
+   uint64_t bytes = 0;
+   bool sized;
+   if (flags & VK_HOST_IMAGE_COPY_MEMCPY_EXT) {
+      /* the subresource as the host lays it out, one layer after another */
+      VkSubresourceHostMemcpySizeEXT memcpy_size = {
+         .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_HOST_MEMCPY_SIZE_EXT,
+      };
+      VkSubresourceLayout2EXT layout = {
+         .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_LAYOUT_2_EXT,
+         .pNext = &memcpy_size,
+      };
+      const VkImageSubresource2EXT what = {
+         .sType = VK_STRUCTURE_TYPE_IMAGE_SUBRESOURCE_2_EXT,
+         .imageSubresource = {s->aspectMask, s->mipLevel, s->baseArrayLayer},
+      };
+      sized = call->disp->HOST_GET_SUBRESOURCE_LAYOUT2 && s->mipLevel < img->image_levels &&
+              s->baseArrayLayer < img->image_layers &&
+              __builtin_popcount(s->aspectMask) == 1;
+      if (sized)
+         call->disp->HOST_GET_SUBRESOURCE_LAYOUT2((VkDevice)(uintptr_t)dev->handle,
+                                                  (VkImage)(uintptr_t)img->handle, &what,
+                                                  &layout);
+      sized = sized && !__builtin_mul_overflow(memcpy_size.size, (uint64_t)layers, &bytes) &&
+              bytes && bytes <= dev->map_size;
+   } else {
+      sized = wire_host_copy_bytes((VkFormat)img->image_format, s->aspectMask, r->row_length,
+                                   r->image_height, r->extent, layers, dev->map_size, &bytes);
+   }
+   if (!sized || offset > dev->map_size || bytes > dev->map_size - offset) {
+      char why[160];
+      snprintf(why, sizeof(why), "%s: region %u (offset %llu) is not inside the staging "
+               "memory", command, i, (unsigned long long)offset);
+      gpud_call_fail(call, why);
+      return NULL;
+   }
+   return (char *)dev->map + offset;
+}
+
+/* The image of a copy, when the device has staging memory and the image
+ * was made for host copies; NULL (the client failed) otherwise. */
+static const struct gpud_object *
+copy_image(struct gpud_call *call, const char *command, VkImage image, bool counts_match)
+{
+   const struct gpud_object *img =
+      gpud_call_named(call, VK_OBJECT_TYPE_IMAGE, (uint64_t)(uintptr_t)image);
+   if (counts_match && call->device && call->device->map && img && img->image_host_transfer)
+      return img;
+   char why[160];
+   snprintf(why, sizeof(why), "%s: regions and offsets differ, no staging memory, or an "
+            "image not made for host copies", command);
+   gpud_call_fail(call, why);
+   return NULL;
+}
+
+void
+gpud_exec_vkCopyMemoryToImageGPUD(struct gpud_call *call,
+                                  struct wire_args_vkCopyMemoryToImageGPUD *a)
+{
+   /* decoded: the worker's own memory, regions included */
+   VkCopyMemoryToImageInfoEXT *info = (VkCopyMemoryToImageInfoEXT *)a->pCopyMemoryToImageInfo;
+   VkMemoryToImageCopyEXT *regions = (VkMemoryToImageCopyEXT *)info->pRegions;
+   const struct gpud_object *img =
+      copy_image(call, "vkCopyMemoryToImage", info->dstImage,
+                 info->regionCount == a->regionCount && call->disp->HOST_COPY_MEMORY_TO_IMAGE);
+   for (uint32_t i = 0; img && i < info->regionCount; i++) {
+      const struct region r = {&regions[i].imageSubresource, regions[i].memoryRowLength,
+                               regions[i].memoryImageHeight, regions[i].imageExtent};
+      regions[i].pHostPointer =
+         place_region(call, "vkCopyMemoryToImage", img, info->flags, &r, i, a->pOffsets[i]);
+      if (!regions[i].pHostPointer)
+         return;
+   }
+   if (img)
+      a->ret = call->disp->HOST_COPY_MEMORY_TO_IMAGE(a->device, info);
+}
+
+void
+gpud_exec_vkCopyImageToMemoryGPUD(struct gpud_call *call,
+                                  struct wire_args_vkCopyImageToMemoryGPUD *a)
+{
+   VkCopyImageToMemoryInfoEXT *info = (VkCopyImageToMemoryInfoEXT *)a->pCopyImageToMemoryInfo;
+   VkImageToMemoryCopyEXT *regions = (VkImageToMemoryCopyEXT *)info->pRegions;
+   const struct gpud_object *img =
+      copy_image(call, "vkCopyImageToMemory", info->srcImage,
+                 info->regionCount == a->regionCount && call->disp->HOST_COPY_IMAGE_TO_MEMORY);
+   for (uint32_t i = 0; img && i < info->regionCount; i++) {
+      const struct region r = {&regions[i].imageSubresource, regions[i].memoryRowLength,
+                               regions[i].memoryImageHeight, regions[i].imageExtent};
+      regions[i].pHostPointer =
+         place_region(call, "vkCopyImageToMemory", img, info->flags, &r, i, a->pOffsets[i]);
+      if (!regions[i].pHostPointer)
+         return;
+   }
+   if (img)
+      a->ret = call->disp->HOST_COPY_IMAGE_TO_MEMORY(a->device, info);
+}
+
+#endif
