@@ -275,6 +275,7 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->new_size = 0;
    call->new_image_host_transfer = false;
    call->new_image_format = call->new_image_layers = call->new_image_levels = 0;
+   memset(call->new_image_extent, 0, sizeof(call->new_image_extent));
    call->new_query_values = 0;
    call->new_sets_adopted = 0;
    call->new_messenger = VK_NULL_HANDLE;

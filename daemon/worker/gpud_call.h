@@ -53,6 +53,7 @@ struct gpud_call {
    /* a new image's, for host copies (usage has HOST_TRANSFER) */
    bool new_image_host_transfer;
    uint32_t new_image_format, new_image_layers, new_image_levels;
+   uint32_t new_image_extent[3];
    uint32_t new_query_values;
    /* the bindings of a new set layout; the layouts of new descriptor sets,
     * in order (new_sets_adopted of them taken) */

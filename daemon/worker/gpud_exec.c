@@ -940,6 +940,9 @@ gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *
    call->new_image_format = (uint32_t)info->format;
    call->new_image_layers = info->arrayLayers;
    call->new_image_levels = info->mipLevels;
+   call->new_image_extent[0] = info->extent.width;
+   call->new_image_extent[1] = info->extent.height;
+   call->new_image_extent[2] = info->extent.depth;
    gpud_gen_exec_vkCreateImage(call, a);
    external_restore(&info->pNext, &p);
 }

@@ -54,10 +54,39 @@ gpud_exec_vkSetHostCopyStagingGPUD(struct gpud_call *call,
 #define HOST_GET_SUBRESOURCE_LAYOUT2 GetImageSubresourceLayout2EXT
 #endif
 
+/* Whether a subresource's layers and level exist in the image, and a box
+ * at offset of extent texels lies inside that level (up to the edge of its
+ * last texel block, as compressed images' copies may reach). The host
+ * driver copies on the CPU over what the region says. */
+static bool
+region_fits(const struct gpud_object *img, const VkImageSubresourceLayers *s,
+            VkOffset3D offset, VkExtent3D extent)
+{
+   const uint32_t layers = wire_host_copy_layers(s, img->image_layers);
+   if (s->mipLevel >= img->image_levels || !layers || s->baseArrayLayer >= img->image_layers ||
+       layers > img->image_layers - s->baseArrayLayer || __builtin_popcount(s->aspectMask) != 1)
+      return false;
+   uint32_t block_bytes, block[3];
+   if (!wire_format_block((VkFormat)img->image_format, s->aspectMask, &block_bytes, block))
+      block[0] = block[1] = block[2] = 1; /* the host refuses an aspect the format lacks */
+   const int64_t at[3] = {offset.x, offset.y, offset.z};
+   const uint64_t size[3] = {extent.width, extent.height, extent.depth};
+   for (int d = 0; d < 3; d++) {
+      uint64_t level = img->image_extent[d] >> s->mipLevel;
+      if (!level)
+         level = 1;
+      level = (level + block[d] - 1) / block[d] * block[d];
+      if (at[d] < 0 || !size[d] || (uint64_t)at[d] > level || size[d] > level - (uint64_t)at[d])
+         return false;
+   }
+   return true;
+}
+
 /* A region of either direction. */
 struct region {
    const VkImageSubresourceLayers *sub;
    uint32_t row_length, image_height;
+   VkOffset3D offset;
    VkExtent3D extent;
 };
 
@@ -98,10 +127,11 @@ place_region(struct gpud_call *call, const char *command, const struct gpud_obje
       sized = wire_host_copy_bytes((VkFormat)img->image_format, s->aspectMask, r->row_length,
                                    r->image_height, r->extent, layers, dev->map_size, &bytes);
    }
-   if (!sized || offset > dev->map_size || bytes > dev->map_size - offset) {
+   if (!sized || offset > dev->map_size || bytes > dev->map_size - offset ||
+       !region_fits(img, s, r->offset, r->extent)) {
       char why[160];
       snprintf(why, sizeof(why), "%s: region %u (offset %llu) is not inside the staging "
-               "memory", command, i, (unsigned long long)offset);
+               "memory or the image", command, i, (unsigned long long)offset);
       gpud_call_fail(call, why);
       return NULL;
    }
@@ -136,7 +166,8 @@ gpud_exec_vkCopyMemoryToImageGPUD(struct gpud_call *call,
                  info->regionCount == a->regionCount && call->disp->HOST_COPY_MEMORY_TO_IMAGE);
    for (uint32_t i = 0; img && i < info->regionCount; i++) {
       const struct region r = {&regions[i].imageSubresource, regions[i].memoryRowLength,
-                               regions[i].memoryImageHeight, regions[i].imageExtent};
+                               regions[i].memoryImageHeight, regions[i].imageOffset,
+                               regions[i].imageExtent};
       regions[i].pHostPointer =
          place_region(call, "vkCopyMemoryToImage", img, info->flags, &r, i, a->pOffsets[i]);
       if (!regions[i].pHostPointer)
@@ -157,7 +188,8 @@ gpud_exec_vkCopyImageToMemoryGPUD(struct gpud_call *call,
                  info->regionCount == a->regionCount && call->disp->HOST_COPY_IMAGE_TO_MEMORY);
    for (uint32_t i = 0; img && i < info->regionCount; i++) {
       const struct region r = {&regions[i].imageSubresource, regions[i].memoryRowLength,
-                               regions[i].memoryImageHeight, regions[i].imageExtent};
+                               regions[i].memoryImageHeight, regions[i].imageOffset,
+                               regions[i].imageExtent};
       regions[i].pHostPointer =
          place_region(call, "vkCopyImageToMemory", img, info->flags, &r, i, a->pOffsets[i]);
       if (!regions[i].pHostPointer)
@@ -165,6 +197,68 @@ gpud_exec_vkCopyImageToMemoryGPUD(struct gpud_call *call,
    }
    if (img)
       a->ret = call->disp->HOST_COPY_IMAGE_TO_MEMORY(a->device, info);
+}
+
+/* Copies and layout transitions on the host name images and subresources
+ * the host driver takes on trust: each must be one made for host copies,
+ * with the layers, levels and texels the command names. */
+static bool
+host_image(struct gpud_call *call, const char *command, VkImage image,
+           const struct gpud_object **img)
+{
+   *img = gpud_call_named(call, VK_OBJECT_TYPE_IMAGE, (uint64_t)(uintptr_t)image);
+   if (*img && (*img)->image_host_transfer)
+      return true;
+   char why[160];
+   snprintf(why, sizeof(why), "%s: an image not made for host copies", command);
+   gpud_call_fail(call, why);
+   return false;
+}
+
+void
+gpud_exec_vkCopyImageToImage(struct gpud_call *call, struct wire_args_vkCopyImageToImage *a)
+{
+   const VkCopyImageToImageInfoEXT *info = a->pCopyImageToImageInfo;
+   const struct gpud_object *src, *dst;
+   if (!host_image(call, "vkCopyImageToImage", info->srcImage, &src) ||
+       !host_image(call, "vkCopyImageToImage", info->dstImage, &dst))
+      return;
+   for (uint32_t i = 0; i < info->regionCount; i++) {
+      const VkImageCopy2 *r = &info->pRegions[i];
+      if (!region_fits(src, &r->srcSubresource, r->srcOffset, r->extent) ||
+          !region_fits(dst, &r->dstSubresource, r->dstOffset, r->extent)) {
+         char why[128];
+         snprintf(why, sizeof(why), "vkCopyImageToImage: region %u is not inside its images", i);
+         gpud_call_fail(call, why);
+         return;
+      }
+   }
+   gpud_gen_exec_vkCopyImageToImage(call, a);
+}
+
+void
+gpud_exec_vkTransitionImageLayout(struct gpud_call *call,
+                                  struct wire_args_vkTransitionImageLayout *a)
+{
+   for (uint32_t i = 0; i < a->transitionCount; i++) {
+      const VkHostImageLayoutTransitionInfoEXT *t = &a->pTransitions[i];
+      const VkImageSubresourceRange *r = &t->subresourceRange;
+      const struct gpud_object *img;
+      if (!host_image(call, "vkTransitionImageLayout", t->image, &img))
+         return;
+      const uint32_t levels = r->levelCount == VK_REMAINING_MIP_LEVELS && r->baseMipLevel <
+         img->image_levels ? img->image_levels - r->baseMipLevel : r->levelCount;
+      const uint32_t layers = r->layerCount == VK_REMAINING_ARRAY_LAYERS && r->baseArrayLayer <
+         img->image_layers ? img->image_layers - r->baseArrayLayer : r->layerCount;
+      if (r->baseMipLevel >= img->image_levels || levels > img->image_levels - r->baseMipLevel ||
+          r->baseArrayLayer >= img->image_layers ||
+          layers > img->image_layers - r->baseArrayLayer) {
+         gpud_call_fail(call, "vkTransitionImageLayout: a range beyond the image's levels or "
+                              "layers");
+         return;
+      }
+   }
+   gpud_gen_exec_vkTransitionImageLayout(call, a);
 }
 
 #endif

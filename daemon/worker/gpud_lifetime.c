@@ -14,6 +14,7 @@
 #include "gpud_wait.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 
 /* A new host object that cannot be named: destroyed at once. */
@@ -134,6 +135,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       obj->image_format = call->new_image_format;
       obj->image_layers = call->new_image_layers;
       obj->image_levels = call->new_image_levels;
+      memcpy(obj->image_extent, call->new_image_extent, sizeof(obj->image_extent));
       break;
    case VK_OBJECT_TYPE_QUERY_POOL:
       obj->size = call->new_size;

@@ -70,6 +70,7 @@ struct gpud_object {
     * sizes their regions (gpud_hostcopy.c) */
    bool image_host_transfer;
    uint32_t image_format, image_layers, image_levels;
+   uint32_t image_extent[3];
    struct gpud_object *memory;       /* what a buffer or image is bound to */
    uint64_t physical_device;         /* devices: the host physical device */
    struct gpud_queue_info *queues;   /* devices: the queues it was created with */
