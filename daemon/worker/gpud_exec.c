@@ -908,11 +908,32 @@ image_info_patch(struct gpud_call *call, VkImageCreateInfo *info, struct externa
       .pNext = &ext_props,
    };
    if (call->disp->GetPhysicalDeviceImageFormatProperties2(
-          (VkPhysicalDevice)(uintptr_t)call->device->physical_device, &fmt, &props) ==
-          VK_SUCCESS &&
-       (ext_props.externalMemoryProperties.externalMemoryFeatures &
-        VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT))
-      external_add(&info->pNext, VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO, p);
+          (VkPhysicalDevice)(uintptr_t)call->device->physical_device, &fmt, &props) !=
+          VK_SUCCESS ||
+       !(ext_props.externalMemoryProperties.externalMemoryFeatures &
+         VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT))
+      return;
+   external_add(&info->pNext, VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO, p);
+#ifdef VK_EXT_host_image_copy
+   /* An image for host copies may need memory a host allocation cannot be
+    * (the NVIDIA driver wants its device-local, host-visible type, which
+    * gpud offers as device memory only): the format query says importable,
+    * the requirements say no type. Such an image is made as asked. */
+   if (info->usage & VK_IMAGE_USAGE_HOST_TRANSFER_BIT_EXT) {
+      VkDevice dev = (VkDevice)(uintptr_t)call->device->handle;
+      VkImage probe = VK_NULL_HANDLE;
+      VkMemoryRequirements req = {0};
+      if (call->disp->CreateImage(dev, info, NULL, &probe) == VK_SUCCESS) {
+         call->disp->GetImageMemoryRequirements(dev, probe, &req);
+         call->disp->DestroyImage(dev, probe, NULL);
+      }
+      if (!req.memoryTypeBits) {
+         external_restore(&info->pNext, p);
+         memset(p, 0, sizeof(*p));
+         p->next = info->pNext;
+      }
+   }
+#endif
 }
 
 void

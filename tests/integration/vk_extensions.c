@@ -1973,34 +1973,39 @@ test_host_copy(const char *device_name)
    uint8_t *raw = calloc(HC_LAYERS, memcpy_size.size);
    if (!raw)
       vkt_fail("out of memory");
-   const VkImageToMemoryCopyEXT raw_out = {
-      .sType = VK_STRUCTURE_TYPE_IMAGE_TO_MEMORY_COPY_EXT,
-      .pHostPointer = raw,
-      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, HC_LAYERS },
-      .imageExtent = { HC_W, HC_H, 1 },
-   };
+   /* a region a layer: each the size the host gives a subresource */
+   VkImageToMemoryCopyEXT raw_out[HC_LAYERS];
+   VkMemoryToImageCopyEXT raw_in[HC_LAYERS];
+   for (uint32_t l = 0; l < HC_LAYERS; l++) {
+      raw_out[l] = (VkImageToMemoryCopyEXT){
+         .sType = VK_STRUCTURE_TYPE_IMAGE_TO_MEMORY_COPY_EXT,
+         .pHostPointer = raw + l * memcpy_size.size,
+         .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, l, 1 },
+         .imageExtent = { HC_W, HC_H, 1 },
+      };
+      raw_in[l] = (VkMemoryToImageCopyEXT){
+         .sType = VK_STRUCTURE_TYPE_MEMORY_TO_IMAGE_COPY_EXT,
+         .pHostPointer = raw + l * memcpy_size.size,
+         .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, l, 1 },
+         .imageExtent = { HC_W, HC_H, 1 },
+      };
+   }
    const VkCopyImageToMemoryInfoEXT raw_out_info = {
       .sType = VK_STRUCTURE_TYPE_COPY_IMAGE_TO_MEMORY_INFO_EXT,
       .flags = VK_HOST_IMAGE_COPY_MEMCPY_EXT,
       .srcImage = b,
       .srcImageLayout = VK_IMAGE_LAYOUT_GENERAL,
-      .regionCount = 1,
-      .pRegions = &raw_out,
+      .regionCount = HC_LAYERS,
+      .pRegions = raw_out,
    };
    VKT_CHECK(to_memory(ctx.device, &raw_out_info));
-   const VkMemoryToImageCopyEXT raw_in = {
-      .sType = VK_STRUCTURE_TYPE_MEMORY_TO_IMAGE_COPY_EXT,
-      .pHostPointer = raw,
-      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, HC_LAYERS },
-      .imageExtent = { HC_W, HC_H, 1 },
-   };
    const VkCopyMemoryToImageInfoEXT raw_in_info = {
       .sType = VK_STRUCTURE_TYPE_COPY_MEMORY_TO_IMAGE_INFO_EXT,
       .flags = VK_HOST_IMAGE_COPY_MEMCPY_EXT,
       .dstImage = c,
       .dstImageLayout = VK_IMAGE_LAYOUT_GENERAL,
-      .regionCount = 1,
-      .pRegions = &raw_in,
+      .regionCount = HC_LAYERS,
+      .pRegions = raw_in,
    };
    VKT_CHECK(to_image(ctx.device, &raw_in_info));
    free(raw);
