@@ -304,6 +304,10 @@ struct icd_device_memory {
    bool coherent;   /* flushes and invalidates need no daemon */
    void *map;       /* whole allocation mapped from the daemon's memfd */
    size_t map_size;
+   /* a placed mapping (VK_EXT_map_memory_placed): map + placed_offset's
+    * pages moved to the application's address, placed_size bytes */
+   void *placed;
+   size_t placed_offset, placed_size;
 };
 
 struct icd_descriptor_update_template {

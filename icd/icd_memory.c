@@ -191,12 +191,52 @@ icd_vkUnmapMemory(VkDevice device, VkDeviceMemory memory)
 }
 
 #ifdef WIRE_HAS_vkMapMemory2KHR
-/* VK_KHR_map_memory2 (core in 1.4): the same mapping.  A placed mapping
- * (VK_EXT_map_memory_placed) is not offered, so nothing in the chain
- * changes what is mapped. */
+#ifdef VK_EXT_map_memory_placed
+/* A placed mapping (VK_EXT_map_memory_placed, gpud's own on every host):
+ * the pages of the ICD's mapping are moved to the address the application
+ * reserved, and moved back when it unmaps, leaving the application's range
+ * unmapped or, with VK_MEMORY_UNMAP_RESERVE_BIT_EXT, reserved again. The
+ * range is whole pages (minPlacedMemoryMapAlignment is the page size). */
+static VkResult
+map_placed(struct icd_device_memory *mem, const VkMemoryMapInfoKHR *info, void *address,
+           void **ppData)
+{
+   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+   const VkDeviceSize size = info->size == VK_WHOLE_SIZE ? mem->size - info->offset : info->size;
+   const size_t length = (size_t)((size + page - 1) & ~(VkDeviceSize)(page - 1));
+   if (!mem->map || mem->placed || !address || (uintptr_t)address % page ||
+       info->offset % page || info->offset > mem->size || size > mem->size - info->offset ||
+       info->offset + length > mem->map_size || !length)
+      return VK_ERROR_MEMORY_MAP_FAILED;
+   void *moved = mremap((char *)mem->map + info->offset, length, length,
+                        MREMAP_MAYMOVE | MREMAP_FIXED, address);
+   if (moved == MAP_FAILED)
+      return VK_ERROR_MEMORY_MAP_FAILED;
+   mem->placed = moved;
+   mem->placed_offset = (size_t)info->offset;
+   mem->placed_size = length;
+   *ppData = moved;
+   return VK_SUCCESS;
+}
+#endif
+
+/* VK_KHR_map_memory2 (core in 1.4): the same mapping, or a placed one. */
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkMapMemory2KHR(VkDevice device, const VkMemoryMapInfoKHR *pMemoryMapInfo, void **ppData)
 {
+#ifdef VK_EXT_map_memory_placed
+   if (pMemoryMapInfo->flags & VK_MEMORY_MAP_PLACED_BIT_EXT) {
+      const VkMemoryMapPlacedInfoEXT *placed = NULL;
+      for (const VkBaseInStructure *c = pMemoryMapInfo->pNext; c; c = c->pNext) {
+         if (c->sType == VK_STRUCTURE_TYPE_MEMORY_MAP_PLACED_INFO_EXT)
+            placed = (const VkMemoryMapPlacedInfoEXT *)c;
+      }
+      struct icd_device_memory *mem = (struct icd_device_memory *)pMemoryMapInfo->memory;
+      if (icd_connection_is_lost(mem->base.conn))
+         return ICD_LOST_vkMapMemory;
+      return map_placed(mem, pMemoryMapInfo, placed ? placed->pPlacedAddress : NULL, ppData);
+   }
+#endif
    return icd_vkMapMemory(device, pMemoryMapInfo->memory, pMemoryMapInfo->offset,
                           pMemoryMapInfo->size, pMemoryMapInfo->flags, ppData);
 }
@@ -204,7 +244,24 @@ icd_vkMapMemory2KHR(VkDevice device, const VkMemoryMapInfoKHR *pMemoryMapInfo, v
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkUnmapMemory2KHR(VkDevice device, const VkMemoryUnmapInfoKHR *pMemoryUnmapInfo)
 {
-   icd_vkUnmapMemory(device, pMemoryUnmapInfo->memory);
+   struct icd_device_memory *mem = (struct icd_device_memory *)pMemoryUnmapInfo->memory;
+   if (!mem->placed) {
+      icd_vkUnmapMemory(device, pMemoryUnmapInfo->memory);
+      return VK_SUCCESS;
+   }
+#ifdef VK_EXT_map_memory_placed
+   /* the pages go home; the application's range is left as it asked */
+   void *home = (char *)mem->map + mem->placed_offset;
+   if (mremap(mem->placed, mem->placed_size, mem->placed_size, MREMAP_MAYMOVE | MREMAP_FIXED,
+              home) == MAP_FAILED)
+      return VK_ERROR_MEMORY_MAP_FAILED;
+   if ((pMemoryUnmapInfo->flags & VK_MEMORY_UNMAP_RESERVE_BIT_EXT) &&
+       mmap(mem->placed, mem->placed_size, PROT_NONE,
+            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+      return VK_ERROR_MEMORY_MAP_FAILED;
+   mem->placed = NULL;
+   mem->placed_size = 0;
+#endif
    return VK_SUCCESS;
 }
 #endif

@@ -161,6 +161,8 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
    }
    case VK_OBJECT_TYPE_DEVICE_MEMORY: {
       struct icd_device_memory *mem = ptr;
+      if (mem->placed)
+         munmap(mem->placed, mem->placed_size);
       if (mem->map)
          munmap(mem->map, mem->map_size);
       icd_object_free(mem);

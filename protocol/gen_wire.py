@@ -47,8 +47,6 @@ DENIED_EXTENSIONS = {
         'VK_AMD_display_native_hdr', 'VK_EXT_image_compression_control_swapchain')},
     'VK_EXT_external_memory_host':
         'its host pointers are addresses in the application\'s process',
-    'VK_EXT_map_memory_placed':
-        'placed mappings (the memfd mapped at the application\'s address) are not implemented',
     'VK_EXT_validation_flags': 'a layer\'s',
     'VK_EXT_validation_features': 'a layer\'s',
     'VK_EXT_layer_settings': 'a layer\'s',
@@ -165,6 +163,8 @@ OWN_EXTENSIONS = {
     'VK_EXT_debug_marker': 'the ICD turns it into VK_EXT_debug_utils names and labels',
     'VK_KHR_deferred_host_operations':
         'the ICD runs each operation at once (VK_OPERATION_NOT_DEFERRED_KHR): icd/icd_deferred.c',
+    'VK_EXT_map_memory_placed':
+        'the ICD moves its mapping of the memfd to the application\'s address (icd/icd_memory.c)',
 }
 
 # Commands the ICD answers alone: nothing goes on the wire.

@@ -111,6 +111,53 @@ gpud_exec_vkEnumeratePhysicalDevices(struct gpud_call *call,
    a->ret = served ? VK_SUCCESS : VK_ERROR_INITIALIZATION_FAILED;
 }
 
+/* The features and properties of gpud's own extensions, whatever the host
+ * has (a host without the extension leaves its structures as they came). */
+static void
+own_features(const void *chain)
+{
+   for (const VkBaseInStructure *c = chain; c; c = c->pNext) {
+#ifdef VK_EXT_map_memory_placed
+      /* the ICD moves its mapping (icd/icd_memory.c) */
+      if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT) {
+         VkPhysicalDeviceMapMemoryPlacedFeaturesEXT *f = (void *)c;
+         f->memoryMapPlaced = VK_TRUE;
+         f->memoryMapRangePlaced = VK_TRUE;
+         f->memoryUnmapReserve = VK_TRUE;
+      }
+#endif
+   }
+}
+
+/* What a device asks of gpud's own extensions' features is the ICD's to
+ * give: out of the chain the host sees (the decoder's own memory). */
+static void
+drop_own_features(const void **chain)
+{
+   for (const void **link = chain; *link;) {
+      const VkBaseInStructure *c = *link;
+#ifdef VK_EXT_map_memory_placed
+      if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_FEATURES_EXT) {
+         *link = c->pNext;
+         continue;
+      }
+#endif
+      link = (const void **)&((VkBaseInStructure *)c)->pNext;
+   }
+}
+
+static void
+own_properties(const void *chain)
+{
+   for (const VkBaseInStructure *c = chain; c; c = c->pNext) {
+#ifdef VK_EXT_map_memory_placed
+      if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAP_MEMORY_PLACED_PROPERTIES_EXT)
+         ((VkPhysicalDeviceMapMemoryPlacedPropertiesEXT *)c)->minPlacedMemoryMapAlignment =
+            (VkDeviceSize)sysconf(_SC_PAGESIZE);
+#endif
+   }
+}
+
 /* What applications see of the host device, changed on purpose (each
  * change is listed in docs/architecture.md). */
 static void
@@ -145,6 +192,7 @@ gpud_exec_vkGetPhysicalDeviceProperties2(struct gpud_call *call,
 {
    gpud_gen_exec_vkGetPhysicalDeviceProperties2(call, a);
    patch_properties(call, &a->pProperties->properties);
+   own_properties(a->pProperties->pNext);
 }
 
 /* Features whose commands gpud does not carry are off, whatever the host
@@ -194,6 +242,7 @@ gpud_exec_vkGetPhysicalDeviceFeatures2(struct gpud_call *call,
 {
    gpud_gen_exec_vkGetPhysicalDeviceFeatures2(call, a);
    clear_uncarried_features(a->pFeatures->pNext);
+   own_features(a->pFeatures->pNext);
 }
 
 static void
@@ -460,8 +509,10 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
    }
-   /* what gpud reports off is never enabled on the host either */
+   /* what gpud reports off is never enabled on the host either, and what
+    * gpud does itself is not asked of it */
    clear_uncarried_features(ci.pNext);
+   drop_own_features(&ci.pNext);
    a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
    if (a->ret == VK_SUCCESS) {
       call->new_queues = queues;
