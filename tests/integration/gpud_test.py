@@ -3177,6 +3177,11 @@ HOSTILE_CASES = {
                          r'vkDeviceWaitIdle in a chunk: not a recorded command'),
     'fd-index': ('hostile-fd-index',
                  r'in vkAllocateMemory: bad file descriptor index'),
+    'host-copy-staging': ('hostile-host-copy-staging',
+                          r'vkSetHostCopyStagingGPUD: not a memfd of that size'),
+    'host-copy-image': ('hostile-host-copy-image',
+                        r'vkCopyMemoryToImage: regions and offsets differ, no staging memory, '
+                        r'or an image not made for host copies'),
     # the second command: the first took the fd
     'fd-twice': ('hostile-fd-twice',
                  r'in vkGetMemoryFdPropertiesKHR: bad file descriptor index'),

@@ -1328,6 +1328,113 @@ make_memfd(struct conn *c, int *ret_fd)
    return 0;
 }
 
+/* Host image copies' staging memory that is no memfd (a pipe). */
+static int
+case_host_copy_staging(struct conn *c)
+{
+   if (open_device(c, "hostile-host-copy-staging") < 0)
+      return -1;
+   int fds[2];
+   if (pipe(fds) < 0)
+      return fail("%s: pipe: %s", c->name, strerror(errno));
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   wire_enc_reset(&c->enc);
+   begin_cmd(c, WIRE_OP_vkSetHostCopyStagingGPUD, false);
+   wire_enc_vkSetHostCopyStagingGPUD(&c->enc, (VkDevice)&dev, fds[0], 1 << 20);
+   end_cmd(c);
+   int r = send_stream(c, c->enc.data, c->enc.size, &fds[0], 1);
+   close(fds[0]);
+   close(fds[1]);
+   if (r < 0)
+      return -1;
+   note("%s: sent a pipe as a device's host-copy staging memory", c->name);
+   return expect_disconnect(c, "not a memfd");
+}
+
+#ifdef WIRE_HAS_vkCopyMemoryToImageGPUD
+/* A host image copy into an image not made for host copies (which the host
+ * driver would copy into on the CPU all the same). */
+static int
+case_host_copy_image(struct conn *c)
+{
+   if (open_device(c, "hostile-host-copy-image") < 0)
+      return -1;
+   struct wire_object_header dev = {.id = DEVICE_ID};
+   VkImage image = (VkImage)(uintptr_t)12;
+   const VkImageCreateInfo ii = {
+       .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+       .imageType = VK_IMAGE_TYPE_2D,
+       .format = VK_FORMAT_R8G8B8A8_UNORM,
+       .extent = {16, 16, 1},
+       .mipLevels = 1,
+       .arrayLayers = 1,
+       .samples = VK_SAMPLE_COUNT_1_BIT,
+       .usage = VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+   };
+   begin_cmd(c, WIRE_OP_vkCreateImage, true);
+   wire_enc_vkCreateImage(&c->enc, (VkDevice)&dev, &ii, NULL, &image);
+   end_cmd(c);
+   struct wire_dec d;
+   VkResult ret = VK_ERROR_UNKNOWN;
+   if (call_sync(c, "vkCreateImage", &d) < 0)
+      return -1;
+   wire_decreply_vkCreateImage(&d, &ret, (VkDevice)&dev, &ii, NULL, &image);
+   if (reply_done(c, "vkCreateImage", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS)
+      return fail("%s: vkCreateImage: %d", c->name, ret);
+   /* bound, as an image must be for any use */
+   struct wire_object_header mem = {.id = 11};
+   VkDeviceMemory memory = (VkDeviceMemory)&mem;
+   const VkMemoryAllocateInfo ai = {
+       .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+       .allocationSize = 1 << 16,
+       .memoryTypeIndex = 0,
+   };
+   begin_cmd(c, WIRE_OP_vkAllocateMemory, true);
+   wire_enc_vkAllocateMemory(&c->enc, (VkDevice)&dev, &ai, NULL, &memory);
+   end_cmd(c);
+   if (call_sync(c, "vkAllocateMemory", &d) < 0)
+      return -1;
+   wire_decreply_vkAllocateMemory(&d, &ret, (VkDevice)&dev, &ai, NULL, &memory);
+   if (reply_done(c, "vkAllocateMemory", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS)
+      return fail("%s: vkAllocateMemory: %d", c->name, ret);
+   begin_cmd(c, WIRE_OP_vkBindImageMemory, true);
+   wire_enc_vkBindImageMemory(&c->enc, (VkDevice)&dev, image, memory, 0);
+   end_cmd(c);
+   if (call_sync(c, "vkBindImageMemory", &d) < 0)
+      return -1;
+   wire_decreply_vkBindImageMemory(&d, &ret, (VkDevice)&dev, image, memory, 0);
+   if (reply_done(c, "vkBindImageMemory", &d) < 0)
+      return -1;
+   if (ret != VK_SUCCESS)
+      return fail("%s: vkBindImageMemory: %d", c->name, ret);
+   const VkMemoryToImageCopyEXT region = {
+       .sType = VK_STRUCTURE_TYPE_MEMORY_TO_IMAGE_COPY_EXT,
+       .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
+       .imageExtent = {16, 16, 1},
+   };
+   const VkCopyMemoryToImageInfoEXT info = {
+       .sType = VK_STRUCTURE_TYPE_COPY_MEMORY_TO_IMAGE_INFO_EXT,
+       .dstImage = image,
+       .dstImageLayout = VK_IMAGE_LAYOUT_GENERAL,
+       .regionCount = 1,
+       .pRegions = &region,
+   };
+   const uint64_t offset = 0;
+   wire_enc_reset(&c->enc);
+   begin_cmd(c, WIRE_OP_vkCopyMemoryToImageGPUD, true);
+   wire_enc_vkCopyMemoryToImageGPUD(&c->enc, (VkDevice)&dev, &info, 1, &offset);
+   end_cmd(c);
+   if (send_stream(c, c->enc.data, c->enc.size, NULL, 0) < 0)
+      return -1;
+   note("%s: sent a host image copy into an image made without HOST_TRANSFER", c->name);
+   return expect_disconnect(c, "not made for host copies");
+}
+#endif
+
 /* vkAllocateMemory importing the fd at index 3 of a message with 1 fd. */
 static int
 case_fd_index(struct conn *c)
@@ -1740,6 +1847,10 @@ static const struct {
     {"recorded-outside", case_recorded_outside},
     {"chunk-foreign-op", case_chunk_foreign_op},
     {"fd-index", case_fd_index},
+    {"host-copy-staging", case_host_copy_staging},
+#ifdef WIRE_HAS_vkCopyMemoryToImageGPUD
+    {"host-copy-image", case_host_copy_image},
+#endif
     {"fd-twice", case_fd_twice},
     {"fd-many", case_fd_many},
     {"fd-reply-op", case_fd_reply_op},
