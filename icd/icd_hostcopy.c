@@ -17,6 +17,7 @@
  */
 #include "icd.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -154,13 +155,12 @@ region_bytes(VkDevice device, VkImage image, const struct icd_host_image *img,
          .imageSubresource = {sub->aspectMask, sub->mipLevel, sub->baseArrayLayer},
       };
       icd_vkGetImageSubresourceLayout2EXT(device, image, &what, &layout);
-      if (__builtin_mul_overflow(memcpy_size.size, (uint64_t)layers, &bytes) ||
-          bytes > ICD_STAGING_MAX)
+      if (__builtin_mul_overflow(memcpy_size.size, (uint64_t)layers, &bytes))
          return 0;
       return bytes;
    }
    if (!wire_host_copy_bytes(img->format, sub->aspectMask, row_length, image_height, extent,
-                             layers, ICD_STAGING_MAX, &bytes))
+                             layers, UINT64_MAX, &bytes))
       return 0;
    return bytes;
 }
@@ -275,6 +275,8 @@ host_copy(struct copy *c)
                                  image_height, extent);
       if (!c->bytes[i])
          r = VK_ERROR_INITIALIZATION_FAILED;
+      else if (c->bytes[i] > ICD_STAGING_MAX)
+         r = VK_ERROR_OUT_OF_HOST_MEMORY; /* one region larger than the staging memory */
    }
    for (uint32_t first = 0; r == VK_SUCCESS && first < c->count;) {
       /* as many regions as fit (one at least) */
