@@ -2410,7 +2410,8 @@ def test_sync(fx):
 # vk_extensions' sub-tests; each prints "vk_extensions: NAME: OK: ..." when
 # it passed.
 EXTENSION_SUBTESTS = ['push', 'conditional', 'border', 'xfb', 'dynamic', 'address',
-                      'descriptor-buffer', 'dgc', 'host-image-copy']
+                      'descriptor-buffer', 'descriptor-buffer-graphics', 'dgc',
+                      'host-image-copy', 'mesh']
 
 
 def test_extensions(fx):

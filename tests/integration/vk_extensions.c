@@ -32,10 +32,22 @@
  *                through gpud unchanged.
  *   descriptor-buffer, dgc  VK_EXT_descriptor_buffer and
  *                VK_EXT_device_generated_commands (see their sections).
+ *   descriptor-buffer-graphics  VK_EXT_descriptor_buffer in a graphics
+ *                pipeline: vertex positions from a storage descriptor and
+ *                a colour from a uniform descriptor, two rectangles drawn
+ *                with the set at two offsets of the descriptor buffer
+ *                (other descriptors in each); every pixel of a 32x32 RGBA8
+ *                image checked.
  *   host-image-copy  VK_EXT_host_image_copy: a two-layer image written on
  *                the host from padded rows and a rectangle, read back on the
  *                host and by the device, copied to another image on the
  *                host, and out and in as the host lays it out (MEMCPY).
+ *   mesh         VK_EXT_mesh_shader: a task workgroup hands two rectangles
+ *                to the two mesh workgroups it launches in its payload (on a
+ *                device without task shaders the draw launches them); each
+ *                draws its rectangle as two triangles with per-primitive
+ *                colours. Drawn directly and indirectly, every pixel of a
+ *                32x32 RGBA8 image checked each time.
  *
  *   vk_extensions [--device NAME] [--test NAME]...
  *
@@ -57,6 +69,12 @@
 #include "ext_white_frag_spv.h"
 #include "ext_address_comp_spv.h"
 #include "ext_dgc_comp_spv.h"
+#include "ext_dbuf_vert_spv.h"
+#include "ext_dbuf_frag_spv.h"
+#include "ext_mesh_task_spv.h"
+#include "ext_mesh_mesh_spv.h"
+#include "ext_mesh_alone_mesh_spv.h"
+#include "ext_mesh_frag_spv.h"
 
 #define PROG "vk_extensions"
 
@@ -75,6 +93,27 @@ context_init(struct vkt_context *ctx, const char *prog,
 {
    vkt_context_init_ext(ctx, prog, device_name, features, exts, n_exts,
                         pnext);
+   snprintf(device_used, sizeof(device_used), "%s", ctx->props.deviceName);
+}
+
+/* For a sub-test that asks what the device supports before it chooses what
+ * to enable: the instance (in ctx) and the physical device context_init
+ * would use. context_init_picked then makes the device on them. */
+static VkPhysicalDevice
+context_pick(struct vkt_context *ctx, const char *prog, const char *device_name)
+{
+   memset(ctx, 0, sizeof(*ctx));
+   ctx->prog = prog;
+   vkt_set_prog(prog);
+   ctx->instance = vkt_instance_create(prog);
+   return vkt_physical_device_pick(ctx->instance, device_name);
+}
+
+static void
+context_init_picked(struct vkt_context *ctx, VkPhysicalDevice pdev, uint32_t features,
+                    const char *const *exts, uint32_t n_exts, void *pnext)
+{
+   vkt_context_init_physical_ext(ctx, ctx->instance, pdev, features, exts, n_exts, pnext);
    snprintf(device_used, sizeof(device_used), "%s", ctx->props.deviceName);
 }
 
@@ -208,6 +247,178 @@ image_destroy(const struct vkt_context *ctx, struct image *img)
    vkDestroyImage(ctx->device, img->image, NULL);
    vkFreeMemory(ctx->device, img->memory, NULL);
 }
+
+#if defined(VK_EXT_descriptor_buffer) || defined(VK_EXT_mesh_shader)
+/* The graphics sub-tests (descriptor-buffer-graphics, mesh) draw
+ * rectangles into a GFX_SIZE x GFX_SIZE RGBA8 image cleared to gfx_clear,
+ * read it back and check every pixel. The rectangles' edges lie on pixel
+ * boundaries, so that no pixel centre is on one of them. */
+#define GFX_SIZE 32
+#define GFX_BYTES (GFX_SIZE * GFX_SIZE * 4)
+
+static const uint8_t gfx_clear[4] = { 16, 32, 48, 255 };
+
+/* Pixels x0 <= x < x1, y0 <= y < y1. */
+struct rect {
+   uint32_t x0, y0, x1, y1;
+};
+
+static bool
+rect_contains(const struct rect *r, uint32_t x, uint32_t y)
+{
+   return x >= r->x0 && x < r->x1 && y >= r->y0 && y < r->y1;
+}
+
+static VkPipelineShaderStageCreateInfo
+shader_stage(VkShaderStageFlagBits stage, VkShaderModule module)
+{
+   return (VkPipelineShaderStageCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+      .stage = stage,
+      .module = module,
+      .pName = "main",
+   };
+}
+
+/* A pipeline drawing into one RGBA8 attachment of GFX_SIZE x GFX_SIZE in
+ * dynamic rendering: the whole image as viewport, no culling, no blending;
+ * with a vertex shader, triangle lists without vertex buffers (a mesh
+ * pipeline has neither vertex input nor input assembly state). */
+static VkPipeline
+gfx_pipeline(const struct vkt_context *ctx, const VkPipelineShaderStageCreateInfo *stages,
+             uint32_t n_stages, VkPipelineLayout layout, VkPipelineCreateFlags flags)
+{
+   bool vertex = false;
+   for (uint32_t i = 0; i < n_stages; i++)
+      vertex |= stages[i].stage == VK_SHADER_STAGE_VERTEX_BIT;
+   const VkPipelineVertexInputStateCreateInfo vertex_input = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+   };
+   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+   };
+   const VkViewport viewport = { 0, 0, GFX_SIZE, GFX_SIZE, 0.0f, 1.0f };
+   const VkRect2D scissor = { { 0, 0 }, { GFX_SIZE, GFX_SIZE } };
+   const VkPipelineViewportStateCreateInfo viewport_state = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
+      .viewportCount = 1,
+      .pViewports = &viewport,
+      .scissorCount = 1,
+      .pScissors = &scissor,
+   };
+   const VkPipelineRasterizationStateCreateInfo raster = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+      .polygonMode = VK_POLYGON_MODE_FILL,
+      .cullMode = VK_CULL_MODE_NONE,
+      .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
+      .lineWidth = 1.0f,
+   };
+   const VkPipelineMultisampleStateCreateInfo multisample = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+      .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
+   };
+   const VkPipelineColorBlendAttachmentState blend_attachment = {
+      .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
+                        VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
+   };
+   const VkPipelineColorBlendStateCreateInfo blend = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+      .attachmentCount = 1,
+      .pAttachments = &blend_attachment,
+   };
+   const VkFormat color_format = VK_FORMAT_R8G8B8A8_UNORM;
+   const VkPipelineRenderingCreateInfo rendering_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+      .colorAttachmentCount = 1,
+      .pColorAttachmentFormats = &color_format,
+   };
+   const VkGraphicsPipelineCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+      .pNext = &rendering_info,
+      .flags = flags,
+      .stageCount = n_stages,
+      .pStages = stages,
+      .pVertexInputState = vertex ? &vertex_input : NULL,
+      .pInputAssemblyState = vertex ? &input_assembly : NULL,
+      .pViewportState = &viewport_state,
+      .pRasterizationState = &raster,
+      .pMultisampleState = &multisample,
+      .pColorBlendState = &blend,
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+   VKT_CHECK(vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1, &info, NULL, &pipeline));
+   return pipeline;
+}
+
+/* Begins dynamic rendering into target, cleared to gfx_clear; again: after
+ * gfx_end_readback (else the image is new). */
+static void
+gfx_begin(VkCommandBuffer cmd, const struct image *target, bool again)
+{
+   image_barrier(cmd, target->image,
+                 again ? VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL : VK_IMAGE_LAYOUT_UNDEFINED,
+                 VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                 again ? VK_PIPELINE_STAGE_TRANSFER_BIT : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0,
+                 VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                 VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT);
+   VkRenderingAttachmentInfo color_attachment = {
+      .sType = VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO,
+      .imageView = target->view,
+      .imageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+      .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR,
+      .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+   };
+   for (int c = 0; c < 4; c++)
+      color_attachment.clearValue.color.float32[c] = gfx_clear[c] / 255.0f;
+   const VkRenderingInfo rendering = {
+      .sType = VK_STRUCTURE_TYPE_RENDERING_INFO,
+      .renderArea = { { 0, 0 }, { GFX_SIZE, GFX_SIZE } },
+      .layerCount = 1,
+      .colorAttachmentCount = 1,
+      .pColorAttachments = &color_attachment,
+   };
+   vkCmdBeginRendering(cmd, &rendering);
+}
+
+/* Ends the rendering and copies the image to buf at offset (the image is
+ * left TRANSFER_SRC_OPTIMAL). */
+static void
+gfx_end_readback(VkCommandBuffer cmd, const struct image *target, const struct vkt_buffer *buf,
+                 VkDeviceSize offset)
+{
+   vkCmdEndRendering(cmd);
+   image_barrier(cmd, target->image, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                 VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                 VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                 VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                 VK_ACCESS_TRANSFER_READ_BIT);
+   const VkBufferImageCopy region = {
+      .bufferOffset = offset,
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1 },
+      .imageExtent = { GFX_SIZE, GFX_SIZE, 1 },
+   };
+   vkCmdCopyImageToBuffer(cmd, target->image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, buf->buffer,
+                          1, &region);
+}
+
+/* Every pixel of got as in want, or fails saying where; what: what was
+ * drawn. */
+static void
+gfx_check(const uint8_t *got, const uint8_t *want, const char *what)
+{
+   for (uint32_t y = 0; y < GFX_SIZE; y++)
+      for (uint32_t x = 0; x < GFX_SIZE; x++) {
+         const uint8_t *g = got + (y * GFX_SIZE + x) * 4;
+         const uint8_t *w = want + (y * GFX_SIZE + x) * 4;
+         if (memcmp(g, w, 4))
+            vkt_fail("%s: pixel (%u,%u) is (%u, %u, %u, %u), expected (%u, %u, %u, %u)%s",
+                     what, x, y, g[0], g[1], g[2], g[3], w[0], w[1], w[2], w[3],
+                     memcmp(w, gfx_clear, 4) ? "" : " (the clear colour)");
+      }
+}
+#endif
 
 /* ---- push: VK_KHR_push_descriptor --------------------------------------- */
 
@@ -1428,60 +1639,142 @@ test_address(const char *device_name)
 /* ---- VK_EXT_descriptor_buffer -------------------------------------------- */
 
 #ifdef VK_EXT_descriptor_buffer
-/* ext_push.comp again, its descriptors written by vkGetDescriptorEXT into
- * a buffer of the application's (memory the daemon's host driver reads
- * too) at the offsets the layout says, and bound by address. */
+/* What the descriptor buffer sub-tests share: the extension's commands and
+ * the device's descriptor sizes and alignments. */
+struct db {
+   PFN_vkGetDescriptorSetLayoutSizeEXT layout_size;
+   PFN_vkGetDescriptorSetLayoutBindingOffsetEXT binding_offset;
+   PFN_vkGetDescriptorEXT get_descriptor;
+   PFN_vkCmdBindDescriptorBuffersEXT bind_buffers;
+   PFN_vkCmdSetDescriptorBufferOffsetsEXT set_offsets;
+   VkPhysicalDeviceDescriptorBufferPropertiesEXT props;
+};
+
+/* A device with descriptorBuffer and buffer device addresses (and the
+ * features asked for), its commands and properties in db. */
 static void
-test_descriptor_buffer(const char *device_name)
+db_context_init(struct vkt_context *ctx, const char *prog, const char *device_name,
+                uint32_t features, struct db *db)
 {
    static const char *const exts[] = { VK_EXT_DESCRIPTOR_BUFFER_EXTENSION_NAME };
    VkPhysicalDeviceDescriptorBufferFeaturesEXT want = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT,
       .descriptorBuffer = VK_TRUE,
    };
-   struct vkt_context ctx;
-   context_init(&ctx, PROG ": descriptor-buffer", device_name,
-                VKT_FEATURE_BUFFER_DEVICE_ADDRESS, exts, VKT_ARRAY_SIZE(exts), &want);
-   PFN_vkGetDescriptorSetLayoutSizeEXT layout_size = LOAD(&ctx, vkGetDescriptorSetLayoutSizeEXT);
-   PFN_vkGetDescriptorSetLayoutBindingOffsetEXT binding_offset =
-      LOAD(&ctx, vkGetDescriptorSetLayoutBindingOffsetEXT);
-   PFN_vkGetDescriptorEXT get_descriptor = LOAD(&ctx, vkGetDescriptorEXT);
-   PFN_vkCmdBindDescriptorBuffersEXT bind_buffers = LOAD(&ctx, vkCmdBindDescriptorBuffersEXT);
-   PFN_vkCmdSetDescriptorBufferOffsetsEXT set_offsets =
-      LOAD(&ctx, vkCmdSetDescriptorBufferOffsetsEXT);
+   context_init(ctx, prog, device_name, VKT_FEATURE_BUFFER_DEVICE_ADDRESS | features, exts,
+                VKT_ARRAY_SIZE(exts), &want);
+   db->layout_size = LOAD(ctx, vkGetDescriptorSetLayoutSizeEXT);
+   db->binding_offset = LOAD(ctx, vkGetDescriptorSetLayoutBindingOffsetEXT);
+   db->get_descriptor = LOAD(ctx, vkGetDescriptorEXT);
+   db->bind_buffers = LOAD(ctx, vkCmdBindDescriptorBuffersEXT);
+   db->set_offsets = LOAD(ctx, vkCmdSetDescriptorBufferOffsetsEXT);
 
-   VkPhysicalDeviceDescriptorBufferPropertiesEXT db = {
+   db->props = (VkPhysicalDeviceDescriptorBufferPropertiesEXT){
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_PROPERTIES_EXT,
    };
    VkPhysicalDeviceProperties2 props = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
-      .pNext = &db,
+      .pNext = &db->props,
    };
-   vkGetPhysicalDeviceProperties2(ctx.physical_device, &props);
-   if (!db.uniformBufferDescriptorSize || !db.storageBufferDescriptorSize)
+   vkGetPhysicalDeviceProperties2(ctx->physical_device, &props);
+   if (!db->props.uniformBufferDescriptorSize || !db->props.storageBufferDescriptorSize)
       vkt_fail("descriptor sizes %zu (uniform) and %zu (storage)",
-               db.uniformBufferDescriptorSize, db.storageBufferDescriptorSize);
+               db->props.uniformBufferDescriptorSize, db->props.storageBufferDescriptorSize);
+}
+
+/* A set layout for descriptor buffers of n bindings numbered 0 to n - 1:
+ * its size in *size, binding b's offset in offsets[b]. */
+static VkDescriptorSetLayout
+db_set_layout(const struct vkt_context *ctx, const struct db *db,
+              const VkDescriptorSetLayoutBinding *bindings, uint32_t n, VkDeviceSize *size,
+              VkDeviceSize *offsets)
+{
+   const VkDescriptorSetLayoutCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_DESCRIPTOR_BUFFER_BIT_EXT,
+      .bindingCount = n,
+      .pBindings = bindings,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx->device, &info, NULL, &set_layout));
+   *size = 0;
+   db->layout_size(ctx->device, set_layout, size);
+   for (uint32_t b = 0; b < n; b++) {
+      offsets[b] = 0;
+      db->binding_offset(ctx->device, set_layout, b, &offsets[b]);
+   }
+   return set_layout;
+}
+
+/* Writes to dst, with vkGetDescriptorEXT, the descriptor of a uniform or
+ * storage buffer: range bytes at address. */
+static void
+db_buffer_descriptor(const struct vkt_context *ctx, const struct db *db, VkDescriptorType type,
+                     VkDeviceAddress address, VkDeviceSize range, void *dst)
+{
+   const VkDescriptorAddressInfoEXT address_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_ADDRESS_INFO_EXT,
+      .address = address,
+      .range = range,
+   };
+   VkDescriptorGetInfoEXT info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_GET_INFO_EXT,
+      .type = type,
+   };
+   size_t size;
+   if (type == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER) {
+      info.data.pUniformBuffer = &address_info;
+      size = db->props.uniformBufferDescriptorSize;
+   } else {
+      info.data.pStorageBuffer = &address_info;
+      size = db->props.storageBufferDescriptorSize;
+   }
+   db->get_descriptor(ctx->device, &info, size, dst);
+}
+
+/* Binds descriptors as the one resource descriptor buffer. */
+static void
+db_bind_buffer(const struct vkt_context *ctx, const struct db *db, VkCommandBuffer cmd,
+               const struct vkt_buffer *descriptors)
+{
+   const VkDescriptorBufferBindingInfoEXT binding = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_BUFFER_BINDING_INFO_EXT,
+      .address = address_of(ctx, descriptors),
+      .usage = VK_BUFFER_USAGE_RESOURCE_DESCRIPTOR_BUFFER_BIT_EXT,
+   };
+   db->bind_buffers(cmd, 1, &binding);
+}
+
+/* Set 0 of layout: at offset in the bound descriptor buffer. */
+static void
+db_set_offset(const struct db *db, VkCommandBuffer cmd, VkPipelineBindPoint bind_point,
+              VkPipelineLayout layout, VkDeviceSize offset)
+{
+   const uint32_t index = 0;
+   db->set_offsets(cmd, bind_point, layout, 0, 1, &index, &offset);
+}
+
+/* ext_push.comp again, its descriptors written by vkGetDescriptorEXT into
+ * a buffer of the application's (memory the daemon's host driver reads
+ * too) at the offsets the layout says, and bound by address. */
+static void
+test_descriptor_buffer(const char *device_name)
+{
+   struct vkt_context ctx;
+   struct db db;
+   db_context_init(&ctx, PROG ": descriptor-buffer", device_name, 0, &db);
 
    const VkDescriptorSetLayoutBinding bindings[] = {
       { 0, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL },
       { 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2, VK_SHADER_STAGE_COMPUTE_BIT, NULL },
    };
-   const VkDescriptorSetLayoutCreateInfo set_layout_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-      .flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_DESCRIPTOR_BUFFER_BIT_EXT,
-      .bindingCount = VKT_ARRAY_SIZE(bindings),
-      .pBindings = bindings,
-   };
-   VkDescriptorSetLayout set_layout;
-   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL, &set_layout));
-   VkDeviceSize size = 0, offsets[2] = {0};
-   layout_size(ctx.device, set_layout, &size);
-   binding_offset(ctx.device, set_layout, 0, &offsets[0]);
-   binding_offset(ctx.device, set_layout, 1, &offsets[1]);
-   if (size < offsets[1] + 2 * db.storageBufferDescriptorSize)
+   VkDeviceSize size, offsets[2];
+   VkDescriptorSetLayout set_layout = db_set_layout(&ctx, &db, bindings,
+                                                    VKT_ARRAY_SIZE(bindings), &size, offsets);
+   if (size < offsets[1] + 2 * db.props.storageBufferDescriptorSize)
       vkt_fail("layout size %llu, binding 1 at %llu, storage descriptors of %zu bytes",
                (unsigned long long)size, (unsigned long long)offsets[1],
-               db.storageBufferDescriptorSize);
+               db.props.storageBufferDescriptorSize);
 
    VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, NULL);
    VkPipeline pipeline = compute_pipeline_flags(&ctx, ext_push_comp_spv,
@@ -1497,49 +1790,22 @@ test_descriptor_buffer(const char *device_name)
       address_buffer(&ctx, n * 4, &outs[i]);
       memset(outs[i].map, 0xa5, n * 4);
    }
-   address_buffer_usage(&ctx, size + db.descriptorBufferOffsetAlignment,
+   address_buffer_usage(&ctx, size + db.props.descriptorBufferOffsetAlignment,
                         VK_BUFFER_USAGE_RESOURCE_DESCRIPTOR_BUFFER_BIT_EXT, &descriptors);
    memset(descriptors.map, 0, descriptors.size);
 
    /* the descriptors, written where the layout puts them */
-   const VkDescriptorAddressInfoEXT uniform = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_ADDRESS_INFO_EXT,
-      .address = address_of(&ctx, &ubo),
-      .range = sizeof(params),
-   };
-   const VkDescriptorGetInfoEXT uniform_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_GET_INFO_EXT,
-      .type = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
-      .data.pUniformBuffer = &uniform,
-   };
-   get_descriptor(ctx.device, &uniform_info, db.uniformBufferDescriptorSize,
-                  (uint8_t *)descriptors.map + offsets[0]);
-   for (unsigned i = 0; i < 2; i++) {
-      const VkDescriptorAddressInfoEXT storage = {
-         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_ADDRESS_INFO_EXT,
-         .address = address_of(&ctx, &outs[i]),
-         .range = n * 4,
-      };
-      const VkDescriptorGetInfoEXT storage_info = {
-         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_GET_INFO_EXT,
-         .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-         .data.pStorageBuffer = &storage,
-      };
-      get_descriptor(ctx.device, &storage_info, db.storageBufferDescriptorSize,
-                     (uint8_t *)descriptors.map + offsets[1] +
-                        i * db.storageBufferDescriptorSize);
-   }
+   db_buffer_descriptor(&ctx, &db, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, address_of(&ctx, &ubo),
+                        sizeof(params), (uint8_t *)descriptors.map + offsets[0]);
+   for (unsigned i = 0; i < 2; i++)
+      db_buffer_descriptor(&ctx, &db, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                           address_of(&ctx, &outs[i]), n * 4,
+                           (uint8_t *)descriptors.map + offsets[1] +
+                              i * db.props.storageBufferDescriptorSize);
 
    VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
-   const VkDescriptorBufferBindingInfoEXT binding = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_BUFFER_BINDING_INFO_EXT,
-      .address = address_of(&ctx, &descriptors),
-      .usage = VK_BUFFER_USAGE_RESOURCE_DESCRIPTOR_BUFFER_BIT_EXT,
-   };
-   bind_buffers(cmd, 1, &binding);
-   const uint32_t index = 0;
-   const VkDeviceSize offset = 0;
-   set_offsets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &index, &offset);
+   db_bind_buffer(&ctx, &db, cmd, &descriptors);
+   db_set_offset(&db, cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0);
    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
    vkCmdDispatch(cmd, n / 64, 1, 1);
    barrier_to_host(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
@@ -1556,7 +1822,7 @@ test_descriptor_buffer(const char *device_name)
    printf(PROG ": descriptor-buffer: OK: %u uints and their complements written through "
           "a uniform and two storage descriptors of %zu and %zu bytes in a descriptor "
           "buffer (layout %llu bytes)\n",
-          n, db.uniformBufferDescriptorSize, db.storageBufferDescriptorSize,
+          n, db.props.uniformBufferDescriptorSize, db.props.storageBufferDescriptorSize,
           (unsigned long long)size);
 
    vkDestroyPipeline(ctx.device, pipeline, NULL);
@@ -1566,6 +1832,146 @@ test_descriptor_buffer(const char *device_name)
    vkt_buffer_destroy(&ctx, &outs[1]);
    vkt_buffer_destroy(&ctx, &outs[0]);
    vkt_buffer_destroy(&ctx, &ubo);
+   vkt_context_finish(&ctx);
+}
+
+/* ---- descriptor-buffer-graphics ------------------------------------------ */
+
+/* The two rectangles (pixels), their colours and where each one's six
+ * vertices lie in the positions buffer (a storage buffer offset every
+ * minStorageBufferOffsetAlignment divides). */
+static const struct rect dbg_rects[2] = { { 2, 3, 18, 13 }, { 10, 17, 29, 30 } };
+static const uint8_t dbg_colors[2][4] = { { 200, 40, 90, 255 }, { 30, 170, 220, 128 } };
+#define DBG_POSITIONS_STRIDE 256
+
+/* The rectangle as a triangle list in clip space: (x0,y0) (x1,y0) (x0,y1),
+ * then (x1,y0) (x1,y1) (x0,y1). */
+static void
+rect_triangles(const struct rect *r, float (*v)[4])
+{
+   const uint32_t corners[6][2] = {
+      { r->x0, r->y0 }, { r->x1, r->y0 }, { r->x0, r->y1 },
+      { r->x1, r->y0 }, { r->x1, r->y1 }, { r->x0, r->y1 },
+   };
+   for (unsigned i = 0; i < 6; i++) {
+      v[i][0] = corners[i][0] * (2.0f / GFX_SIZE) - 1.0f;
+      v[i][1] = corners[i][1] * (2.0f / GFX_SIZE) - 1.0f;
+      v[i][2] = 0.5f;
+      v[i][3] = 1.0f;
+   }
+}
+
+/*
+ * A vertex shader reading its positions (gl_VertexIndex) from a storage
+ * buffer and a fragment shader reading its colour from a uniform buffer,
+ * both descriptors in a descriptor buffer: one rectangle with the set at
+ * offset 0 of it, then another with the set at a second offset, whose
+ * descriptors name another uniform buffer and another range of positions.
+ */
+static void
+test_descriptor_buffer_graphics(const char *device_name)
+{
+   struct vkt_context ctx;
+   struct db db;
+   db_context_init(&ctx, PROG ": descriptor-buffer-graphics", device_name,
+                   VKT_FEATURE_DYNAMIC_RENDERING, &db);
+
+   const VkDescriptorSetLayoutBinding bindings[] = {
+      { 0, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1, VK_SHADER_STAGE_FRAGMENT_BIT, NULL },
+      { 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_VERTEX_BIT, NULL },
+   };
+   VkDeviceSize size, offsets[2];
+   VkDescriptorSetLayout set_layout = db_set_layout(&ctx, &db, bindings,
+                                                    VKT_ARRAY_SIZE(bindings), &size, offsets);
+   VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, NULL);
+   VkShaderModule vs = vkt_shader_module(&ctx, ext_dbuf_vert_spv, sizeof(ext_dbuf_vert_spv));
+   VkShaderModule fs = vkt_shader_module(&ctx, ext_dbuf_frag_spv, sizeof(ext_dbuf_frag_spv));
+   const VkPipelineShaderStageCreateInfo stages[] = {
+      shader_stage(VK_SHADER_STAGE_VERTEX_BIT, vs),
+      shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs),
+   };
+   VkPipeline pipeline = gfx_pipeline(&ctx, stages, VKT_ARRAY_SIZE(stages), layout,
+                                      VK_PIPELINE_CREATE_DESCRIPTOR_BUFFER_BIT_EXT);
+   vkDestroyShaderModule(ctx.device, vs, NULL);
+   vkDestroyShaderModule(ctx.device, fs, NULL);
+
+   /* the set twice, set_stride apart: set offsets must be aligned */
+   const VkDeviceSize align = db.props.descriptorBufferOffsetAlignment
+                                 ? db.props.descriptorBufferOffsetAlignment : 1;
+   const VkDeviceSize set_stride = (size + align - 1) / align * align;
+   struct vkt_buffer positions, ubos[2], descriptors;
+   address_buffer(&ctx, 2 * DBG_POSITIONS_STRIDE, &positions);
+   memset(positions.map, 0, positions.size);
+   address_buffer_usage(&ctx, 2 * set_stride, VK_BUFFER_USAGE_RESOURCE_DESCRIPTOR_BUFFER_BIT_EXT,
+                        &descriptors);
+   memset(descriptors.map, 0, descriptors.size);
+   for (unsigned i = 0; i < 2; i++) {
+      float color[4];
+      for (int c = 0; c < 4; c++)
+         color[c] = dbg_colors[i][c] / 255.0f;
+      address_buffer_usage(&ctx, 256, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, &ubos[i]);
+      memset(ubos[i].map, 0, ubos[i].size);
+      memcpy(ubos[i].map, color, sizeof(color));
+      rect_triangles(&dbg_rects[i],
+                     (float (*)[4])((uint8_t *)positions.map + i * DBG_POSITIONS_STRIDE));
+
+      uint8_t *set = (uint8_t *)descriptors.map + i * set_stride;
+      db_buffer_descriptor(&ctx, &db, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER,
+                           address_of(&ctx, &ubos[i]), sizeof(color), set + offsets[0]);
+      db_buffer_descriptor(&ctx, &db, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                           address_of(&ctx, &positions) + i * DBG_POSITIONS_STRIDE,
+                           6 * 4 * sizeof(float), set + offsets[1]);
+   }
+
+   struct image target;
+   image_create(&ctx, GFX_SIZE, GFX_SIZE,
+                VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT, &target);
+   struct vkt_buffer readback;
+   vkt_buffer_create(&ctx, GFX_BYTES, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &readback);
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   gfx_begin(cmd, &target, false);
+   db_bind_buffer(&ctx, &db, cmd, &descriptors);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
+   db_set_offset(&db, cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, layout, 0);
+   vkCmdDraw(cmd, 6, 1, 0, 0);
+   db_set_offset(&db, cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, layout, set_stride);
+   vkCmdDraw(cmd, 6, 1, 0, 0);
+   gfx_end_readback(cmd, &target, &readback, 0);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &readback);
+
+   uint8_t want[GFX_BYTES];
+   unsigned counts[3] = { 0 };
+   for (uint32_t y = 0; y < GFX_SIZE; y++)
+      for (uint32_t x = 0; x < GFX_SIZE; x++) {
+         unsigned which = 2;
+         for (unsigned i = 0; i < 2; i++)
+            if (rect_contains(&dbg_rects[i], x, y))
+               which = i;
+         memcpy(want + (y * GFX_SIZE + x) * 4, which < 2 ? dbg_colors[which] : gfx_clear, 4);
+         counts[which]++;
+      }
+   gfx_check(readback.map, want, "the two rectangles");
+
+   printf(PROG ": descriptor-buffer-graphics: OK: a vertex shader's positions (storage "
+          "descriptor) and a fragment shader's colour (uniform descriptor) from a descriptor "
+          "buffer, the set at offset 0 then %llu (layout %llu bytes): %u pixels "
+          "(%u, %u, %u, %u), %u pixels (%u, %u, %u, %u), %u pixels the clear colour\n",
+          (unsigned long long)set_stride, (unsigned long long)size, counts[0],
+          dbg_colors[0][0], dbg_colors[0][1], dbg_colors[0][2], dbg_colors[0][3], counts[1],
+          dbg_colors[1][0], dbg_colors[1][1], dbg_colors[1][2], dbg_colors[1][3], counts[2]);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkt_buffer_destroy(&ctx, &readback);
+   image_destroy(&ctx, &target);
+   vkt_buffer_destroy(&ctx, &descriptors);
+   vkt_buffer_destroy(&ctx, &ubos[1]);
+   vkt_buffer_destroy(&ctx, &ubos[0]);
+   vkt_buffer_destroy(&ctx, &positions);
    vkt_context_finish(&ctx);
 }
 #endif
@@ -2025,6 +2431,182 @@ test_host_copy(const char *device_name)
 }
 #endif
 
+/* ---- mesh: VK_EXT_mesh_shader -------------------------------------------- */
+
+#ifdef VK_EXT_mesh_shader
+/* The push constants of ext_mesh.task (which hands them on in its payload)
+ * or, without task shaders, of ext_mesh_alone.mesh: a rectangle for each
+ * of two mesh workgroups, and a tint in their colours. */
+struct mesh_params {
+   struct rect rects[2];
+   uint32_t tint;
+};
+
+/* In each rectangle the width and the height hold different powers of two
+ * (12 x 8, 12 x 14), so that no pixel centre lies on its diagonal
+ * (mesh_expected makes sure). */
+static const struct mesh_params mesh_params = {
+   .rects = { { 2, 3, 14, 11 }, { 17, 16, 29, 30 } },
+   .tint = 0x5a,
+};
+
+#define MESH_INDIRECT_OFFSET 16
+
+/* Must match color() in ext_mesh.mesh: mesh workgroup g, its primitive p. */
+static void
+mesh_color(uint32_t g, uint32_t p, uint32_t tint, uint8_t rgba[4])
+{
+   rgba[0] = (uint8_t)(32 + 128 * g + 64 * p);
+   rgba[1] = (uint8_t)(240 - 96 * g - 48 * p);
+   rgba[2] = (uint8_t)(tint + 8 * g + 4 * p);
+   rgba[3] = 255;
+}
+
+/* What the two workgroups draw: rectangle g split by the diagonal from
+ * (x1,y0) to (x0,y1), primitive 0 above it, 1 below. */
+static void
+mesh_expected(uint8_t *want, unsigned counts[5])
+{
+   for (uint32_t y = 0; y < GFX_SIZE; y++)
+      for (uint32_t x = 0; x < GFX_SIZE; x++) {
+         uint8_t *w = want + (y * GFX_SIZE + x) * 4;
+         unsigned which = 4;
+         memcpy(w, gfx_clear, 4);
+         for (uint32_t g = 0; g < 2; g++) {
+            const struct rect *r = &mesh_params.rects[g];
+            if (!rect_contains(r, x, y))
+               continue;
+            /* (cx - x0) / w + (cy - y0) / h against 1, for the pixel
+             * centre (cx, cy), times 2 w h */
+            const uint32_t rw = r->x1 - r->x0, rh = r->y1 - r->y0;
+            const uint32_t side = (2 * (x - r->x0) + 1) * rh + (2 * (y - r->y0) + 1) * rw;
+            if (side == 2 * rw * rh)
+               vkt_fail("pixel (%u,%u) lies on rectangle %u's diagonal: choose others", x, y,
+                        g);
+            const uint32_t p = side > 2 * rw * rh;
+            mesh_color(g, p, mesh_params.tint, w);
+            which = 2 * g + p;
+         }
+         counts[which]++;
+      }
+}
+
+/*
+ * Two rectangles drawn by two mesh workgroups, two triangles each with a
+ * colour per primitive. With task shaders one task workgroup launches the
+ * two mesh workgroups and hands them the rectangles in its payload; without,
+ * the draw launches them itself. Drawn by vkCmdDrawMeshTasksEXT, then again
+ * by vkCmdDrawMeshTasksIndirectEXT; both images are checked.
+ */
+static void
+test_mesh(const char *device_name)
+{
+   static const char *const exts[] = { VK_EXT_MESH_SHADER_EXTENSION_NAME };
+   struct vkt_context ctx;
+
+   /* whether there are task shaders decides what to enable: ask first */
+   VkPhysicalDevice pdev = context_pick(&ctx, PROG ": mesh", device_name);
+   VkPhysicalDeviceMeshShaderFeaturesEXT have = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT,
+   };
+   VkPhysicalDeviceFeatures2 features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+      .pNext = &have,
+   };
+   vkGetPhysicalDeviceFeatures2(pdev, &features);
+   const bool task = have.taskShader;
+   VkPhysicalDeviceMeshShaderFeaturesEXT enable = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT,
+      .taskShader = task,
+      .meshShader = VK_TRUE,
+   };
+   context_init_picked(&ctx, pdev, VKT_FEATURE_DYNAMIC_RENDERING, exts, VKT_ARRAY_SIZE(exts),
+                       &enable);
+   PFN_vkCmdDrawMeshTasksEXT draw = LOAD(&ctx, vkCmdDrawMeshTasksEXT);
+   PFN_vkCmdDrawMeshTasksIndirectEXT draw_indirect = LOAD(&ctx, vkCmdDrawMeshTasksIndirectEXT);
+
+   /* the push constants go to the first stage: task or mesh */
+   const VkShaderStageFlags pc_stage = task ? VK_SHADER_STAGE_TASK_BIT_EXT
+                                            : VK_SHADER_STAGE_MESH_BIT_EXT;
+   const VkPushConstantRange push_range = { pc_stage, 0, sizeof(struct mesh_params) };
+   VkPipelineLayout layout = pipeline_layout(&ctx, NULL, &push_range);
+   VkShaderModule ts = VK_NULL_HANDLE, ms, fs;
+   VkPipelineShaderStageCreateInfo stages[3];
+   uint32_t n_stages = 0;
+   if (task) {
+      ts = vkt_shader_module(&ctx, ext_mesh_task_spv, sizeof(ext_mesh_task_spv));
+      ms = vkt_shader_module(&ctx, ext_mesh_mesh_spv, sizeof(ext_mesh_mesh_spv));
+      stages[n_stages++] = shader_stage(VK_SHADER_STAGE_TASK_BIT_EXT, ts);
+   } else {
+      ms = vkt_shader_module(&ctx, ext_mesh_alone_mesh_spv, sizeof(ext_mesh_alone_mesh_spv));
+   }
+   fs = vkt_shader_module(&ctx, ext_mesh_frag_spv, sizeof(ext_mesh_frag_spv));
+   stages[n_stages++] = shader_stage(VK_SHADER_STAGE_MESH_BIT_EXT, ms);
+   stages[n_stages++] = shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs);
+   VkPipeline pipeline = gfx_pipeline(&ctx, stages, n_stages, layout, 0);
+   if (ts)
+      vkDestroyShaderModule(ctx.device, ts, NULL);
+   vkDestroyShaderModule(ctx.device, ms, NULL);
+   vkDestroyShaderModule(ctx.device, fs, NULL);
+
+   /* one task workgroup, or the two mesh workgroups */
+   const VkDrawMeshTasksIndirectCommandEXT groups = { task ? 1 : 2, 1, 1 };
+   struct vkt_buffer indirect;
+   vkt_buffer_create(&ctx, 64, VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT, true, &indirect);
+   memset(indirect.map, 0, indirect.size);
+   memcpy((uint8_t *)indirect.map + MESH_INDIRECT_OFFSET, &groups, sizeof(groups));
+   vkt_buffer_flush(&ctx, &indirect);
+
+   struct image target;
+   image_create(&ctx, GFX_SIZE, GFX_SIZE,
+                VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT, &target);
+   struct vkt_buffer readback;
+   vkt_buffer_create(&ctx, 2 * GFX_BYTES, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &readback);
+   memset(readback.map, 0xa5, readback.size);
+   vkt_buffer_flush(&ctx, &readback);
+
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   gfx_begin(cmd, &target, false);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
+   vkCmdPushConstants(cmd, layout, pc_stage, 0, sizeof(mesh_params), &mesh_params);
+   draw(cmd, groups.groupCountX, groups.groupCountY, groups.groupCountZ);
+   gfx_end_readback(cmd, &target, &readback, 0);
+   /* the same, cleared again, drawn from the buffer (pipeline and push
+    * constants stay bound) */
+   gfx_begin(cmd, &target, true);
+   draw_indirect(cmd, indirect.buffer, MESH_INDIRECT_OFFSET, 1,
+                 sizeof(VkDrawMeshTasksIndirectCommandEXT));
+   gfx_end_readback(cmd, &target, &readback, GFX_BYTES);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &readback);
+
+   uint8_t want[GFX_BYTES];
+   unsigned counts[5] = { 0 };
+   mesh_expected(want, counts);
+   gfx_check(readback.map, want, "vkCmdDrawMeshTasksEXT");
+   gfx_check((const uint8_t *)readback.map + GFX_BYTES, want, "vkCmdDrawMeshTasksIndirectEXT");
+
+   if (task)
+      printf(PROG ": mesh: OK: a task workgroup launched 2 mesh workgroups "
+             "(EmitMeshTasksEXT) with 2 rectangles in its payload");
+   else
+      printf(PROG ": mesh: OK: no task shaders on this device, mesh shader only: "
+             "vkCmdDrawMeshTasksEXT(2, 1, 1) with 2 rectangles in push constants");
+   printf("; 2 triangles each, one colour per primitive (perprimitiveEXT): %u, %u, %u and "
+          "%u pixels, %u the clear colour; the same from vkCmdDrawMeshTasksIndirectEXT "
+          "(offset %u)\n", counts[0], counts[1], counts[2], counts[3], counts[4],
+          MESH_INDIRECT_OFFSET);
+
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkt_buffer_destroy(&ctx, &readback);
+   image_destroy(&ctx, &target);
+   vkt_buffer_destroy(&ctx, &indirect);
+   vkt_context_finish(&ctx);
+}
+#endif
+
 /* ---- main --------------------------------------------------------------- */
 
 static const struct {
@@ -2039,12 +2621,16 @@ static const struct {
    { "address", test_address },
 #ifdef VK_EXT_descriptor_buffer
    { "descriptor-buffer", test_descriptor_buffer },
+   { "descriptor-buffer-graphics", test_descriptor_buffer_graphics },
 #endif
 #ifdef VK_EXT_device_generated_commands
    { "dgc", test_dgc },
 #endif
 #ifdef VK_EXT_host_image_copy
    { "host-image-copy", test_host_copy },
+#endif
+#ifdef VK_EXT_mesh_shader
+   { "mesh", test_mesh },
 #endif
 };
 

@@ -332,6 +332,10 @@ static const struct feature_struct {
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_FEATURES_EXT,
                   VkPhysicalDeviceDescriptorBufferFeaturesEXT, descriptorBufferPushDescriptors),
 #endif
+#ifdef VK_EXT_mesh_shader
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT,
+                  VkPhysicalDeviceMeshShaderFeaturesEXT, meshShaderQueries),
+#endif
 };
 
 #undef FEATURE_STRUCT
