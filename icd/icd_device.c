@@ -107,3 +107,26 @@ icd_vkDeviceWaitIdle(VkDevice device)
    }
    return r;
 }
+
+#ifdef WIRE_HAS_vkGetDeviceFaultInfoGPUD
+/* VK_EXT_device_fault: the arrays of a fault are sized by pFaultCounts, not
+ * by members of their own structure; each travels as the bytes of its
+ * capacity (flat structures, no pointers), the description too. */
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkGetDeviceFaultInfoEXT(VkDevice device, VkDeviceFaultCountsEXT *pFaultCounts,
+                            VkDeviceFaultInfoEXT *pFaultInfo)
+{
+   if (!pFaultInfo)
+      return icd_gen_vkGetDeviceFaultInfoGPUD(device, pFaultCounts, 0, NULL, 0, NULL, 0, NULL, 0,
+                                              NULL);
+   const VkDeviceFaultCountsEXT room = *pFaultCounts;
+   void *addresses = pFaultInfo->pAddressInfos;
+   void *vendors = pFaultInfo->pVendorInfos;
+   void *binary = pFaultInfo->pVendorBinaryData;
+   return icd_gen_vkGetDeviceFaultInfoGPUD(
+      device, pFaultCounts, sizeof(pFaultInfo->description), pFaultInfo->description,
+      addresses ? room.addressInfoCount * sizeof(VkDeviceFaultAddressInfoEXT) : 0, addresses,
+      vendors ? room.vendorInfoCount * sizeof(VkDeviceFaultVendorInfoEXT) : 0, vendors,
+      binary ? (size_t)room.vendorBinarySize : 0, binary);
+}
+#endif

@@ -132,6 +132,19 @@ PRIVATE_COMMANDS = """
     <param><type>uint32_t</type> <name>regionCount</name></param>
     <param len="regionCount">const <type>uint64_t</type>* <name>pOffsets</name></param>
   </command>
+  <command successcodes="VK_SUCCESS,VK_INCOMPLETE" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY">
+    <proto><type>VkResult</type> <name>vkGetDeviceFaultInfoGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param><type>VkDeviceFaultCountsEXT</type>* <name>pFaultCounts</name></param>
+    <param><type>size_t</type> <name>descriptionSize</name></param>
+    <param optional="true" len="descriptionSize"><type>void</type>* <name>pDescription</name></param>
+    <param><type>size_t</type> <name>addressInfosSize</name></param>
+    <param optional="true" len="addressInfosSize"><type>void</type>* <name>pAddressInfos</name></param>
+    <param><type>size_t</type> <name>vendorInfosSize</name></param>
+    <param optional="true" len="vendorInfosSize"><type>void</type>* <name>pVendorInfos</name></param>
+    <param><type>size_t</type> <name>vendorBinarySize</name></param>
+    <param optional="true" len="vendorBinarySize"><type>void</type>* <name>pVendorBinaryData</name></param>
+  </command>
 </commands>
 """
 
@@ -215,6 +228,10 @@ CLIENT_ONLY = {
         'vkBuildAccelerationStructuresKHR', 'vkCopyAccelerationStructureKHR',
         'vkCopyAccelerationStructureToMemoryKHR', 'vkCopyMemoryToAccelerationStructureKHR',
         'vkWriteAccelerationStructuresPropertiesKHR')},
+    # VK_EXT_device_fault: the fault's arrays are sized by another
+    # structure (pFaultCounts); the ICD asks with vkGetDeviceFaultInfoGPUD,
+    # each array as bytes of its capacity (the structures hold no pointers)
+    'vkGetDeviceFaultInfoEXT': 'the ICD asks with vkGetDeviceFaultInfoGPUD',
     # VK_EXT_debug_marker is VK_EXT_debug_utils by other names
     'vkDebugMarkerSetObjectNameEXT': 'the ICD sends it as vkSetDebugUtilsObjectNameEXT',
     'vkDebugMarkerSetObjectTagEXT': 'the ICD sends it as vkSetDebugUtilsObjectTagEXT',
@@ -294,6 +311,10 @@ SHADER_CODE_STRUCTS = ('VkShaderModuleCreateInfo', 'VkShaderCreateInfoEXT')
 SPIRV_CHAIN_COMMANDS = {'vkCreateGraphicsPipelines', 'vkCreateComputePipelines',
                         'vkCreateRayTracingPipelinesNV', 'vkCreateRayTracingPipelinesKHR',
                         'vkGetPipelineIndirectMemoryRequirementsNV'}
+
+# Commands that still run on a device an asynchronous failure lost (every
+# other one that can fail answers at once): what tells why it was lost.
+RUN_ON_LOST_DEVICE = {'vkGetDeviceFaultInfoGPUD'}
 
 # Calls that must reach the daemon before returning even though they return
 # nothing the application reads.
@@ -2896,7 +2917,7 @@ def emit_gpud(gen, w, hw):
         if cmd.ret == 'VkResult':
             # on a device an asynchronous failure lost, what may be
             # answered is (commands that cannot fail still run)
-            if lost_result(cmd) != 'VK_SUCCESS':
+            if lost_result(cmd) != 'VK_SUCCESS' and name not in RUN_ON_LOST_DEVICE:
                 w('   if (gpud_call_device_lost(call)) {')
                 w(f'      a.ret = {lost_result(cmd)};')
                 w('      wire_dec_close_taken(d);')

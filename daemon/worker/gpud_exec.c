@@ -1554,3 +1554,38 @@ gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
    }
    gpud_gen_exec_vkAllocateCommandBuffers(call, a);
 }
+
+#ifdef WIRE_HAS_vkGetDeviceFaultInfoGPUD
+/* VK_EXT_device_fault, asked by the ICD with each array as bytes of its
+ * capacity (icd/icd_device.c); it runs on a lost device, which is when it
+ * has something to say. The capacities are what the bytes hold, whatever
+ * the counts the application gave. */
+void
+gpud_exec_vkGetDeviceFaultInfoGPUD(struct gpud_call *call,
+                                   struct wire_args_vkGetDeviceFaultInfoGPUD *a)
+{
+   if (!call->disp->GetDeviceFaultInfoEXT) {
+      gpud_call_fail(call, "vkGetDeviceFaultInfoEXT: not on this device");
+      return;
+   }
+   VkDeviceFaultCountsEXT *counts = a->pFaultCounts;
+   counts->addressInfoCount =
+      a->pAddressInfos ? (uint32_t)(a->addressInfosSize / sizeof(VkDeviceFaultAddressInfoEXT)) : 0;
+   counts->vendorInfoCount =
+      a->pVendorInfos ? (uint32_t)(a->vendorInfosSize / sizeof(VkDeviceFaultVendorInfoEXT)) : 0;
+   counts->vendorBinarySize = a->pVendorBinaryData ? a->vendorBinarySize : 0;
+   if (!a->pDescription || a->descriptionSize < VK_MAX_DESCRIPTION_SIZE) {
+      a->ret = call->disp->GetDeviceFaultInfoEXT(a->device, counts, NULL);
+      return;
+   }
+   VkDeviceFaultInfoEXT info = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_FAULT_INFO_EXT,
+      /* (the decoder's allocations are aligned for any structure) */
+      .pAddressInfos = counts->addressInfoCount ? (void *)a->pAddressInfos : NULL,
+      .pVendorInfos = counts->vendorInfoCount ? (void *)a->pVendorInfos : NULL,
+      .pVendorBinaryData = counts->vendorBinarySize ? (void *)a->pVendorBinaryData : NULL,
+   };
+   a->ret = call->disp->GetDeviceFaultInfoEXT(a->device, counts, &info);
+   memcpy(a->pDescription, info.description, VK_MAX_DESCRIPTION_SIZE);
+}
+#endif

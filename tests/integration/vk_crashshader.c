@@ -4,7 +4,9 @@
  * device address (tests/shaders/wild_write.comp): a GPU faults, lavapipe
  * crashes.
  * Through gpud only this client's worker dies: the program must see
- * VK_ERROR_DEVICE_LOST from its submit or wait, and nothing worse.
+ * VK_ERROR_DEVICE_LOST from its submit or wait, and nothing worse. Where
+ * the device has VK_EXT_device_fault (a GPU that faults and lives), the
+ * driver's description of the fault must come back, with its addresses.
  *
  *   vk_crashshader [--device NAME]
  *
@@ -39,6 +41,48 @@ on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageT
           data->pMessage ? data->pMessage : "");
    fflush(stdout);
    return VK_FALSE;
+}
+
+/* The counts, then the fault: a description the driver must give, its
+ * addresses and vendor records (vkGetDeviceFaultInfoEXT). */
+static void
+report_fault(VkDevice device)
+{
+   PFN_vkGetDeviceFaultInfoEXT get_fault =
+      (PFN_vkGetDeviceFaultInfoEXT)vkGetDeviceProcAddr(device, "vkGetDeviceFaultInfoEXT");
+   VkDeviceFaultCountsEXT counts = {.sType = VK_STRUCTURE_TYPE_DEVICE_FAULT_COUNTS_EXT};
+   VkResult r = get_fault(device, &counts, NULL);
+   printf("vk_crashshader: vkGetDeviceFaultInfoEXT (counts): %s: %u addresses, %u vendor "
+          "records, %llu bytes of vendor data\n", vkt_result_name(r), counts.addressInfoCount,
+          counts.vendorInfoCount, (unsigned long long)counts.vendorBinarySize);
+   if (r != VK_SUCCESS)
+      vkt_fail("vkGetDeviceFaultInfoEXT failed on the lost device");
+   VkDeviceFaultAddressInfoEXT addresses[16];
+   VkDeviceFaultVendorInfoEXT vendors[16];
+   counts.addressInfoCount = counts.addressInfoCount < 16 ? counts.addressInfoCount : 16;
+   counts.vendorInfoCount = counts.vendorInfoCount < 16 ? counts.vendorInfoCount : 16;
+   counts.vendorBinarySize = 0;
+   VkDeviceFaultInfoEXT info = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_FAULT_INFO_EXT,
+      .pAddressInfos = addresses,
+      .pVendorInfos = vendors,
+   };
+   r = get_fault(device, &counts, &info);
+   if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+      vkt_fail("vkGetDeviceFaultInfoEXT: %s", vkt_result_name(r));
+   info.description[VK_MAX_DESCRIPTION_SIZE - 1] = '\0';
+   printf("vk_crashshader: fault: \"%s\"\n", info.description);
+   for (uint32_t i = 0; i < counts.addressInfoCount; i++)
+      printf("vk_crashshader: fault address %u: type %d, 0x%llx (precision 0x%llx)\n", i,
+             (int)addresses[i].addressType, (unsigned long long)addresses[i].reportedAddress,
+             (unsigned long long)addresses[i].addressPrecision);
+   for (uint32_t i = 0; i < counts.vendorInfoCount; i++) {
+      vendors[i].description[VK_MAX_DESCRIPTION_SIZE - 1] = '\0';
+      printf("vk_crashshader: fault vendor record %u: \"%s\" code 0x%llx\n", i,
+             vendors[i].description, (unsigned long long)vendors[i].vendorFaultCode);
+   }
+   if (!info.description[0])
+      vkt_fail("vkGetDeviceFaultInfoEXT gave no description of the fault");
 }
 
 int
@@ -95,10 +139,30 @@ main(int argc, char **argv)
       printf("vk_crashshader: SKIP: no buffer device addresses or 64-bit integers\n");
       return 77;
    }
+   /* VK_EXT_device_fault, where the device has it: what the driver says
+    * the fault was */
+   bool fault_ext = vkt_device_has_extension(pdev, VK_EXT_DEVICE_FAULT_EXTENSION_NAME);
+   VkPhysicalDeviceFaultFeaturesEXT has_fault = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FAULT_FEATURES_EXT,
+   };
+   if (fault_ext) {
+      VkPhysicalDeviceFeatures2 q = {
+         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+         .pNext = &has_fault,
+      };
+      vkGetPhysicalDeviceFeatures2(pdev, &q);
+      fault_ext = has_fault.deviceFault;
+   }
+   VkPhysicalDeviceFaultFeaturesEXT want_fault = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FAULT_FEATURES_EXT,
+      .deviceFault = VK_TRUE,
+   };
    VkPhysicalDeviceVulkan12Features f12 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+      .pNext = fault_ext ? &want_fault : NULL,
       .bufferDeviceAddress = VK_TRUE,
    };
+   const char *fault_name = VK_EXT_DEVICE_FAULT_EXTENSION_NAME;
    VkPhysicalDeviceFeatures2 f2 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
       .pNext = &f12,
@@ -134,6 +198,8 @@ main(int argc, char **argv)
       .pNext = &f2,
       .queueCreateInfoCount = 1,
       .pQueueCreateInfos = &queue_info,
+      .enabledExtensionCount = fault_ext ? 1 : 0,
+      .ppEnabledExtensionNames = &fault_name,
    };
    VKT_CHECK(vkCreateDevice(pdev, &device_info, NULL, &ctx.device));
    vkGetDeviceQueue(ctx.device, ctx.queue_family, 0, &ctx.queue);
@@ -182,6 +248,8 @@ main(int argc, char **argv)
    note("vkQueueSubmit", vkQueueSubmit(ctx.queue, 1, &submit, VK_NULL_HANDLE));
    note("vkQueueWaitIdle", vkQueueWaitIdle(ctx.queue));
    note("vkDeviceWaitIdle", vkDeviceWaitIdle(ctx.device));
+   if (lost && fault_ext)
+      report_fault(ctx.device);
 
    /* Tear down: must neither crash nor hang on a lost device. */
    vkDestroyPipeline(ctx.device, pipeline, NULL);
