@@ -141,24 +141,11 @@ region_bytes(VkDevice device, VkImage image, const struct icd_host_image *img,
 {
    const uint32_t layers = wire_host_copy_layers(sub, img->layers);
    uint64_t bytes = 0;
-   if (flags & VK_HOST_IMAGE_COPY_MEMCPY_EXT) {
-      /* the subresource as the host lays it out, one layer after another */
-      VkSubresourceHostMemcpySizeEXT memcpy_size = {
-         .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_HOST_MEMCPY_SIZE_EXT,
-      };
-      VkSubresourceLayout2EXT layout = {
-         .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_LAYOUT_2_EXT,
-         .pNext = &memcpy_size,
-      };
-      const VkImageSubresource2EXT what = {
-         .sType = VK_STRUCTURE_TYPE_IMAGE_SUBRESOURCE_2_EXT,
-         .imageSubresource = {sub->aspectMask, sub->mipLevel, sub->baseArrayLayer},
-      };
-      icd_vkGetImageSubresourceLayout2EXT(device, image, &what, &layout);
-      if (__builtin_mul_overflow(memcpy_size.size, (uint64_t)layers, &bytes))
-         return 0;
-      return bytes;
-   }
+   if (flags & VK_HOST_IMAGE_COPY_MEMCPY_EXT)
+      return wire_host_copy_memcpy_bytes(icd_vkGetImageSubresourceLayout2EXT, device, image, sub,
+                                         layers, &bytes)
+                ? bytes
+                : 0;
    if (!wire_host_copy_bytes(img->format, sub->aspectMask, row_length, image_height, extent,
                              layers, UINT64_MAX, &bytes))
       return 0;

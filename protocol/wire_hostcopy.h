@@ -58,3 +58,27 @@ wire_host_copy_layers(const VkImageSubresourceLayers *s, uint32_t image_layers)
       return s->layerCount;
    return s->baseArrayLayer < image_layers ? image_layers - s->baseArrayLayer : 0;
 }
+
+/* The bytes of a VK_HOST_IMAGE_COPY_MEMCPY region: the host's own layout of
+ * the subresource (VkSubresourceHostMemcpySize, asked with
+ * vkGetImageSubresourceLayout2), a layer after another. False when it
+ * overflows or is nothing. */
+static inline bool
+wire_host_copy_memcpy_bytes(PFN_vkGetImageSubresourceLayout2EXT layout2, VkDevice device,
+                            VkImage image, const VkImageSubresourceLayers *s, uint32_t layers,
+                            uint64_t *bytes)
+{
+   VkSubresourceHostMemcpySizeEXT memcpy_size = {
+      .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_HOST_MEMCPY_SIZE_EXT,
+   };
+   VkSubresourceLayout2EXT layout = {
+      .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_LAYOUT_2_EXT,
+      .pNext = &memcpy_size,
+   };
+   const VkImageSubresource2EXT what = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_SUBRESOURCE_2_EXT,
+      .imageSubresource = {s->aspectMask, s->mipLevel, s->baseArrayLayer},
+   };
+   layout2(device, image, &what, &layout);
+   return !__builtin_mul_overflow(memcpy_size.size, (uint64_t)layers, bytes) && *bytes;
+}

@@ -102,27 +102,14 @@ place_region(struct gpud_call *call, const char *command, const struct gpud_obje
    uint64_t bytes = 0;
    bool sized;
    if (flags & VK_HOST_IMAGE_COPY_MEMCPY_EXT) {
-      /* the subresource as the host lays it out, one layer after another */
-      VkSubresourceHostMemcpySizeEXT memcpy_size = {
-         .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_HOST_MEMCPY_SIZE_EXT,
-      };
-      VkSubresourceLayout2EXT layout = {
-         .sType = VK_STRUCTURE_TYPE_SUBRESOURCE_LAYOUT_2_EXT,
-         .pNext = &memcpy_size,
-      };
-      const VkImageSubresource2EXT what = {
-         .sType = VK_STRUCTURE_TYPE_IMAGE_SUBRESOURCE_2_EXT,
-         .imageSubresource = {s->aspectMask, s->mipLevel, s->baseArrayLayer},
-      };
+      /* asked of the host only for a subresource the image has */
       sized = call->disp->HOST_GET_SUBRESOURCE_LAYOUT2 && s->mipLevel < img->image_levels &&
               s->baseArrayLayer < img->image_layers &&
-              __builtin_popcount(s->aspectMask) == 1;
-      if (sized)
-         call->disp->HOST_GET_SUBRESOURCE_LAYOUT2((VkDevice)(uintptr_t)dev->handle,
-                                                  (VkImage)(uintptr_t)img->handle, &what,
-                                                  &layout);
-      sized = sized && !__builtin_mul_overflow(memcpy_size.size, (uint64_t)layers, &bytes) &&
-              bytes && bytes <= dev->map_size;
+              __builtin_popcount(s->aspectMask) == 1 &&
+              wire_host_copy_memcpy_bytes(call->disp->HOST_GET_SUBRESOURCE_LAYOUT2,
+                                          (VkDevice)(uintptr_t)dev->handle,
+                                          (VkImage)(uintptr_t)img->handle, s, layers, &bytes) &&
+              bytes <= dev->map_size;
    } else {
       sized = wire_host_copy_bytes((VkFormat)img->image_format, s->aspectMask, r->row_length,
                                    r->image_height, r->extent, layers, dev->map_size, &bytes);
