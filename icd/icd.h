@@ -216,6 +216,8 @@ struct icd_device {
    uint32_t next_tag;
    /* host image copies (icd_hostcopy.c): the images made for them, and the
     * staging memory shared with the worker (with hostcopy_mutex) */
+   /* VK_EXT_map_memory_placed enabled: host-visible memory keeps its memfd */
+   bool keeps_memfds;
    pthread_mutex_t hostcopy_mutex;
    struct icd_host_image **host_images;
    void *staging;
@@ -304,10 +306,12 @@ struct icd_device_memory {
    bool coherent;   /* flushes and invalidates need no daemon */
    void *map;       /* whole allocation mapped from the daemon's memfd */
    size_t map_size;
-   /* a placed mapping (VK_EXT_map_memory_placed): map + placed_offset's
-    * pages moved to the application's address, placed_size bytes */
+   /* a placed mapping (VK_EXT_map_memory_placed): the memfd (kept where
+    * the device enabled it, else -1) mapped again at the application's
+    * address, placed_size bytes */
+   int fd;
    void *placed;
-   size_t placed_offset, placed_size;
+   size_t placed_size;
 };
 
 struct icd_descriptor_update_template {

@@ -119,7 +119,13 @@ icd_vkGetDeviceFaultInfoEXT(VkDevice device, VkDeviceFaultCountsEXT *pFaultCount
    if (!pFaultInfo)
       return icd_gen_vkGetDeviceFaultInfoGPUD(device, pFaultCounts, 0, NULL, 0, NULL, 0, NULL, 0,
                                               NULL);
-   const VkDeviceFaultCountsEXT room = *pFaultCounts;
+   /* no more than the daemon gives room for (a driver has a few records) */
+   VkDeviceFaultCountsEXT room = *pFaultCounts;
+   const size_t most = WIRE_MAX_OUTPUT_BYTES / sizeof(VkDeviceFaultVendorInfoEXT);
+   room.addressInfoCount = room.addressInfoCount < most ? room.addressInfoCount : (uint32_t)most;
+   room.vendorInfoCount = room.vendorInfoCount < most ? room.vendorInfoCount : (uint32_t)most;
+   if (room.vendorBinarySize > WIRE_MAX_OUTPUT_BYTES)
+      room.vendorBinarySize = WIRE_MAX_OUTPUT_BYTES;
    void *addresses = pFaultInfo->pAddressInfos;
    void *vendors = pFaultInfo->pVendorInfos;
    void *binary = pFaultInfo->pVendorBinaryData;

@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -56,6 +57,12 @@ icd_vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo *pC
    if (r != VK_SUCCESS)
       return r;
    struct icd_device *dev = (struct icd_device *)*pDevice;
+#ifdef VK_EXT_map_memory_placed
+   /* placed mappings map the memfd again (icd_memory.c): it is kept */
+   for (uint32_t i = 0; i < pCreateInfo->enabledExtensionCount; i++)
+      dev->keeps_memfds |= !strcmp(pCreateInfo->ppEnabledExtensionNames[i],
+                                   VK_EXT_MAP_MEMORY_PLACED_EXTENSION_NAME);
+#endif
    int fd = -1;
    if (icd_gen_vkGetCompletionPageGPUD(*pDevice, &fd) != VK_SUCCESS || fd < 0)
       return VK_SUCCESS; /* every fence is asked about */

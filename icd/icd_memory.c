@@ -82,6 +82,8 @@ allocate_memory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
          mem->map = mmap(NULL, mem->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
          if (mem->map != MAP_FAILED && keep_fd)
             *keep_fd = util_fd_move(&fd);
+         else if (mem->map != MAP_FAILED && ((struct icd_device *)device)->keeps_memfds)
+            mem->fd = util_fd_move(&fd);
          if (mem->map == MAP_FAILED) {
             mem->map = NULL;
             /* The daemon holds the allocation: give it back. */
@@ -187,16 +189,24 @@ icd_vkMapMemory(VkDevice device, VkDeviceMemory memory, VkDeviceSize offset, VkD
 VKAPI_ATTR void VKAPI_CALL
 icd_vkUnmapMemory(VkDevice device, VkDeviceMemory memory)
 {
-   /* The mapping lives as long as the allocation. */
+   /* The mapping lives as long as the allocation; a placed one (only by
+    * vkMapMemory2, unmapped here as by vkUnmapMemory2 without flags) does
+    * not. */
+   struct icd_device_memory *mem = (struct icd_device_memory *)memory;
+   if (mem && mem->placed)
+      munmap(mem->placed, mem->placed_size);
+   if (mem)
+      mem->placed = NULL;
 }
 
 #ifdef WIRE_HAS_vkMapMemory2KHR
 #ifdef VK_EXT_map_memory_placed
 /* A placed mapping (VK_EXT_map_memory_placed, gpud's own on every host):
- * the pages of the ICD's mapping are moved to the address the application
- * reserved, and moved back when it unmaps, leaving the application's range
- * unmapped or, with VK_MEMORY_UNMAP_RESERVE_BIT_EXT, reserved again. The
- * range is whole pages (minPlacedMemoryMapAlignment is the page size). */
+ * the memfd mapped again, over the range the application reserved at its
+ * address (MAP_FIXED replaces its reservation at once); unmapping leaves
+ * the range unmapped or, with VK_MEMORY_UNMAP_RESERVE_BIT_EXT, reserved
+ * again, as one mmap. The range is whole pages
+ * (minPlacedMemoryMapAlignment is the page size). */
 static VkResult
 map_placed(struct icd_device_memory *mem, const VkMemoryMapInfoKHR *info, void *address,
            void **ppData)
@@ -204,18 +214,30 @@ map_placed(struct icd_device_memory *mem, const VkMemoryMapInfoKHR *info, void *
    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
    const VkDeviceSize size = info->size == VK_WHOLE_SIZE ? mem->size - info->offset : info->size;
    const size_t length = (size_t)((size + page - 1) & ~(VkDeviceSize)(page - 1));
-   if (!mem->map || mem->placed || !address || (uintptr_t)address % page ||
+   if (mem->fd < 0 || mem->placed || !address || (uintptr_t)address % page ||
        info->offset % page || info->offset > mem->size || size > mem->size - info->offset ||
        info->offset + length > mem->map_size || !length)
       return VK_ERROR_MEMORY_MAP_FAILED;
-   void *moved = mremap((char *)mem->map + info->offset, length, length,
-                        MREMAP_MAYMOVE | MREMAP_FIXED, address);
-   if (moved == MAP_FAILED)
+   void *map = mmap(address, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mem->fd,
+                    (off_t)info->offset);
+   if (map == MAP_FAILED)
       return VK_ERROR_MEMORY_MAP_FAILED;
-   mem->placed = moved;
-   mem->placed_offset = (size_t)info->offset;
+   mem->placed = map;
    mem->placed_size = length;
-   *ppData = moved;
+   *ppData = map;
+   return VK_SUCCESS;
+}
+
+static VkResult
+unmap_placed(struct icd_device_memory *mem, VkMemoryUnmapFlagsKHR flags)
+{
+   if ((flags & VK_MEMORY_UNMAP_RESERVE_BIT_EXT)
+          ? mmap(mem->placed, mem->placed_size, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED
+          : munmap(mem->placed, mem->placed_size) < 0)
+      return VK_ERROR_MEMORY_MAP_FAILED;
+   mem->placed = NULL;
+   mem->placed_size = 0;
    return VK_SUCCESS;
 }
 #endif
@@ -244,24 +266,12 @@ icd_vkMapMemory2KHR(VkDevice device, const VkMemoryMapInfoKHR *pMemoryMapInfo, v
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkUnmapMemory2KHR(VkDevice device, const VkMemoryUnmapInfoKHR *pMemoryUnmapInfo)
 {
-   struct icd_device_memory *mem = (struct icd_device_memory *)pMemoryUnmapInfo->memory;
-   if (!mem->placed) {
-      icd_vkUnmapMemory(device, pMemoryUnmapInfo->memory);
-      return VK_SUCCESS;
-   }
 #ifdef VK_EXT_map_memory_placed
-   /* the pages go home; the application's range is left as it asked */
-   void *home = (char *)mem->map + mem->placed_offset;
-   if (mremap(mem->placed, mem->placed_size, mem->placed_size, MREMAP_MAYMOVE | MREMAP_FIXED,
-              home) == MAP_FAILED)
-      return VK_ERROR_MEMORY_MAP_FAILED;
-   if ((pMemoryUnmapInfo->flags & VK_MEMORY_UNMAP_RESERVE_BIT_EXT) &&
-       mmap(mem->placed, mem->placed_size, PROT_NONE,
-            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
-      return VK_ERROR_MEMORY_MAP_FAILED;
-   mem->placed = NULL;
-   mem->placed_size = 0;
+   struct icd_device_memory *mem = (struct icd_device_memory *)pMemoryUnmapInfo->memory;
+   if (mem->placed)
+      return unmap_placed(mem, pMemoryUnmapInfo->flags);
 #endif
+   icd_vkUnmapMemory(device, pMemoryUnmapInfo->memory);
    return VK_SUCCESS;
 }
 #endif

@@ -79,6 +79,8 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
    }
    case VK_OBJECT_TYPE_DEVICE_MEMORY: {
       struct icd_device_memory *mem = icd_object_alloc(sizeof(*mem), conn, type, false);
+      if (mem)
+         mem->fd = -1;
       return (uint64_t)(uintptr_t)mem;
    }
    case VK_OBJECT_TYPE_FENCE: {
@@ -165,6 +167,7 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
          munmap(mem->placed, mem->placed_size);
       if (mem->map)
          munmap(mem->map, mem->map_size);
+      util_fd_close(&mem->fd);
       icd_object_free(mem);
       break;
    }

@@ -825,7 +825,7 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
         w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
         w(f'{i2}   same = rt_eq_{t}(t, {xv}[i], {yv}[i]);')
     elif m.ptr == 2 and m.type != 'char':
-        inner = owner_nested_len(gen, members, m).format(p=xp)
+        inner = owner_nested_len(gen, members, m, xp)
         w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++) {{')
         w(f'{i2}   const uint32_t inner = (uint32_t)({inner});')
         if k == 'struct':
@@ -865,12 +865,12 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
     w(f'{ind}}}')
 
 
-def owner_nested_len(gen, members, m):
+def owner_nested_len(gen, members, m, prefix):
     """NESTED_LENS' inner length of parameter m (members: its command's
     parameters)."""
-    for (cmd, name), inner in gen_wire.NESTED_LENS.items():
+    for (cmd, name) in gen_wire.NESTED_LENS:
         if name == m.name and cmd in gen.reg.commands and gen.reg.commands[cmd].params is members:
-            return inner
+            return gen_wire.nested_len((cmd, name), prefix)
     raise SystemExit(f'gen_roundtrip: {m.name}: a pointer to pointers NESTED_LENS does not list')
 
 

@@ -177,7 +177,9 @@ OWN_EXTENSIONS = {
     'VK_KHR_deferred_host_operations':
         'the ICD runs each operation at once (VK_OPERATION_NOT_DEFERRED_KHR): icd/icd_deferred.c',
     'VK_EXT_map_memory_placed':
-        'the ICD moves its mapping of the memfd to the application\'s address (icd/icd_memory.c)',
+        'the ICD maps the memfd again at the application\'s address (icd/icd_memory.c)',
+    # (which VK_EXT_map_memory_placed needs, where the host lacks it)
+    'VK_KHR_map_memory2': 'the ICD maps the memfd itself (icd/icd_memory.c)',
 }
 
 # Commands the ICD answers alone: nothing goes on the wire.
@@ -495,13 +497,20 @@ DROPPED_MEMBERS = {
 }
 
 # Parameters that are arrays of pointers to arrays, whose inner lengths
-# vk.xml does not give (the spec's text does).  Value: the C expression of
-# element i's length, over the parameters ({p}: their prefix).
+# vk.xml does not give (the spec's text does).  Value: (the array parameter
+# whose element i gives element i's length, its member that does); that
+# array is decoded first, and must be as long.
 NESTED_LENS = {
-    ('vkCmdBuildAccelerationStructuresKHR', 'ppBuildRangeInfos'): '{p}pInfos[i].geometryCount',
+    ('vkCmdBuildAccelerationStructuresKHR', 'ppBuildRangeInfos'): ('pInfos', 'geometryCount'),
     ('vkCmdBuildAccelerationStructuresIndirectKHR', 'ppMaxPrimitiveCounts'):
-        '{p}pInfos[i].geometryCount',
+        ('pInfos', 'geometryCount'),
 }
+
+
+def nested_len(key, prefix):
+    """The C expression of element i's inner length (NESTED_LENS)."""
+    array, member = NESTED_LENS[key]
+    return f'{prefix}{array}[i].{member}'
 
 # Conditions a decoded structure must meet beyond its members' own, over
 # `s`: what a host driver would otherwise dereference blindly.
@@ -1304,7 +1313,7 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
         return
     if (sname, m.name) in NESTED_LENS:
         n = member_len(gen, members, m, prefix)
-        inner = NESTED_LENS[(sname, m.name)].format(p=prefix)
+        inner = nested_len((sname, m.name), prefix)
         w(f'{ind}wire_enc_u32(e, {v} != NULL);')
         w(f'{ind}if ({v}) {{')
         w(f'{ind}   const uint32_t n = (uint32_t)({n});')
@@ -1445,14 +1454,18 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
         # decoded after what gives the inner lengths (the parameters before
         # it), and checked against them at once
         n = member_len(gen, members, m, prefix)
-        inner = NESTED_LENS[(sname, m.name)].format(p=prefix)
+        inner = nested_len((sname, m.name), prefix)
+        array = NESTED_LENS[(sname, m.name)][0]
         et = reg.resolve_type(m.type) if k == 'struct' else m.type
         n_name = 'n_' + m.name
         w(f'{ind}uint32_t {n_name} = 0;')
         w(f'{ind}if (wire_dec_u32(d)) {{')
         w(f'{ind}   {n_name} = wire_dec_count(d, 4);')
         w(f'{ind}   const {et} **arr = wire_dec_alloc(d, sizeof(*arr) * ({n_name} ? {n_name} : 1));')
-        w(f'{ind}   if (!d->fatal && (uint64_t){n_name} != (uint64_t)({n}))')
+        # the array the inner lengths come from, decoded before: there, and
+        # as long (its own length check runs only at the end)
+        w(f'{ind}   if (!d->fatal && ((uint64_t){n_name} != (uint64_t)({n}) ||')
+        w(f'{ind}                     ({n_name} && (!{prefix}{array} || n_{array} != {n_name}))))')
         w(f'{ind}      wire_dec_fail(d, "{sname}: {m.name} length mismatch");')
         w(f'{ind}   for (uint32_t i = 0; arr && !d->fatal && i < {n_name}; i++) {{')
         w(f'{ind}      const uint32_t inner = wire_dec_count(d, {4 if k == "struct" else "sizeof(arr[0][0])"});')

@@ -35,15 +35,16 @@ wire_host_copy_bytes(VkFormat format, VkImageAspectFlags aspect, uint32_t row_le
    const uint64_t h = image_height ? image_height : extent.height;
    if (w < extent.width || h < extent.height)
       return false;
-   /* every factor below 2^33: no product of two overflows */
-   const uint64_t row = (w + b[0] - 1) / b[0] * block;
-   const uint64_t image = (h + b[1] - 1) / b[1] * row;
-   const uint64_t images = (uint64_t)layers * ((extent.depth + b[2] - 1) / b[2]);
-   const uint64_t rows = (extent.height + b[1] - 1) / b[1];
-   const uint64_t last = (extent.width + b[0] - 1) / b[0] * block;
-   uint64_t n;
-   if (__builtin_mul_overflow(images - 1, image, &n) ||
-       __builtin_add_overflow(n, (rows - 1) * row + last, &n) || n > max)
+   /* in 64 bits, every product checked: a row may take 2^37 bytes */
+   const uint64_t images = (uint64_t)layers * (((uint64_t)extent.depth + b[2] - 1) / b[2]);
+   const uint64_t rows = ((uint64_t)extent.height + b[1] - 1) / b[1];
+   const uint64_t last = ((uint64_t)extent.width + b[0] - 1) / b[0] * block;
+   uint64_t row, image, n, within;
+   if (__builtin_mul_overflow((w + b[0] - 1) / b[0], (uint64_t)block, &row) ||
+       __builtin_mul_overflow((h + b[1] - 1) / b[1], row, &image) ||
+       __builtin_mul_overflow(images - 1, image, &n) ||
+       __builtin_mul_overflow(rows - 1, row, &within) ||
+       __builtin_add_overflow(n, within, &n) || __builtin_add_overflow(n, last, &n) || n > max)
       return false;
    *bytes = n;
    return true;

@@ -278,6 +278,8 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    memset(call->new_image_extent, 0, sizeof(call->new_image_extent));
    call->new_query_values = 0;
    call->new_sets_adopted = 0;
+   call->new_rt_groups = NULL;
+   call->n_new_rt_groups = 0;
    call->new_messenger = VK_NULL_HANDLE;
    call->reply = NULL;
 }
@@ -300,6 +302,7 @@ call_cleanup(struct gpud_call *call)
    call->new_queues = NULL;
    free(call->new_extensions);
    call->new_extensions = NULL;
+   call->new_host_image_copy = false;
    gpud_set_layout_unref(call->new_set_layout);
    call->new_set_layout = NULL;
    for (uint32_t i = 0; i < call->n_new_set_layouts; i++)

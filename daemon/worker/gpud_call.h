@@ -64,6 +64,14 @@ struct gpud_call {
    struct gpud_queue_info *new_queues;
    uint32_t n_new_queues;
    bool *new_extensions; /* ... and its extensions */
+   bool new_host_image_copy; /* ... and whether it enabled hostImageCopy */
+   /* the shader groups of new ray tracing pipelines, by host handle (in
+    * the decoder's memory) */
+   struct gpud_rt_groups {
+      uint64_t handle;
+      uint32_t groups;
+   } *new_rt_groups;
+   uint32_t n_new_rt_groups;
    /* which queue a new queue is */
    uint32_t new_queue_family, new_queue_index;
 };

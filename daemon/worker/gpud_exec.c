@@ -426,6 +426,26 @@ keep_off_interrupt_cpus(struct gpud_call *call)
       gpud_context_keep_off_cpus(call->ctx, &cpus, address);
 }
 
+/* Whether a device's features enable host image copies (their commands run
+ * only then: gpud_hostcopy.c). */
+static bool
+host_image_copy_enabled(const void *chain)
+{
+   for (const VkBaseInStructure *c = chain; c; c = c->pNext) {
+#ifdef VK_VERSION_1_4
+      if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_4_FEATURES &&
+          ((const VkPhysicalDeviceVulkan14Features *)c)->hostImageCopy)
+         return true;
+#endif
+#ifdef VK_EXT_host_image_copy
+      if (c->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT &&
+          ((const VkPhysicalDeviceHostImageCopyFeaturesEXT *)c)->hostImageCopy)
+         return true;
+#endif
+   }
+   return false;
+}
+
 void
 gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice *a)
 {
@@ -512,6 +532,7 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    /* what gpud reports off is never enabled on the host either, and what
     * gpud does itself is not asked of it */
    clear_uncarried_features(ci.pNext);
+   call->new_host_image_copy = host_image_copy_enabled(ci.pNext);
    drop_own_features(&ci.pNext);
    a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
    if (a->ret == VK_SUCCESS) {
@@ -1323,6 +1344,23 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
    gpud_gen_exec_vkCreateComputePipelines(call, a);
 }
 
+/* The shader groups of each new ray tracing pipeline (groups[i] of
+ * pipelines[i]), for the queries that name a group. */
+static void
+remember_rt_groups(struct gpud_call *call, const uint32_t *groups, const VkPipeline *pipelines,
+                   uint32_t n)
+{
+   struct gpud_rt_groups *r = groups ? wire_dec_alloc(&call->dec, sizeof(*r) * (n + 1)) : NULL;
+   if (!r)
+      return;
+   call->new_rt_groups = r;
+   call->n_new_rt_groups = 0;
+   for (uint32_t i = 0; pipelines && i < n; i++) {
+      if (pipelines[i] != VK_NULL_HANDLE)
+         r[call->n_new_rt_groups++] = (struct gpud_rt_groups){(uint64_t)pipelines[i], groups[i]};
+   }
+}
+
 void
 gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
                                         struct wire_args_vkCreateRayTracingPipelinesNV *a)
@@ -1336,7 +1374,11 @@ gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
          return;
       }
    }
+   uint32_t *groups = wire_dec_alloc(&call->dec, sizeof(*groups) * (a->createInfoCount + 1));
+   for (uint32_t i = 0; groups && i < a->createInfoCount; i++)
+      groups[i] = a->pCreateInfos[i].groupCount;
    gpud_gen_exec_vkCreateRayTracingPipelinesNV(call, a);
+   remember_rt_groups(call, groups, a->pPipelines, a->createInfoCount);
 }
 
 #ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
@@ -1378,7 +1420,86 @@ gpud_exec_vkCreateRayTracingPipelinesKHR(struct gpud_call *call,
          return;
       }
    }
+   /* a pipeline's groups: its own, then its libraries' */
+   uint32_t *groups = wire_dec_alloc(&call->dec, sizeof(*groups) * (a->createInfoCount + 1));
+   for (uint32_t i = 0; groups && i < a->createInfoCount; i++) {
+      const VkRayTracingPipelineCreateInfoKHR *ci = &a->pCreateInfos[i];
+      uint64_t n = ci->groupCount;
+      for (uint32_t j = 0; ci->pLibraryInfo && j < ci->pLibraryInfo->libraryCount; j++) {
+         const struct gpud_object *lib = gpud_call_named(
+            call, VK_OBJECT_TYPE_PIPELINE, (uint64_t)ci->pLibraryInfo->pLibraries[j]);
+         n += lib ? lib->rt_groups : 0;
+      }
+      groups[i] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+   }
    gpud_gen_exec_vkCreateRayTracingPipelinesKHR(call, a);
+   remember_rt_groups(call, groups, a->pPipelines, a->createInfoCount);
+}
+
+/* The size of a shader group's handle on the device (the KHR and the NV
+ * property: whichever the host fills). */
+static uint32_t
+group_handle_size(struct gpud_call *call)
+{
+   VkPhysicalDeviceRayTracingPropertiesNV nv = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PROPERTIES_NV,
+   };
+   VkPhysicalDeviceRayTracingPipelinePropertiesKHR khr = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_RAY_TRACING_PIPELINE_PROPERTIES_KHR,
+      .pNext = &nv,
+   };
+   VkPhysicalDeviceProperties2 props = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+      .pNext = &khr,
+   };
+   call->disp->GetPhysicalDeviceProperties2((VkPhysicalDevice)call->device->physical_device,
+                                            &props);
+   return khr.shaderGroupHandleSize > nv.shaderGroupHandleSize ? khr.shaderGroupHandleSize
+                                                               : nv.shaderGroupHandleSize;
+}
+
+/* The ray tracing pipeline a query names, with group [first, first + count)
+ * among its groups; NULL (the client failed) otherwise: the host indexes
+ * its groups with them unchecked. */
+static const struct gpud_object *
+rt_pipeline_groups(struct gpud_call *call, const char *command, VkPipeline pipeline,
+                   uint32_t first, uint32_t count)
+{
+   const struct gpud_object *p =
+      gpud_call_named(call, VK_OBJECT_TYPE_PIPELINE, (uint64_t)pipeline);
+   if (p && p->rt_groups && first < p->rt_groups && count <= p->rt_groups - first)
+      return p;
+   char why[160];
+   snprintf(why, sizeof(why), "%s: groups %u+%u of a pipeline with %u", command, first, count,
+            p ? p->rt_groups : 0);
+   gpud_call_fail(call, why);
+   return NULL;
+}
+
+void
+gpud_exec_vkGetRayTracingShaderGroupHandlesKHR(
+   struct gpud_call *call, struct wire_args_vkGetRayTracingShaderGroupHandlesKHR *a)
+{
+   if (!call->device || !rt_pipeline_groups(call, "vkGetRayTracingShaderGroupHandlesKHR",
+                                            a->pipeline, a->firstGroup, a->groupCount))
+      return;
+   /* the host writes a whole handle a group, whatever dataSize says */
+   if ((uint64_t)a->groupCount * group_handle_size(call) > a->dataSize) {
+      gpud_call_fail(call, "vkGetRayTracingShaderGroupHandlesKHR: dataSize too small for the "
+                           "groups' handles");
+      return;
+   }
+   gpud_gen_exec_vkGetRayTracingShaderGroupHandlesKHR(call, a);
+}
+
+void
+gpud_exec_vkGetRayTracingShaderGroupStackSizeKHR(
+   struct gpud_call *call, struct wire_args_vkGetRayTracingShaderGroupStackSizeKHR *a)
+{
+   if (!rt_pipeline_groups(call, "vkGetRayTracingShaderGroupStackSizeKHR", a->pipeline,
+                           a->group, 1))
+      return;
+   gpud_gen_exec_vkGetRayTracingShaderGroupStackSizeKHR(call, a);
 }
 
 /* rayTracingPipelineShaderGroupHandleCaptureReplay is reported off: the
@@ -1564,8 +1685,9 @@ void
 gpud_exec_vkGetDeviceFaultInfoGPUD(struct gpud_call *call,
                                    struct wire_args_vkGetDeviceFaultInfoGPUD *a)
 {
-   if (!call->disp->GetDeviceFaultInfoEXT) {
-      gpud_call_fail(call, "vkGetDeviceFaultInfoEXT: not on this device");
+   if (!call->disp->GetDeviceFaultInfoEXT || !call->device ||
+       !gpud_device_enabled(call->device, VK_EXT_DEVICE_FAULT_EXTENSION_NAME)) {
+      gpud_call_fail(call, "vkGetDeviceFaultInfoEXT: the device did not enable VK_EXT_device_fault");
       return;
    }
    VkDeviceFaultCountsEXT *counts = a->pFaultCounts;

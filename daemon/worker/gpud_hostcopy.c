@@ -114,7 +114,8 @@ place_region(struct gpud_call *call, const char *command, const struct gpud_obje
       sized = wire_host_copy_bytes((VkFormat)img->image_format, s->aspectMask, r->row_length,
                                    r->image_height, r->extent, layers, dev->map_size, &bytes);
    }
-   if (!sized || offset > dev->map_size || bytes > dev->map_size - offset ||
+   if (!sized || offset % WIRE_HOST_COPY_ALIGN || offset > dev->map_size ||
+       bytes > dev->map_size - offset ||
        !region_fits(img, s, r->offset, r->extent)) {
       char why[160];
       snprintf(why, sizeof(why), "%s: region %u (offset %llu) is not inside the staging "
@@ -132,11 +133,12 @@ copy_image(struct gpud_call *call, const char *command, VkImage image, bool coun
 {
    const struct gpud_object *img =
       gpud_call_named(call, VK_OBJECT_TYPE_IMAGE, (uint64_t)(uintptr_t)image);
-   if (counts_match && call->device && call->device->map && img && img->image_host_transfer)
+   if (counts_match && call->device && call->device->host_image_copy && call->device->map &&
+       img && img->image_host_transfer)
       return img;
    char why[160];
-   snprintf(why, sizeof(why), "%s: regions and offsets differ, no staging memory, or an "
-            "image not made for host copies", command);
+   snprintf(why, sizeof(why), "%s: regions and offsets differ, hostImageCopy not enabled, no "
+            "staging memory, or an image not made for host copies", command);
    gpud_call_fail(call, why);
    return NULL;
 }
@@ -194,10 +196,11 @@ host_image(struct gpud_call *call, const char *command, VkImage image,
            const struct gpud_object **img)
 {
    *img = gpud_call_named(call, VK_OBJECT_TYPE_IMAGE, (uint64_t)(uintptr_t)image);
-   if (*img && (*img)->image_host_transfer)
+   if (call->device && call->device->host_image_copy && *img && (*img)->image_host_transfer)
       return true;
    char why[160];
-   snprintf(why, sizeof(why), "%s: an image not made for host copies", command);
+   snprintf(why, sizeof(why), "%s: hostImageCopy not enabled, or an image not made for host "
+            "copies", command);
    gpud_call_fail(call, why);
    return false;
 }

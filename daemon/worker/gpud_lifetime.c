@@ -84,6 +84,7 @@ adopt_dispatchable(struct gpud_call *call, struct gpud_object *obj)
       call->new_queues = NULL;
       obj->extensions = call->new_extensions;
       call->new_extensions = NULL;
+      obj->host_image_copy = call->new_host_image_copy;
       *obj->disp = *call->instance->disp;
       gpud_host_dispatch_load_device(obj->disp, (VkDevice)(uintptr_t)obj->handle);
    }
@@ -136,6 +137,12 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       obj->image_layers = call->new_image_layers;
       obj->image_levels = call->new_image_levels;
       memcpy(obj->image_extent, call->new_image_extent, sizeof(obj->image_extent));
+      break;
+   case VK_OBJECT_TYPE_PIPELINE:
+      for (uint32_t i = 0; i < call->n_new_rt_groups; i++) {
+         if (call->new_rt_groups[i].handle == handle)
+            obj->rt_groups = call->new_rt_groups[i].groups;
+      }
       break;
    case VK_OBJECT_TYPE_QUERY_POOL:
       obj->size = call->new_size;

@@ -134,6 +134,16 @@ gpud_object_free(struct gpud_object *obj)
 }
 
 bool
+gpud_device_enabled(const struct gpud_object *device, const char *extension)
+{
+   for (unsigned i = 0; device->extensions && i < wire_extension_count; i++) {
+      if (wire_extensions[i].device && !strcmp(wire_extensions[i].name, extension))
+         return device->extensions[i];
+   }
+   return false;
+}
+
+bool
 gpud_device_enables_op(const struct gpud_object *device, uint32_t op)
 {
    const uint16_t *exts = wire_op_device_extensions(op);

@@ -76,6 +76,8 @@ struct gpud_object {
    struct gpud_queue_info *queues;   /* devices: the queues it was created with */
    uint32_t n_queues;
    bool *extensions;                 /* devices: which of wire_extensions it enabled */
+   bool host_image_copy;             /* devices: hostImageCopy enabled */
+   uint32_t rt_groups;               /* ray tracing pipelines: their shader groups */
    /* memory: its mapping; devices: the host copies' staging memory
     * (gpud_hostcopy.c) */
    void *map;
@@ -143,6 +145,8 @@ void gpud_object_remove(struct gpud_context *ctx, struct gpud_object *obj);
 void gpud_object_free(struct gpud_object *obj);
 /* The object's debug name (NULL or "": none), shown by gpudctl. */
 void gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, const char *name);
+/* Whether a device enabled the device extension of this name. */
+bool gpud_device_enabled(const struct gpud_object *device, const char *extension);
 /* Whether a device enabled an extension that brings the op (a core op:
  * always): the host would otherwise be asked for what it may not have set
  * up, or have at all. */

@@ -86,6 +86,11 @@ gpud_sandbox_enter(void)
    if (r == 0)
       r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
                            SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+   /* connectionless sockets could send to anything bound (the journal,
+    * syslog): streams and sequenced packets only */
+   if (r == 0)
+      r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 1,
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM));
    if (r == 0)
       r = seccomp_rule_add(f, SCMP_ACT_ERRNO(ECONNREFUSED), SCMP_SYS(connect), 0);
    /* Signals only to itself: workers of different clients share a user. */

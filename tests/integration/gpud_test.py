@@ -3181,8 +3181,8 @@ HOSTILE_CASES = {
     'host-copy-staging': ('hostile-host-copy-staging',
                           r'vkSetHostCopyStagingGPUD: not a memfd of that size'),
     'host-copy-image': ('hostile-host-copy-image',
-                        r'vkCopyMemoryToImage: regions and offsets differ, no staging memory, '
-                        r'or an image not made for host copies'),
+                        r'vkCopyMemoryToImage: regions and offsets differ, hostImageCopy not '
+                        r'enabled, no staging memory, or an image not made for host copies'),
     # the second command: the first took the fd
     'fd-twice': ('hostile-fd-twice',
                  r'in vkGetMemoryFdPropertiesKHR: bad file descriptor index'),
