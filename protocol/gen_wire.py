@@ -2742,6 +2742,27 @@ def emit_format_blocks(gen, w):
     w('   }')
     w('}')
     w()
+    # the planes' subsampling
+    w('void\nwire_format_plane_divisor(VkFormat format, VkImageAspectFlags aspect, uint32_t div[2])\n{')
+    w('   div[0] = div[1] = 1;')
+    w('   switch ((int)format) {')
+    if formats is not None:
+        for f in formats.findall('format'):
+            name = f.get('name')
+            planes = [pl for pl in f.findall('plane')
+                      if pl.get('widthDivisor') != '1' or pl.get('heightDivisor') != '1']
+            if name not in known or not planes:
+                continue
+            w(f'   case {name}:')
+            for pl in planes:
+                w(f'      if (aspect == VK_IMAGE_ASPECT_PLANE_{pl.get("index")}_BIT)')
+                w(f'         div[0] = {pl.get("widthDivisor")}, div[1] = {pl.get("heightDivisor")};')
+            w('      break;')
+    w('   default:')
+    w('      break;')
+    w('   }')
+    w('}')
+    w()
 
 
 def emit_sized_room(gen, w, ind, sname, var):
@@ -3173,6 +3194,9 @@ def main():
     hw(' * it takes (vk.xml\'s formats); false for a format or aspect it has not. */')
     hw('bool wire_format_block(VkFormat format, VkImageAspectFlags aspect, uint32_t *bytes,')
     hw('                       uint32_t extent[3]);')
+    hw('/* How much smaller than the image a plane of a multi-planar format is, in')
+    hw(' * width and height (1 for any other aspect). */')
+    hw('void wire_format_plane_divisor(VkFormat format, VkImageAspectFlags aspect, uint32_t div[2]);')
     hw()
     hw('/* Extensions gpud carries, beyond core: name, is-device-extension, the')
     hw(' * revision vk.xml describes, whether gpud implements it itself (own: the')

@@ -66,17 +66,36 @@ region_fits(const struct gpud_object *img, const VkImageSubresourceLayers *s,
    if (s->mipLevel >= img->image_levels || !layers || s->baseArrayLayer >= img->image_layers ||
        layers > img->image_layers - s->baseArrayLayer || __builtin_popcount(s->aspectMask) != 1)
       return false;
-   uint32_t block_bytes, block[3];
+   /* an aspect the format has, its texel blocks and (a plane) its size */
+   uint32_t block_bytes, block[3], div[3] = {1, 1, 1};
    if (!wire_format_block((VkFormat)img->image_format, s->aspectMask, &block_bytes, block))
-      block[0] = block[1] = block[2] = 1; /* the host refuses an aspect the format lacks */
+      return false;
+   wire_format_plane_divisor((VkFormat)img->image_format, s->aspectMask, div);
    const int64_t at[3] = {offset.x, offset.y, offset.z};
    const uint64_t size[3] = {extent.width, extent.height, extent.depth};
    for (int d = 0; d < 3; d++) {
-      uint64_t level = img->image_extent[d] >> s->mipLevel;
+      uint64_t level = s->mipLevel < 32 ? img->image_extent[d] >> s->mipLevel : 0;
       if (!level)
          level = 1;
+      level = (level + div[d] - 1) / div[d];
       level = (level + block[d] - 1) / block[d] * block[d];
       if (at[d] < 0 || !size[d] || (uint64_t)at[d] > level || size[d] > level - (uint64_t)at[d])
+         return false;
+   }
+   return true;
+}
+
+/* Whether a region is its whole mip level, from the origin. */
+static bool
+region_whole(const struct gpud_object *img, const VkImageSubresourceLayers *s,
+             VkOffset3D offset, VkExtent3D extent)
+{
+   const uint32_t size[3] = {extent.width, extent.height, extent.depth};
+   if (offset.x || offset.y || offset.z || s->mipLevel >= 32)
+      return false;
+   for (int d = 0; d < 3; d++) {
+      uint32_t level = img->image_extent[d] >> s->mipLevel;
+      if (size[d] != (level ? level : 1))
          return false;
    }
    return true;
@@ -215,7 +234,13 @@ gpud_exec_vkCopyImageToImage(struct gpud_call *call, struct wire_args_vkCopyImag
       return;
    for (uint32_t i = 0; i < info->regionCount; i++) {
       const VkImageCopy2 *r = &info->pRegions[i];
-      if (!region_fits(src, &r->srcSubresource, r->srcOffset, r->extent) ||
+      /* a copy as the host lays images out takes a whole subresource of the
+       * source's size: the destination's must be as large, the same format */
+      const bool whole = !(info->flags & VK_HOST_IMAGE_COPY_MEMCPY_EXT) ||
+                         (src->image_format == dst->image_format &&
+                          region_whole(src, &r->srcSubresource, r->srcOffset, r->extent) &&
+                          region_whole(dst, &r->dstSubresource, r->dstOffset, r->extent));
+      if (!whole || !region_fits(src, &r->srcSubresource, r->srcOffset, r->extent) ||
           !region_fits(dst, &r->dstSubresource, r->dstOffset, r->extent)) {
          char why[128];
          snprintf(why, sizeof(why), "vkCopyImageToImage: region %u is not inside its images", i);
