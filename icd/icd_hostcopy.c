@@ -3,8 +3,8 @@
  * Host image copies (VK_EXT_host_image_copy, Vulkan 1.4's hostImageCopy):
  * the host driver copies between an image and host memory on the CPU, in
  * the worker, where the application's pointers mean nothing. The pixels
- * cross in a staging memfd the ICD makes and the worker maps
- * (vkSetHostCopyStagingGPUD): vkCopyMemoryToImage copies the application's
+ * cross in a staging memfd the worker makes, charged to the client's
+ * memory limits, and both map (vkGetHostCopyStagingGPUD): vkCopyMemoryToImage copies the application's
  * regions into it and asks the worker to copy them into the image;
  * vkCopyImageToMemory asks the worker to copy the image into it and hands
  * the regions to the application. A region's size comes from its format's
@@ -167,20 +167,30 @@ staging_reserve(struct icd_device *dev, VkDevice device, uint64_t size)
    if (want > ICD_STAGING_MAX)
       want = ICD_STAGING_MAX;
    want = (want + 4095) & ~4095ull;
-   int fd = -1;
-   if (size > want || util_memfd_create("gpud-host-copy", want, &fd) < 0)
+   if (size > want)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
-   void *map = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-   if (map == MAP_FAILED) {
+   /* the worker makes it, within the client's memory limits */
+   int fd = -1;
+   VkResult r = icd_gen_vkGetHostCopyStagingGPUD(device, want, &fd);
+   if (r != VK_SUCCESS || fd < 0) {
+      if (fd >= 0)
+         close(fd);
+      return r != VK_SUCCESS ? r : VK_ERROR_OUT_OF_HOST_MEMORY;
+   }
+   if (util_memfd_check(fd, want) < 0) {
       close(fd);
+      icd_connection_set_lost(dev->base.conn, "vkGetHostCopyStagingGPUD: a bad memfd");
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    }
-   icd_gen_vkSetHostCopyStagingGPUD(device, fd, want);
-   /* the fd goes with the queued command: sent before it is closed */
-   icd_connection_flush(dev->base.conn);
+   void *map = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
    close(fd);
+   /* the worker has let its last staging memory go: so does the ICD */
    if (dev->staging)
       munmap(dev->staging, dev->staging_size);
+   dev->staging = NULL;
+   dev->staging_size = 0;
+   if (map == MAP_FAILED)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
    dev->staging = map;
    dev->staging_size = want;
    return VK_SUCCESS;

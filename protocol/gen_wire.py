@@ -112,11 +112,11 @@ PRIVATE_COMMANDS = """
     <param><type>VkQueryPool</type> <name>queryPool</name></param>
     <param><type>int</type> <name>fd</name></param>
   </command>
-  <command>
-    <proto><type>void</type> <name>vkSetHostCopyStagingGPUD</name></proto>
+  <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY">
+    <proto><type>VkResult</type> <name>vkGetHostCopyStagingGPUD</name></proto>
     <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>int</type> <name>fd</name></param>
     <param><type>uint64_t</type> <name>size</name></param>
+    <param><type>int</type>* <name>pFd</name></param>
   </command>
   <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
     <proto><type>VkResult</type> <name>vkCopyMemoryToImageGPUD</name></proto>
@@ -537,7 +537,7 @@ FD_MEMBERS = {
     ('vkGetFenceFdKHR', 'pFd'): None,
     ('vkGetCompletionPageGPUD', 'pFd'): None,
     ('vkSetQueryPoolPageGPUD', 'fd'): None,
-    ('vkSetHostCopyStagingGPUD', 'fd'): None,
+    ('vkGetHostCopyStagingGPUD', 'pFd'): None,
 }
 
 # Output pointers inside input structures: the host writes through them, the

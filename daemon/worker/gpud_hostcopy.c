@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Host image copies, the worker's side (icd/icd_hostcopy.c has the
- * application's): the ICD's staging memfd is mapped as the device's
- * (vkSetHostCopyStagingGPUD), and each region of a copy names an offset in
- * it. The worker sizes every region itself, as the ICD did
+ * application's): the worker makes a device's staging memfd, charged to
+ * the client's memory limits, and hands it to the ICD
+ * (vkGetHostCopyStagingGPUD); each region of a copy names an offset in it. The worker sizes every region itself, as the ICD did
  * (protocol/wire_hostcopy.h), from the format and layers the image was made
  * with, and the host driver sees only regions inside the staging memory;
  * a region outside it, or one that cannot be sized, breaks the protocol.
@@ -20,25 +20,64 @@
 /* The largest staging memory a device takes (the ICD's ICD_STAGING_MAX). */
 #define STAGING_MAX (256ull << 20)
 
+/* The heap host-visible memory comes from: what staging memory is charged
+ * to, as an allocation of that much would be. */
+static uint32_t
+staging_heap(struct gpud_call *call)
+{
+   VkPhysicalDeviceMemoryProperties props;
+   call->disp->GetPhysicalDeviceMemoryProperties(
+      (VkPhysicalDevice)(uintptr_t)call->device->physical_device, &props);
+   for (uint32_t i = 0; i < props.memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++) {
+      if (props.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
+         return props.memoryTypes[i].heapIndex;
+   }
+   return 0;
+}
+
+/* A device's staging memory, made by the worker (a sealed memfd both sides
+ * map, in place of the last) and charged to the client's limits like
+ * memory it allocated; past them the ICD hears VK_ERROR_OUT_OF_HOST_MEMORY. */
 void
-gpud_exec_vkSetHostCopyStagingGPUD(struct gpud_call *call,
-                                   struct wire_args_vkSetHostCopyStagingGPUD *a)
+gpud_exec_vkGetHostCopyStagingGPUD(struct gpud_call *call,
+                                   struct wire_args_vkGetHostCopyStagingGPUD *a)
 {
    struct gpud_object *dev = call->device;
-   void *map = MAP_FAILED;
-   if (dev && a->size && a->size <= STAGING_MAX && a->fd >= 0 &&
-       util_memfd_check(a->fd, a->size) == 0)
-      map = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
-   util_fd_close(&a->fd);
-   if (map == MAP_FAILED) {
-      gpud_call_fail(call, "vkSetHostCopyStagingGPUD: not a memfd of that size");
+   *a->pFd = -1;
+   if (!dev || !a->size || a->size > STAGING_MAX || a->size % 4096) {
+      gpud_call_fail(call, "vkGetHostCopyStagingGPUD: a staging size the ICD never asks");
       return;
    }
-   /* a device's map is its staging memory (freed with it) */
-   if (dev->map)
-      munmap(dev->map, dev->map_size);
+   const uint32_t heap = staging_heap(call);
+   a->ret = gpud_context_reserve_memory(call->ctx, heap, a->size);
+   if (a->ret != VK_SUCCESS)
+      return;
+   int fd = -1;
+   void *map = MAP_FAILED;
+   if (util_memfd_create("gpud-host-copy", a->size, &fd) == 0)
+      map = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+   if (map == MAP_FAILED) {
+      util_fd_close(&fd);
+      gpud_context_release_memory(call->ctx, heap, a->size);
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   gpud_hostcopy_device_gone(call->ctx, dev);
    dev->map = map;
    dev->map_size = a->size;
+   dev->staging_heap = heap;
+   *a->pFd = fd; /* sent with the reply, then closed */
+}
+
+void
+gpud_hostcopy_device_gone(struct gpud_context *ctx, struct gpud_object *dev)
+{
+   if (!dev->map)
+      return;
+   munmap(dev->map, dev->map_size);
+   gpud_context_release_memory(ctx, dev->staging_heap, dev->map_size);
+   dev->map = NULL;
+   dev->map_size = 0;
 }
 
 #ifdef WIRE_HAS_vkCopyMemoryToImageGPUD

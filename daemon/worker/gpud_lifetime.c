@@ -50,6 +50,8 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
       gpud_queue_event_gone(obj);
    if (obj->type == VK_OBJECT_TYPE_QUERY_POOL)
       gpud_queue_query_pool_gone(obj);
+   if (obj->type == VK_OBJECT_TYPE_DEVICE)
+      gpud_hostcopy_device_gone(ctx, obj);
    gpud_object_remove(ctx, obj);
 }
 

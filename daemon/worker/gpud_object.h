@@ -78,6 +78,7 @@ struct gpud_object {
    bool *extensions;                 /* devices: which of wire_extensions it enabled */
    bool host_image_copy;             /* devices: hostImageCopy enabled */
    uint32_t rt_groups;               /* ray tracing pipelines: their shader groups */
+   uint32_t staging_heap;            /* devices: what their staging memory is charged to */
    /* memory: its mapping; devices: the host copies' staging memory
     * (gpud_hostcopy.c) */
    void *map;
@@ -145,6 +146,8 @@ void gpud_object_remove(struct gpud_context *ctx, struct gpud_object *obj);
 void gpud_object_free(struct gpud_object *obj);
 /* The object's debug name (NULL or "": none), shown by gpudctl. */
 void gpud_object_set_name(struct gpud_context *ctx, struct gpud_object *obj, const char *name);
+/* A device's host-copy staging memory released (gpud_hostcopy.c). */
+void gpud_hostcopy_device_gone(struct gpud_context *ctx, struct gpud_object *dev);
 /* Whether a device enabled the device extension of this name. */
 bool gpud_device_enabled(const struct gpud_object *device, const char *extension);
 /* Whether a device enabled an extension that brings the op (a core op:

@@ -3179,7 +3179,7 @@ HOSTILE_CASES = {
     'fd-index': ('hostile-fd-index',
                  r'in vkAllocateMemory: bad file descriptor index'),
     'host-copy-staging': ('hostile-host-copy-staging',
-                          r'vkSetHostCopyStagingGPUD: not a memfd of that size'),
+                          r'vkGetHostCopyStagingGPUD: a staging size the ICD never asks'),
     'host-copy-image': ('hostile-host-copy-image',
                         r'vkCopyMemoryToImage: regions and offsets differ, hostImageCopy not '
                         r'enabled, no staging memory, or an image not made for host copies'),
