@@ -3,8 +3,8 @@
 
 /*
  * Host image copies (vkCopyMemoryToImage, vkCopyImageToMemory): the pixels
- * go through a staging memfd the ICD makes and the worker maps
- * (vkSetHostCopyStagingGPUD), each region at an offset in it
+ * go through a staging memfd the worker makes and the ICD maps
+ * (vkGetHostCopyStagingGPUD), each region at an offset in it
  * (vkCopy*GPUD). Both sides size a region the same way: the ICD to copy
  * the application's pixels, the daemon to check that the host driver reads
  * and writes inside the staging memory.
@@ -60,6 +60,7 @@ wire_host_copy_layers(const VkImageSubresourceLayers *s, uint32_t image_layers)
    return s->baseArrayLayer < image_layers ? image_layers - s->baseArrayLayer : 0;
 }
 
+#ifdef WIRE_HAS_vkCopyMemoryToImageGPUD
 /* The bytes of a VK_HOST_IMAGE_COPY_MEMCPY region: the host's own layout of
  * the subresource (VkSubresourceHostMemcpySize, asked with
  * vkGetImageSubresourceLayout2), a layer after another. False when it
@@ -83,3 +84,4 @@ wire_host_copy_memcpy_bytes(PFN_vkGetImageSubresourceLayout2EXT layout2, VkDevic
    layout2(device, image, &what, &layout);
    return !__builtin_mul_overflow(memcpy_size.size, (uint64_t)layers, bytes) && *bytes;
 }
+#endif
