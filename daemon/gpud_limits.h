@@ -9,8 +9,6 @@
 
 #include <stdint.h>
 
-#define GPUD_VERSION "0.2.0"
-
 /* Fixed caps, per client. */
 #define GPUD_MAX_MESSAGE_SIZE (256u << 20)   /* one stream message */
 #define GPUD_MAX_COMMAND_MEMORY (512u << 20) /* decoded arguments of one command */
@@ -39,7 +37,9 @@ struct gpud_limits {
    uint32_t start_timeout_ms;     /* a worker to be ready for a new client */
    uint32_t send_timeout_ms;      /* a client to make room for a reply */
    uint32_t teardown_timeout_ms;  /* a worker to end after its client left */
-   uint32_t drain_timeout_ms;     /* clients to finish after SIGTERM */
+   uint32_t drain_timeout_ms;     /* clients to finish after SIGTERM (no restarts) */
+   uint32_t restart_grace_ms;     /* workers serve on this long for the next server; 0: they
+                                   * end with theirs */
    uint32_t crash_limit;          /* crashes of one program before it is refused; 0: never */
    uint32_t crash_cooldown_ms;    /* crashes are remembered (and a program refused) this long */
    uint32_t crash_backoff_ms;     /* a crashed program's next worker waits this, doubling
@@ -61,6 +61,7 @@ struct gpud_limits {
       .send_timeout_ms = 10000,                                                            \
       .teardown_timeout_ms = 5000,                                                         \
       .drain_timeout_ms = 10000,                                                           \
+      .restart_grace_ms = 30000,                                                           \
       .crash_limit = 0,                                                                    \
       .crash_cooldown_ms = 60000,                                                          \
       .crash_backoff_ms = 100,                                                             \

@@ -144,6 +144,7 @@ main(int argc, char **argv)
          .validate = cfg.validate,
          .spirv = cfg.spirv,
          .sandbox = cfg.sandbox,
+         .restart_grace_ms = cfg.limits.restart_grace_ms,
       };
       int r = gpud_worker_process_main(&opt);
       gpud_config_finish(&cfg);

@@ -55,7 +55,14 @@ struct gpud_status_lane {
    _Alignas(64) atomic_uint_least32_t op; /* the recorded command executing now; 0 between */
 };
 
+/* The layout of the page below; a server that adopts a worker of another
+ * build (an upgrade) reads nothing else of a page of another layout.  Grows
+ * with every change to struct gpud_status_page. */
+#define GPUD_STATUS_LAYOUT 1u
+
 struct gpud_status_page {
+   atomic_uint_least32_t layout;        /* GPUD_STATUS_LAYOUT, the server writes it: first */
+   atomic_uint_least32_t fatal_signal;  /* the signal the worker is dying of; 0: none */
    atomic_uint_least32_t op;            /* the command executing now; 0 between commands */
    atomic_uint_least32_t last_op;       /* the last command that started */
    atomic_uint_least32_t waits;         /* blocking waits in flight */

@@ -504,7 +504,7 @@ main(int argc, char **argv)
          usage(stdout);
          return 0;
       case 'V':
-         printf("gpudctl %s (protocol %u)\n", GPUD_VERSION, (unsigned)WIRE_PROTOCOL_VERSION);
+         printf("gpudctl %s (protocol %u)\n", GPUD_PROJECT_VERSION, (unsigned)WIRE_PROTOCOL_VERSION);
          return 0;
       default:
          usage(stderr);

@@ -131,6 +131,12 @@ client_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("connected_ms", "t", c->connected_ms)
    if (!strcmp(key, "name"))
       return read_string(m, &c->name);
+   if (!strcmp(key, "worker_version"))
+      return read_string(m, &c->worker_version);
+   if (!strcmp(key, "adopted"))
+      return read_bool(m, &c->adopted);
+   if (!strcmp(key, "details_unknown"))
+      return read_bool(m, &c->details_unknown);
    if (!strcmp(key, "state"))
       return read_string(m, &c->state);
    if (!strcmp(key, "names")) {
@@ -255,6 +261,7 @@ limits_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("uid_connections", "u", l->uid_connections)
    READ_NUMBER("max_clients", "u", l->max_clients)
    READ_NUMBER("spare_workers", "u", l->spare_workers)
+   READ_NUMBER("restart_grace_ms", "u", l->restart_grace_ms)
    if (!strcmp(key, "validate"))
       return read_string(m, &l->validate);
    if (!strcmp(key, "replay_threads"))

@@ -43,7 +43,7 @@ json_limits(const Gpud__Limits *l)
    json_string(l->replay_threads);
    printf(", \"spirv\": ");
    json_string(l->spirv);
-   printf("}");
+   printf(", \"restart_grace_ms\": %u}", l->restart_grace_ms);
 }
 
 static void
@@ -62,11 +62,13 @@ json_client(const Gpud__ClientInfo *c)
    json_string(c->name);
    printf(", \"state\": ");
    json_string(c->state);
-   printf(", \"worker_pid\": %u, \"objects\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-          ", \"commands\": %" PRIu64 ", \"send_blocked_ms\": %" PRIu64
-          ", \"connected_ms\": %" PRIu64 ", \"names\": [",
-          c->worker_pid, c->objects, c->memory_bytes, c->commands, c->send_blocked_ms,
-          c->connected_ms);
+   printf(", \"worker_pid\": %u, \"worker_version\": ", c->worker_pid);
+   json_string(c->worker_version);
+   printf(", \"adopted\": %s, \"details_unknown\": %s, \"objects\": %" PRIu64
+          ", \"memory_bytes\": %" PRIu64 ", \"commands\": %" PRIu64
+          ", \"send_blocked_ms\": %" PRIu64 ", \"connected_ms\": %" PRIu64 ", \"names\": [",
+          c->adopted ? "true" : "false", c->details_unknown ? "true" : "false", c->objects,
+          c->memory_bytes, c->commands, c->send_blocked_ms, c->connected_ms);
    for (size_t k = 0; k < c->n_names; k++) {
       printf("%s{\"id\": %" PRIu64 ", \"type\": ", k ? ", " : "", c->names[k]->id);
       json_string(c->names[k]->type);
@@ -181,18 +183,29 @@ human(uint64_t bytes, char *buf, size_t size)
 static void
 text_clients(const Gpud__StatusReply *s)
 {
-   printf("%6s %8s %6s %-20s %-9s %8s %9s %14s %10s\n", "ID", "PID", "UID", "NAME", "STATE",
-          "WORKER", "OBJECTS", "MEMORY", "COMMANDS");
+   printf("%6s %8s %6s %-20s %-9s %8s %-11s %9s %14s %10s\n", "ID", "PID", "UID", "NAME",
+          "STATE", "WORKER", "VERSION", "OBJECTS", "MEMORY", "COMMANDS");
    for (size_t i = 0; i < s->n_clients; i++) {
       const Gpud__ClientInfo *c = s->clients[i];
-      char state[32];
+      char state[32], objects[24], commands[24], version[40];
       if (c->send_blocked_ms >= 1000)
          snprintf(state, sizeof(state), "unread %" PRIu64 "s", c->send_blocked_ms / 1000);
       else
          snprintf(state, sizeof(state), "%s", c->state);
-      printf("%6" PRIu64 " %8u %6u %-20s %-9s %8u %9" PRIu64 " %14" PRIu64 " %10" PRIu64 "\n",
-             c->id, c->pid, c->uid, c->name, state, c->worker_pid, c->objects, c->memory_bytes,
-             c->commands);
+      /* an adopted worker's version, marked; unknown where it did not say */
+      snprintf(version, sizeof(version), "%s%s",
+               c->worker_version && *c->worker_version ? c->worker_version : "?",
+               c->adopted ? "*" : "");
+      if (c->details_unknown) {
+         snprintf(objects, sizeof(objects), "?");
+         snprintf(commands, sizeof(commands), "?");
+      } else {
+         snprintf(objects, sizeof(objects), "%" PRIu64, c->objects);
+         snprintf(commands, sizeof(commands), "%" PRIu64, c->commands);
+      }
+      printf("%6" PRIu64 " %8u %6u %-20s %-9s %8u %-11s %9s %14" PRIu64 " %10s\n", c->id,
+             c->pid, c->uid, c->name, state, c->worker_pid, c->worker_pid ? version : "-",
+             objects, c->memory_bytes, commands);
       for (size_t k = 0; k < c->n_names; k++)
          printf("%6s named %s '%s'\n", "", c->names[k]->type, c->names[k]->name);
    }
@@ -327,6 +340,11 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
              "spare workers %u; replay threads %s; validation %s; invalid SPIR-V %s\n",
              l->client_objects, l->uid_connections, l->max_clients, l->spare_workers,
              l->replay_threads, l->validate, l->spirv && *l->spirv ? l->spirv : "-");
+      if (l->restart_grace_ms)
+         printf("restarts:     workers serve on and wait %.1f s for the next gpud\n",
+                (double)l->restart_grace_ms / 1000.0);
+      else
+         printf("restarts:     workers end with this gpud\n");
    }
    printf("clients:      %zu", s->n_clients);
    if (s->hidden_clients)
@@ -353,7 +371,13 @@ text_client(const Gpud__StatusReply *s, const Gpud__ClientInfo *c)
 {
    printf("client:       %" PRIu64 " (%s, pid %u, uid %u)\n", c->id, c->name, c->pid, c->uid);
    printf("state:        %s%s\n", c->state, c->send_blocked_ms >= 1000 ? " (not reading)" : "");
-   printf("worker:       %u\n", c->worker_pid);
+   printf("worker:       %u", c->worker_pid);
+   if (c->worker_pid)
+      printf(" (gpud %s%s)", c->worker_version && *c->worker_version ? c->worker_version : "of unknown version",
+             c->adopted ? ", adopted from an earlier server" : "");
+   printf("\n");
+   if (c->details_unknown)
+      printf("details:      unknown (its worker's status page is another build's)\n");
    printf("connected:    %.1f s ago\n", (double)c->connected_ms / 1000.0);
    printf("objects:      %" PRIu64 "\n", c->objects);
    for (size_t k = 0; k < c->n_object_types; k++)

@@ -400,6 +400,9 @@ put_client(sd_bus_message *m, const Gpud__ClientInfo *c)
    put_s(m, "name", c->name);
    put_s(m, "state", c->state);
    put_u(m, "worker_pid", c->worker_pid);
+   put_s(m, "worker_version", c->worker_version);
+   put_b(m, "adopted", c->adopted);
+   put_b(m, "details_unknown", c->details_unknown);
    put_t(m, "objects", c->objects);
    put_t(m, "memory_bytes", c->memory_bytes);
    put_t(m, "commands", c->commands);
@@ -583,6 +586,7 @@ fill_limits(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *c
    put_s(reply, "validate", l->validate);
    put_s(reply, "replay_threads", l->replay_threads);
    put_s(reply, "spirv", l->spirv);
+   put_u(reply, "restart_grace_ms", l->restart_grace_ms);
    return sd_bus_message_close_container(reply);
 }
 
@@ -683,7 +687,7 @@ get_property(sd_bus *bus, const char *path, const char *interface, const char *p
    if (!strcmp(property, "HostDriver"))
       return sd_bus_message_append(reply, "s", server->host_driver ? server->host_driver : "");
    if (!strcmp(property, "Version"))
-      return sd_bus_message_append(reply, "s", GPUD_VERSION);
+      return sd_bus_message_append(reply, "s", gpud_version);
    if (!strcmp(property, "Socket"))
       return sd_bus_message_append(reply, "s", b->socket);
    if (!strcmp(property, "Isolation"))

@@ -82,7 +82,12 @@ usage(FILE *f)
            "      --send-timeout TIME  drop a client that does not read for this long (%u ms)\n"
            "      --teardown-timeout TIME   kill a worker this long after its client left\n"
            "                           if it has not ended (%u ms)\n"
-           "      --drain-timeout TIME on SIGTERM, let clients finish this long (%u ms)\n"
+           "      --restart-grace TIME on SIGTERM or a crash of the server, workers serve\n"
+           "                           their clients on and wait this long for the next\n"
+           "                           gpud, which adopts them (default: %u ms; 0: they\n"
+           "                           end with their server)\n"
+           "      --drain-timeout TIME with --restart-grace 0, on SIGTERM let clients\n"
+           "                           finish this long (%u ms)\n"
            "      --crash-backoff TIME the next worker of a program whose worker crashed\n"
            "                           starts this late, doubling with each crash within\n"
            "                           the cool-down (default: %u ms; 0: at once)\n"
@@ -102,7 +107,7 @@ usage(FILE *f)
            GPUD_LAVAPIPE_MANIFEST[0] ? GPUD_LAVAPIPE_MANIFEST : "lvp_icd*.json where the loader looks",
            GPUD_CONFIG_FILE, d.client_objects, d.uid_connections, d.max_clients,
            d.handshake_timeout_ms, d.start_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms,
-           d.drain_timeout_ms, d.crash_backoff_ms, d.crash_backoff_max_ms, d.crash_limit,
+           d.restart_grace_ms, d.drain_timeout_ms, d.crash_backoff_ms, d.crash_backoff_max_ms, d.crash_limit,
            d.crash_cooldown_ms, d.log_burst, d.log_per_second);
 }
 
@@ -226,6 +231,7 @@ static const struct limit_option {
    LIMIT("send-timeout", LIMIT_TIME, send_timeout_ms, 1, UINT32_MAX / 2, "a time (such as 500 or 5s)"),
    LIMIT("teardown-timeout", LIMIT_TIME, teardown_timeout_ms, 1, UINT32_MAX / 2, "a time (such as 500 or 5s)"),
    LIMIT("drain-timeout", LIMIT_TIME, drain_timeout_ms, 0, UINT32_MAX / 2, "a time (such as 500 or 5s)"),
+   LIMIT("restart-grace", LIMIT_TIME, restart_grace_ms, 0, 3600000, "a time up to an hour (such as 30s; 0: none)"),
    LIMIT("crash-limit", LIMIT_COUNT, crash_limit, 0, 1000, "a number (0: never refuse)"),
    LIMIT("crash-cooldown", LIMIT_TIME, crash_cooldown_ms, 0, UINT32_MAX / 2, "a time (such as 60s)"),
    LIMIT("crash-backoff", LIMIT_TIME, crash_backoff_ms, 0, 600000, "a time (such as 100 or 1s; 0: none)"),
@@ -629,7 +635,7 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
          usage(stdout);
          return GPUD_CONFIG_EXIT;
       case 'V':
-         printf("gpud %s\n", GPUD_VERSION);
+         printf("gpud %s\n", gpud_version);
          return GPUD_CONFIG_EXIT;
       default:
          if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)UTIL_ARRAY_SIZE(limit_options)) {

@@ -12,6 +12,7 @@
 #include "gpud_host.h"
 #include "gpud_limits.h"
 #include "gpud_select.h"
+#include "gpud_version.h"
 
 enum gpud_isolation {
    GPUD_ISOLATION_PROCESS, /* a worker process per client (the default) */

@@ -258,6 +258,9 @@ fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpu
    const struct gpud_worker *w = c->worker;
    if (w) {
       info->worker_pid = (uint32_t)w->pid;
+      info->worker_version = (char *)w->version;
+      info->adopted = w->adopted;
+      info->details_unknown = w->details_unknown;
       if (w->status) {
          /* the worker writes these: shown, never trusted */
          info->objects = atomic_load(&w->status->objects);
@@ -316,6 +319,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    limits->uid_connections = l->uid_connections;
    limits->max_clients = l->max_clients;
    limits->spare_workers = server->cfg.spare_workers;
+   limits->restart_grace_ms = server->adopt_dir ? l->restart_grace_ms : 0;
    limits->spirv = (char *)gpud_spirv_mode_name(server->cfg.spirv);
    static const char *const validate[] = {"off", "report", "strict"};
    limits->validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
@@ -327,7 +331,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
       snprintf(v->replay_threads, sizeof(v->replay_threads), "%d", server->cfg.replay_threads);
    limits->replay_threads = v->replay_threads;
    reply->limits = limits;
-   reply->daemon_version = (char *)GPUD_VERSION;
+   reply->daemon_version = (char *)gpud_version;
    reply->uptime_ms = (now - server->start_ns) / 1000000;
    Gpud__HeapInfo *heaps = v->heaps;
    for (uint32_t h = 0; h < server->n_heaps && h < VK_MAX_MEMORY_HEAPS; h++) {

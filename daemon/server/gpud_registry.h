@@ -117,6 +117,14 @@ struct gpud_worker {
    bool start_timed_out;
    bool failed_start;     /* its start did not give what the server needs */
    bool reported_fault;
+   char version[32];      /* the gpud version it runs, as it says; "" unknown */
+   uint32_t control_version;
+   /* restarts (gpud_adopt.c) */
+   bool has_record;       /* its record and adopt socket are in adopt_dir ... */
+   uint64_t record_id;    /* ... under its client's id */
+   bool adopted;          /* from an earlier server: not this one's child */
+   int pidfd;             /* an adopted worker's, to signal it; -1 */
+   bool details_unknown;  /* its status page is of another layout: not read */
 };
 
 struct gpud_fault {
@@ -130,6 +138,28 @@ struct gpud_fault {
 };
 
 struct gpud_bus;
+struct gpud_adoption;
+
+/* A worker of an earlier server that this one adopted (gpud_adopt.c), as
+ * the server's loop takes it in: the client's identity from the earlier
+ * server's record, the rest from the worker. */
+struct gpud_adopted {
+   uint64_t client_id;
+   pid_t client_pid;
+   uid_t client_uid;
+   char name[64];
+   uint64_t connected_ns;  /* CLOCK_MONOTONIC, one clock for every process */
+   pid_t worker_pid;
+   int pidfd;
+   int control_fd;         /* the connection adopted on, its control channel now */
+   int client_fd;          /* the client's socket, as the worker has it */
+   int status_fd;          /* its status page */
+   char version[32];
+   uint32_t control_version;
+   uint32_t n_heaps;
+   uint64_t heap_usage[VK_MAX_MEMORY_HEAPS];
+   char fault[160];        /* a fault it had reported */
+};
 
 struct gpud_crash_record {
    struct util_list link;
@@ -185,6 +215,15 @@ struct gpud_server {
    struct util_list workers;
    struct util_list accounts;
    struct util_list crashes;
+
+   /* restarts (gpud_adopt.c): the private directory where each worker's
+    * record and adopt socket are (NULL: workers end with this server) */
+   char *adopt_dir;
+   struct util_list adoptions; /* workers of earlier servers being adopted */
+   uint64_t id_mark;           /* the next client id, as adopt_dir's next-id says */
+   bool handing_over;          /* stopping: busy workers wait for the next server */
+   /* the loop's side of an adoption (gpud_server.c): takes every fd */
+   void (*adopted)(struct gpud_server *server, struct gpud_adopted *a);
    unsigned n_clients;
    unsigned n_starting;
    unsigned start_failures;

@@ -225,6 +225,7 @@ client_new(struct gpud_server *server, int fd)
    client->server = server;
    client->fd = fd;
    client->id = ++server->next_client_id;
+   gpud_adopt_note_id(server, client->id);
    client->connected_ns = util_now_ns();
    util_msg_queue_init(&client->out);
    reader_init(server, &client->reader);
@@ -313,7 +314,7 @@ welcome(struct gpud_client *client)
 {
    struct gpud_server *server = client->server;
    Gpud__Welcome welcome = GPUD__WELCOME__INIT;
-   welcome.daemon_version = (char *)GPUD_VERSION;
+   welcome.daemon_version = (char *)gpud_version;
    welcome.device_name = server->device_name;
    welcome.host_driver = server->host_driver;
    welcome.client_id = client->id;
@@ -496,6 +497,7 @@ worker_free(struct gpud_worker *worker)
    if (worker->status)
       munmap(worker->status, GPUD_STATUS_PAGE_SIZE);
    util_fd_close(&worker->status_fd);
+   util_fd_close(&worker->pidfd);
    util_list_remove(&worker->link);
    free(worker);
 }
@@ -615,6 +617,15 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
       refuse(client, "out of memory");
       return;
    }
+   atomic_store(&((struct gpud_status_page *)page)->layout, GPUD_STATUS_LAYOUT);
+   /* a worker that outlives this server: a later one adopts it */
+   uint8_t token[32];
+   int adopt_fd = -1;
+   int r = gpud_adopt_prepare(worker, client, token, &adopt_fd);
+   if (r < 0)
+      gpud_client_log(client, UTIL_LOG_WARNING,
+                      "no record for a later server (%s): its worker ends with this one",
+                      strerror(-r));
    worker->status = page;
    worker->status_fd = status_fd;
    worker->state = GPUD_WORKER_BUSY;
@@ -637,11 +648,20 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
       a.replay_case = GPUD__WORKER_ASSIGN__REPLAY_REPLAY_THREADS;
       a.replay_threads = (uint32_t)server->cfg.replay_threads;
    }
+   uint64_t usage[VK_MAX_MEMORY_HEAPS], total[VK_MAX_MEMORY_HEAPS];
+   budget(worker, usage, total);
+   a.heap_budget = total;
+   a.n_heap_budget = server->n_heaps;
+   if (adopt_fd >= 0) {
+      a.adopt_token.data = token;
+      a.adopt_token.len = sizeof(token);
+   }
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_ASSIGN;
    m.assign = &a;
-   const int fds[2] = {client->fd, status_fd};
-   worker_queue(worker, &m, fds, 2);
+   const int fds[3] = {client->fd, status_fd, adopt_fd};
+   worker_queue(worker, &m, fds, adopt_fd >= 0 ? 3 : 2);
+   util_fd_close(&adopt_fd); /* the worker's now */
    if (worker->pid)
       gpud_client_log(client, UTIL_LOG_DEBUG, "served by worker %d", (int)worker->pid);
 }
@@ -657,6 +677,9 @@ worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
    server->n_starting--;
    worker->state = GPUD_WORKER_SPARE;
    evtimer_del(worker->timer);
+   snprintf(worker->version, sizeof(worker->version), "%s", ready->version ? ready->version : "");
+   gpud_control_clean_text(worker->version);
+   worker->control_version = ready->control_version;
    if (!server->manifest) {
       /* the driver the first worker picked: every later one loads it */
       if (!ready->host_driver || ready->host_driver[0] != '/' ||
@@ -787,8 +810,12 @@ on_worker_read(evutil_socket_t fd, short what, void *data)
       return;
    event_del(worker->read_ev);
    worker->channel_closed = true;
-   /* A thread's end is its channel's; a process's is its exit status. */
-   if (!worker->pid)
+   /* A thread's end is its channel's, and so is an adopted worker's (not
+    * this server's child: whatever it did, it is made sure of); a child's
+    * is its exit status. */
+   if (worker->adopted)
+      gpud_kill_worker(worker, NULL);
+   if (!worker->pid || worker->adopted)
       worker_ended(worker, 0, false);
 }
 
@@ -812,6 +839,7 @@ worker_start(struct gpud_server *server)
    worker->server = server;
    worker->fd = -1;
    worker->status_fd = -1;
+   worker->pidfd = -1;
    util_msg_queue_init(&worker->out);
    reader_init(server, &worker->reader);
    util_list_add_tail(&server->workers, &worker->link);
@@ -903,11 +931,48 @@ ensure_workers(struct gpud_server *server)
    }
 }
 
+/* Where a dying worker was, as its status page says: the worker wrote it,
+ * so names only for op numbers that exist. */
+static void
+describe_where(const struct gpud_worker *worker, char *where, size_t size)
+{
+   where[0] = '\0';
+   if (!worker->status)
+      return;
+   uint32_t op = atomic_load(&worker->status->op);
+   uint32_t last = atomic_load(&worker->status->last_op);
+   uint32_t replaying = 0; /* a lane's command, when the decoding thread is idle */
+   for (unsigned i = 0; !replaying && i < GPUD_STATUS_LANES; i++)
+      replaying = atomic_load(&worker->status->lanes[i].op);
+   if (op && op < WIRE_OP_COUNT)
+      snprintf(where, size, " in %s", wire_op_name(op));
+   else if (replaying && replaying < WIRE_OP_COUNT)
+      snprintf(where, size, " in %s (replaying a recording)", wire_op_name(replaying));
+   else if (last && last < WIRE_OP_COUNT)
+      snprintf(where, size, " (idle after %s)", wire_op_name(last));
+}
+
 static void
 describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, size_t size,
              bool *ret_crash)
 {
    *ret_crash = false;
+   char where[96];
+   if (worker->adopted && !worker->goodbye[0] && !worker->kill_reason) {
+      /* not this server's child: its status page says how it died, if it
+       * could (not after SIGKILL) */
+      uint32_t fatal = worker->status ? atomic_load(&worker->status->fatal_signal) : 0;
+      const char *sig = fatal && fatal < (uint32_t)NSIG ? sigabbrev_np((int)fatal) : NULL;
+      describe_where(worker, where, sizeof(where));
+      if (sig)
+         snprintf(buf, size, "its worker %d was killed by SIG%s%s", (int)worker->pid, sig,
+                  where);
+      else
+         snprintf(buf, size, "its worker %d ended without saying why%s", (int)worker->pid,
+                  where);
+      *ret_crash = true;
+      return;
+   }
    if (!reaped || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
       snprintf(buf, size, "%s", worker->goodbye[0] ? worker->goodbye : "disconnected");
       return;
@@ -917,20 +982,7 @@ describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, si
       return;
    }
    if (WIFSIGNALED(wstatus)) {
-      /* the worker wrote these: names only for op numbers that exist */
-      uint32_t op = worker->status ? atomic_load(&worker->status->op) : 0;
-      uint32_t last = worker->status ? atomic_load(&worker->status->last_op) : 0;
-      uint32_t replaying = 0; /* a lane's command, when the decoding thread is idle */
-      for (unsigned i = 0; worker->status && !replaying && i < GPUD_STATUS_LANES; i++)
-         replaying = atomic_load(&worker->status->lanes[i].op);
-      char where[96] = "";
-      if (op && op < WIRE_OP_COUNT)
-         snprintf(where, sizeof(where), " in %s", wire_op_name(op));
-      else if (replaying && replaying < WIRE_OP_COUNT)
-         snprintf(where, sizeof(where), " in %s (replaying a recording)",
-                  wire_op_name(replaying));
-      else if (last && last < WIRE_OP_COUNT)
-         snprintf(where, sizeof(where), " (idle after %s)", wire_op_name(last));
+      describe_where(worker, where, sizeof(where));
       const char *sig = sigabbrev_np(WTERMSIG(wstatus));
       snprintf(buf, size, "its worker %d was killed by %s%s%s", (int)worker->pid,
                sig ? "SIG" : "a signal", sig ? sig : "", where);
@@ -1003,11 +1055,116 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
       snprintf(why, sizeof(why), "%s", reason);
       send_disconnect(client, why);
    }
+   gpud_adopt_forget(worker); /* nothing left to adopt */
    worker->client = NULL;
    client->worker = NULL;
    worker_free(worker);
    client_free(client);
    ensure_workers(server);
+}
+
+/* A worker of an earlier server, adopted (gpud_adopt.c): its client in the
+ * registry again, as the earlier server had it, with what it holds. */
+static void
+adopted(struct gpud_server *server, struct gpud_adopted *a)
+{
+   struct gpud_client *client = calloc(1, sizeof(*client));
+   struct gpud_worker *worker = calloc(1, sizeof(*worker));
+   void *page = MAP_FAILED;
+   if (client && worker)
+      page = mmap(NULL, GPUD_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, a->status_fd,
+                  0);
+   if (page == MAP_FAILED) {
+      /* it serves on without this server, until its grace ends */
+      util_err("client %" PRIu64 ": cannot adopt its worker: out of memory", a->client_id);
+      free(client);
+      free(worker);
+      util_fd_close(&a->control_fd);
+      util_fd_close(&a->client_fd);
+      util_fd_close(&a->status_fd);
+      util_fd_close(&a->pidfd);
+      return;
+   }
+   client->server = server;
+   client->id = a->client_id;
+   client->pid = a->client_pid;
+   client->uid = a->client_uid;
+   snprintf(client->name, sizeof(client->name), "%s", a->name);
+   gpud_control_clean_text(client->name);
+   client->fd = util_fd_move(&a->client_fd);
+   client->state = GPUD_CLIENT_SERVING;
+   client->connected_ns = a->connected_ns;
+   util_msg_queue_init(&client->out);
+   reader_init(server, &client->reader);
+   util_list_add_tail(&server->clients, &client->link);
+   server->n_clients++;
+   client->read_ev = event_new(server->base, client->fd, EV_READ | EV_PERSIST, on_client_read,
+                               client);
+   client->write_ev =
+      event_new(server->base, client->fd, EV_WRITE | EV_PERSIST, on_client_write, client);
+   client->timer = evtimer_new(server->base, on_client_timer, client);
+   client->account = gpud_account_get(server, client->uid);
+   if (client->account)
+      client->account->connections++;
+
+   worker->server = server;
+   worker->state = GPUD_WORKER_BUSY;
+   worker->pid = a->worker_pid;
+   worker->pidfd = util_fd_move(&a->pidfd);
+   worker->fd = util_fd_move(&a->control_fd);
+   worker->status_fd = util_fd_move(&a->status_fd);
+   worker->adopted = true;
+   worker->has_record = true;
+   worker->record_id = client->id;
+   snprintf(worker->version, sizeof(worker->version), "%s", a->version);
+   worker->control_version = a->control_version;
+   util_msg_queue_init(&worker->out);
+   reader_init(server, &worker->reader);
+   util_list_add_tail(&server->workers, &worker->link);
+   /* a page of another build's layout is not read */
+   if (atomic_load(&((struct gpud_status_page *)page)->layout) == GPUD_STATUS_LAYOUT) {
+      worker->status = page;
+   } else {
+      munmap(page, GPUD_STATUS_PAGE_SIZE);
+      worker->details_unknown = true;
+   }
+   worker->client = client;
+   client->worker = worker;
+   fcntl(worker->fd, F_SETFL, O_NONBLOCK);
+   worker->read_ev = event_new(server->base, worker->fd, EV_READ | EV_PERSIST, on_worker_read,
+                               worker);
+   worker->write_ev = event_new(server->base, worker->fd, EV_WRITE | EV_PERSIST,
+                                on_worker_write, worker);
+   worker->timer = evtimer_new(server->base, on_worker_timer, worker);
+   if (!client->read_ev || !client->write_ev || !client->timer || !client->account ||
+       !worker->read_ev || !worker->write_ev || !worker->timer) {
+      /* not served: its worker goes (it would wait for nobody) */
+      gpud_kill_worker(worker, "out of memory");
+      gpud_adopt_forget(worker);
+      worker->client = NULL;
+      client->worker = NULL;
+      worker_free(worker);
+      client_free(client);
+      return;
+   }
+   event_add(worker->read_ev, NULL);
+
+   /* what it holds, charged again (over the limits if they shrank: it
+    * allocates nothing more until it is under them) */
+   for (uint32_t h = 0; h < a->n_heaps && h < server->n_heaps; h++) {
+      uint64_t bytes = UTIL_MIN(a->heap_usage[h], server->heap_size[h]);
+      client->heap_memory[h] = bytes;
+      client->memory += bytes;
+      client->account->memory += bytes;
+   }
+   gpud_client_log(client, UTIL_LOG_NOTICE,
+                   "adopted: its worker %d (gpud %s) serves on for this server",
+                   (int)worker->pid, worker->version[0] ? worker->version : "of unknown version");
+   gpud_bus_client_connected(server, client);
+   if (a->fault[0]) {
+      worker->reported_fault = true;
+      record_fault(server, client, worker->pid, a->fault, false);
+   }
 }
 
 static void
@@ -1136,6 +1293,19 @@ begin_stop(struct gpud_server *server)
    util_list_for_each_safe(w, &server->workers, link) {
       if (!w->client)
          gpud_kill_worker(w, "the daemon stopped");
+   }
+   /* With restarts, the workers serving clients stay: each serves on and
+    * waits for the next server (gpud_adopt.c), which adopts it. */
+   if (server->adopt_dir && server->cfg.limits.restart_grace_ms) {
+      unsigned staying = 0;
+      util_list_for_each(w, &server->workers, link)
+         staying += w->client && w->has_record && !w->goodbye[0];
+      server->handing_over = true;
+      util_notice("stopping: %u client(s) stay with their workers, which wait up to %u ms "
+                  "for the next gpud",
+                  staying, server->cfg.limits.restart_grace_ms);
+      event_base_loopbreak(server->base);
+      return;
    }
    unsigned busy = 0;
    util_list_for_each(w, &server->workers, link)
@@ -1374,14 +1544,17 @@ server_finish(struct gpud_server *server)
    gpud_bus_stop(server);
    if (server->bus_retry)
       event_free(server->bus_retry);
+   struct gpud_worker *w;
+   util_list_for_each_safe(w, &server->workers, link) {
+      /* (handing over: what it has is the next server's to adopt) */
+      if (!server->handing_over || !w->client || !w->has_record || w->goodbye[0])
+         gpud_kill_worker(w, "the daemon stopped");
+      worker_free(w);
+   }
    struct gpud_client *c;
    util_list_for_each_safe(c, &server->clients, link)
       client_free(c);
-   struct gpud_worker *w;
-   util_list_for_each_safe(w, &server->workers, link) {
-      gpud_kill_worker(w, "the daemon stopped");
-      worker_free(w);
-   }
+   gpud_adopt_finish(server);
    struct gpud_account *a;
    util_list_for_each_safe(a, &server->accounts, link) {
       util_list_remove(&a->link);
@@ -1435,6 +1608,7 @@ gpud_server_run(const struct gpud_config *cfg)
    util_list_init(&server->workers);
    util_list_init(&server->accounts);
    util_list_init(&server->crashes);
+   util_list_init(&server->adoptions);
 
    int status = 1;
    if (gpud_access_init(server) < 0)
@@ -1468,6 +1642,10 @@ gpud_server_run(const struct gpud_config *cfg)
    }
    if (open_socket(server) < 0)
       goto out;
+   /* the ids earlier servers gave stay theirs: known before the first
+    * client gets one */
+   server->adopted = adopted;
+   gpud_adopt_init(server);
    server->accept_ev =
       event_new(server->base, server->listen_fd, EV_READ | EV_PERSIST, on_accept, server);
    server->accept_retry = evtimer_new(server->base, on_accept_retry, server);
@@ -1505,6 +1683,7 @@ gpud_server_run(const struct gpud_config *cfg)
                server->manifest, server->socket_path ? server->socket_path : "systemd's socket",
                cfg->isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
    gpud_bus_start(server);
+   gpud_adopt_begin(server);
    sd_notifyf(0, "READY=1\nSTATUS=serving %s", server->device_name);
    ensure_workers(server);
 

@@ -42,6 +42,23 @@ int gpud_spawn_worker(struct gpud_server *server, struct gpud_worker *worker);
  * client): a process gets SIGKILL, a thread's client socket is shut. */
 void gpud_kill_worker(struct gpud_worker *worker, const char *why);
 
+/* gpud_adopt.c: restarts.  init, at start: the private directory beside
+ * the socket and the ids earlier servers gave (their workers keep theirs);
+ * begin, once the device is known: the workers of earlier servers still
+ * serving are adopted (server->adopted takes each). */
+int gpud_adopt_init(struct gpud_server *server);
+void gpud_adopt_begin(struct gpud_server *server);
+/* For a worker about to serve a client: a token, the record an adopting
+ * server reads and the socket it adopts on (bound, for the worker to
+ * listen on); *ret_fd -1 when there are no restarts. */
+int gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
+                       uint8_t token[32], int *ret_fd);
+/* The worker ended: its record and socket go. */
+void gpud_adopt_forget(struct gpud_worker *worker);
+/* A client id was given: the mark stays ahead of it. */
+void gpud_adopt_note_id(struct gpud_server *server, uint64_t id);
+void gpud_adopt_finish(struct gpud_server *server);
+
 /* gpud_control.c: gpudctl's requests; negative when the connection ends. */
 int gpud_control_handle(struct gpud_client *control, const void *data, size_t size);
 /* Text a worker (or a client) wrote made fit to show: control characters

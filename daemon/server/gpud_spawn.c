@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -102,10 +103,10 @@ free_environ(struct gpud_server *server, char **env)
 static int
 spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_fd)
 {
-   char parent[32], level[16], device[128];
+   char parent[32], level[16], device[128], grace[40];
    snprintf(parent, sizeof(parent), "--worker=%d", (int)getpid());
    snprintf(level, sizeof(level), "--log-level=%d", (int)util_log_get_max_level());
-   const char *argv[16];
+   const char *argv[20];
    int n = 0;
    argv[n++] = "gpud-worker";
    argv[n++] = parent;
@@ -130,6 +131,11 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
    argv[n++] = "--spirv";
    argv[n++] = gpud_spirv_mode_name(server->cfg.spirv);
    argv[n++] = level;
+   /* a worker no later server can find (no private directory) ends with
+    * its server */
+   snprintf(grace, sizeof(grace), "--restart-grace=%u",
+            server->adopt_dir ? server->cfg.limits.restart_grace_ms : 0u);
+   argv[n++] = grace;
    if (!server->cfg.sandbox)
       argv[n++] = "--no-sandbox";
    argv[n] = NULL;
@@ -161,6 +167,9 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
       sigprocmask(SIG_SETMASK, &none, NULL);
       if (child_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(child_fd, 3) < 0)
          _exit(127);
+      /* a session of its own: a terminal's ^C is the server's, never its
+       * workers' (which may outlive it) */
+      setsid();
       /* no terminal to read from (or to type into) */
       int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
       if (null >= 0 && null != 0) {
@@ -220,6 +229,11 @@ gpud_kill_worker(struct gpud_worker *worker, const char *why)
       worker->kill_reason = why;
    if (worker->ended)
       return; /* reaped: its pid may be another process's */
+   if (worker->pidfd >= 0) {
+      /* adopted: not a child, its pid could be reused unseen */
+      pidfd_send_signal(worker->pidfd, SIGKILL, NULL, 0);
+      return;
+   }
    if (worker->pid > 0) {
       kill(worker->pid, SIGKILL);
       return;

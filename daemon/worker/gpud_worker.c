@@ -1,6 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The worker side of the server-worker channel, for both isolation modes.
+ *
+ * A worker process outlives its server (process isolation, --restart-grace
+ * above 0): when its control channel closes (the server stopped, crashed or
+ * is being upgraded) it goes on serving its client, allocating within the
+ * budget it was last given, and listens on the socket its server bound for
+ * it in the server's private directory.  The next server connects there,
+ * proves it knows the token this worker was handed with its client, and
+ * the connection becomes the worker's control channel (it "adopts" the
+ * worker: gpud_adopt.c).  A worker nobody adopts within the grace period
+ * ends, and its client's device is lost.
  */
 #include "gpud_worker.h"
 
@@ -15,13 +25,16 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "gpud_client.h"
 #include "gpud_limits.h"
+#include "util_log.h"
 #include "util_memfd.h"
 #include "util_thread.h"
+#include "util_time.h"
 #include "wire_control.h"
 
 /* How long a worker whose client hung up lets its decoder finish before it
@@ -29,28 +42,61 @@
 #define HANGUP_GRACE_MS 500
 
 struct worker {
-   int control_fd;
+   int control_fd;        /* under mutex; -1 while no server has the worker */
    bool said_goodbye; /* under mutex */
    pthread_mutex_t mutex; /* one request on the channel at a time */
    struct util_msg_reader reader;
    const struct gpud_host *host;
    struct gpud_status_page *status;
+   int status_fd;
+   uint64_t client_id;
+
+   /* restarts (process isolation): see the top of this file */
+   int adopt_fd;          /* bound in the server's private directory; -1: none */
+   uint8_t token[32];     /* what an adopting server must know */
+   size_t token_len;
+   uid_t server_uid;      /* who may adopt it: its first server's user */
+   uint32_t restart_grace_ms;
+   bool orphaned;         /* under mutex: its server is gone */
+   uint64_t orphaned_ns;  /* ... since */
+   int dead_fd;           /* under mutex: the channel lost, for the supervisor to close */
+   char fault[160];       /* under mutex: the fault it reported, for the next server */
+
+   /* memory (under mutex): what the client holds per heap, and what more
+    * the last budget let it have; while orphaned it allocates within that */
+   uint32_t n_heaps;
+   uint32_t heap_flags[VK_MAX_MEMORY_HEAPS];
+   uint64_t usage[VK_MAX_MEMORY_HEAPS];
+   uint64_t room[VK_MAX_MEMORY_HEAPS];
+   uint64_t orphan_taken; /* allocated since the server went */
 };
 
+/* Under mutex: the server is gone.  Its channel is closed by the
+ * supervisor (which may be polling it); a worker that cannot be adopted
+ * (a thread, or --restart-grace 0) ends with it elsewhere. */
+static void
+lose_server(struct worker *w)
+{
+   if (w->control_fd < 0)
+      return;
+   w->dead_fd = w->control_fd;
+   w->control_fd = -1;
+   shutdown(w->dead_fd, SHUT_RDWR);
+   w->orphaned = true;
+   w->orphaned_ns = util_now_ns();
+   w->orphan_taken = 0;
+}
+
+/* Under mutex. */
 static int
 send_message(struct worker *w, Gpud__WorkerMessage *m)
 {
-   return wire_worker_send(w->control_fd, m, NULL, 0);
-}
-
-/* Any thread: one message at a time on the channel (a reserve request
- * holds the lock until its reply is in). */
-static void
-send_locked(struct worker *w, Gpud__WorkerMessage *m)
-{
-   pthread_mutex_lock(&w->mutex);
-   send_message(w, m);
-   pthread_mutex_unlock(&w->mutex);
+   if (w->control_fd < 0)
+      return -ENOTCONN;
+   int r = wire_worker_send(w->control_fd, m, NULL, 0);
+   if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)
+      lose_server(w);
+   return r;
 }
 
 /* Receives the server's next message; NULL when the server is gone or sent
@@ -59,7 +105,7 @@ static Gpud__WorkerMessage *
 receive_message(struct worker *w, int *fds, unsigned max_fds, unsigned *ret_n_fds)
 {
    struct util_msg msg;
-   if (util_msg_recv(w->control_fd, &w->reader, &msg) < 0)
+   if (w->control_fd < 0 || util_msg_recv(w->control_fd, &w->reader, &msg) < 0)
       return NULL;
    unsigned n = 0;
    for (unsigned i = 0; i < msg.n_fds; i++) {
@@ -78,6 +124,25 @@ receive_message(struct worker *w, int *fds, unsigned max_fds, unsigned *ret_n_fd
    return m;
 }
 
+/* Under mutex: the budget a reply gave (what the client holds, and may). */
+static void
+note_budget(struct worker *w, const uint64_t *usage, size_t n_usage, const uint64_t *budget,
+            size_t n_budget)
+{
+   for (uint32_t h = 0; h < w->n_heaps && h < n_budget; h++) {
+      uint64_t held = h < n_usage ? usage[h] : w->usage[h];
+      w->room[h] = budget[h] > held ? budget[h] - held : 0;
+   }
+}
+
+/* Under mutex: what a client whose server is gone may still allocate from
+ * a heap (the room its last budget gave, less what it took since). */
+static uint64_t
+orphan_room(const struct worker *w, uint32_t heap)
+{
+   return w->room[heap] > w->orphan_taken ? w->room[heap] - w->orphan_taken : 0;
+}
+
 static VkResult
 reserve_memory(void *data, uint32_t heap, uint64_t bytes, struct gpud_memory_budget *budget)
 {
@@ -90,11 +155,16 @@ reserve_memory(void *data, uint32_t heap, uint64_t bytes, struct gpud_memory_bud
    m.reserve = &req;
    VkResult result = VK_ERROR_OUT_OF_DEVICE_MEMORY;
    pthread_mutex_lock(&w->mutex);
-   if (send_message(w, &m) == 0) {
+   bool answered = false;
+   if (!w->orphaned && send_message(w, &m) == 0) {
       Gpud__WorkerMessage *reply = receive_message(w, NULL, 0, NULL);
       if (reply && reply->msg_case == GPUD__WORKER_MESSAGE__MSG_RESERVE_REPLY) {
          const Gpud__MemoryReserveReply *rr = reply->reserve_reply;
+         answered = true;
          result = (VkResult)rr->result;
+         if (result == VK_SUCCESS && bytes && heap < w->n_heaps)
+            w->usage[heap] += bytes;
+         note_budget(w, rr->heap_usage, rr->n_heap_usage, rr->heap_budget, rr->n_heap_budget);
          if (budget) {
             budget->n_heaps = (uint32_t)UTIL_MIN(UTIL_MIN(rr->n_heap_usage, rr->n_heap_budget),
                                                  (size_t)VK_MAX_MEMORY_HEAPS);
@@ -103,8 +173,31 @@ reserve_memory(void *data, uint32_t heap, uint64_t bytes, struct gpud_memory_bud
                budget->budget[h] = rr->heap_budget[h];
             }
          }
+      } else if (!reply && w->adopt_fd >= 0) {
+         lose_server(w); /* gone while asked */
       }
       wire_worker_free(reply);
+   }
+   if (!answered && w->orphaned) {
+      /* No server to ask: within the budget the last one gave. */
+      if (bytes && heap < w->n_heaps && bytes <= orphan_room(w, heap)) {
+         w->usage[heap] += bytes;
+         w->orphan_taken += bytes;
+         result = VK_SUCCESS;
+      } else if (bytes) {
+         result = heap < w->n_heaps && !(w->heap_flags[heap] & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+                     ? VK_ERROR_OUT_OF_HOST_MEMORY
+                     : VK_ERROR_OUT_OF_DEVICE_MEMORY;
+      } else {
+         result = VK_SUCCESS;
+      }
+      if (budget) {
+         budget->n_heaps = w->n_heaps;
+         for (uint32_t h = 0; h < w->n_heaps; h++) {
+            budget->usage[h] = w->usage[h];
+            budget->budget[h] = w->usage[h] + orphan_room(w, h);
+         }
+      }
    }
    pthread_mutex_unlock(&w->mutex);
    return result;
@@ -120,7 +213,14 @@ release_memory(void *data, uint32_t heap, uint64_t bytes)
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_RELEASE;
    m.release = &rel;
-   send_locked(w, &m);
+   pthread_mutex_lock(&w->mutex);
+   if (heap < w->n_heaps)
+      w->usage[heap] -= UTIL_MIN(bytes, w->usage[heap]);
+   if (w->orphaned)
+      w->orphan_taken -= UTIL_MIN(bytes, w->orphan_taken);
+   else
+      send_message(w, &m);
+   pthread_mutex_unlock(&w->mutex);
 }
 
 static void
@@ -132,7 +232,11 @@ report_fault(void *data, const char *reason)
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_FAULT;
    m.fault = &f;
-   send_locked(w, &m);
+   pthread_mutex_lock(&w->mutex);
+   if (!w->fault[0])
+      snprintf(w->fault, sizeof(w->fault), "%s", reason);
+   send_message(w, &m);
+   pthread_mutex_unlock(&w->mutex);
 }
 
 static int
@@ -160,14 +264,20 @@ send_ready(struct worker *w)
    ready.n_heap_sizes = n;
    ready.heap_flags = flags;
    ready.n_heap_flags = n;
+   ready.version = (char *)gpud_version;
+   ready.control_version = GPUD_CONTROL_VERSION;
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_READY;
    m.ready = &ready;
-   return send_message(w, &m);
+   pthread_mutex_lock(&w->mutex);
+   int r = send_message(w, &m);
+   pthread_mutex_unlock(&w->mutex);
+   return r;
 }
 
 /* Once, from whichever thread ends the worker first; the other waits on
- * the lock until it has gone out, so neither exits before it is sent. */
+ * the lock until it has gone out, so neither exits before it is sent.  A
+ * worker no server has says it to nobody. */
 static void
 send_goodbye(struct worker *w, const char *reason, bool fault)
 {
@@ -185,17 +295,20 @@ send_goodbye(struct worker *w, const char *reason, bool fault)
    pthread_mutex_unlock(&w->mutex);
 }
 
-/* Waits for the server to hand over a client; makes its context. */
+/* Waits for the server to hand over a client; makes its context.  fds:
+ * the client's socket, the status page and (process isolation with
+ * restarts) the adopt socket. */
 static int
 take_client(struct worker *w, struct gpud_context **ret_ctx)
 {
-   int fds[2] = {-1, -1};
+   int fds[3] = {-1, -1, -1};
    unsigned n_fds = 0;
-   Gpud__WorkerMessage *m = receive_message(w, fds, 2, &n_fds);
+   Gpud__WorkerMessage *m = receive_message(w, fds, 3, &n_fds);
    if (!m)
       return -ECONNRESET; /* the server let this spare go */
    int r = -EPROTO;
-   if (m->msg_case != GPUD__WORKER_MESSAGE__MSG_ASSIGN || n_fds != 2)
+   if (m->msg_case != GPUD__WORKER_MESSAGE__MSG_ASSIGN || n_fds < 2 ||
+       m->assign->adopt_token.len > sizeof(w->token))
       goto out;
    if (util_memfd_check(fds[1], GPUD_STATUS_PAGE_SIZE) < 0)
       goto out;
@@ -205,7 +318,24 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
       goto out;
    }
    w->status = page;
+   w->status_fd = util_fd_move(&fds[1]);
    const Gpud__WorkerAssign *a = m->assign;
+   w->client_id = a->client_id;
+   pthread_mutex_lock(&w->mutex);
+   note_budget(w, NULL, 0, a->heap_budget, a->n_heap_budget);
+   pthread_mutex_unlock(&w->mutex);
+   /* the socket a later server adopts this worker on: listened on here,
+    * so that the credentials the server sees there are this process's */
+   if (n_fds == 3 && a->adopt_token.len) {
+      if (listen(fds[2], 4) == 0) {
+         w->adopt_fd = util_fd_move(&fds[2]);
+         memcpy(w->token, a->adopt_token.data, a->adopt_token.len);
+         w->token_len = a->adopt_token.len;
+      } else {
+         util_warn("worker: cannot listen for a later server: %s; it ends with this one",
+                   strerror(errno));
+      }
+   }
    struct gpud_context_info info = {
       .id = a->client_id,
       .pid = (pid_t)a->pid,
@@ -226,8 +356,8 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
    };
    r = gpud_client_create(&info, w->host, &ops, w->status, util_fd_move(&fds[0]), ret_ctx);
 out:
-   util_fd_close(&fds[0]);
-   util_fd_close(&fds[1]);
+   for (unsigned i = 0; i < 3; i++)
+      util_fd_close(&fds[i]);
    wire_worker_free(m);
    return r;
 }
@@ -237,7 +367,15 @@ worker_init(struct worker *w, int control_fd, const struct gpud_host *host)
 {
    memset(w, 0, sizeof(*w));
    w->control_fd = control_fd;
+   w->status_fd = -1;
+   w->adopt_fd = -1;
+   w->dead_fd = -1;
    w->host = host;
+   w->n_heaps = UTIL_MIN(host->memory.memoryHeapCount, (uint32_t)VK_MAX_MEMORY_HEAPS);
+   for (uint32_t h = 0; h < w->n_heaps; h++) {
+      w->heap_flags[h] = host->memory.memoryHeaps[h].flags;
+      w->room[h] = host->memory.memoryHeaps[h].size;
+   }
    pthread_mutex_init(&w->mutex, NULL);
    util_msg_reader_init(&w->reader, 1u << 20);
 }
@@ -250,6 +388,9 @@ worker_finish(struct worker *w)
    util_msg_reader_finish(&w->reader);
    pthread_mutex_destroy(&w->mutex);
    util_fd_close(&w->control_fd);
+   util_fd_close(&w->dead_fd);
+   util_fd_close(&w->status_fd);
+   util_fd_close(&w->adopt_fd);
 }
 
 void
@@ -271,31 +412,206 @@ gpud_worker_thread_main(int control_fd, const struct gpud_host *host)
    worker_finish(&w);
 }
 
-/* Process isolation: notices the client hanging up even while the decoder
- * is stuck in a host call (a queue waiting on a value nobody will signal),
- * so the worker, and everything the client held, is gone within a bounded
- * time. */
-struct watcher {
+/* ---- process isolation: the supervisor ------------------------------------ */
+
+/* Constant time: nothing about the token leaks through how long a wrong one
+ * takes to refuse. */
+static bool
+same_token(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len)
+{
+   if (a_len != b_len || !a_len)
+      return false;
+   uint8_t diff = 0;
+   for (size_t i = 0; i < a_len; i++)
+      diff |= a[i] ^ b[i];
+   return diff == 0;
+}
+
+/* A connection on the adopt socket: a later server asking for this worker
+ * (gpud_adopt.c has its side).  It gets the worker only when the worker's
+ * own server is gone, it is the user that server was, and it knows the
+ * token; the connection then becomes the control channel. */
+static void
+answer_adopter(struct worker *w, struct gpud_context *ctx)
+{
+   int fd = accept4(w->adopt_fd, NULL, NULL, SOCK_CLOEXEC);
+   if (fd < 0)
+      return;
+   struct ucred cred = {0};
+   socklen_t len = sizeof(cred);
+   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
+       cred.uid != w->server_uid) {
+      util_warn("worker: refused an adopter of uid %u (not the daemon's user)",
+                (unsigned)cred.uid);
+      close(fd);
+      return;
+   }
+   /* the adopter has a moment to ask, and to take the answer */
+   const struct timeval tv = {.tv_sec = 2};
+   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+   struct util_msg_reader reader;
+   util_msg_reader_init(&reader, 4096);
+   struct util_msg msg;
+   Gpud__WorkerMessage *m = NULL;
+   if (util_msg_recv(fd, &reader, &msg) == 0) {
+      if (!msg.n_fds && msg.type == UTIL_MSG_CONTROL)
+         m = wire_worker_unpack(msg.data, msg.size);
+      util_msg_close_fds(&msg);
+   }
+   const char *refusal = NULL;
+   if (!m || m->msg_case != GPUD__WORKER_MESSAGE__MSG_ADOPT_REQUEST)
+      refusal = "it did not ask";
+   else if (!same_token(m->adopt_request->token.data, m->adopt_request->token.len, w->token,
+                        w->token_len))
+      refusal = "a wrong token";
+   char server_version[64] = "?";
+   if (m && !refusal && m->adopt_request->server_version)
+      snprintf(server_version, sizeof(server_version), "%s", m->adopt_request->server_version);
+   wire_worker_free(m);
+   util_msg_reader_finish(&reader);
+
+   pthread_mutex_lock(&w->mutex);
+   if (!refusal && !w->orphaned && w->control_fd >= 0) {
+      /* its server may be gone with the hangup not yet seen */
+      struct pollfd p = {.fd = w->control_fd, .events = POLLRDHUP};
+      if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+         lose_server(w);
+   }
+   if (!refusal && !w->orphaned)
+      refusal = "its server is still there";
+   if (refusal) {
+      pthread_mutex_unlock(&w->mutex);
+      util_warn("worker: refused an adopter: %s", refusal);
+      close(fd);
+      return;
+   }
+   Gpud__WorkerAdopted adopted = GPUD__WORKER_ADOPTED__INIT;
+   adopted.client_id = w->client_id;
+   adopted.version = (char *)gpud_version;
+   adopted.control_version = GPUD_CONTROL_VERSION;
+   adopted.heap_usage = w->usage;
+   adopted.n_heap_usage = w->n_heaps;
+   adopted.fault = w->fault;
+   adopted.device_uuid.data = (uint8_t *)w->host->device_uuid;
+   adopted.device_uuid.len = VK_UUID_SIZE;
+   Gpud__WorkerMessage answer = GPUD__WORKER_MESSAGE__INIT;
+   answer.msg_case = GPUD__WORKER_MESSAGE__MSG_ADOPTED;
+   answer.adopted = &adopted;
+   const int fds[2] = {ctx->fd, w->status_fd};
+   if (wire_worker_send(fd, &answer, fds, 2) < 0) {
+      pthread_mutex_unlock(&w->mutex);
+      close(fd);
+      return;
+   }
+   const struct timeval none = {0};
+   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+   uint64_t away_ms = (util_now_ns() - w->orphaned_ns) / 1000000;
+   w->control_fd = fd;
+   w->orphaned = false;
+   w->orphan_taken = 0;
+   util_msg_reader_finish(&w->reader);
+   util_msg_reader_init(&w->reader, 1u << 20);
+   pthread_mutex_unlock(&w->mutex);
+   util_notice("worker of client %" PRIu64 ": adopted by gpud %s (pid %d) after %" PRIu64
+               " ms without a server",
+               w->client_id, server_version, (int)cred.pid, away_ms);
+}
+
+/* Process isolation: a thread that notices the client hanging up even
+ * while the decoder is stuck in a host call (a queue waiting on a value
+ * nobody will signal), so the worker, and everything the client held, is
+ * gone within a bounded time; that notices its server going; and that
+ * answers the next server. */
+struct supervisor {
    struct worker *w;
    struct gpud_context *ctx;
 };
 
 static void *
-watch_hangup(void *data)
+supervise(void *data)
 {
-   struct watcher *wt = data;
-   struct pollfd p = {.fd = wt->ctx->fd, .events = POLLRDHUP};
-   while (poll(&p, 1, -1) < 0 && errno == EINTR)
-      ;
-   if (atomic_load(&wt->ctx->closing))
-      return NULL; /* the decoder ended the context itself */
-   /* The decoder reaches the end of the stream and exits unless it is
-    * stuck; give it the chance to finish what the client sent. */
-   struct timespec ts = {0, HANGUP_GRACE_MS * 1000000L};
-   while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-      ;
-   send_goodbye(wt->w, "disconnected while its worker was busy", false);
-   _exit(0);
+   struct supervisor *sv = data;
+   struct worker *w = sv->w;
+   for (;;) {
+      pthread_mutex_lock(&w->mutex);
+      util_fd_close(&w->dead_fd);
+      int control = w->control_fd;
+      bool orphaned = w->orphaned;
+      uint64_t since = w->orphaned_ns;
+      pthread_mutex_unlock(&w->mutex);
+      int timeout = -1;
+      if (orphaned) {
+         uint64_t waited_ms = (util_now_ns() - since) / 1000000;
+         if (w->adopt_fd < 0 || waited_ms >= w->restart_grace_ms) {
+            util_warn("worker of client %" PRIu64 ": no gpud came back within %u ms; "
+                      "its device is lost",
+                      w->client_id, w->restart_grace_ms);
+            _exit(0);
+         }
+         timeout = (int)UTIL_MIN(w->restart_grace_ms - waited_ms, (uint64_t)INT32_MAX);
+      }
+      struct pollfd p[3] = {
+         {.fd = sv->ctx->fd, .events = POLLRDHUP},
+         {.fd = control, .events = POLLRDHUP},
+         {.fd = w->adopt_fd, .events = POLLIN},
+      };
+      int n = poll(p, 3, timeout);
+      if (n < 0 && errno != EINTR)
+         _exit(1);
+      if (n <= 0)
+         continue;
+      if (p[0].revents) {
+         if (atomic_load(&sv->ctx->closing))
+            return NULL; /* the decoder ended the context itself */
+         /* The decoder reaches the end of the stream and exits unless it
+          * is stuck; give it the chance to finish what the client sent. */
+         struct timespec ts = {0, HANGUP_GRACE_MS * 1000000L};
+         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+         send_goodbye(w, "disconnected while its worker was busy", false);
+         _exit(0);
+      }
+      if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) {
+         pthread_mutex_lock(&w->mutex);
+         if (w->control_fd == control)
+            lose_server(w);
+         pthread_mutex_unlock(&w->mutex);
+         if (w->adopt_fd >= 0)
+            util_notice("worker of client %" PRIu64 ": its server is gone; serving on, "
+                        "waiting up to %u ms for the next",
+                        w->client_id, w->restart_grace_ms);
+      }
+      if (p[2].revents & POLLIN)
+         answer_adopter(w, sv->ctx);
+   }
+}
+
+/* A worker dying of a signal says which on its status page, for a server
+ * that is not its parent (an adopted worker's exit status is its first
+ * server's to read). */
+static struct gpud_status_page *fatal_page;
+
+static void
+on_fatal_signal(int sig)
+{
+   if (fatal_page)
+      atomic_store(&fatal_page->fatal_signal, (uint32_t)sig);
+   /* the handler was reset: the signal's own action now */
+   raise(sig);
+}
+
+static void
+catch_fatal_signals(struct gpud_status_page *page)
+{
+   fatal_page = page;
+   static const int signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS};
+   struct sigaction sa = {.sa_handler = on_fatal_signal,
+                          .sa_flags = (int)(SA_RESETHAND | SA_NODEFER)};
+   sigemptyset(&sa.sa_mask);
+   for (size_t i = 0; i < UTIL_ARRAY_SIZE(signals); i++)
+      sigaction(signals[i], &sa, NULL);
 }
 
 int
@@ -303,8 +619,11 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
 {
    /* Started as /proc/self/exe: named for ps, top and perf. */
    prctl(PR_SET_NAME, "gpud-worker");
-   /* Die with the server, whatever happens to it. */
-   prctl(PR_SET_PDEATHSIG, SIGKILL);
+   /* Without restarts, die with the server, whatever happens to it; with
+    * them, a worker serving a client outlives it (a spare or a worker still
+    * starting ends when its channel closes). */
+   if (!opt->restart_grace_ms)
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
    if (getppid() != opt->parent)
       return 1;
    /* Nothing but the control channel and the standard streams crosses exec
@@ -315,6 +634,11 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
    /* Another process of the same user (another client's worker) cannot
     * read this one's memory or attach to it. */
    prctl(PR_SET_DUMPABLE, 0);
+   /* who may adopt it later: the user its server is */
+   struct ucred server = {0};
+   socklen_t len = sizeof(server);
+   if (getsockopt(opt->control_fd, SOL_SOCKET, SO_PEERCRED, &server, &len) < 0)
+      return 1;
 
    /* The first worker picks the host driver when the server was not told
     * one (the server never loads a driver to look). */
@@ -333,17 +657,22 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
    if (opt->sandbox && gpud_sandbox_enter() < 0)
       return 1;
 
-   struct worker w;
+   static struct worker w;
    worker_init(&w, opt->control_fd, &host);
+   w.server_uid = server.uid;
+   w.restart_grace_ms = opt->restart_grace_ms;
    struct gpud_context *ctx = NULL;
    if (send_ready(&w) < 0)
       _exit(1);
    r = take_client(&w, &ctx);
    if (r < 0)
       _exit(r == -ECONNRESET ? 0 : 1);
-   static struct watcher watcher;
-   watcher = (struct watcher){.w = &w, .ctx = ctx};
-   util_thread_start_detached(watch_hangup, &watcher);
+   if (!w.restart_grace_ms)
+      util_fd_close(&w.adopt_fd);
+   catch_fatal_signals(w.status);
+   static struct supervisor supervisor;
+   supervisor = (struct supervisor){.w = &w, .ctx = ctx};
+   util_thread_start_detached(supervise, &supervisor);
    gpud_client_run(ctx);
    /* The process's end releases everything the client held, whatever its
     * queues still wait on: no teardown that could hang. */

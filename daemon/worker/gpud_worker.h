@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "gpud_host.h"
+#include "gpud_version.h"
 
 /* What the server tells a worker process on its command line. */
 struct gpud_worker_options {
@@ -24,6 +25,7 @@ struct gpud_worker_options {
    enum gpud_validate_mode validate;
    enum gpud_spirv_mode spirv;
    bool sandbox; /* the system-call filter (off only for debugging) */
+   uint32_t restart_grace_ms; /* serve on this long without a server; 0: end with it */
 };
 
 /* A worker's (and the daemon's) exit status when the host driver has no

@@ -641,7 +641,7 @@ def test_completion(fx):
     reads and waits, event reads or query results from several threads; threads that each
     submit and wait cost the submits and resets only; threads waiting for fences nothing
     signals all get VK_ERROR_DEVICE_LOST, promptly, when the daemon is
-    killed."""
+    killed and does not come back within its restart grace (300 ms)."""
     if fx.direct:
         raise TestSkip("the completion page is gpud's")
 
@@ -731,7 +731,8 @@ def test_completion(fx):
         if app.do('settled 1') != ['VK_SUCCESS', '0']:
             fail('settled after a fence wait')
 
-    # a daemon that dies wakes every waiter with VK_ERROR_DEVICE_LOST
+    # a daemon that dies (and does not come back within its restart grace)
+    # wakes every waiter with VK_ERROR_DEVICE_LOST
     app.p.stdin.write(b'block 4\n')
     app.p.stdin.flush()
     if not app.p.out.wait_for('blocked', 30):
@@ -750,6 +751,8 @@ def test_completion(fx):
 
 # crash-worker needs a worker process (the sanitizer run uses threads)
 gpud_test.DAEMON_ARGS['inject'] = ['--isolation=process']
+# a daemon killed and not back within 300 ms loses its clients' devices
+gpud_test.DAEMON_ARGS['completion'] = ['--restart-grace', '300']
 
 SUBCOMMANDS = {
     'dbus': test_dbus,

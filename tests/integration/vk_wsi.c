@@ -13,8 +13,10 @@
  *
  * Tests:
  *   frames      queries, then --frames frames in --mode; prints the window's
- *               id and the frame rate. With --hold it then prints "HOLDING"
- *               and waits to be killed (for a screenshot).
+ *               id and the frame rate. With --until FILE it stops early,
+ *               once FILE exists (it prints "RUNNING" after its first
+ *               frame). With --hold it then prints "HOLDING" and waits to be
+ *               killed (for a screenshot).
  *   modes       every present mode the surface offers: the frame rate of
  *               each. With --check-pacing: FIFO and FIFO_RELAXED must be
  *               paced by the display (60 Hz), IMMEDIATE and MAILBOX not
@@ -75,6 +77,7 @@ static struct {
    bool hold;
    bool check_pacing;
    bool clear; /* frames cleared by the device, not drawn by the CPU */
+   const char *until; /* frames: stop once this file exists */
    const char *test;
 } opt = {
    .platform = P_XCB,
@@ -805,11 +808,13 @@ frame_draw(struct chain *c, uint32_t frame)
    return fr;
 }
 
-/* Draws frames first..first+n-1; fails on anything but success. Returns the
- * frames per second over all but the first few frames. */
+/* Draws frames first..first+n-1 (fewer when --until's file appears: *n
+ * says how many); fails on anything but success. Returns the frames per
+ * second over all but the first few frames. */
 static double
-frames_run(struct chain *c, uint32_t first, uint32_t n)
+frames_run_until(struct chain *c, uint32_t first, uint32_t *ret_n)
 {
+   uint32_t n = *ret_n;
    const uint32_t warm = n > 10 ? 5 : 0;
    uint64_t t0 = vkt_now_ns();
    for (uint32_t f = first; f < first + n; f++) {
@@ -818,12 +823,25 @@ frames_run(struct chain *c, uint32_t first, uint32_t n)
       struct frame_result fr = frame_draw(c, f);
       if (fr.result != VK_SUCCESS)
          vkt_fail("frame %u: %s returned %s", f, fr.call, vkt_result_name(fr.result));
+      if (opt.until && f == first) {
+         printf("RUNNING\n");
+         fflush(stdout);
+      }
+      if (opt.until && f > first + warm && access(opt.until, F_OK) == 0)
+         n = f - first + 1;
    }
+   *ret_n = n;
    /* the last present is on the screen */
    VKT_CHECK(vkQueueWaitIdle(ctx.queue));
    if (wait_for_present)
       VKT_CHECK(wait_for_present(ctx.device, c->swapchain, c->present_id, 10ull * 1000000000ull));
    return (double)(n - warm) * 1e9 / (double)(vkt_now_ns() - t0);
+}
+
+static double
+frames_run(struct chain *c, uint32_t first, uint32_t n)
+{
+   return frames_run_until(c, first, &n);
 }
 
 static void
@@ -851,8 +869,9 @@ test_frames(void)
    chain_create(&c, opt.mode, NULL);
    printf("swapchain %ux%u, %u images, %s\n", c.extent.width, c.extent.height, c.n_images,
           mode_name(opt.mode));
-   double fps = frames_run(&c, 0, opt.frames);
-   printf("frames %u last %u fps %.1f\n", opt.frames, opt.frames - 1, fps);
+   uint32_t n = opt.frames;
+   double fps = frames_run_until(&c, 0, &n);
+   printf("frames %u last %u fps %.1f\n", n, n - 1, fps);
    fflush(stdout);
    hold();
    chain_destroy(&c);
@@ -1192,7 +1211,7 @@ usage(void)
            "usage: vk_wsi [--platform xcb|xlib|wayland|headless] [--mode fifo|relaxed|"
            "immediate|mailbox]\n"
            "              [--frames N] [--size WxH] [--pos X,Y] [--seed N] [--images N] "
-           "[--hold] [--check-pacing] [--clear]\n"
+           "[--until FILE] [--hold] [--check-pacing] [--clear]\n"
            "              frames|modes|timeout|presentwait|maintenance|resize|destroy|lost\n");
    exit(2);
 }
@@ -1246,6 +1265,8 @@ main(int argc, char **argv)
             usage();
       } else if (strcmp(a, "--frames") == 0) {
          opt.frames = (uint32_t)vkt_parse_u64(a, v);
+      } else if (strcmp(a, "--until") == 0) {
+         opt.until = v;
       } else if (strcmp(a, "--seed") == 0) {
          opt.seed = (uint32_t)vkt_parse_u64(a, v);
       } else if (strcmp(a, "--images") == 0) {

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * This build's version (gpud_version.c, from the project's), and the
+ * version of the server-worker protocol it speaks.  A server adopts the
+ * workers of another build after a restart (an upgrade), so the two may
+ * differ: each side says its versions (WorkerReady, AdoptRequest,
+ * WorkerAdopted) and gpudctl shows each worker's.
+ */
+
+extern const char gpud_version[];
+
+/* WorkerMessage as this build speaks it; a later build adds fields (an
+ * older peer ignores them, and reads their absence as unknown). */
+#define GPUD_CONTROL_VERSION 1u

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Restarts: the server's side of handing workers to the next server.
+ *
+ * Beside its socket the server keeps a private directory (SOCKET.d, 0700,
+ * its user's) holding, for each worker serving a client, a record of the
+ * client (client-ID.state: who it is, its worker's pid and user, a random
+ * token) and a socket the server bound for that worker, which the worker
+ * listens on (client-ID.sock).  When the server goes (SIGTERM, a crash, an
+ * upgrade) the worker serves on; the next server on the same socket reads
+ * the records, connects to each worker's socket, proves it knows the token
+ * (AdoptRequest), checks that the process answering is the recorded worker
+ * (its pid and user, as the kernel tells them), and takes the client back
+ * into its registry with what the worker holds (WorkerAdopted): "adopts" it.
+ *
+ * Only the server's user can enter the directory, so only it can reach a
+ * worker's socket or read a token; the token also keeps a worker from
+ * answering anyone who found its socket otherwise.  Client ids go on from
+ * where earlier servers left them (next-id in the directory), so an id
+ * names one client for as long as the directory lasts.  See
+ * docs/architecture.md, "Restarts".
+ */
+#include "gpud_server.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/pidfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "util_log.h"
+#include "util_macros.h"
+#include "util_memfd.h"
+#include "wire_control.h"
+
+#define TOKEN_SIZE 32
+#define ANSWER_MS 2000   /* a worker answers an AdoptRequest within this */
+#define RETRY_MS 250     /* ... or is asked again this much later */
+#define MAX_TRIES 20     /* ... this many times (a worker that has not yet
+                          * seen its server go refuses) */
+
+/* A worker of an earlier server, from its record, while it is asked. */
+struct gpud_adoption {
+   struct util_list link; /* server->adoptions */
+   struct gpud_server *server;
+   struct gpud_adopted a; /* the identity from the record */
+   uid_t worker_uid;
+   uint8_t token[TOKEN_SIZE];
+   int fd;
+   struct event *read_ev;
+   struct event *timer;
+   unsigned tries;
+   struct util_msg_reader reader;
+};
+
+/* A client's record (suffix "state") or adopt socket ("sock"). */
+static void
+path_of(const struct gpud_server *server, char *buf, size_t size, uint64_t id,
+        const char *suffix)
+{
+   snprintf(buf, size, "%s/client-%" PRIu64 ".%s", server->adopt_dir, id, suffix);
+}
+
+static void
+forget_id(struct gpud_server *server, uint64_t id)
+{
+   char path[PATH_MAX];
+   path_of(server, path, sizeof(path), id, "sock");
+   unlink(path);
+   path_of(server, path, sizeof(path), id, "state");
+   unlink(path);
+}
+
+/* Writes a file in the directory whole, or not at all. */
+static int
+write_file(struct gpud_server *server, const char *name, const char *text)
+{
+   char path[PATH_MAX], tmp[PATH_MAX];
+   snprintf(path, sizeof(path), "%s/%s", server->adopt_dir, name);
+   snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", server->adopt_dir, name);
+   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+   if (fd < 0)
+      return -errno;
+   size_t len = strlen(text);
+   ssize_t n = write(fd, text, len);
+   int r = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+   close(fd);
+   if (r == 0 && rename(tmp, path) < 0)
+      r = -errno;
+   if (r < 0)
+      unlink(tmp);
+   return r;
+}
+
+/* ---- the directory -------------------------------------------------------- */
+
+/* SOCKET.d beside the socket the server listens on (also systemd's). */
+static char *
+dir_path(struct gpud_server *server)
+{
+   if (server->socket_path) {
+      char *dir = NULL;
+      return asprintf(&dir, "%s.d", server->socket_path) < 0 ? NULL : dir;
+   }
+   struct sockaddr_un addr;
+   socklen_t len = sizeof(addr);
+   memset(&addr, 0, sizeof(addr));
+   if (getsockname(server->listen_fd, (struct sockaddr *)&addr, &len) < 0 ||
+       addr.sun_family != AF_UNIX || len <= offsetof(struct sockaddr_un, sun_path) ||
+       addr.sun_path[0] != '/')
+      return NULL; /* unnamed or abstract: no place for the records */
+   size_t n = len - offsetof(struct sockaddr_un, sun_path);
+   char *dir = NULL;
+   return asprintf(&dir, "%.*s.d", (int)strnlen(addr.sun_path, n), addr.sun_path) < 0 ? NULL
+                                                                                       : dir;
+}
+
+/* The directory, made or checked: a directory of the server's user that
+ * nobody else may enter (anything else there is no place for tokens). */
+static int
+make_dir(const char *dir)
+{
+   if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+      return -errno;
+   struct stat st;
+   if (lstat(dir, &st) < 0)
+      return -errno;
+   if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+      return -EPERM;
+   return 0;
+}
+
+static uint64_t
+read_mark(struct gpud_server *server)
+{
+   char path[PATH_MAX];
+   snprintf(path, sizeof(path), "%s/next-id", server->adopt_dir);
+   FILE *f = fopen(path, "re");
+   uint64_t mark = 0;
+   if (f) {
+      if (fscanf(f, "%" SCNu64, &mark) != 1)
+         mark = 0;
+      fclose(f);
+   }
+   return mark;
+}
+
+void
+gpud_adopt_note_id(struct gpud_server *server, uint64_t id)
+{
+   if (!server->adopt_dir || id < server->id_mark)
+      return;
+   char text[32];
+   snprintf(text, sizeof(text), "%" PRIu64 "\n", id + 1);
+   if (write_file(server, "next-id", text) == 0)
+      server->id_mark = id + 1;
+}
+
+/* ---- records -------------------------------------------------------------- */
+
+static int
+hex_decode(const char *hex, uint8_t *out, size_t size)
+{
+   if (strlen(hex) != size * 2)
+      return -EINVAL;
+   for (size_t i = 0; i < size; i++) {
+      unsigned v;
+      if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+         return -EINVAL;
+      out[i] = (uint8_t)v;
+   }
+   return 0;
+}
+
+/* A record, as prepare wrote it; -EINVAL for anything else. */
+static int
+read_record(struct gpud_server *server, const char *name, struct gpud_adoption *ad)
+{
+   char path[PATH_MAX];
+   snprintf(path, sizeof(path), "%s/%s", server->adopt_dir, name);
+   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+   if (fd < 0)
+      return -errno;
+   FILE *f = fdopen(fd, "r");
+   if (!f) {
+      close(fd);
+      return -ENOMEM;
+   }
+   char line[256];
+   unsigned have = 0;
+   unsigned long long v;
+   while (fgets(line, sizeof(line), f)) {
+      line[strcspn(line, "\n")] = '\0';
+      char *value = strchr(line, '=');
+      if (!value)
+         continue;
+      *value++ = '\0';
+      if (!strcmp(line, "name")) {
+         snprintf(ad->a.name, sizeof(ad->a.name), "%s", value);
+         have |= 1u << 0;
+      } else if (!strcmp(line, "token")) {
+         if (hex_decode(value, ad->token, sizeof(ad->token)) == 0)
+            have |= 1u << 1;
+      } else if (sscanf(value, "%llu", &v) == 1) {
+         if (!strcmp(line, "id"))
+            ad->a.client_id = v, have |= 1u << 2;
+         else if (!strcmp(line, "pid"))
+            ad->a.client_pid = (pid_t)v, have |= 1u << 3;
+         else if (!strcmp(line, "uid"))
+            ad->a.client_uid = (uid_t)v, have |= 1u << 4;
+         else if (!strcmp(line, "connected_ns"))
+            ad->a.connected_ns = v, have |= 1u << 5;
+         else if (!strcmp(line, "worker_pid"))
+            ad->a.worker_pid = (pid_t)v, have |= 1u << 6;
+         else if (!strcmp(line, "worker_uid"))
+            ad->worker_uid = (uid_t)v, have |= 1u << 7;
+      }
+   }
+   fclose(f);
+   char want[64];
+   snprintf(want, sizeof(want), "client-%" PRIu64 ".state", ad->a.client_id);
+   if (have != 0xff || ad->a.worker_pid <= 0 || strcmp(name, want))
+      return -EINVAL;
+   return 0;
+}
+
+int
+gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
+                   uint8_t token[32], int *ret_fd)
+{
+   struct gpud_server *server = worker->server;
+   *ret_fd = -1;
+   if (!server->adopt_dir || !server->cfg.limits.restart_grace_ms || worker->pid <= 0)
+      return 0;
+   if (getrandom(token, TOKEN_SIZE, 0) != TOKEN_SIZE)
+      return -EIO;
+   struct sockaddr_un addr = {.sun_family = AF_UNIX};
+   if ((size_t)snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/client-%" PRIu64 ".sock",
+                        server->adopt_dir, client->id) >= sizeof(addr.sun_path))
+      return -ENAMETOOLONG;
+   unlink(addr.sun_path);
+   int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+   if (fd < 0)
+      return -errno;
+   if (bind(fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
+      int r = -errno;
+      close(fd);
+      return r;
+   }
+   char hex[TOKEN_SIZE * 2 + 1];
+   for (size_t i = 0; i < TOKEN_SIZE; i++)
+      snprintf(hex + 2 * i, 3, "%02x", token[i]);
+   uid_t worker_uid = server->access.switch_user ? server->access.worker_uid : geteuid();
+   char text[512], name[64];
+   snprintf(text, sizeof(text),
+            "id=%" PRIu64 "\npid=%d\nuid=%u\nname=%s\nconnected_ns=%" PRIu64
+            "\nworker_pid=%d\nworker_uid=%u\ntoken=%s\n",
+            client->id, (int)client->pid, (unsigned)client->uid, client->name,
+            client->connected_ns, (int)worker->pid, (unsigned)worker_uid, hex);
+   snprintf(name, sizeof(name), "client-%" PRIu64 ".state", client->id);
+   int r = write_file(server, name, text);
+   if (r < 0) {
+      unlink(addr.sun_path);
+      close(fd);
+      return r;
+   }
+   worker->has_record = true;
+   worker->record_id = client->id;
+   *ret_fd = fd;
+   return 0;
+}
+
+void
+gpud_adopt_forget(struct gpud_worker *worker)
+{
+   if (!worker->has_record || !worker->server->adopt_dir)
+      return;
+   worker->has_record = false;
+   forget_id(worker->server, worker->record_id);
+}
+
+/* ---- adopting ------------------------------------------------------------- */
+
+static void
+adoption_free(struct gpud_adoption *ad)
+{
+   if (ad->read_ev)
+      event_free(ad->read_ev);
+   if (ad->timer)
+      event_free(ad->timer);
+   util_fd_close(&ad->fd);
+   util_fd_close(&ad->a.pidfd);
+   util_fd_close(&ad->a.client_fd);
+   util_fd_close(&ad->a.status_fd);
+   util_msg_reader_finish(&ad->reader);
+   util_list_remove(&ad->link);
+   free(ad);
+}
+
+/* Not adopted: the worker is gone, or cannot be reached; so are its
+ * record and socket. */
+static void
+give_up(struct gpud_adoption *ad, int level, const char *why)
+{
+   util_log(level, "client %" PRIu64 " (pid %d, %s) of an earlier server: %s",
+            ad->a.client_id, (int)ad->a.client_pid, ad->a.name, why);
+   forget_id(ad->server, ad->a.client_id);
+   adoption_free(ad);
+}
+
+static void try_adopt(struct gpud_adoption *ad);
+
+static void
+retry(struct gpud_adoption *ad)
+{
+   if (ad->read_ev)
+      event_del(ad->read_ev);
+   util_fd_close(&ad->fd);
+   if (++ad->tries >= MAX_TRIES) {
+      give_up(ad, UTIL_LOG_WARNING, "its worker did not let itself be adopted");
+      return;
+   }
+   struct timeval tv = {0, RETRY_MS * 1000};
+   evtimer_add(ad->timer, &tv);
+}
+
+/* The worker's answer: checked against the record, then the client is the
+ * loop's again. */
+static void
+take_answer(struct gpud_adoption *ad, struct util_msg *msg)
+{
+   struct gpud_server *server = ad->server;
+   Gpud__WorkerMessage *m = msg->type == UTIL_MSG_CONTROL
+                               ? wire_worker_unpack(msg->data, msg->size)
+                               : NULL;
+   struct ucred cred = {0};
+   socklen_t len = sizeof(cred);
+   const char *bad = NULL;
+   if (!m || m->msg_case != GPUD__WORKER_MESSAGE__MSG_ADOPTED || msg->n_fds != 2)
+      bad = "it answered something else";
+   else if (getsockopt(ad->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+            len != sizeof(cred) || cred.pid != ad->a.worker_pid || cred.uid != ad->worker_uid)
+      bad = "the process answering is not its worker";
+   else if (m->adopted->client_id != ad->a.client_id)
+      bad = "its worker serves another client";
+   else if (m->adopted->device_uuid.len != VK_UUID_SIZE ||
+            memcmp(m->adopted->device_uuid.data, server->device_pin.uuid, VK_UUID_SIZE))
+      bad = "its worker serves another device than this server";
+   else if (util_memfd_check(msg->fds[1], GPUD_STATUS_PAGE_SIZE) < 0)
+      bad = "its worker sent no status page";
+   if (bad) {
+      wire_worker_free(m);
+      gpud_server_discard_fds(server, msg);
+      give_up(ad, UTIL_LOG_WARNING, bad);
+      return;
+   }
+   const Gpud__WorkerAdopted *w = m->adopted;
+   ad->a.client_fd = util_fd_move(&msg->fds[0]);
+   ad->a.status_fd = util_fd_move(&msg->fds[1]);
+   snprintf(ad->a.version, sizeof(ad->a.version), "%s", w->version ? w->version : "");
+   gpud_control_clean_text(ad->a.version);
+   ad->a.control_version = w->control_version;
+   ad->a.n_heaps = (uint32_t)UTIL_MIN(w->n_heap_usage, (size_t)VK_MAX_MEMORY_HEAPS);
+   for (uint32_t h = 0; h < ad->a.n_heaps; h++)
+      ad->a.heap_usage[h] = w->heap_usage[h];
+   snprintf(ad->a.fault, sizeof(ad->a.fault), "%s", w->fault ? w->fault : "");
+   gpud_control_clean_text(ad->a.fault);
+   wire_worker_free(m);
+   /* to signal it without a pid that could be another process's by then */
+   ad->a.pidfd = pidfd_open(ad->a.worker_pid, 0);
+   if (ad->a.pidfd < 0) {
+      give_up(ad, UTIL_LOG_WARNING, "its worker cannot be watched");
+      return;
+   }
+   event_del(ad->read_ev);
+   ad->a.control_fd = util_fd_move(&ad->fd);
+   server->adopted(server, &ad->a);
+   adoption_free(ad);
+}
+
+static void
+on_answer(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_adoption *ad = data;
+   struct util_msg msg;
+   int r = util_msg_recv_packet(ad->fd, &ad->reader, &msg);
+   if (r == -EAGAIN)
+      return;
+   evtimer_del(ad->timer);
+   if (r < 0) {
+      /* refused: its server may not look gone to it yet */
+      retry(ad);
+      return;
+   }
+   take_answer(ad, &msg);
+}
+
+static void
+on_timer(evutil_socket_t fd, short what, void *data)
+{
+   struct gpud_adoption *ad = data;
+   if (ad->fd >= 0)
+      retry(ad); /* no answer in time */
+   else
+      try_adopt(ad);
+}
+
+static void
+try_adopt(struct gpud_adoption *ad)
+{
+   struct gpud_server *server = ad->server;
+   struct sockaddr_un addr = {.sun_family = AF_UNIX};
+   snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/client-%" PRIu64 ".sock",
+            server->adopt_dir, ad->a.client_id);
+   ad->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+   if (ad->fd < 0) {
+      retry(ad);
+      return;
+   }
+   if (connect(ad->fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
+      if (errno == ECONNREFUSED || errno == ENOENT) {
+         give_up(ad, UTIL_LOG_INFO, "its worker is gone");
+         return;
+      }
+      retry(ad); /* its backlog is full: later */
+      return;
+   }
+   Gpud__AdoptRequest req = GPUD__ADOPT_REQUEST__INIT;
+   req.token.data = ad->token;
+   req.token.len = sizeof(ad->token);
+   req.server_version = (char *)gpud_version;
+   req.control_version = GPUD_CONTROL_VERSION;
+   Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
+   m.msg_case = GPUD__WORKER_MESSAGE__MSG_ADOPT_REQUEST;
+   m.adopt_request = &req;
+   if (wire_worker_send(ad->fd, &m, NULL, 0) < 0) {
+      retry(ad);
+      return;
+   }
+   event_assign(ad->read_ev, server->base, ad->fd, EV_READ | EV_PERSIST, on_answer, ad);
+   event_add(ad->read_ev, NULL);
+   struct timeval tv = {ANSWER_MS / 1000, (ANSWER_MS % 1000) * 1000};
+   evtimer_add(ad->timer, &tv);
+}
+
+void
+gpud_adopt_begin(struct gpud_server *server)
+{
+   struct gpud_adoption *ad;
+   util_list_for_each_safe(ad, &server->adoptions, link) {
+      ad->read_ev = event_new(server->base, -1, 0, on_answer, ad);
+      ad->timer = evtimer_new(server->base, on_timer, ad);
+      if (!ad->read_ev || !ad->timer) {
+         give_up(ad, UTIL_LOG_ERR, "out of memory");
+         continue;
+      }
+      try_adopt(ad);
+   }
+}
+
+/* The records earlier servers left: each a worker to adopt (its id stays
+ * taken whatever becomes of it). */
+static void
+read_records(struct gpud_server *server)
+{
+   DIR *d = opendir(server->adopt_dir);
+   if (!d)
+      return;
+   struct dirent *e;
+   while ((e = readdir(d))) {
+      size_t len = strlen(e->d_name);
+      if (strncmp(e->d_name, "client-", 7) || len < 7 + 6 ||
+          strcmp(e->d_name + len - 6, ".state"))
+         continue;
+      struct gpud_adoption *ad = calloc(1, sizeof(*ad));
+      if (!ad)
+         break;
+      ad->server = server;
+      ad->fd = ad->a.pidfd = ad->a.control_fd = ad->a.client_fd = ad->a.status_fd = -1;
+      util_msg_reader_init(&ad->reader, 4096);
+      util_list_add_tail(&server->adoptions, &ad->link);
+      if (read_record(server, e->d_name, ad) < 0) {
+         util_warn("%s/%s: not a worker's record; removed", server->adopt_dir, e->d_name);
+         char path[PATH_MAX];
+         snprintf(path, sizeof(path), "%s/%s", server->adopt_dir, e->d_name);
+         unlink(path);
+         adoption_free(ad);
+         continue;
+      }
+      if (ad->a.client_id >= server->next_client_id)
+         server->next_client_id = ad->a.client_id;
+   }
+   closedir(d);
+}
+
+int
+gpud_adopt_init(struct gpud_server *server)
+{
+   if (server->cfg.isolation != GPUD_ISOLATION_PROCESS)
+      return 0; /* threads end with their server */
+   char *dir = dir_path(server);
+   if (!dir) {
+      util_warn("no place beside the socket for workers' records: workers end with this "
+                "server");
+      return 0;
+   }
+   int r = make_dir(dir);
+   if (r < 0) {
+      util_err("%s: %s: workers end with this server", dir,
+               r == -EPERM ? "not a directory only gpud's user may enter" : strerror(-r));
+      free(dir);
+      return 0;
+   }
+   server->adopt_dir = dir;
+   /* ids go on from where earlier servers left them */
+   server->id_mark = read_mark(server);
+   if (server->id_mark > server->next_client_id + 1)
+      server->next_client_id = server->id_mark - 1;
+   read_records(server);
+   unsigned n = (unsigned)util_list_length(&server->adoptions);
+   if (n)
+      util_notice("%u worker(s) of an earlier server to adopt", n);
+   return 0;
+}
+
+void
+gpud_adopt_finish(struct gpud_server *server)
+{
+   struct gpud_adoption *ad;
+   util_list_for_each_safe(ad, &server->adoptions, link)
+      adoption_free(ad); /* their records stay for the next server */
+   free(server->adopt_dir);
+   server->adopt_dir = NULL;
+}
