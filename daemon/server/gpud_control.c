@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/pidfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,7 +538,10 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
          *error = "crash-worker needs process isolation (this daemon runs clients on threads)";
          return -EINVAL;
       }
-      kill(w->pid, SIGSEGV);
+      if (w->pidfd >= 0)
+         pidfd_send_signal(w->pidfd, SIGSEGV, NULL, 0); /* adopted: not a child */
+      else
+         kill(w->pid, SIGSEGV);
    } else {
       *error = "unknown fault (lose-device, fail-alloc N, delay-completions MS, crash-worker)";
       return -EINVAL;

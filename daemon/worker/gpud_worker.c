@@ -590,28 +590,35 @@ supervise(void *data)
 
 /* A worker dying of a signal says which on its status page, for a server
  * that is not its parent (an adopted worker's exit status is its first
- * server's to read). */
+ * server's to read); then the signal takes its course, through whatever
+ * handler was there before (a sanitizer's report, say). */
 static struct gpud_status_page *fatal_page;
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS};
+static struct sigaction fatal_before[UTIL_ARRAY_SIZE(fatal_signals)];
 
 static void
-on_fatal_signal(int sig)
+on_fatal_signal(int sig, siginfo_t *info, void *context)
 {
    if (fatal_page)
       atomic_store(&fatal_page->fatal_signal, (uint32_t)sig);
-   /* the handler was reset: the signal's own action now */
-   raise(sig);
+   for (size_t i = 0; i < UTIL_ARRAY_SIZE(fatal_signals); i++) {
+      if (fatal_signals[i] == sig)
+         sigaction(sig, &fatal_before[i], NULL);
+   }
+   /* a fault comes again when the instruction does, to the handler before;
+    * a signal sent (kill, abort) is sent again */
+   if (info->si_code <= 0)
+      raise(sig);
 }
 
 static void
 catch_fatal_signals(struct gpud_status_page *page)
 {
    fatal_page = page;
-   static const int signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS};
-   struct sigaction sa = {.sa_handler = on_fatal_signal,
-                          .sa_flags = (int)(SA_RESETHAND | SA_NODEFER)};
+   struct sigaction sa = {.sa_sigaction = on_fatal_signal, .sa_flags = SA_SIGINFO | SA_NODEFER};
    sigemptyset(&sa.sa_mask);
-   for (size_t i = 0; i < UTIL_ARRAY_SIZE(signals); i++)
-      sigaction(signals[i], &sa, NULL);
+   for (size_t i = 0; i < UTIL_ARRAY_SIZE(fatal_signals); i++)
+      sigaction(fatal_signals[i], &sa, &fatal_before[i]);
 }
 
 int

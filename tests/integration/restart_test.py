@@ -12,7 +12,9 @@ subcommands:
                 an upgrade to another build (gpud-next: another version,
                 the same code); after each, gpudctl lists them with the same
                 ids, workers, memory and limits, adopted, their work goes
-                on, and a new client is served.  Then, on a socket held
+                on, and a new client is served; vkcube's adopted worker
+                crashed at the end is reported with its signal.  Then, on
+                a socket held
                 across restarts as systemd's socket unit holds it, a client
                 started while no server runs is served by the next one.
   restart-auth  who may adopt a worker: nobody but the daemon's user can
@@ -206,6 +208,34 @@ def test_restart(fx, xvfb):
             os.unlink(until + '-fresh')
             check_alive(procs)
 
+        # an adopted worker that crashes is reported as any: its signal, from
+        # its status page (it is no child of this server), and its client's
+        # device lost; the others carry on
+        if cube:
+            cid = clients_by_pid(fx.gpudctl_status())[cube.pid]['id']
+            cmd = [fx.args.gpudctl, '--socket', fx.socket, 'inject', str(cid), 'crash-worker']
+            log('$ ' + ' '.join(cmd))
+            subprocess.run(cmd, env=fx.base_env(), check=True, timeout=20,
+                           stdout=subprocess.DEVNULL)
+            deadline = time.monotonic() + 20
+            while True:
+                faults = [f for f in fx.gpudctl_status()['faults'] if f['client_id'] == cid]
+                if faults:
+                    break
+                if time.monotonic() > deadline:
+                    fail('no fault listed for the crashed adopted worker of client %d' % cid)
+                time.sleep(0.1)
+            if 'killed by SIGSEGV' not in faults[-1]['reason']:
+                fail('the adopted worker\'s crash: %r' % faults[-1]['reason'])
+            log('the adopted worker of vkcube crashed: "%s"' % faults[-1]['reason'])
+            try:
+                cube.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                fail('vkcube still runs 20 s after its worker crashed')
+            procs = [(label, p) for label, p in procs if p is not cube]
+            cube = None
+            check_alive(procs)
+
         # the end: every result right, the last frame on the screen exactly
         open(until, 'w').close()
         out, _ = gt.finish_client(compute, 120, 'compute')
@@ -219,9 +249,6 @@ def test_restart(fx, xvfb):
         wid = wline.split()[1] if wline and wline.split()[1].startswith('0x') else None
         wt.check_window(fx, xvfb, wid, (160, 120), frames - 1, 7,
                         'vk_wsi after the restarts')
-        if cube:
-            check_alive([('vkcube', cube)])
-            log('vkcube ran through the restarts')
     finally:
         open(until, 'w').close()
         for _, p in procs:
