@@ -27,6 +27,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +44,12 @@
 #include "wire_control.h"
 
 #define TOKEN_SIZE 32
-#define ANSWER_MS 2000   /* a worker answers an AdoptRequest within this */
+#define ANSWER_MS 1000   /* a worker answers an AdoptRequest within this */
 #define RETRY_MS 250     /* ... or is asked again this much later */
-#define MAX_TRIES 20     /* ... this many times (a worker that has not yet
-                          * seen its server go refuses) */
+#define MAX_TRIES 8      /* ... this many times (a worker that has not yet
+                          * seen its server go refuses), then left alone */
+#define ID_BLOCK 64      /* next-id is written once every this many ids */
+#define MAX_ID (1ull << 53) /* a record or next-id above it is no one's */
 
 /* A worker of an earlier server, from its record, while it is asked. */
 struct gpud_adoption {
@@ -147,22 +150,25 @@ read_mark(struct gpud_server *server)
    FILE *f = fopen(path, "re");
    uint64_t mark = 0;
    if (f) {
-      if (fscanf(f, "%" SCNu64, &mark) != 1)
+      if (fscanf(f, "%" SCNu64, &mark) != 1 || mark > MAX_ID)
          mark = 0;
       fclose(f);
    }
    return mark;
 }
 
+/* next-id says an id no server has given yet: written a block ahead, so
+ * that the loop writes a file once every ID_BLOCK connections (ids skip
+ * what is left of a block at a restart). */
 void
 gpud_adopt_note_id(struct gpud_server *server, uint64_t id)
 {
    if (!server->adopt_dir || id < server->id_mark)
       return;
    char text[32];
-   snprintf(text, sizeof(text), "%" PRIu64 "\n", id + 1);
+   snprintf(text, sizeof(text), "%" PRIu64 "\n", id + ID_BLOCK);
    if (write_file(server, "next-id", text) == 0)
-      server->id_mark = id + 1;
+      server->id_mark = id + ID_BLOCK;
 }
 
 /* ---- records -------------------------------------------------------------- */
@@ -187,9 +193,14 @@ read_record(struct gpud_server *server, const char *name, struct gpud_adoption *
 {
    char path[PATH_MAX];
    snprintf(path, sizeof(path), "%s/%s", server->adopt_dir, name);
-   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
    if (fd < 0)
       return -errno;
+   struct stat st;
+   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) {
+      close(fd);
+      return -EINVAL;
+   }
    FILE *f = fdopen(fd, "r");
    if (!f) {
       close(fd);
@@ -228,7 +239,7 @@ read_record(struct gpud_server *server, const char *name, struct gpud_adoption *
    fclose(f);
    char want[64];
    snprintf(want, sizeof(want), "client-%" PRIu64 ".state", ad->a.client_id);
-   if (have != 0xff || ad->a.worker_pid <= 0 || strcmp(name, want))
+   if (have != 0xff || ad->a.worker_pid <= 0 || ad->a.client_id > MAX_ID || strcmp(name, want))
       return -EINVAL;
    return 0;
 }
@@ -239,8 +250,8 @@ gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
 {
    struct gpud_server *server = worker->server;
    *ret_fd = -1;
-   if (!server->adopt_dir || !server->cfg.limits.restart_grace_ms || worker->pid <= 0)
-      return 0;
+   if (!server->adopt_dir || !worker->restart_grace_ms || worker->pid <= 0)
+      return 0; /* (a worker started without a grace dies with this server) */
    if (getrandom(token, TOKEN_SIZE, 0) != TOKEN_SIZE)
       return -EIO;
    struct sockaddr_un addr = {.sun_family = AF_UNIX};
@@ -299,25 +310,52 @@ adoption_free(struct gpud_adoption *ad)
       event_free(ad->timer);
    util_fd_close(&ad->fd);
    util_fd_close(&ad->a.pidfd);
-   util_fd_close(&ad->a.client_fd);
-   util_fd_close(&ad->a.status_fd);
+   /* fds a peer sent close off the loop */
+   struct util_msg sent = {.fds = {ad->a.client_fd, ad->a.status_fd}, .n_fds = 2};
+   gpud_server_discard_fds(ad->server, &sent);
+   ad->a.client_fd = ad->a.status_fd = -1;
    util_msg_reader_finish(&ad->reader);
    util_list_remove(&ad->link);
    free(ad);
 }
 
-/* Not adopted: the worker is gone, or cannot be reached; so are its
- * record and socket. */
+/* Not adopted: the worker is gone, or what answered cannot be trusted (its
+ * record and socket go), or it would not let itself be adopted (they stay:
+ * its own server may still be there). */
 static void
-give_up(struct gpud_adoption *ad, int level, const char *why)
+give_up(struct gpud_adoption *ad, int level, const char *why, bool forget)
 {
    util_log(level, "client %" PRIu64 " (pid %d, %s) of an earlier server: %s",
             ad->a.client_id, (int)ad->a.client_pid, ad->a.name, why);
-   forget_id(ad->server, ad->a.client_id);
+   if (forget)
+      forget_id(ad->server, ad->a.client_id);
    adoption_free(ad);
 }
 
 static void try_adopt(struct gpud_adoption *ad);
+
+/* Whether fd is the client's connection to this daemon, as the record has
+ * it: a socket accepted on the daemon's own address, from the client's pid
+ * and user. */
+static bool
+is_client_socket(struct gpud_server *server, int fd, const struct gpud_adopted *a)
+{
+   struct stat st;
+   if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+      return false;
+   struct sockaddr_un mine, its;
+   socklen_t mine_len = sizeof(mine), its_len = sizeof(its);
+   memset(&mine, 0, sizeof(mine));
+   memset(&its, 0, sizeof(its));
+   if (getsockname(server->listen_fd, (struct sockaddr *)&mine, &mine_len) < 0 ||
+       getsockname(fd, (struct sockaddr *)&its, &its_len) < 0 || mine_len != its_len ||
+       memcmp(&mine, &its, mine_len))
+      return false;
+   struct ucred cred = {0};
+   socklen_t len = sizeof(cred);
+   return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof(cred) &&
+          cred.pid == a->client_pid && cred.uid == a->client_uid;
+}
 
 static void
 retry(struct gpud_adoption *ad)
@@ -326,7 +364,8 @@ retry(struct gpud_adoption *ad)
       event_del(ad->read_ev);
    util_fd_close(&ad->fd);
    if (++ad->tries >= MAX_TRIES) {
-      give_up(ad, UTIL_LOG_WARNING, "its worker did not let itself be adopted");
+      give_up(ad, UTIL_LOG_WARNING, "its worker did not let itself be adopted; left alone",
+              false);
       return;
    }
    struct timeval tv = {0, RETRY_MS * 1000};
@@ -357,10 +396,12 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
       bad = "its worker serves another device than this server";
    else if (util_memfd_check(msg->fds[1], GPUD_STATUS_PAGE_SIZE) < 0)
       bad = "its worker sent no status page";
+   else if (!is_client_socket(server, msg->fds[0], &ad->a))
+      bad = "its worker sent no socket of this daemon's client";
    if (bad) {
       wire_worker_free(m);
       gpud_server_discard_fds(server, msg);
-      give_up(ad, UTIL_LOG_WARNING, bad);
+      give_up(ad, UTIL_LOG_WARNING, bad, true);
       return;
    }
    const Gpud__WorkerAdopted *w = m->adopted;
@@ -375,10 +416,13 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
    snprintf(ad->a.fault, sizeof(ad->a.fault), "%s", w->fault ? w->fault : "");
    gpud_control_clean_text(ad->a.fault);
    wire_worker_free(m);
-   /* to signal it without a pid that could be another process's by then */
+   /* To signal it without a pid that could be another process's by then:
+    * the pidfd is the answering worker's if the connection is still there
+    * once it is open (a process holds its end until it is gone). */
    ad->a.pidfd = pidfd_open(ad->a.worker_pid, 0);
-   if (ad->a.pidfd < 0) {
-      give_up(ad, UTIL_LOG_WARNING, "its worker cannot be watched");
+   struct pollfd p = {.fd = ad->fd, .events = POLLRDHUP};
+   if (ad->a.pidfd < 0 || (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP)))) {
+      give_up(ad, UTIL_LOG_WARNING, "its worker went while it was adopted", true);
       return;
    }
    event_del(ad->read_ev);
@@ -428,7 +472,7 @@ try_adopt(struct gpud_adoption *ad)
    }
    if (connect(ad->fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
       if (errno == ECONNREFUSED || errno == ENOENT) {
-         give_up(ad, UTIL_LOG_INFO, "its worker is gone");
+         give_up(ad, UTIL_LOG_INFO, "its worker is gone", true);
          return;
       }
       retry(ad); /* its backlog is full: later */
@@ -460,7 +504,7 @@ gpud_adopt_begin(struct gpud_server *server)
       ad->read_ev = event_new(server->base, -1, 0, on_answer, ad);
       ad->timer = evtimer_new(server->base, on_timer, ad);
       if (!ad->read_ev || !ad->timer) {
-         give_up(ad, UTIL_LOG_ERR, "out of memory");
+         give_up(ad, UTIL_LOG_ERR, "out of memory", false);
          continue;
       }
       try_adopt(ad);

@@ -120,6 +120,8 @@ struct gpud_worker {
    char version[32];      /* the gpud version it runs, as it says; "" unknown */
    uint32_t control_version;
    /* restarts (gpud_adopt.c) */
+   uint32_t restart_grace_ms; /* what it was started with: it waits this long for the
+                               * next server (0: it dies with this one) */
    bool has_record;       /* its record and adopt socket are in adopt_dir ... */
    uint64_t record_id;    /* ... under its client's id */
    bool adopted;          /* from an earlier server: not this one's child */

@@ -543,6 +543,14 @@ limit_or_heaps(struct gpud_server *server, uint64_t limit)
    return limit ? limit : server->total_heap;
 }
 
+/* What is left under a limit; none once it is reached or passed (a reload
+ * lowered it, or workers adopted after a restart brought more). */
+static uint64_t
+room_under(uint64_t limit, uint64_t used)
+{
+   return limit > used ? limit - used : 0;
+}
+
 static VkResult
 reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
 {
@@ -552,13 +560,12 @@ reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
       return VK_ERROR_OUT_OF_DEVICE_MEMORY;
    const struct gpud_limits *l = &server->cfg.limits;
    const char *over = NULL;
-   if (bytes > server->heap_size[heap] - client->heap_memory[heap])
+   if (bytes > room_under(server->heap_size[heap], client->heap_memory[heap]))
       over = "the heap's size";
-   else if (bytes > limit_or_heaps(server, l->client_memory) - client->memory)
+   else if (bytes > room_under(limit_or_heaps(server, l->client_memory), client->memory))
       over = "the client's memory limit";
-   else if (bytes > limit_or_heaps(server, l->uid_memory) - client->account->memory)
+   else if (bytes > room_under(limit_or_heaps(server, l->uid_memory), client->account->memory))
       over = "the user's memory limit";
-   /* (granted sums never exceed the limits, so the subtractions hold) */
    if (over) {
       gpud_client_log(client, UTIL_LOG_INFO,
                       "allocation of %" PRIu64 " bytes from heap %u refused: over %s",
@@ -581,10 +588,12 @@ budget(struct gpud_worker *worker, uint64_t *usage, uint64_t *total)
    const struct gpud_limits *l = &server->cfg.limits;
    for (uint32_t h = 0; h < server->n_heaps; h++) {
       usage[h] = client ? client->heap_memory[h] : 0;
-      uint64_t more = server->heap_size[h] - usage[h];
+      uint64_t more = room_under(server->heap_size[h], usage[h]);
       if (client) {
-         more = UTIL_MIN(more, limit_or_heaps(server, l->client_memory) - client->memory);
-         more = UTIL_MIN(more, limit_or_heaps(server, l->uid_memory) - client->account->memory);
+         more = UTIL_MIN(more, room_under(limit_or_heaps(server, l->client_memory),
+                                          client->memory));
+         more = UTIL_MIN(more, room_under(limit_or_heaps(server, l->uid_memory),
+                                          client->account->memory));
       }
       total[h] = usage[h] + more;
    }
@@ -958,7 +967,11 @@ describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, si
 {
    *ret_crash = false;
    char where[96];
-   if (worker->adopted && !worker->goodbye[0] && !worker->kill_reason) {
+   if (worker->adopted && worker->kill_reason) {
+      snprintf(buf, size, "%s", worker->kill_reason);
+      return;
+   }
+   if (worker->adopted && !worker->goodbye[0]) {
       /* not this server's child: its status page says how it died, if it
        * could (not after SIGKILL) */
       uint32_t fatal = worker->status ? atomic_load(&worker->status->fatal_signal) : 0;
@@ -1075,7 +1088,8 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
       page = mmap(NULL, GPUD_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, a->status_fd,
                   0);
    if (page == MAP_FAILED) {
-      /* it serves on without this server, until its grace ends */
+      /* its worker serves on without a server until its grace ends (this
+       * server does not ask it again) */
       util_err("client %" PRIu64 ": cannot adopt its worker: out of memory", a->client_id);
       free(client);
       free(worker);
@@ -1177,7 +1191,7 @@ reap_children(struct gpud_server *server)
          return;
       struct gpud_worker *w, *found = NULL;
       util_list_for_each(w, &server->workers, link) {
-         if (w->pid == pid)
+         if (w->pid == pid && !w->adopted) /* (an adopted one is no child) */
             found = w;
       }
       if (found)
@@ -1272,6 +1286,15 @@ on_drain_timeout(evutil_socket_t fd, short what, void *data)
    timer_in(server->drain_timer, KILL_GRACE_MS);
 }
 
+/* Whether a worker stays for the next server when this one stops: it
+ * serves a client (its Assign went out), has a record, and is not ending. */
+static bool
+worker_stays(const struct gpud_worker *w)
+{
+   return w->client && w->has_record && !w->goodbye[0] && !w->out.bytes && !w->kill_reason &&
+          !w->ended;
+}
+
 static void
 begin_stop(struct gpud_server *server)
 {
@@ -1299,7 +1322,7 @@ begin_stop(struct gpud_server *server)
    if (server->adopt_dir && server->cfg.limits.restart_grace_ms) {
       unsigned staying = 0;
       util_list_for_each(w, &server->workers, link)
-         staying += w->client && w->has_record && !w->goodbye[0];
+         staying += worker_stays(w);
       server->handing_over = true;
       util_notice("stopping: %u client(s) stay with their workers, which wait up to %u ms "
                   "for the next gpud",
@@ -1365,7 +1388,8 @@ reload(struct gpud_server *server)
    /* spare workers started for the old settings go (all when who workers
     * are or what they load changed; else those beyond the new count) */
    bool respawn = !same_string(next.user, server->cfg.user) ||
-                  next.validate != server->cfg.validate || next.spirv != server->cfg.spirv;
+                  next.validate != server->cfg.validate || next.spirv != server->cfg.spirv ||
+                  next.limits.restart_grace_ms != server->cfg.limits.restart_grace_ms;
    unsigned keep = respawn ? 0 : next.spare_workers;
    struct gpud_worker *w;
    util_list_for_each(w, &server->workers, link) {
@@ -1547,8 +1571,10 @@ server_finish(struct gpud_server *server)
    struct gpud_worker *w;
    util_list_for_each_safe(w, &server->workers, link) {
       /* (handing over: what it has is the next server's to adopt) */
-      if (!server->handing_over || !w->client || !w->has_record || w->goodbye[0])
+      if (!server->handing_over || !worker_stays(w)) {
          gpud_kill_worker(w, "the daemon stopped");
+         gpud_adopt_forget(w);
+      }
       worker_free(w);
    }
    struct gpud_client *c;

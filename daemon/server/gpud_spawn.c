@@ -133,8 +133,8 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
    argv[n++] = level;
    /* a worker no later server can find (no private directory) ends with
     * its server */
-   snprintf(grace, sizeof(grace), "--restart-grace=%u",
-            server->adopt_dir ? server->cfg.limits.restart_grace_ms : 0u);
+   worker->restart_grace_ms = server->adopt_dir ? server->cfg.limits.restart_grace_ms : 0u;
+   snprintf(grace, sizeof(grace), "--restart-grace=%u", worker->restart_grace_ms);
    argv[n++] = grace;
    if (!server->cfg.sandbox)
       argv[n++] = "--no-sandbox";

@@ -42,7 +42,10 @@
 #define HANGUP_GRACE_MS 500
 
 struct worker {
-   int control_fd;        /* under mutex; -1 while no server has the worker */
+   /* Under mutex to change, read by the supervisor without it (which must
+    * never wait for the lock: a request holds it across a round trip to a
+    * server that may be stalled). */
+   _Atomic int control_fd; /* -1 while no server has the worker */
    bool said_goodbye; /* under mutex */
    pthread_mutex_t mutex; /* one request on the channel at a time */
    struct util_msg_reader reader;
@@ -57,56 +60,78 @@ struct worker {
    size_t token_len;
    uid_t server_uid;      /* who may adopt it: its first server's user */
    uint32_t restart_grace_ms;
-   bool orphaned;         /* under mutex: its server is gone */
-   uint64_t orphaned_ns;  /* ... since */
-   int dead_fd;           /* under mutex: the channel lost, for the supervisor to close */
+   atomic_bool orphaned;  /* its server is gone (the same rules) */
+   _Atomic uint64_t orphaned_ns; /* ... since */
+   _Atomic int dead_fd;   /* a lost channel, for the supervisor to close */
    char fault[160];       /* under mutex: the fault it reported, for the next server */
 
    /* memory (under mutex): what the client holds per heap, and what more
-    * the last budget let it have; while orphaned it allocates within that */
+    * the last budget let it have; while orphaned it allocates within that:
+    * what it takes from any heap counts against every heap's room (the
+    * client's and its user's limits are the heaps' together), and only what
+    * it took meanwhile, freed, is room again */
    uint32_t n_heaps;
    uint32_t heap_flags[VK_MAX_MEMORY_HEAPS];
    uint64_t usage[VK_MAX_MEMORY_HEAPS];
    uint64_t room[VK_MAX_MEMORY_HEAPS];
-   uint64_t orphan_taken; /* allocated since the server went */
+   uint64_t orphan_taken;                          /* since the server went, all heaps */
+   uint64_t orphan_heap_taken[VK_MAX_MEMORY_HEAPS]; /* ... of each heap */
 };
 
-/* Under mutex: the server is gone.  Its channel is closed by the
- * supervisor (which may be polling it); a worker that cannot be adopted
- * (a thread, or --restart-grace 0) ends with it elsewhere. */
+/* Under mutex: the server is gone, and this worker serves on for the next
+ * (only one that can be adopted: a thread, or a worker started with
+ * --restart-grace 0, ends with its server elsewhere).  The channel is
+ * closed by the supervisor, which may be polling it. */
 static void
 lose_server(struct worker *w)
 {
-   if (w->control_fd < 0)
+   int fd = atomic_load(&w->control_fd);
+   if (fd < 0 || w->adopt_fd < 0)
       return;
-   w->dead_fd = w->control_fd;
-   w->control_fd = -1;
-   shutdown(w->dead_fd, SHUT_RDWR);
-   w->orphaned = true;
-   w->orphaned_ns = util_now_ns();
+   shutdown(fd, SHUT_RDWR);
+   atomic_store(&w->control_fd, -1);
+   int older = atomic_exchange(&w->dead_fd, fd);
+   if (older >= 0)
+      close(older); /* lost before the supervisor saw the one before */
    w->orphan_taken = 0;
+   memset(w->orphan_heap_taken, 0, sizeof(w->orphan_heap_taken));
+   atomic_store(&w->orphaned_ns, util_now_ns());
+   atomic_store(&w->orphaned, true);
+}
+
+static bool
+connection_gone(int r)
+{
+   return r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN;
 }
 
 /* Under mutex. */
 static int
 send_message(struct worker *w, Gpud__WorkerMessage *m)
 {
-   if (w->control_fd < 0)
+   int fd = atomic_load(&w->control_fd);
+   if (fd < 0)
       return -ENOTCONN;
-   int r = wire_worker_send(w->control_fd, m, NULL, 0);
-   if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)
+   int r = wire_worker_send(fd, m, NULL, 0);
+   if (connection_gone(r))
       lose_server(w);
    return r;
 }
 
-/* Receives the server's next message; NULL when the server is gone or sent
- * something malformed.  fds, if not NULL, get the message's fds. */
+/* Receives the server's next message; NULL when the server is gone (then
+ * the worker serves on without it) or sent something malformed.  fds, if not
+ * NULL, get the message's fds. */
 static Gpud__WorkerMessage *
 receive_message(struct worker *w, int *fds, unsigned max_fds, unsigned *ret_n_fds)
 {
    struct util_msg msg;
-   if (w->control_fd < 0 || util_msg_recv(w->control_fd, &w->reader, &msg) < 0)
+   int fd = atomic_load(&w->control_fd);
+   int r = fd < 0 ? -ENOTCONN : util_msg_recv(fd, &w->reader, &msg);
+   if (r < 0) {
+      if (connection_gone(r))
+         lose_server(w);
       return NULL;
+   }
    unsigned n = 0;
    for (unsigned i = 0; i < msg.n_fds; i++) {
       if (fds && n < max_fds)
@@ -136,7 +161,8 @@ note_budget(struct worker *w, const uint64_t *usage, size_t n_usage, const uint6
 }
 
 /* Under mutex: what a client whose server is gone may still allocate from
- * a heap (the room its last budget gave, less what it took since). */
+ * a heap (the room its last budget gave, less what it took since from any
+ * heap). */
 static uint64_t
 orphan_room(const struct worker *w, uint32_t heap)
 {
@@ -156,7 +182,7 @@ reserve_memory(void *data, uint32_t heap, uint64_t bytes, struct gpud_memory_bud
    VkResult result = VK_ERROR_OUT_OF_DEVICE_MEMORY;
    pthread_mutex_lock(&w->mutex);
    bool answered = false;
-   if (!w->orphaned && send_message(w, &m) == 0) {
+   if (!atomic_load(&w->orphaned) && send_message(w, &m) == 0) {
       Gpud__WorkerMessage *reply = receive_message(w, NULL, 0, NULL);
       if (reply && reply->msg_case == GPUD__WORKER_MESSAGE__MSG_RESERVE_REPLY) {
          const Gpud__MemoryReserveReply *rr = reply->reserve_reply;
@@ -173,16 +199,15 @@ reserve_memory(void *data, uint32_t heap, uint64_t bytes, struct gpud_memory_bud
                budget->budget[h] = rr->heap_budget[h];
             }
          }
-      } else if (!reply && w->adopt_fd >= 0) {
-         lose_server(w); /* gone while asked */
       }
       wire_worker_free(reply);
    }
-   if (!answered && w->orphaned) {
+   if (!answered && atomic_load(&w->orphaned)) {
       /* No server to ask: within the budget the last one gave. */
       if (bytes && heap < w->n_heaps && bytes <= orphan_room(w, heap)) {
          w->usage[heap] += bytes;
          w->orphan_taken += bytes;
+         w->orphan_heap_taken[heap] += bytes;
          result = VK_SUCCESS;
       } else if (bytes) {
          result = heap < w->n_heaps && !(w->heap_flags[heap] & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -214,11 +239,15 @@ release_memory(void *data, uint32_t heap, uint64_t bytes)
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_RELEASE;
    m.release = &rel;
    pthread_mutex_lock(&w->mutex);
-   if (heap < w->n_heaps)
+   if (heap < w->n_heaps) {
       w->usage[heap] -= UTIL_MIN(bytes, w->usage[heap]);
-   if (w->orphaned)
-      w->orphan_taken -= UTIL_MIN(bytes, w->orphan_taken);
-   else
+      /* what it took meanwhile is room again; what it held before is the
+       * next server's to count */
+      uint64_t back = UTIL_MIN(bytes, w->orphan_heap_taken[heap]);
+      w->orphan_heap_taken[heap] -= back;
+      w->orphan_taken -= back;
+   }
+   if (!atomic_load(&w->orphaned))
       send_message(w, &m);
    pthread_mutex_unlock(&w->mutex);
 }
@@ -366,10 +395,12 @@ static void
 worker_init(struct worker *w, int control_fd, const struct gpud_host *host)
 {
    memset(w, 0, sizeof(*w));
-   w->control_fd = control_fd;
+   atomic_init(&w->control_fd, control_fd);
+   atomic_init(&w->dead_fd, -1);
+   atomic_init(&w->orphaned, false);
+   atomic_init(&w->orphaned_ns, 0);
    w->status_fd = -1;
    w->adopt_fd = -1;
-   w->dead_fd = -1;
    w->host = host;
    w->n_heaps = UTIL_MIN(host->memory.memoryHeapCount, (uint32_t)VK_MAX_MEMORY_HEAPS);
    for (uint32_t h = 0; h < w->n_heaps; h++) {
@@ -387,8 +418,12 @@ worker_finish(struct worker *w)
       munmap(w->status, GPUD_STATUS_PAGE_SIZE);
    util_msg_reader_finish(&w->reader);
    pthread_mutex_destroy(&w->mutex);
-   util_fd_close(&w->control_fd);
-   util_fd_close(&w->dead_fd);
+   int fd = atomic_exchange(&w->control_fd, -1);
+   if (fd >= 0)
+      close(fd);
+   fd = atomic_exchange(&w->dead_fd, -1);
+   if (fd >= 0)
+      close(fd);
    util_fd_close(&w->status_fd);
    util_fd_close(&w->adopt_fd);
 }
@@ -446,8 +481,9 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
       close(fd);
       return;
    }
-   /* the adopter has a moment to ask, and to take the answer */
-   const struct timeval tv = {.tv_sec = 2};
+   /* the adopter has a moment to ask, and to take the answer (the client's
+    * hang-up waits meanwhile: keep it short) */
+   const struct timeval tv = {.tv_sec = 1};
    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
    struct util_msg_reader reader;
@@ -472,13 +508,14 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    util_msg_reader_finish(&reader);
 
    pthread_mutex_lock(&w->mutex);
-   if (!refusal && !w->orphaned && w->control_fd >= 0) {
+   int control = atomic_load(&w->control_fd);
+   if (!refusal && !atomic_load(&w->orphaned) && control >= 0) {
       /* its server may be gone with the hangup not yet seen */
-      struct pollfd p = {.fd = w->control_fd, .events = POLLRDHUP};
+      struct pollfd p = {.fd = control, .events = POLLRDHUP};
       if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
          lose_server(w);
    }
-   if (!refusal && !w->orphaned)
+   if (!refusal && !atomic_load(&w->orphaned))
       refusal = "its server is still there";
    if (refusal) {
       pthread_mutex_unlock(&w->mutex);
@@ -507,10 +544,14 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    const struct timeval none = {0};
    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
-   uint64_t away_ms = (util_now_ns() - w->orphaned_ns) / 1000000;
-   w->control_fd = fd;
-   w->orphaned = false;
+   uint64_t away_ms = (util_now_ns() - atomic_load(&w->orphaned_ns)) / 1000000;
+   /* the room it took meanwhile is gone until the new server says more */
+   for (uint32_t h = 0; h < w->n_heaps; h++)
+      w->room[h] = orphan_room(w, h);
    w->orphan_taken = 0;
+   memset(w->orphan_heap_taken, 0, sizeof(w->orphan_heap_taken));
+   atomic_store(&w->control_fd, fd);
+   atomic_store(&w->orphaned, false);
    util_msg_reader_finish(&w->reader);
    util_msg_reader_init(&w->reader, 1u << 20);
    pthread_mutex_unlock(&w->mutex);
@@ -535,12 +576,14 @@ supervise(void *data)
    struct supervisor *sv = data;
    struct worker *w = sv->w;
    for (;;) {
-      pthread_mutex_lock(&w->mutex);
-      util_fd_close(&w->dead_fd);
-      int control = w->control_fd;
-      bool orphaned = w->orphaned;
-      uint64_t since = w->orphaned_ns;
-      pthread_mutex_unlock(&w->mutex);
+      /* (no lock: a request may hold it across a stalled server's answer,
+       * and the client's hang-up must be seen all the same) */
+      int dead = atomic_exchange(&w->dead_fd, -1);
+      if (dead >= 0)
+         close(dead);
+      int control = atomic_load(&w->control_fd);
+      bool orphaned = atomic_load(&w->orphaned);
+      uint64_t since = atomic_load(&w->orphaned_ns);
       int timeout = -1;
       if (orphaned) {
          uint64_t waited_ms = (util_now_ns() - since) / 1000000;
@@ -575,7 +618,7 @@ supervise(void *data)
       }
       if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) {
          pthread_mutex_lock(&w->mutex);
-         if (w->control_fd == control)
+         if (atomic_load(&w->control_fd) == control)
             lose_server(w);
          pthread_mutex_unlock(&w->mutex);
          if (w->adopt_fd >= 0)
@@ -599,26 +642,44 @@ static struct sigaction fatal_before[UTIL_ARRAY_SIZE(fatal_signals)];
 static void
 on_fatal_signal(int sig, siginfo_t *info, void *context)
 {
+   int saved_errno = errno;
    if (fatal_page)
       atomic_store(&fatal_page->fatal_signal, (uint32_t)sig);
+   const struct sigaction *before = NULL;
    for (size_t i = 0; i < UTIL_ARRAY_SIZE(fatal_signals); i++) {
       if (fatal_signals[i] == sig)
-         sigaction(sig, &fatal_before[i], NULL);
+         before = &fatal_before[i];
    }
-   /* a fault comes again when the instruction does, to the handler before;
-    * a signal sent (kill, abort) is sent again */
-   if (info->si_code <= 0)
+   if (before && (before->sa_flags & SA_SIGINFO)) {
+      before->sa_sigaction(sig, info, context);
+   } else if (before && before->sa_handler != SIG_DFL) {
+      if (before->sa_handler != SIG_IGN)
+         before->sa_handler(sig);
+   } else {
+      /* the default action: the worker dies of the signal */
+      struct sigaction dfl = {.sa_handler = SIG_DFL};
+      sigaction(sig, &dfl, NULL);
       raise(sig);
+   }
+   /* a handler before recovered from it: not dying after all */
+   if (fatal_page)
+      atomic_store(&fatal_page->fatal_signal, 0);
+   errno = saved_errno;
 }
 
 static void
 catch_fatal_signals(struct gpud_status_page *page)
 {
    fatal_page = page;
-   struct sigaction sa = {.sa_sigaction = on_fatal_signal, .sa_flags = SA_SIGINFO | SA_NODEFER};
-   sigemptyset(&sa.sa_mask);
-   for (size_t i = 0; i < UTIL_ARRAY_SIZE(fatal_signals); i++)
-      sigaction(fatal_signals[i], &sa, &fatal_before[i]);
+   for (size_t i = 0; i < UTIL_ARRAY_SIZE(fatal_signals); i++) {
+      sigaction(fatal_signals[i], NULL, &fatal_before[i]);
+      /* on the stack the handler before used (a sanitizer's, for overflows) */
+      struct sigaction sa = {.sa_sigaction = on_fatal_signal,
+                             .sa_flags = SA_SIGINFO | SA_NODEFER |
+                                         (fatal_before[i].sa_flags & SA_ONSTACK)};
+      sigemptyset(&sa.sa_mask);
+      sigaction(fatal_signals[i], &sa, NULL);
+   }
 }
 
 int

@@ -22,6 +22,10 @@ subcommands:
                 token is refused (the worker serves on and the next server
                 adopts it); a forged record whose socket is answered by a
                 process that is not the recorded worker is not adopted.
+                And what an adopted client may hold: a client adopted by a
+                server whose --uid-memory it is over holds what it held,
+                and its user's next allocation is refused until it is under
+                the limit again.
 
 Each test runs its daemon with worker processes (restarts are theirs).
 """
@@ -474,6 +478,44 @@ def test_restart_auth(fx):
         if client.poll() is None:
             client.kill()
         client.wait()
+    over_limit(fx)
+
+
+def over_limit(fx):
+    """A client adopted over its user's limit (the new server's is lower)
+    keeps what it holds; the user allocates nothing more until under it."""
+    log('-- a client adopted over its user\'s memory limit')
+    holder = gt.start_client(fx, [fx.prog('vk_lost'), '--hold-mb', '192'],
+                             fx.gpud_env(gt.VARIANTS[0]), label='holds 192 MiB')
+    try:
+        if not holder.out.wait_for('WAITING', 60):
+            fail('vk_lost never printed WAITING')
+        before = clients_by_pid(fx.gpudctl_status())[holder.pid]
+        stop_daemon_now(fx)
+        fx.extra_args = ['--uid-memory', '128M']
+        fx.start_daemon()
+        after = clients_by_pid(wait_adopted(fx, [holder.pid]))[holder.pid]
+        if after['memory_bytes'] != before['memory_bytes']:
+            fail('the adopted client holds %d bytes, %d before' % (after['memory_bytes'],
+                                                                  before['memory_bytes']))
+        rc, out, err = fx.run([fx.prog('vk_compute'), '--iterations', '1'],
+                              fx.gpud_env(gt.VARIANTS[0]), expect_rc=None,
+                              label='the same user, over its limit')
+        if rc == 0 or 'VK_ERROR_OUT_OF_DEVICE_MEMORY' not in out + err:
+            fail('the user over its limit after the restart allocated again (%s)' %
+                 gt.describe_rc(rc))
+        log('a new allocation of the user over its limit: VK_ERROR_OUT_OF_DEVICE_MEMORY')
+    finally:
+        holder.kill()
+        holder.wait()
+    deadline = time.monotonic() + 10
+    while fx.gpudctl_status()['memory_bytes']:
+        if time.monotonic() > deadline:
+            fail('the killed holder\'s memory did not come back')
+        time.sleep(0.1)
+    fx.run([fx.prog('vk_compute'), '--iterations', '1'], fx.gpud_env(gt.VARIANTS[0]),
+           label='the same user, under its limit again')
+    fx.extra_args = []
 
 
 RESTART_SUBCOMMANDS = {
