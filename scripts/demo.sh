@@ -4,7 +4,7 @@
 # The main job: install, build, start a gpud on the embedded default host
 # driver (lavapipe), and run real Vulkan programs through the gpud ICD while
 # gpudctl shows the daemon's view of them, windowed ones too (vkcube and
-# OpenGL through Zink on a private Xvfb).
+# OpenGL through Zink on a private Xvfb), and one through a restart of gpud.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -90,6 +90,33 @@ sleep 0.3
 build/tests/integration/vk_crashshader 2>&1 || true
 touch "$run/stop"
 wait "$bystander" && cat "$run/bystander.out"
+
+echo
+echo "== gpud restarted under a running client: its worker serves on, and the new gpud adopts it"
+rm -f "$run/stop"
+build/tests/integration/vk_compute --iterations 2 --elements 65536 --until "$run/stop" \
+   --print-ready >"$run/survivor.out" 2>&1 &
+survivor=$!
+i=0
+until grep -q READY "$run/survivor.out" 2>/dev/null; do
+   i=$((i + 1))
+   [ $i -lt 100 ] || break
+   sleep 0.1
+done
+kill "$daemon" && wait "$daemon" 2>/dev/null || true
+echo "(gpud stopped; the client computes on)"
+sleep 0.5
+build/daemon/gpud --socket "$sock" 2>>"$run/gpud.log" &
+daemon=$!
+i=0
+until build/daemon/gpudctl --socket "$sock" status --json 2>/dev/null | grep -q '"adopted": true'; do
+   i=$((i + 1))
+   [ $i -lt 100 ] || break
+   sleep 0.1
+done
+build/daemon/gpudctl --socket "$sock" status | grep -E "^(daemon|restarts):|^ +(ID|[0-9]+ )" || true
+touch "$run/stop"
+wait "$survivor" && grep -v READY "$run/survivor.out"
 
 echo
 echo "== windowed programs under a private X server (Xvfb): vkcube, and OpenGL through Zink"
