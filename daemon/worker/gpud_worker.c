@@ -643,8 +643,11 @@ static void
 on_fatal_signal(int sig, siginfo_t *info, void *context)
 {
    int saved_errno = errno;
-   if (fatal_page)
-      atomic_store(&fatal_page->fatal_signal, (uint32_t)sig);
+   /* the first: a handler before may die of another (a sanitizer reports
+    * the fault, then aborts) */
+   uint32_t none = 0;
+   bool first = fatal_page &&
+                atomic_compare_exchange_strong(&fatal_page->fatal_signal, &none, (uint32_t)sig);
    const struct sigaction *before = NULL;
    for (size_t i = 0; i < UTIL_ARRAY_SIZE(fatal_signals); i++) {
       if (fatal_signals[i] == sig)
@@ -662,7 +665,7 @@ on_fatal_signal(int sig, siginfo_t *info, void *context)
       raise(sig);
    }
    /* a handler before recovered from it: not dying after all */
-   if (fatal_page)
+   if (first)
       atomic_store(&fatal_page->fatal_signal, 0);
    errno = saved_errno;
 }
