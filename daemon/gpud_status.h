@@ -34,6 +34,10 @@ struct gpud_status_queue {
    atomic_uint_least64_t completed;     /* the last submission known complete */
    atomic_uint_least64_t busy_ns;
    atomic_uint_least64_t busy_since_ns; /* CLOCK_MONOTONIC; 0: idle */
+   atomic_uint_least64_t gpu_ns;        /* the GPU time of its completed submissions:
+                                         * timestamps around each where the family
+                                         * writes them, else the time each had the
+                                         * queue busy (gpud_timing.h) */
 };
 
 /* Live objects by type, indexed by wire_object_type_index(). */
@@ -58,7 +62,7 @@ struct gpud_status_lane {
 /* The layout of the page below; a server that adopts a worker of another
  * build (an upgrade) reads nothing else of a page of another layout.  Grows
  * with every change to struct gpud_status_page. */
-#define GPUD_STATUS_LAYOUT 1u
+#define GPUD_STATUS_LAYOUT 2u
 
 struct gpud_status_page {
    atomic_uint_least32_t layout;        /* GPUD_STATUS_LAYOUT, the server writes it: first */

@@ -114,6 +114,17 @@ send_hello(struct icd_connection *conn, uint64_t deadline_ns)
    hello.vk_header_version = WIRE_VK_HEADER_VERSION;
    hello.client_name = (char *)program_name();
    hello.role = GPUD__ROLE__ROLE_VULKAN;
+   /* GPUD_NICE: a lower priority on the GPU for this program (only lower:
+    * the daemon takes a nice level above the one it would give) */
+   const char *nice = getenv("GPUD_NICE");
+   if (nice && *nice) {
+      char *end = NULL;
+      long n = strtol(nice, &end, 10);
+      if (*end || n < -20 || n > 19)
+         icd_dbg(ICD_DEBUG_INIT, "GPUD_NICE=%s: not a nice level from -20 to 19", nice);
+      else
+         hello.nice = (int32_t)n;
+   }
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_HELLO;
    m.hello = &hello;

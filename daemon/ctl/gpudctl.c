@@ -43,7 +43,9 @@ usage(FILE *f)
               "                        lose-device        its devices are lost\n"
               "                        fail-alloc N       its next N allocations fail\n"
               "                        delay-completions MS  its waits end MS later (0: off)\n"
-              "                        crash-worker       its worker crashes\n\n"
+              "                        crash-worker       its worker crashes\n"
+              "  renice ID N         a client's nice level (-20 to 19), and so its share of\n"
+              "                      the GPU; only root and the admin group may lower it\n\n"
               "Options:\n"
               "  -j, --json          print JSON, documents of version 1 (docs/gpudctl-json.md)\n"
               "  -s, --socket PATH   the daemon's socket (default: every daemon an\n"
@@ -182,6 +184,34 @@ socket_inject(struct gpudctl_daemon *base, uint64_t client_id, const char *fault
    return ret;
 }
 
+static int
+socket_renice(struct gpudctl_daemon *base, uint64_t client_id, int nice)
+{
+   struct socket_daemon *d = (struct socket_daemon *)base;
+   Gpud__ControlMessage req = GPUD__CONTROL_MESSAGE__INIT;
+   Gpud__ReniceRequest rn = GPUD__RENICE_REQUEST__INIT;
+   rn.client_id = client_id;
+   rn.nice = nice;
+   req.msg_case = GPUD__CONTROL_MESSAGE__MSG_RENICE_REQUEST;
+   req.renice_request = &rn;
+   Gpud__ControlMessage *reply = ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_RENICE_REPLY);
+   if (!reply)
+      return 1;
+   const Gpud__ReniceReply *rr = reply->renice_reply;
+   int ret = 1;
+   if (!rr->found)
+      fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
+   else if (rr->error && rr->error[0])
+      fprintf(stderr, "gpudctl: cannot renice client %" PRIu64 ": %s\n", client_id, rr->error);
+   else if (rr->denied)
+      fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
+              client_id);
+   else
+      ret = 0;
+   wire_control_free(reply);
+   return ret;
+}
+
 static void
 socket_close(struct gpudctl_daemon *base)
 {
@@ -217,6 +247,7 @@ socket_open(const char *path)
       .free_status = socket_free_status,
       .disconnect = socket_disconnect,
       .inject = socket_inject,
+      .renice = socket_renice,
       .close = socket_close,
    };
    Gpud__Hello hello = GPUD__HELLO__INIT;
@@ -341,7 +372,7 @@ parse_u64(const char *text, uint64_t *ret)
    return true;
 }
 
-enum command_kind { CMD_VIEW, CMD_DISCONNECT, CMD_INJECT, CMD_TOP };
+enum command_kind { CMD_VIEW, CMD_DISCONNECT, CMD_INJECT, CMD_RENICE, CMD_TOP };
 
 struct command {
    const char *name;
@@ -349,6 +380,7 @@ struct command {
    uint64_t client_id;
    const char *fault;
    uint64_t value;
+   int nice;
    double interval;
    unsigned frames;
 };
@@ -411,6 +443,18 @@ parse_command(struct command *cmd, int argc, char **argv, bool *json)
       }
       return 0;
    }
+   if (!strcmp(name, "renice")) {
+      cmd->kind = CMD_RENICE;
+      char *end = NULL;
+      long n = argc == 2 ? strtol(argv[1], &end, 10) : 0;
+      if (argc != 2 || !parse_u64(argv[0], &cmd->client_id) || !cmd->client_id || !*argv[1] ||
+          *end || n < -20 || n > 19) {
+         fprintf(stderr, "gpudctl: renice needs a client id and a nice level from -20 to 19\n");
+         return 2;
+      }
+      cmd->nice = (int)n;
+      return 0;
+   }
    if (!strcmp(name, "top")) {
       cmd->kind = CMD_TOP;
       cmd->interval = 1.0;
@@ -454,6 +498,12 @@ run_on(struct gpudctl_daemon *d, const struct command *cmd, bool json)
       int r = d->inject(d, cmd->client_id, cmd->fault, cmd->value);
       if (!r)
          printf("client %" PRIu64 ": %s injected\n", cmd->client_id, cmd->fault);
+      return r;
+   }
+   case CMD_RENICE: {
+      int r = d->renice(d, cmd->client_id, cmd->nice);
+      if (!r)
+         printf("client %" PRIu64 ": nice %d\n", cmd->client_id, cmd->nice);
       return r;
    }
    default: {

@@ -25,6 +25,7 @@ struct gpudctl_daemon {
    int (*disconnect)(struct gpudctl_daemon *d, uint64_t client_id);
    int (*inject)(struct gpudctl_daemon *d, uint64_t client_id, const char *fault,
                  uint64_t value);
+   int (*renice)(struct gpudctl_daemon *d, uint64_t client_id, int nice);
    void (*close)(struct gpudctl_daemon *d);
 };
 

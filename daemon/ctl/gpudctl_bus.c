@@ -127,6 +127,12 @@ client_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("objects", "t", c->objects)
    READ_NUMBER("memory_bytes", "t", c->memory_bytes)
    READ_NUMBER("commands", "t", c->commands)
+   READ_NUMBER("gpu_ns", "t", c->gpu_ns)
+   READ_NUMBER("nice", "i", c->nice)
+   READ_NUMBER("weight", "u", c->weight)
+   READ_NUMBER("quota_ppm", "u", c->quota_ppm)
+   READ_NUMBER("user_quota_ppm", "u", c->user_quota_ppm)
+   READ_NUMBER("waited_ns", "t", c->waited_ns)
    READ_NUMBER("send_blocked_ms", "t", c->send_blocked_ms)
    READ_NUMBER("connected_ms", "t", c->connected_ms)
    if (!strcmp(key, "name"))
@@ -187,13 +193,13 @@ client_member(sd_bus_message *m, const char *key, void *obj)
       return r < 0 ? r : exit_array(m);
    }
    if (!strcmp(key, "queues")) {
-      if ((r = enter_array(m, "a(tuutttt)", "(tuutttt)")) < 0)
+      if ((r = enter_array(m, "a(tuuttttt)", "(tuuttttt)")) < 0)
          return r;
       Gpud__QueueInfo q;
       gpud__queue_info__init(&q);
-      while ((r = sd_bus_message_read(m, "(tuutttt)", &q.device, &q.family, &q.index,
+      while ((r = sd_bus_message_read(m, "(tuuttttt)", &q.device, &q.family, &q.index,
                                       &q.submissions, &q.in_flight, &q.completed,
-                                      &q.busy_ns)) > 0) {
+                                      &q.busy_ns, &q.gpu_ns)) > 0) {
          Gpud__QueueInfo *o = append((void ***)&c->queues, &c->n_queues, sizeof(*o));
          if (!o)
             return -ENOMEM;
@@ -262,6 +268,8 @@ limits_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("max_clients", "u", l->max_clients)
    READ_NUMBER("spare_workers", "u", l->spare_workers)
    READ_NUMBER("restart_grace_ms", "u", l->restart_grace_ms)
+   if (!strcmp(key, "fair_share"))
+      return read_bool(m, &l->fair_share);
    if (!strcmp(key, "validate"))
       return read_string(m, &l->validate);
    if (!strcmp(key, "replay_threads"))
@@ -485,6 +493,14 @@ bus_inject(struct gpudctl_daemon *base, uint64_t client_id, const char *fault, u
    return reply ? 0 : 1;
 }
 
+static int
+bus_renice(struct gpudctl_daemon *base, uint64_t client_id, int nice)
+{
+   sd_bus_message *reply = call((struct bus_daemon *)base, "Renice", "ti", client_id, (int32_t)nice);
+   sd_bus_message_unref(reply);
+   return reply ? 0 : 1;
+}
+
 static void
 bus_close(struct gpudctl_daemon *base)
 {
@@ -537,6 +553,7 @@ gpudctl_bus_daemons(const char *which)
          .free_status = bus_free_status,
          .disconnect = bus_disconnect,
          .inject = bus_inject,
+         .renice = bus_renice,
          .close = bus_close,
       };
       /* named by its socket, as without the bus */

@@ -43,16 +43,18 @@ json_limits(const Gpud__Limits *l)
    json_string(l->replay_threads);
    printf(", \"spirv\": ");
    json_string(l->spirv);
-   printf(", \"restart_grace_ms\": %u}", l->restart_grace_ms);
+   printf(", \"restart_grace_ms\": %u, \"fair_share\": %s}", l->restart_grace_ms,
+          l->fair_share ? "true" : "false");
 }
 
 static void
 json_queue(const Gpud__QueueInfo *q)
 {
    printf("{\"device\": %" PRIu64 ", \"family\": %u, \"index\": %u, \"submissions\": %" PRIu64
-          ", \"in_flight\": %" PRIu64 ", \"completed\": %" PRIu64 ", \"busy_ns\": %" PRIu64 "}",
+          ", \"in_flight\": %" PRIu64 ", \"completed\": %" PRIu64 ", \"busy_ns\": %" PRIu64
+          ", \"gpu_ns\": %" PRIu64 "}",
           q->device, q->family, q->index, q->submissions, q->in_flight, q->completed,
-          q->busy_ns);
+          q->busy_ns, q->gpu_ns);
 }
 
 static void
@@ -65,10 +67,13 @@ json_client(const Gpud__ClientInfo *c)
    printf(", \"worker_pid\": %u, \"worker_version\": ", c->worker_pid);
    json_string(c->worker_version);
    printf(", \"adopted\": %s, \"details_unknown\": %s, \"objects\": %" PRIu64
-          ", \"memory_bytes\": %" PRIu64 ", \"commands\": %" PRIu64
+          ", \"memory_bytes\": %" PRIu64 ", \"commands\": %" PRIu64 ", \"gpu_ns\": %" PRIu64
+          ", \"nice\": %d, \"weight\": %u, \"quota_ppm\": %u, \"user_quota_ppm\": %u"
+          ", \"waited_ns\": %" PRIu64
           ", \"send_blocked_ms\": %" PRIu64 ", \"connected_ms\": %" PRIu64 ", \"names\": [",
           c->adopted ? "true" : "false", c->details_unknown ? "true" : "false", c->objects,
-          c->memory_bytes, c->commands, c->send_blocked_ms, c->connected_ms);
+          c->memory_bytes, c->commands, c->gpu_ns, c->nice, c->weight, c->quota_ppm,
+          c->user_quota_ppm, c->waited_ns, c->send_blocked_ms, c->connected_ms);
    for (size_t k = 0; k < c->n_names; k++) {
       printf("%s{\"id\": %" PRIu64 ", \"type\": ", k ? ", " : "", c->names[k]->id);
       json_string(c->names[k]->type);
@@ -242,8 +247,8 @@ text_crashes(const Gpud__StatusReply *s)
 static void
 text_queue_header(void)
 {
-   printf("%6s %-20s %7s %6s %5s %12s %9s %12s\n", "ID", "NAME", "DEVICE", "FAMILY", "INDEX",
-          "SUBMISSIONS", "IN FLIGHT", "BUSY");
+   printf("%6s %-20s %7s %6s %5s %12s %9s %12s %12s\n", "ID", "NAME", "DEVICE", "FAMILY",
+          "INDEX", "SUBMISSIONS", "IN FLIGHT", "BUSY", "GPU");
 }
 
 static void
@@ -251,9 +256,10 @@ text_queues(const Gpud__ClientInfo *c)
 {
    for (size_t k = 0; k < c->n_queues; k++) {
       const Gpud__QueueInfo *q = c->queues[k];
-      printf("%6" PRIu64 " %-20s %7" PRIu64 " %6u %5u %12" PRIu64 " %9" PRIu64 " %10.3f s\n",
+      printf("%6" PRIu64 " %-20s %7" PRIu64 " %6u %5u %12" PRIu64 " %9" PRIu64
+             " %10.3f s %10.3f s\n",
              c->id, c->name, q->device, q->family, q->index, q->submissions, q->in_flight,
-             (double)q->busy_ns / 1e9);
+             (double)q->busy_ns / 1e9, (double)q->gpu_ns / 1e9);
    }
 }
 
@@ -345,6 +351,8 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
                 (double)l->restart_grace_ms / 1000.0);
       else
          printf("restarts:     workers end with this gpud\n");
+      printf("fair share:   %s\n", l->fair_share ? "on: submissions take turns by weighted GPU time"
+                                                  : "off");
    }
    printf("clients:      %zu", s->n_clients);
    if (s->hidden_clients)
@@ -386,12 +394,21 @@ text_client(const Gpud__StatusReply *s, const Gpud__ClientInfo *c)
    for (size_t k = 0; k < c->n_heaps; k++)
       printf("  heap %-19u %" PRIu64 " bytes\n", c->heaps[k]->heap, c->heaps[k]->bytes);
    printf("commands:     %" PRIu64 "\n", c->commands);
+   printf("gpu time:     %.3f s\n", (double)c->gpu_ns / 1e9);
+   if (c->weight) {
+      printf("share:        nice %d (weight %u)", c->nice, c->weight);
+      if (c->quota_ppm)
+         printf(", quota %.1f %%", (double)c->quota_ppm / 1e4);
+      if (c->user_quota_ppm)
+         printf(", its user's quota %.1f %%", (double)c->user_quota_ppm / 1e4);
+      printf("; waited %.3f s for its turn\n", (double)c->waited_ns / 1e9);
+   }
    for (size_t k = 0; k < c->n_queues; k++) {
       const Gpud__QueueInfo *q = c->queues[k];
       printf("queue:        device %" PRIu64 " family %u index %u: %" PRIu64
-             " submissions, %" PRIu64 " in flight, busy %.3f s\n",
+             " submissions, %" PRIu64 " in flight, busy %.3f s, gpu %.3f s\n",
              q->device, q->family, q->index, q->submissions, q->in_flight,
-             (double)q->busy_ns / 1e9);
+             (double)q->busy_ns / 1e9, (double)q->gpu_ns / 1e9);
    }
    for (size_t k = 0; k < c->n_injected; k++)
       printf("injected:     %s (pending)\n", c->injected[k]);
@@ -565,12 +582,12 @@ gpudctl_print_top(const Gpud__StatusReply *s, const Gpud__StatusReply *before, u
       bar(h->size_bytes ? (double)h->used_bytes / (double)h->size_bytes : 0, bw);
       printf(" %s / %s\n", human(h->used_bytes, a, sizeof(a)), human(h->size_bytes, b, sizeof(b)));
    }
-   printf("\n%6s %8s %-18s %6s %10s %9s %11s %8s  %s\n", "ID", "PID", "NAME", "BUSY",
-          "SUBMITS/s", "IN FLIGHT", "MEMORY", "OBJECTS", "QUEUES (busy %)");
+   printf("\n%6s %8s %-18s %6s %10s %5s %3s %9s %11s %8s  %s\n", "ID", "PID", "NAME", "BUSY",
+          "SUBMITS/s", "GPU", "NI", "IN FLIGHT", "MEMORY", "OBJECTS", "QUEUES (busy %)");
    for (size_t i = 0; i < s->n_clients; i++) {
       const Gpud__ClientInfo *c = s->clients[i];
       const Gpud__ClientInfo *old = find_client(before, c->id);
-      double busiest = 0, submits = 0;
+      double busiest = 0, submits = 0, gpu = 0;
       uint64_t in_flight = 0;
       char queues[128] = "";
       size_t ql = 0;
@@ -584,6 +601,8 @@ gpudctl_print_top(const Gpud__StatusReply *s, const Gpud__StatusReply *before, u
             busy = 1;
          if (o && q->submissions >= o->submissions)
             submits += (double)(q->submissions - o->submissions) * 1e9 / dt;
+         if (o && q->gpu_ns >= o->gpu_ns)
+            gpu += (double)(q->gpu_ns - o->gpu_ns) / dt;
          if (busy > busiest)
             busiest = busy;
          in_flight += q->in_flight;
@@ -592,9 +611,13 @@ gpudctl_print_top(const Gpud__StatusReply *s, const Gpud__StatusReply *before, u
                                    q->family, q->index, busy * 100);
       }
       char mem[32];
-      printf("%6" PRIu64 " %8u %-18.18s %5.0f%% %10.1f %9" PRIu64 " %11s %8" PRIu64 "  %s\n",
-             c->id, c->pid, c->name, old ? busiest * 100 : 0.0, submits, in_flight,
-             human(c->memory_bytes, mem, sizeof(mem)), c->objects, old ? queues : "");
+      /* the GPU time its queues took, as a share of the interval (all its
+       * queues together: over 100 % where they ran side by side) */
+      printf("%6" PRIu64 " %8u %-18.18s %5.0f%% %10.1f %4.0f%% %3d %9" PRIu64 " %11s %8" PRIu64
+             "  %s\n",
+             c->id, c->pid, c->name, old ? busiest * 100 : 0.0, submits, old ? gpu * 100 : 0.0,
+             c->nice, in_flight, human(c->memory_bytes, mem, sizeof(mem)), c->objects,
+             old ? queues : "");
    }
    if (s->n_faults) {
       const Gpud__FaultInfo *f = s->faults[s->n_faults - 1];

@@ -234,6 +234,8 @@ read_record(struct gpud_server *server, const char *name, struct gpud_adoption *
             ad->a.worker_pid = (pid_t)v, have |= 1u << 6;
          else if (!strcmp(line, "worker_uid"))
             ad->worker_uid = (uid_t)v, have |= 1u << 7;
+         else if (!strcmp(line, "asked_nice") && v <= 19)
+            ad->a.asked_nice = (int)v; /* (optional: records of older builds lack it) */
       }
    }
    fclose(f);
@@ -274,9 +276,10 @@ gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
    char text[512], name[64];
    snprintf(text, sizeof(text),
             "id=%" PRIu64 "\npid=%d\nuid=%u\nname=%s\nconnected_ns=%" PRIu64
-            "\nworker_pid=%d\nworker_uid=%u\ntoken=%s\n",
+            "\nworker_pid=%d\nworker_uid=%u\ntoken=%s\nasked_nice=%d\n",
             client->id, (int)client->pid, (unsigned)client->uid, client->name,
-            client->connected_ns, (int)worker->pid, (unsigned)worker_uid, hex);
+            client->connected_ns, (int)worker->pid, (unsigned)worker_uid, hex,
+            client->asked_nice);
    snprintf(name, sizeof(name), "client-%" PRIu64 ".state", client->id);
    int r = write_file(server, name, text);
    if (r < 0) {
@@ -301,9 +304,28 @@ gpud_adopt_forget(struct gpud_worker *worker)
 
 /* ---- adopting ------------------------------------------------------------- */
 
+/* The client of an adoption as the schedule page's functions take it. */
+static struct gpud_client
+who(const struct gpud_adoption *ad)
+{
+   struct gpud_client c = {
+      .id = ad->a.client_id,
+      .uid = ad->a.client_uid,
+      .asked_nice = ad->a.asked_nice,
+      .sched_slot = ad->a.sched_slot,
+   };
+   snprintf(c.name, sizeof(c.name), "%s", ad->a.name);
+   return c;
+}
+
 static void
 adoption_free(struct gpud_adoption *ad)
 {
+   if (ad->a.sched_slot >= 0) {
+      /* (not adopted: its slot goes) */
+      struct gpud_client c = who(ad);
+      gpud_share_release(ad->server, &c);
+   }
    if (ad->read_ev)
       event_free(ad->read_ev);
    if (ad->timer)
@@ -427,7 +449,7 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
    }
    event_del(ad->read_ev);
    ad->a.control_fd = util_fd_move(&ad->fd);
-   server->adopted(server, &ad->a);
+   server->adopted(server, &ad->a); /* (takes the slot, unless it failed) */
    adoption_free(ad);
 }
 
@@ -478,15 +500,26 @@ try_adopt(struct gpud_adoption *ad)
       retry(ad); /* its backlog is full: later */
       return;
    }
+   /* its slot on this server's schedule page, given once */
+   if (ad->a.sched_slot < 0) {
+      struct gpud_client c = who(ad);
+      if (gpud_share_take(server, &c) == 0) {
+         ad->a.sched_slot = c.sched_slot;
+         ad->a.nice = c.nice;
+      }
+   }
    Gpud__AdoptRequest req = GPUD__ADOPT_REQUEST__INIT;
    req.token.data = ad->token;
    req.token.len = sizeof(ad->token);
    req.server_version = (char *)gpud_version;
    req.control_version = GPUD_CONTROL_VERSION;
+   req.scheduled = ad->a.sched_slot >= 0;
+   req.sched_slot = req.scheduled ? (uint32_t)ad->a.sched_slot : 0;
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_ADOPT_REQUEST;
    m.adopt_request = &req;
-   if (wire_worker_send(ad->fd, &m, NULL, 0) < 0) {
+   if (wire_worker_send(ad->fd, &m, req.scheduled ? &server->sched_fd : NULL,
+                        req.scheduled ? 1 : 0) < 0) {
       retry(ad);
       return;
    }
@@ -530,6 +563,7 @@ read_records(struct gpud_server *server)
          break;
       ad->server = server;
       ad->fd = ad->a.pidfd = ad->a.control_fd = ad->a.client_fd = ad->a.status_fd = -1;
+      ad->a.sched_slot = -1;
       util_msg_reader_init(&ad->reader, 4096);
       util_list_add_tail(&server->adoptions, &ad->link);
       if (read_record(server, e->d_name, ad) < 0) {

@@ -34,6 +34,7 @@
 #define BUS_PATH "/org/gpud/Daemon1"
 #define BUS_ERROR_NO_CLIENT "org.gpud.Daemon1.Error.NoSuchClient"
 #define BUS_ERROR_CANNOT_INJECT "org.gpud.Daemon1.Error.CannotInject"
+#define BUS_ERROR_CANNOT_RENICE "org.gpud.Daemon1.Error.CannotRenice"
 
 /* Who the bus says a connection is, asked once per connection: the
  * bus's answer (GetConnectionCredentials) comes back through the loop, and
@@ -351,6 +352,12 @@ put_u(sd_bus_message *m, const char *key, uint32_t v)
 }
 
 static int
+put_i(sd_bus_message *m, const char *key, int32_t v)
+{
+   return sd_bus_message_append(m, "{sv}", key, "i", v);
+}
+
+static int
 put_s(sd_bus_message *m, const char *key, const char *v)
 {
    return sd_bus_message_append(m, "{sv}", key, "s", v ? v : "");
@@ -406,6 +413,12 @@ put_client(sd_bus_message *m, const Gpud__ClientInfo *c)
    put_t(m, "objects", c->objects);
    put_t(m, "memory_bytes", c->memory_bytes);
    put_t(m, "commands", c->commands);
+   put_t(m, "gpu_ns", c->gpu_ns);
+   put_i(m, "nice", c->nice);
+   put_u(m, "weight", c->weight);
+   put_u(m, "quota_ppm", c->quota_ppm);
+   put_u(m, "user_quota_ppm", c->user_quota_ppm);
+   put_t(m, "waited_ns", c->waited_ns);
    put_t(m, "send_blocked_ms", c->send_blocked_ms);
    put_t(m, "connected_ms", c->connected_ms);
    open_array(m, "names", "a(tss)", "(tss)");
@@ -420,11 +433,11 @@ put_client(sd_bus_message *m, const Gpud__ClientInfo *c)
    for (size_t k = 0; k < c->n_heaps; k++)
       sd_bus_message_append(m, "(ut)", c->heaps[k]->heap, c->heaps[k]->bytes);
    close_array(m);
-   open_array(m, "queues", "a(tuutttt)", "(tuutttt)");
+   open_array(m, "queues", "a(tuuttttt)", "(tuuttttt)");
    for (size_t k = 0; k < c->n_queues; k++) {
       const Gpud__QueueInfo *q = c->queues[k];
-      sd_bus_message_append(m, "(tuutttt)", q->device, q->family, q->index, q->submissions,
-                            q->in_flight, q->completed, q->busy_ns);
+      sd_bus_message_append(m, "(tuuttttt)", q->device, q->family, q->index, q->submissions,
+                            q->in_flight, q->completed, q->busy_ns, q->gpu_ns);
    }
    close_array(m);
    open_array(m, "injected", "as", "s");
@@ -587,6 +600,7 @@ fill_limits(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *c
    put_s(reply, "replay_threads", l->replay_threads);
    put_s(reply, "spirv", l->spirv);
    put_u(reply, "restart_grace_ms", l->restart_grace_ms);
+   put_b(reply, "fair_share", l->fair_share);
    return sd_bus_message_close_container(reply);
 }
 
@@ -624,15 +638,18 @@ method_get_heaps(sd_bus_message *m, void *userdata, sd_bus_error *error)
 
 /* A control result as a D-Bus error (or the empty reply). */
 static int
-act_reply(sd_bus_message *m, int r, uint64_t id, const char *why, sd_bus_error *error)
+act_reply(sd_bus_message *m, int r, uint64_t id, const char *why, const char *failed,
+          sd_bus_error *error)
 {
    if (r == -ENOENT)
       return sd_bus_error_setf(error, BUS_ERROR_NO_CLIENT, "no client %" PRIu64, id);
+   if (r == -EACCES && why)
+      return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", why);
    if (r == -EACCES)
       return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                "client %" PRIu64 " is another user's", id);
    if (r < 0)
-      return sd_bus_error_setf(error, BUS_ERROR_CANNOT_INJECT, "%s", why ? why : "failed");
+      return sd_bus_error_setf(error, failed, "%s", why ? why : "failed");
    return sd_bus_reply_method_return(m, NULL);
 }
 
@@ -648,7 +665,7 @@ method_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *error)
    if (r < 0)
       return r;
    return act_reply(m, gpud_control_disconnect(b->server, &viewer, id, "D-Bus"), id, NULL,
-                    error);
+                    BUS_ERROR_CANNOT_INJECT, error);
 }
 
 static int
@@ -665,7 +682,24 @@ method_inject(sd_bus_message *m, void *userdata, sd_bus_error *error)
       return r;
    const char *why = NULL;
    r = gpud_control_inject(b->server, &viewer, id, fault, value, "D-Bus", &why);
-   return act_reply(m, r, id, why, error);
+   return act_reply(m, r, id, why, BUS_ERROR_CANNOT_INJECT, error);
+}
+
+static int
+method_renice(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   struct gpud_bus *b = userdata;
+   struct gpud_client viewer;
+   uint64_t id;
+   int32_t nice;
+   if (!caller(b, m, &viewer, error))
+      return -EACCES;
+   int r = sd_bus_message_read(m, "ti", &id, &nice);
+   if (r < 0)
+      return r;
+   const char *why = NULL;
+   r = gpud_control_renice(b->server, &viewer, id, nice, "D-Bus", &why);
+   return act_reply(m, r, id, why, BUS_ERROR_CANNOT_RENICE, error);
 }
 
 /* ---- properties ----------------------------------------------------------- */
@@ -754,6 +788,8 @@ static const sd_bus_vtable daemon_vtable[] = {
    SD_BUS_METHOD_WITH_NAMES("Inject", "tst", SD_BUS_PARAM(id) SD_BUS_PARAM(fault)
                             SD_BUS_PARAM(value), "", , method_inject,
                             SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("Renice", "ti", SD_BUS_PARAM(id) SD_BUS_PARAM(nice), "", ,
+                            method_renice, SD_BUS_VTABLE_UNPRIVILEGED),
    SD_BUS_SIGNAL_WITH_NAMES("ClientConnected", "tuus", SD_BUS_PARAM(id) SD_BUS_PARAM(pid)
                             SD_BUS_PARAM(uid) SD_BUS_PARAM(name), 0),
    SD_BUS_SIGNAL_WITH_NAMES("ClientDisconnected", "tuus", SD_BUS_PARAM(id) SD_BUS_PARAM(pid)

@@ -14,6 +14,7 @@
 #include <ini.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +104,11 @@ usage(FILE *f)
            "      --log-burst N        log lines about one client (or one user's\n"
            "                           connections) before rate limiting (default: %u)\n"
            "      --log-rate N         ... and per second after that (default: %u)\n"
-           "      --no-sandbox         no system-call filter in workers (debugging)\n",
+           "      --no-sandbox         no system-call filter in workers (debugging)\n"
+           "\nA fair share of the GPU (also [user NAME] and [program NAME] sections of the\n"
+           "configuration files: nice = N, gpu-quota = PERCENT; gpudctl renice ID N):\n"
+           "      --fair-share=yes|no  submissions take turns by their clients' weighted GPU\n"
+           "                           time (default: yes; no: as the host driver has them)\n",
            GPUD_LAVAPIPE_MANIFEST[0] ? GPUD_LAVAPIPE_MANIFEST : "lvp_icd*.json where the loader looks",
            GPUD_CONFIG_FILE, d.client_objects, d.uid_connections, d.max_clients,
            d.handshake_timeout_ms, d.start_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms,
@@ -197,6 +202,7 @@ enum {
    OPT_SPARE_WORKERS,
    OPT_REPLAY_THREADS,
    OPT_NO_SANDBOX,
+   OPT_FAIR_SHARE,
    OPT_WORKER,
    OPT_SYSFS,
    OPT_LIST_DEVICES,
@@ -384,6 +390,10 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
       if (!parse_bool(value, &b))
          return "yes or no";
       cfg->sandbox = b;
+   } else if (!strcmp(name, "fair-share")) {
+      if (!parse_bool(value, &b))
+         return "yes or no";
+      cfg->fair_share = b;
    } else if (!strcmp(name, "spare-workers")) {
       if (parse_u64(value, 64, &v) < 0)
          return "a number from 0 to 64";
@@ -420,6 +430,83 @@ struct file_state {
    char *error; /* the first error, "file:line: ..." */
 };
 
+/* A share: "25%", "12.5%" (or "0.25"); millionths of the GPU's time. */
+static bool
+parse_share(const char *s, uint32_t *ret)
+{
+   char *end = NULL;
+   errno = 0;
+   double v = strtod(s, &end);
+   if (errno || end == s)
+      return false;
+   if (*end == '%') {
+      v /= 100.0;
+      end++;
+   }
+   if (*end || !(v > 0.0) || v > 1.0)
+      return false;
+   *ret = (uint32_t)(v * 1000000.0 + 0.5);
+   return *ret > 0;
+}
+
+/* A key of a [user NAME] or [program NAME] section; NULL, or what is wrong. */
+static const char *
+set_share_rule(struct gpud_config *cfg, const char *section, const char *key, const char *value)
+{
+   bool user = !strncmp(section, "user ", 5);
+   const char *name = section + (user ? 5 : 8);
+   while (*name == ' ')
+      name++;
+   if (!*name)
+      return "the section names no user or program";
+   struct gpud_share_rule *rule = NULL;
+   for (unsigned i = 0; i < cfg->n_share_rules; i++) {
+      if (cfg->share_rules[i].user == user && !strcmp(cfg->share_rules[i].name, name))
+         rule = &cfg->share_rules[i];
+   }
+   if (!rule) {
+      if (cfg->n_share_rules == GPUD_MAX_SHARE_RULES)
+         return "too many [user] and [program] sections (64 at most)";
+      uid_t uid = 0;
+      if (user) {
+         char *end = NULL;
+         errno = 0;
+         unsigned long n = strtoul(name, &end, 10);
+         struct passwd *pw = !*end && !errno ? NULL : getpwnam(name);
+         if (!*end && !errno)
+            uid = (uid_t)n;
+         else if (pw)
+            uid = pw->pw_uid;
+         else
+            return "no such user";
+      }
+      const char *kept = keep(cfg, name);
+      if (!kept)
+         return "out of memory";
+      rule = &cfg->share_rules[cfg->n_share_rules++];
+      *rule = (struct gpud_share_rule){.user = user, .name = kept, .uid = uid};
+   }
+   if (!strcmp(key, "nice")) {
+      uint64_t v;
+      bool negative = value[0] == '-';
+      if (parse_u64(value + negative, 20, &v) < 0 || (!negative && v > 19))
+         return "a nice level from -20 to 19";
+      rule->has_nice = true;
+      rule->nice = negative ? -(int)v : (int)v;
+      return NULL;
+   }
+   if (!strcmp(key, "gpu-quota")) {
+      if (!strcmp(value, "none")) {
+         rule->quota_ppm = 0;
+         return NULL;
+      }
+      if (!parse_share(value, &rule->quota_ppm))
+         return "a share of the GPU's time (such as 25%), or none";
+      return NULL;
+   }
+   return "unknown setting (nice, gpu-quota)";
+}
+
 /* inih's handler: one key; 0 stops the file (ini_parse_file returns the
  * line). f->error: what was wrong, without the place. */
 static int
@@ -429,8 +516,14 @@ file_key(void *data, const char *section, const char *name, const char *value)
    if (f->error)
       return 0; /* inih goes on after an error; the first is the one told */
    int r;
-   if (*section && strcmp(section, "gpud")) {
-      r = asprintf(&f->error, "[%s] %s: settings go in the [gpud] section", section, name);
+   if (!strncmp(section, "user ", 5) || !strncmp(section, "program ", 8)) {
+      const char *problem = set_share_rule(f->cfg, section, name, value);
+      if (!problem)
+         return 1;
+      r = asprintf(&f->error, "[%s] %s = '%s': %s", section, name, value, problem);
+   } else if (*section && strcmp(section, "gpud")) {
+      r = asprintf(&f->error, "[%s] %s: settings go in the [gpud] section, or in [user NAME] "
+                   "and [program NAME] sections (nice, gpu-quota)", section, name);
    } else if (!strcmp(name, "worker") || !strcmp(name, "config")) {
       r = asprintf(&f->error, "%s: not a setting of configuration files", name);
    } else {
@@ -521,6 +614,7 @@ static const struct option fixed_options[] = {
    {"spare-workers", required_argument, NULL, OPT_SPARE_WORKERS},
    {"replay-threads", required_argument, NULL, OPT_REPLAY_THREADS},
    {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
+   {"fair-share", required_argument, NULL, OPT_FAIR_SHARE},
    {"worker", required_argument, NULL, OPT_WORKER},
    {"sysfs", required_argument, NULL, OPT_SYSFS},
    {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
@@ -542,6 +636,7 @@ config_defaults(struct gpud_config *cfg)
       .spirv = GPUD_SPIRV_REPORT,
       .isolation = GPUD_ISOLATION_PROCESS,
       .sandbox = true,
+      .fair_share = true,
       .spare_workers = 1,
       .replay_threads = -1,
       .limits = GPUD_LIMITS_DEFAULT,
@@ -614,6 +709,7 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
       case OPT_BUS: name = "bus"; break;
       case OPT_SPARE_WORKERS: name = "spare-workers"; break;
       case OPT_REPLAY_THREADS: name = "replay-threads"; break;
+      case OPT_FAIR_SHARE: name = "fair-share"; break;
       case OPT_NO_SANDBOX:
          name = "sandbox";
          value = "no";

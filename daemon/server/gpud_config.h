@@ -19,6 +19,19 @@ enum gpud_isolation {
    GPUD_ISOLATION_THREAD,  /* contexts on threads of the server, for debugging */
 };
 
+/* A fair share's rule from the configuration files: [user NAME] (a user's
+ * clients: its nice level, and a quota its clients share) or [program NAME]
+ * (each client of that name: its nice level and quota). */
+#define GPUD_MAX_SHARE_RULES 64
+struct gpud_share_rule {
+   bool user;
+   const char *name;    /* as written */
+   uid_t uid;           /* a user's, resolved when read */
+   bool has_nice;
+   int nice;
+   uint32_t quota_ppm;  /* a share in millionths; 0: none */
+};
+
 /* Everything the command line sets. */
 struct gpud_config {
    const char *socket_path; /* NULL: systemd's socket or the default */
@@ -31,6 +44,7 @@ struct gpud_config {
    enum gpud_spirv_mode spirv;
    enum gpud_isolation isolation;
    bool sandbox;
+   bool fair_share;         /* the schedule page (gpud_share.c) */
    const char *user;        /* workers run as this user (root daemons) */
    const char *group;       /* socket group and who may connect (root daemons) */
    const char *admin_group; /* may see and act on every client */
@@ -40,6 +54,8 @@ struct gpud_config {
    unsigned spare_workers;
    int replay_threads;      /* a worker's replay lanes; -1: by its CPUs */
    struct gpud_limits limits;
+   struct gpud_share_rule share_rules[GPUD_MAX_SHARE_RULES];
+   unsigned n_share_rules;
    int log_level;           /* enum util_log_level, or -1: the default */
    int start_log_level;     /* the level before the files (a reload without
                              * log-level returns to it) */

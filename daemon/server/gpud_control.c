@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpud_sched.h"
 #include "util_log.h"
 #include "wire_control.h"
 #include "wire_gen.h"
@@ -187,6 +188,8 @@ fill_queues(Gpud__ClientInfo *info, struct client_parts *parts,
       uint64_t since = atomic_load_explicit(&q->busy_since_ns, memory_order_relaxed);
       if (since && since < now)
          out->busy_ns += now - since;
+      out->gpu_ns = atomic_load_explicit(&q->gpu_ns, memory_order_relaxed);
+      info->gpu_ns += out->gpu_ns;
       parts->queue_ptrs[info->n_queues++] = out;
    }
    info->queues = parts->queue_ptrs;
@@ -260,6 +263,7 @@ fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpu
    if (w) {
       info->worker_pid = (uint32_t)w->pid;
       info->worker_version = (char *)w->version;
+      gpud_share_fill(c->server, c, info);
       info->adopted = w->adopted;
       info->details_unknown = w->details_unknown;
       if (w->status) {
@@ -321,6 +325,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    limits->max_clients = l->max_clients;
    limits->spare_workers = server->cfg.spare_workers;
    limits->restart_grace_ms = server->adopt_dir ? l->restart_grace_ms : 0;
+   limits->fair_share = server->sched != NULL;
    limits->spirv = (char *)gpud_spirv_mode_name(server->cfg.spirv);
    static const char *const validate[] = {"off", "report", "strict"};
    limits->validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
@@ -568,6 +573,63 @@ inject(struct gpud_client *control, const Gpud__InjectRequest *req)
    gpud_client_queue_control(control, &m);
 }
 
+/* gpudctl renice ID N: the client's nice level, so its share of the GPU.
+ * Its own user may only lower its priority (raise N); root and the admin
+ * group may set any. */
+int
+gpud_control_renice(struct gpud_server *server, const struct gpud_client *viewer, uint64_t id,
+                    int nice, const char *via, const char **error)
+{
+   *error = NULL;
+   struct gpud_client *c = find_client(server, id);
+   if (!c)
+      return -ENOENT;
+   if (!gpud_access_may_see(viewer, c)) {
+      gpud_client_log(c, UTIL_LOG_WARNING, "uid %u (pid %d) may not renice this client",
+                      (unsigned)viewer->uid, (int)viewer->pid);
+      return -EACCES;
+   }
+   if (c->state != GPUD_CLIENT_SERVING || c->sched_slot < 0) {
+      *error = server->sched ? "the client has no share yet (no worker)"
+                             : "this daemon shares the GPU as the host driver does (no "
+                               "schedule page)";
+      return -EINVAL;
+   }
+   if (nice < GPUD_NICE_MIN || nice > GPUD_NICE_MAX) {
+      *error = "a nice level goes from -20 to 19";
+      return -EINVAL;
+   }
+   bool privileged = viewer->uid == 0 || viewer->admin;
+   if (nice < c->nice && !privileged) {
+      gpud_client_log(c, UTIL_LOG_WARNING,
+                      "uid %u (pid %d) may not raise this client's priority (nice %d to %d)",
+                      (unsigned)viewer->uid, (int)viewer->pid, c->nice, nice);
+      *error = "only root and the admin group may raise a client's priority";
+      return -EACCES;
+   }
+   int was = c->nice;
+   gpud_share_renice(server, c, nice);
+   gpud_client_log(c, UTIL_LOG_NOTICE, "reniced from %d to %d by uid %u (pid %d, %s)", was, nice,
+                   (unsigned)viewer->uid, (int)viewer->pid, via);
+   return 0;
+}
+
+static void
+renice(struct gpud_client *control, const Gpud__ReniceRequest *req)
+{
+   Gpud__ReniceReply rr = GPUD__RENICE_REPLY__INIT;
+   const char *error = NULL;
+   int r = gpud_control_renice(control->server, control, req->client_id, req->nice, "gpudctl",
+                               &error);
+   rr.found = r != -ENOENT;
+   rr.denied = r == -EACCES;
+   rr.error = (char *)(error ? error : "");
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RENICE_REPLY;
+   m.renice_reply = &rr;
+   gpud_client_queue_control(control, &m);
+}
+
 int
 gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
 {
@@ -582,6 +644,9 @@ gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
       break;
    case GPUD__CONTROL_MESSAGE__MSG_INJECT_REQUEST:
       inject(control, m->inject_request);
+      break;
+   case GPUD__CONTROL_MESSAGE__MSG_RENICE_REQUEST:
+      renice(control, m->renice_request);
       break;
    case GPUD__CONTROL_MESSAGE__MSG_DISCONNECT:
       r = -ECONNRESET;

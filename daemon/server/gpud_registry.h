@@ -85,6 +85,11 @@ struct gpud_client {
    struct util_msg_queue out;
    struct gpud_account *account;
    struct gpud_worker *worker;
+   /* its share of the GPU (gpud_share.c) */
+   int sched_slot;       /* on the schedule page; -1: none */
+   int nice;             /* its nice level now */
+   int asked_nice;       /* the application's own ask (Hello) */
+   bool reniced;         /* gpudctl renice set nice: the configuration no longer does */
    uint64_t memory;      /* granted to it, all heaps */
    uint64_t heap_memory[VK_MAX_MEMORY_HEAPS];
 };
@@ -141,6 +146,7 @@ struct gpud_fault {
 
 struct gpud_bus;
 struct gpud_adoption;
+struct gpud_sched_page;
 
 /* A worker of an earlier server that this one adopted (gpud_adopt.c), as
  * the server's loop takes it in: the client's identity from the earlier
@@ -161,6 +167,9 @@ struct gpud_adopted {
    uint32_t n_heaps;
    uint64_t heap_usage[VK_MAX_MEMORY_HEAPS];
    char fault[160];        /* a fault it had reported */
+   int asked_nice;         /* the application's own nice level (its record's) */
+   int sched_slot;         /* its slot on this server's schedule page; -1: none */
+   int nice;               /* ... and the nice level written there */
 };
 
 struct gpud_crash_record {
@@ -226,6 +235,10 @@ struct gpud_server {
    bool handing_over;          /* stopping: busy workers wait for the next server */
    /* the loop's side of an adoption (gpud_server.c): takes every fd */
    void (*adopted)(struct gpud_server *server, struct gpud_adopted *a);
+
+   /* the fair share (gpud_share.c): the schedule page every worker maps */
+   struct gpud_sched_page *sched;
+   int sched_fd;
    unsigned n_clients;
    unsigned n_starting;
    unsigned start_failures;

@@ -11,6 +11,7 @@
  */
 #include "gpud_server.h"
 #include "gpud_worker.h"
+#include "gpud_sched.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -138,6 +139,7 @@ client_free(struct gpud_client *client)
       gpud_bus_client_disconnected(server, client);
    if (client->worker)
       client->worker->client = NULL;
+   gpud_share_release(server, client);
    if (client->read_ev)
       event_free(client->read_ev);
    if (client->write_ev)
@@ -224,6 +226,7 @@ client_new(struct gpud_server *server, int fd)
    }
    client->server = server;
    client->fd = fd;
+   client->sched_slot = -1;
    client->id = ++server->next_client_id;
    gpud_adopt_note_id(server, client->id);
    client->connected_ns = util_now_ns();
@@ -343,6 +346,9 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
              hello->protocol_version, WIRE_PROTOCOL_VERSION);
       return false;
    }
+   /* the application's own nice level: only lower priorities count */
+   if (hello->nice > 0)
+      client->asked_nice = hello->nice > GPUD_NICE_MAX ? GPUD_NICE_MAX : hello->nice;
    if (hello->role != GPUD__ROLE__ROLE_CONTROL && hello->role != GPUD__ROLE__ROLE_VULKAN) {
       refuse(client, "unknown role %d", hello->role);
       return false;
@@ -661,15 +667,22 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
    budget(worker, usage, total);
    a.heap_budget = total;
    a.n_heap_budget = server->n_heaps;
+   int fds[4] = {client->fd, status_fd};
+   unsigned n_fds = 2;
+   if (gpud_share_take(server, client) == 0) {
+      a.scheduled = true;
+      a.sched_slot = (uint32_t)client->sched_slot;
+      fds[n_fds++] = server->sched_fd;
+   }
    if (adopt_fd >= 0) {
       a.adopt_token.data = token;
       a.adopt_token.len = sizeof(token);
+      fds[n_fds++] = adopt_fd;
    }
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_ASSIGN;
    m.assign = &a;
-   const int fds[3] = {client->fd, status_fd, adopt_fd};
-   worker_queue(worker, &m, fds, adopt_fd >= 0 ? 3 : 2);
+   worker_queue(worker, &m, fds, n_fds);
    util_fd_close(&adopt_fd); /* the worker's now */
    if (worker->pid)
       gpud_client_log(client, UTIL_LOG_DEBUG, "served by worker %d", (int)worker->pid);
@@ -1100,6 +1113,7 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
       return;
    }
    client->server = server;
+   client->sched_slot = -1;
    client->id = a->client_id;
    client->pid = a->client_pid;
    client->uid = a->client_uid;
@@ -1108,6 +1122,10 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
    client->fd = util_fd_move(&a->client_fd);
    client->state = GPUD_CLIENT_SERVING;
    client->connected_ns = a->connected_ns;
+   client->asked_nice = a->asked_nice;
+   client->sched_slot = a->sched_slot; /* taken for it when it was asked */
+   client->nice = a->nice;
+   a->sched_slot = -1;
    util_msg_queue_init(&client->out);
    reader_init(server, &client->reader);
    util_list_add_tail(&server->clients, &client->link);
@@ -1380,10 +1398,12 @@ reload(struct gpud_server *server)
                    restart_strings[i].what);
       *now = *was;
    }
-   if (next.isolation != server->cfg.isolation || next.sandbox != server->cfg.sandbox)
-      util_warn("reload: isolation and sandbox take effect when gpud restarts");
+   if (next.isolation != server->cfg.isolation || next.sandbox != server->cfg.sandbox ||
+       next.fair_share != server->cfg.fair_share)
+      util_warn("reload: isolation, sandbox and fair-share take effect when gpud restarts");
    next.isolation = server->cfg.isolation;
    next.sandbox = server->cfg.sandbox;
+   next.fair_share = server->cfg.fair_share;
    next.start_log_level = server->cfg.start_log_level;
    /* spare workers started for the old settings go (all when who workers
     * are or what they load changed; else those beyond the new count) */
@@ -1403,6 +1423,7 @@ reload(struct gpud_server *server)
    }
    gpud_config_keep_older(&next, &server->cfg);
    server->cfg = next;
+   gpud_share_reload(server);
    util_log_set_max_level((enum util_log_level)(next.log_level >= 0 ? next.log_level
                                                                     : next.start_log_level));
    if (gpud_access_init(server) < 0)
@@ -1581,6 +1602,7 @@ server_finish(struct gpud_server *server)
    util_list_for_each_safe(c, &server->clients, link)
       client_free(c);
    gpud_adopt_finish(server);
+   gpud_share_finish(server);
    struct gpud_account *a;
    util_list_for_each_safe(a, &server->accounts, link) {
       util_list_remove(&a->link);
@@ -1628,6 +1650,7 @@ gpud_server_run(const struct gpud_config *cfg)
    server->cfg = *cfg;
    server->listen_fd = -1;
    server->closer_fd = -1;
+   server->sched_fd = -1;
    server->self_path = "/proc/self/exe";
    server->start_ns = util_now_ns();
    util_list_init(&server->clients);
@@ -1672,6 +1695,7 @@ gpud_server_run(const struct gpud_config *cfg)
     * client gets one */
    server->adopted = adopted;
    gpud_adopt_init(server);
+   gpud_share_init(server);
    server->accept_ev =
       event_new(server->base, server->listen_fd, EV_READ | EV_PERSIST, on_accept, server);
    server->accept_retry = evtimer_new(server->base, on_accept_retry, server);

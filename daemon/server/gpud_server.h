@@ -59,6 +59,21 @@ void gpud_adopt_forget(struct gpud_worker *worker);
 void gpud_adopt_note_id(struct gpud_server *server, uint64_t id);
 void gpud_adopt_finish(struct gpud_server *server);
 
+/* gpud_share.c: a fair share of the GPU.  init makes the schedule page
+ * (failing leaves clients unscheduled); take gives a client a slot with its
+ * weight and quotas (-ENODEV: no page, -ENOSPC: full); release frees it;
+ * renice sets a client's nice level (-ERANGE); reload applies the
+ * configuration's again; fill puts a client's share into its ClientInfo. */
+int gpud_share_init(struct gpud_server *server);
+void gpud_share_finish(struct gpud_server *server);
+int gpud_share_take(struct gpud_server *server, struct gpud_client *client);
+void gpud_share_release(struct gpud_server *server, struct gpud_client *client);
+void gpud_share_wake(struct gpud_server *server);
+int gpud_share_renice(struct gpud_server *server, struct gpud_client *client, int nice);
+void gpud_share_reload(struct gpud_server *server);
+void gpud_share_fill(const struct gpud_server *server, const struct gpud_client *client,
+                     Gpud__ClientInfo *info);
+
 /* gpud_control.c: gpudctl's requests; negative when the connection ends. */
 int gpud_control_handle(struct gpud_client *control, const void *data, size_t size);
 /* Text a worker (or a client) wrote made fit to show: control characters
@@ -78,6 +93,11 @@ int gpud_control_disconnect(struct gpud_server *server, const struct gpud_client
 int gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer,
                         uint64_t id, const char *fault, uint64_t value, const char *via,
                         const char **error);
+
+/* ... and -EINVAL, -EACCES with *error saying why the client's nice level
+ * cannot be set so */
+int gpud_control_renice(struct gpud_server *server, const struct gpud_client *viewer,
+                        uint64_t id, int nice, const char *via, const char **error);
 
 /* Closes fds a peer sent, on the closer thread (a peer's fd may take
  * forever to close: a file on its own FUSE mount, say). */

@@ -65,6 +65,7 @@ struct gpud_context_info {
 
 struct gpud_call;
 struct gpud_replay;
+struct gpud_sched;
 
 /* Where a decoding thread's time goes, per op (the chunks of recordings
  * under GPUD_PROFILE_CHUNKS) and waiting for the client. */
@@ -81,6 +82,8 @@ struct gpud_context {
    const struct gpud_host *host;
    struct gpud_context_ops ops;
    struct gpud_status_page *status; /* shared with the server */
+   struct gpud_sched *sched;        /* its slot on the schedule page (the worker's; NULL:
+                                     * its submissions go unscheduled) */
    int fd;                          /* the client's socket */
 
    /* the client's rings (util_ring.h), from its RingSetup on */

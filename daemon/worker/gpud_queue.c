@@ -21,6 +21,8 @@
  */
 #include "gpud_call.h"
 #include "gpud_queue.h"
+#include "gpud_sched_worker.h"
+#include "gpud_timing.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -126,6 +128,8 @@ struct track_entry {
    uint64_t *pools; /* query pools whose queries it changes */
    unsigned n_pools;
    bool published; /* on the page already (a wait the host answered) */
+   int32_t timing;   /* its timing slot (gpud_timing.h); -1: untimed */
+   uint64_t submitted_ns; /* when it went to the host */
 };
 
 struct gpud_queue_track {
@@ -136,6 +140,13 @@ struct gpud_queue_track {
    unsigned head, count, cap;
    uint64_t submitted, completed;
    uint64_t busy_ns, busy_since_ns;
+   /* GPU time: timestamps around each submission where the family writes
+    * them (timing), else the time each had the queue busy */
+   struct gpud_queue_timing *timing;
+   uint32_t family;
+   bool timing_tried;
+   uint64_t gpu_ns;
+   uint64_t last_done_ns;
 };
 
 struct gpud_device_track {
@@ -308,6 +319,24 @@ publish(struct gpud_queue_track *q)
    atomic_store_explicit(&q->slot->completed, q->completed, memory_order_relaxed);
    atomic_store_explicit(&q->slot->busy_ns, q->busy_ns, memory_order_relaxed);
    atomic_store_explicit(&q->slot->busy_since_ns, q->busy_since_ns, memory_order_relaxed);
+   atomic_store_explicit(&q->slot->gpu_ns, q->gpu_ns, memory_order_relaxed);
+}
+
+/* With the mutex held: a retired submission's GPU time, from its
+ * timestamps, else the time it had the queue to itself since the one
+ * before it was done. */
+static void
+entry_gpu_time(struct gpud_device_track *t, struct gpud_queue_track *q, struct track_entry *e)
+{
+   uint64_t ns = 0;
+   if (e->timing < 0 || !gpud_timing_read(q->timing, e->timing, &ns)) {
+      uint64_t from = UTIL_MAX(e->submitted_ns, q->last_done_ns);
+      ns = e->done_ns > from ? e->done_ns - from : 0;
+   }
+   e->timing = -1;
+   q->gpu_ns += ns;
+   q->last_done_ns = UTIL_MAX(q->last_done_ns, e->done_ns);
+   gpud_sched_done(t->ctx->sched, ns);
 }
 
 /* Takes the finished submissions off each queue; with the mutex held.
@@ -398,6 +427,7 @@ collect(struct gpud_device_track *t)
             break;
          }
          wrote |= entry_publish(t, e);
+         entry_gpu_time(t, q, e);
          if (t->n_free < t->cap_free) {
             t->disp->ResetFences(t->dev, 1, &e->fence);
             t->free_fences[t->n_free++] = e->fence;
@@ -600,6 +630,7 @@ gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue)
    if (!q)
       return;
    q->queue = (VkQueue)(uintptr_t)queue->handle;
+   q->family = queue->queue_family;
    q->ring = calloc(TRACK_FIRST_RING, sizeof(*q->ring));
    if (!q->ring) {
       free(q);
@@ -625,10 +656,13 @@ gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue)
 
 /* A fence for the next submission on q, or VK_NULL_HANDLE when it goes
  * untracked; the events it changes are pending on the page from now (or,
- * untracked, asked about). */
+ * untracked, asked about).  timed: a tracked one gets a timing slot where
+ * there is one (*ret_timing, -1: none) and its command buffers. */
 static VkFence
-track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct track_gather *g)
+track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct track_gather *g,
+            bool timed, int *ret_timing, VkCommandBuffer *ret_begin, VkCommandBuffer *ret_end)
 {
+   *ret_timing = -1;
    VkFence fence = VK_NULL_HANDLE;
    pthread_mutex_lock(&t->mutex);
    if (q->count == q->cap && q->cap < TRACK_MAX_PENDING) {
@@ -652,6 +686,15 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct trac
             fence = VK_NULL_HANDLE;
       }
    }
+   if (fence && timed) {
+      if (!q->timing_tried) {
+         q->timing_tried = true;
+         q->timing = gpud_timing_create(t->disp,
+                                        (VkPhysicalDevice)(uintptr_t)t->device->physical_device,
+                                        t->dev, q->family);
+      }
+      *ret_timing = gpud_timing_take(q->timing, ret_begin, ret_end);
+   }
    if (watched_submitted(t, g->events, g->n_events, g->pools, g->n_pools,
                          fence != VK_NULL_HANDLE))
       gpud_completion_wake(t->page);
@@ -674,13 +717,14 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct trac
 static void
 track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence,
           bool submitted, bool fence_used, const struct gpud_object *app_fence,
-          struct track_gather *g)
+          struct track_gather *g, int timing)
 {
    pthread_mutex_lock(&t->mutex);
+   uint64_t now = util_now_ns();
    if (submitted) {
       q->submitted++;
       if (!q->busy_since_ns)
-         q->busy_since_ns = util_now_ns();
+         q->busy_since_ns = now;
    }
    bool tracked_app = app_fence && app_fence->fence_tracked;
    bool wrote = false;
@@ -697,7 +741,10 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          .n_events = g->n_events,
          .pools = g->pools,
          .n_pools = g->n_pools,
+         .timing = timing,
+         .submitted_ns = now,
       };
+      timing = -1;
       *g = (struct track_gather){0};
       tracked_app = false;
       q->count++;
@@ -721,6 +768,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       else
          t->disp->DestroyFence(t->dev, fence, NULL);
    }
+   gpud_timing_drop(q->timing, timing); /* (a slot no entry took) */
    /* untracked: the host driver's fence, semaphores and events tell */
    wrote |= tracked_app && submitted &&
             page_write(t, (int32_t)app_fence->fence_slot, app_fence->id, GPUD_FENCE_ASK);
@@ -755,6 +803,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    struct gpud_queue_track *q;
    util_list_for_each_safe(q, &t->queues, link) {
       for (unsigned i = 0; i < q->count; i++) {
+         gpud_sched_dropped(ctx->sched); /* (never seen complete) */
          t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % q->cap].fence, NULL);
          free(q->ring[(q->head + i) % q->cap].signals);
          free(q->ring[(q->head + i) % q->cap].events);
@@ -762,6 +811,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
       }
       if (q->slot)
          atomic_store_explicit(&q->slot->device, 0, memory_order_release);
+      gpud_timing_destroy(q->timing);
       free(q->ring);
       free(q);
    }
@@ -914,6 +964,180 @@ gather_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubm
    }
 }
 
+/* ---- timestamps around a submission (gpud_timing.h) ---- */
+
+/* What a submit was before its batches got gpud's timing command buffers,
+ * to put back once the host has it. */
+struct timed_vkQueueSubmit {
+   const VkSubmitInfo *submits;
+   VkSubmitInfo *copy;
+   VkCommandBuffer *cbs;
+};
+struct timed_vkQueueSubmit2 {
+   const VkSubmitInfo2 *submits;
+   VkSubmitInfo2 *copy;
+   VkCommandBufferSubmitInfo *cbs;
+};
+struct timed_vkQueueBindSparse {
+   int unused;
+};
+
+/* Whether a batch's chain names its command buffers one by one (device
+ * groups) or asks for protected work: no command buffers of gpud's there. */
+static bool
+chain_forbids_timing(const void *pnext)
+{
+   for (const VkBaseInStructure *c = pnext; c; c = c->pNext) {
+      if (c->sType == VK_STRUCTURE_TYPE_DEVICE_GROUP_SUBMIT_INFO)
+         return true;
+      if (c->sType == VK_STRUCTURE_TYPE_PROTECTED_SUBMIT_INFO &&
+          ((const VkProtectedSubmitInfo *)c)->protectedSubmit)
+         return true;
+   }
+   return false;
+}
+
+static bool
+timed_vkQueueSubmit(const struct wire_args_vkQueueSubmit *a)
+{
+   if (!a->submitCount)
+      return false;
+   for (uint32_t i = 0; i < a->submitCount; i++) {
+      if (chain_forbids_timing(a->pSubmits[i].pNext))
+         return false;
+   }
+   return true;
+}
+
+static bool
+timed_vkQueueSubmit2(const struct wire_args_vkQueueSubmit2 *a)
+{
+   if (!a->submitCount)
+      return false;
+   for (uint32_t i = 0; i < a->submitCount; i++) {
+      if ((a->pSubmits[i].flags & VK_SUBMIT_PROTECTED_BIT) ||
+          chain_forbids_timing(a->pSubmits[i].pNext))
+         return false;
+   }
+   return true;
+}
+
+static bool
+timed_vkQueueBindSparse(const struct wire_args_vkQueueBindSparse *a)
+{
+   (void)a;
+   return false; /* no command buffers to put timestamps around */
+}
+
+/* The first batch begins with cbs[0], the last ends with cbs[1]. */
+static bool
+time_vkQueueSubmit(struct wire_args_vkQueueSubmit *a, const VkCommandBuffer cbs[2],
+                   struct timed_vkQueueSubmit *saved)
+{
+   const uint32_t n = a->submitCount, last = n - 1;
+   size_t n_cbs = 2;
+   n_cbs += a->pSubmits[0].commandBufferCount;
+   if (last)
+      n_cbs += a->pSubmits[last].commandBufferCount;
+   saved->copy = malloc(n * sizeof(*saved->copy));
+   saved->cbs = malloc(n_cbs * sizeof(*saved->cbs));
+   if (!saved->copy || !saved->cbs) {
+      free(saved->copy);
+      free(saved->cbs);
+      return false;
+   }
+   memcpy(saved->copy, a->pSubmits, n * sizeof(*saved->copy));
+   VkCommandBuffer *p = saved->cbs;
+   for (uint32_t i = 0; i < n; i += last ? last : 1) {
+      VkSubmitInfo *b = &saved->copy[i];
+      VkCommandBuffer *mine = p;
+      if (i == 0)
+         *p++ = cbs[0];
+      if (b->commandBufferCount)
+         memcpy(p, b->pCommandBuffers, b->commandBufferCount * sizeof(*p));
+      p += b->commandBufferCount;
+      if (i == last)
+         *p++ = cbs[1];
+      b->commandBufferCount = (uint32_t)(p - mine);
+      b->pCommandBuffers = mine;
+   }
+   saved->submits = a->pSubmits;
+   a->pSubmits = saved->copy;
+   return true;
+}
+
+static void
+untime_vkQueueSubmit(struct wire_args_vkQueueSubmit *a, struct timed_vkQueueSubmit *saved)
+{
+   a->pSubmits = saved->submits;
+   free(saved->copy);
+   free(saved->cbs);
+}
+
+static bool
+time_vkQueueSubmit2(struct wire_args_vkQueueSubmit2 *a, const VkCommandBuffer cbs[2],
+                    struct timed_vkQueueSubmit2 *saved)
+{
+   const uint32_t n = a->submitCount, last = n - 1;
+   size_t n_cbs = 2;
+   n_cbs += a->pSubmits[0].commandBufferInfoCount;
+   if (last)
+      n_cbs += a->pSubmits[last].commandBufferInfoCount;
+   saved->copy = malloc(n * sizeof(*saved->copy));
+   saved->cbs = malloc(n_cbs * sizeof(*saved->cbs));
+   if (!saved->copy || !saved->cbs) {
+      free(saved->copy);
+      free(saved->cbs);
+      return false;
+   }
+   memcpy(saved->copy, a->pSubmits, n * sizeof(*saved->copy));
+   VkCommandBufferSubmitInfo *p = saved->cbs;
+   for (uint32_t i = 0; i < n; i += last ? last : 1) {
+      VkSubmitInfo2 *b = &saved->copy[i];
+      VkCommandBufferSubmitInfo *mine = p;
+      if (i == 0)
+         *p++ = (VkCommandBufferSubmitInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
+                                            .commandBuffer = cbs[0]};
+      if (b->commandBufferInfoCount)
+         memcpy(p, b->pCommandBufferInfos, b->commandBufferInfoCount * sizeof(*p));
+      p += b->commandBufferInfoCount;
+      if (i == last)
+         *p++ = (VkCommandBufferSubmitInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
+                                            .commandBuffer = cbs[1]};
+      b->commandBufferInfoCount = (uint32_t)(p - mine);
+      b->pCommandBufferInfos = mine;
+   }
+   saved->submits = a->pSubmits;
+   a->pSubmits = saved->copy;
+   return true;
+}
+
+static void
+untime_vkQueueSubmit2(struct wire_args_vkQueueSubmit2 *a, struct timed_vkQueueSubmit2 *saved)
+{
+   a->pSubmits = saved->submits;
+   free(saved->copy);
+   free(saved->cbs);
+}
+
+static bool
+time_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a, const VkCommandBuffer cbs[2],
+                       struct timed_vkQueueBindSparse *saved)
+{
+   (void)a;
+   (void)cbs;
+   (void)saved;
+   return false;
+}
+
+static void
+untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
+                         struct timed_vkQueueBindSparse *saved)
+{
+   (void)a;
+   (void)saved;
+}
+
 /* Runs a submit with tracking: fence is the application's (a pointer into
  * the args, swapped for gpud's own while the host runs the submit when the
  * application named none).  The events it changes are pending on the page
@@ -930,21 +1154,38 @@ gather_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubm
          a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
                   : NULL;                                                                   \
       struct track_gather g = {0};                                                          \
+      /* its turn on the GPU first (gpud_sched.c): nothing is held meanwhile */             \
+      gpud_sched_admit(call->ctx->sched);                                                   \
       gather_##cmd(call, a, dt, &g);                                                        \
       if (dt && !t)                                                                         \
          untracked_watched(dt, &g);                                                         \
-      VkFence fence = t ? track_begin(t, q, &g) : VK_NULL_HANDLE;                           \
+      int timing = -1;                                                                      \
+      VkCommandBuffer timing_cbs[2];                                                        \
+      VkFence fence = t ? track_begin(t, q, &g, timed_##cmd(a), &timing, &timing_cbs[0],    \
+                                      &timing_cbs[1])                                       \
+                        : VK_NULL_HANDLE;                                                   \
       bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \
       if (own)                                                                              \
          a->fence = fence;                                                                  \
+      struct timed_##cmd saved;                                                             \
+      if (timing >= 0 && !time_##cmd(a, timing_cbs, &saved)) {                              \
+         pthread_mutex_lock(&t->mutex);                                                     \
+         gpud_timing_drop(q->timing, timing);                                               \
+         pthread_mutex_unlock(&t->mutex);                                                   \
+         timing = -1;                                                                       \
+      }                                                                                     \
       gpud_gen_exec_##cmd(call, a);                                                         \
+      if (timing >= 0)                                                                      \
+         untime_##cmd(a, &saved);                                                           \
       if (own)                                                                              \
          a->fence = VK_NULL_HANDLE;                                                         \
       bool used = own && a->ret == VK_SUCCESS;                                              \
       if (fence && !own && a->ret == VK_SUCCESS)                                            \
          used = t->disp->QueueSubmit(a->queue, 0, NULL, fence) == VK_SUCCESS;              \
+      if (!fence || !used)                                                                  \
+         gpud_sched_dropped(call->ctx->sched); /* nothing charges it at its end */         \
       if (t) {                                                                              \
-         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence, &g);                 \
+         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence, &g, timing);         \
       } else {                                                                              \
          if (app_fence)                                                                     \
             gpud_queue_fence_ask((struct gpud_object *)app_fence);                          \

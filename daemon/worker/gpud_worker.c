@@ -31,6 +31,7 @@
 
 #include "gpud_client.h"
 #include "gpud_limits.h"
+#include "gpud_sched_worker.h"
 #include "util_log.h"
 #include "util_memfd.h"
 #include "util_thread.h"
@@ -53,6 +54,7 @@ struct worker {
    struct gpud_status_page *status;
    int status_fd;
    uint64_t client_id;
+   struct gpud_sched *sched; /* its slot on the schedule page (NULL: none) */
 
    /* restarts (process isolation): see the top of this file */
    int adopt_fd;          /* bound in the server's private directory; -1: none */
@@ -325,14 +327,14 @@ send_goodbye(struct worker *w, const char *reason, bool fault)
 }
 
 /* Waits for the server to hand over a client; makes its context.  fds:
- * the client's socket, the status page and (process isolation with
- * restarts) the adopt socket. */
+ * the client's socket, the status page, the schedule page (when scheduled)
+ * and (process isolation with restarts) the adopt socket. */
 static int
 take_client(struct worker *w, struct gpud_context **ret_ctx)
 {
-   int fds[3] = {-1, -1, -1};
+   int fds[4] = {-1, -1, -1, -1};
    unsigned n_fds = 0;
-   Gpud__WorkerMessage *m = receive_message(w, fds, 3, &n_fds);
+   Gpud__WorkerMessage *m = receive_message(w, fds, 4, &n_fds);
    if (!m)
       return -ECONNRESET; /* the server let this spare go */
    int r = -EPROTO;
@@ -353,11 +355,18 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
    pthread_mutex_lock(&w->mutex);
    note_budget(w, NULL, 0, a->heap_budget, a->n_heap_budget);
    pthread_mutex_unlock(&w->mutex);
+   unsigned next = 2;
+   w->sched = gpud_sched_new();
+   if (a->scheduled && next < n_fds) {
+      if (!gpud_sched_bind(w->sched, fds[next], a->sched_slot))
+         util_warn("worker: no schedule page: its client is not scheduled");
+      util_fd_close(&fds[next++]);
+   }
    /* the socket a later server adopts this worker on: listened on here,
     * so that the credentials the server sees there are this process's */
-   if (n_fds == 3 && a->adopt_token.len) {
-      if (listen(fds[2], 4) == 0) {
-         w->adopt_fd = util_fd_move(&fds[2]);
+   if (next < n_fds && a->adopt_token.len) {
+      if (listen(fds[next], 4) == 0) {
+         w->adopt_fd = util_fd_move(&fds[next]);
          memcpy(w->token, a->adopt_token.data, a->adopt_token.len);
          w->token_len = a->adopt_token.len;
       } else {
@@ -384,8 +393,10 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
       .data = w,
    };
    r = gpud_client_create(&info, w->host, &ops, w->status, util_fd_move(&fds[0]), ret_ctx);
+   if (r == 0)
+      (*ret_ctx)->sched = w->sched;
 out:
-   for (unsigned i = 0; i < 3; i++)
+   for (unsigned i = 0; i < 4; i++)
       util_fd_close(&fds[i]);
    wire_worker_free(m);
    return r;
@@ -444,6 +455,7 @@ gpud_worker_thread_main(int control_fd, const struct gpud_host *host)
       gpud_client_destroy(ctx);
       send_goodbye(&w, reason, fault);
    }
+   gpud_sched_free(w.sched);
    worker_finish(&w);
 }
 
@@ -490,9 +502,12 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    util_msg_reader_init(&reader, 4096);
    struct util_msg msg;
    Gpud__WorkerMessage *m = NULL;
+   int sched_fd = -1; /* the new server's schedule page */
    if (util_msg_recv(fd, &reader, &msg) == 0) {
-      if (!msg.n_fds && msg.type == UTIL_MSG_CONTROL)
+      if (msg.n_fds <= 1 && msg.type == UTIL_MSG_CONTROL)
          m = wire_worker_unpack(msg.data, msg.size);
+      if (msg.n_fds == 1)
+         sched_fd = util_fd_move(&msg.fds[0]);
       util_msg_close_fds(&msg);
    }
    const char *refusal = NULL;
@@ -501,11 +516,16 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    else if (!same_token(m->adopt_request->token.data, m->adopt_request->token.len, w->token,
                         w->token_len))
       refusal = "a wrong token";
+   else if (m->adopt_request->scheduled != (sched_fd >= 0))
+      refusal = "a schedule page without a slot, or a slot without a page";
    char server_version[64] = "?";
    if (m && !refusal && m->adopt_request->server_version)
       snprintf(server_version, sizeof(server_version), "%s", m->adopt_request->server_version);
+   uint32_t sched_slot = m && !refusal ? m->adopt_request->sched_slot : 0;
    wire_worker_free(m);
    util_msg_reader_finish(&reader);
+   if (refusal)
+      util_fd_close(&sched_fd);
 
    pthread_mutex_lock(&w->mutex);
    int control = atomic_load(&w->control_fd);
@@ -520,6 +540,7 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    if (refusal) {
       pthread_mutex_unlock(&w->mutex);
       util_warn("worker: refused an adopter: %s", refusal);
+      util_fd_close(&sched_fd);
       close(fd);
       return;
    }
@@ -538,6 +559,7 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    const int fds[2] = {ctx->fd, w->status_fd};
    if (wire_worker_send(fd, &answer, fds, 2) < 0) {
       pthread_mutex_unlock(&w->mutex);
+      util_fd_close(&sched_fd);
       close(fd);
       return;
    }
@@ -555,6 +577,11 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    util_msg_reader_finish(&w->reader);
    util_msg_reader_init(&w->reader, 1u << 20);
    pthread_mutex_unlock(&w->mutex);
+   /* the new server's schedule page from now on */
+   if (sched_fd >= 0 && !gpud_sched_bind(w->sched, sched_fd, sched_slot))
+      util_warn("worker of client %" PRIu64 ": the new server's schedule page cannot be used",
+                w->client_id);
+   util_fd_close(&sched_fd);
    util_notice("worker of client %" PRIu64 ": adopted by gpud %s (pid %d) after %" PRIu64
                " ms without a server",
                w->client_id, server_version, (int)cred.pid, away_ms);

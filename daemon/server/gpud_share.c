@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A fair share of the GPU, the server's side: the schedule page
+ * (daemon/gpud_sched.h), a sealed memfd every worker maps, and each
+ * client's slot on it: its weight (its nice level: [user NAME] and
+ * [program NAME] sections of the configuration, the application's own
+ * GPUD_NICE, which may only lower it, and gpudctl renice) and its quota
+ * (a program's, each client's own; a user's, shared by its clients).  The
+ * workers decide whose turn it is from the page (daemon/worker/gpud_sched.c);
+ * the server only says who weighs what, and shows what each took.
+ */
+#include "gpud_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gpud_sched.h"
+#include "util_futex.h"
+#include "util_log.h"
+#include "util_macros.h"
+#include "util_memfd.h"
+
+#define SLICE_US 2000   /* how far ahead of the furthest behind a client may go */
+#define BUCKET_MS 100   /* a quota's bucket: this much wall time of its share */
+
+int
+gpud_share_init(struct gpud_server *server)
+{
+   server->sched_fd = -1;
+   if (!server->cfg.fair_share)
+      return -ENODEV; /* clients go as the host driver has them */
+   int fd = -1;
+   int r = util_memfd_create("gpud-schedule", GPUD_SCHED_SIZE, &fd);
+   if (r < 0) {
+      util_warn("no schedule page (%s): clients share the GPU as the host driver has them",
+                strerror(-r));
+      return r;
+   }
+   void *map = mmap(NULL, GPUD_SCHED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+   if (map == MAP_FAILED) {
+      r = -errno;
+      close(fd);
+      util_warn("no schedule page (%s): clients share the GPU as the host driver has them",
+                strerror(-r));
+      return r;
+   }
+   struct gpud_sched_page *page = map;
+   atomic_store(&page->slice_us, SLICE_US);
+   atomic_store(&page->bucket_ms, BUCKET_MS);
+   atomic_store(&page->layout, GPUD_SCHED_LAYOUT);
+   atomic_store(&page->magic, GPUD_SCHED_MAGIC);
+   server->sched = page;
+   server->sched_fd = fd;
+   return 0;
+}
+
+void
+gpud_share_finish(struct gpud_server *server)
+{
+   if (server->sched)
+      munmap(server->sched, GPUD_SCHED_SIZE);
+   server->sched = NULL;
+   util_fd_close(&server->sched_fd);
+}
+
+/* The nice level and quotas the configuration gives a client (a program's
+ * rule over its user's), and the application's own ask, which may only
+ * lower its priority. */
+static void
+configured(const struct gpud_server *server, const struct gpud_client *client, int *ret_nice,
+           uint32_t *ret_quota, uint32_t *ret_user_quota)
+{
+   int nice = 0;
+   uint32_t quota = 0, user_quota = 0;
+   const struct gpud_config *cfg = &server->cfg;
+   for (unsigned i = 0; i < cfg->n_share_rules; i++) {
+      const struct gpud_share_rule *r = &cfg->share_rules[i];
+      if (r->user && r->uid == client->uid) {
+         if (r->has_nice)
+            nice = r->nice;
+         user_quota = r->quota_ppm;
+      }
+   }
+   for (unsigned i = 0; i < cfg->n_share_rules; i++) {
+      const struct gpud_share_rule *r = &cfg->share_rules[i];
+      if (!r->user && !strcmp(r->name, client->name)) {
+         if (r->has_nice)
+            nice = r->nice;
+         quota = r->quota_ppm;
+      }
+   }
+   if (client->asked_nice > nice)
+      nice = client->asked_nice;
+   *ret_nice = nice;
+   *ret_quota = quota;
+   *ret_user_quota = user_quota;
+}
+
+/* The user entry for uid with that quota (0 for none), made when needed. */
+static uint32_t
+user_entry(struct gpud_sched_page *page, uid_t uid, uint32_t quota)
+{
+   if (!quota)
+      return 0;
+   int free_entry = -1;
+   for (unsigned i = 0; i < GPUD_SCHED_USERS; i++) {
+      struct gpud_sched_user *u = &page->users[i];
+      uint32_t q = atomic_load(&u->quota_ppm);
+      if (q && atomic_load(&u->uid) == uid) {
+         if (q != quota)
+            atomic_store(&u->quota_ppm, quota);
+         return i + 1;
+      }
+      if (!q && free_entry < 0)
+         free_entry = (int)i;
+   }
+   if (free_entry < 0)
+      return 0;
+   struct gpud_sched_user *u = &page->users[free_entry];
+   atomic_store(&u->uid, uid);
+   atomic_store(&u->tokens_ns, 0);
+   atomic_store(&u->refill_ns, 0);
+   atomic_store(&u->quota_ppm, quota);
+   return (uint32_t)free_entry + 1;
+}
+
+/* With the client's slot taken: its weight and quotas written. */
+static void
+apply(struct gpud_server *server, struct gpud_client *client)
+{
+   struct gpud_sched_slot *slot = &server->sched->slots[client->sched_slot];
+   int nice;
+   uint32_t quota, user_quota;
+   configured(server, client, &nice, &quota, &user_quota);
+   if (client->reniced)
+      nice = client->nice;
+   client->nice = nice;
+   atomic_store(&slot->nice, nice);
+   atomic_store(&slot->weight, gpud_sched_weight(nice));
+   if (atomic_load(&slot->quota_ppm) != quota) {
+      atomic_store(&slot->refill_ns, 0); /* a new bucket, full */
+      atomic_store(&slot->quota_ppm, quota);
+   }
+   atomic_store(&slot->user, user_entry(server->sched, client->uid, user_quota));
+   /* whoever waits looks at the weights again */
+   atomic_fetch_add(&server->sched->epoch, 1);
+}
+
+int
+gpud_share_take(struct gpud_server *server, struct gpud_client *client)
+{
+   client->sched_slot = -1;
+   struct gpud_sched_page *page = server->sched;
+   if (!page)
+      return -ENODEV;
+   for (unsigned i = 0; i < GPUD_SCHED_SLOTS; i++) {
+      struct gpud_sched_slot *slot = &page->slots[i];
+      if (atomic_load(&slot->client_id))
+         continue;
+      /* a clean slot; its worker writes the rest */
+      atomic_store(&slot->state, 0);
+      atomic_store(&slot->vtime, 0);
+      atomic_store(&slot->busy_since_ns, 0);
+      atomic_store(&slot->gpu_ns, 0);
+      atomic_store(&slot->tokens_ns, 0);
+      atomic_store(&slot->refill_ns, 0);
+      atomic_store(&slot->waited_ns, 0);
+      atomic_store(&slot->quota_ppm, 0);
+      atomic_store(&slot->uid, (uint32_t)client->uid);
+      atomic_store(&slot->client_id, client->id);
+      if (i + 1 > atomic_load(&page->n_slots))
+         atomic_store(&page->n_slots, i + 1);
+      client->sched_slot = (int)i;
+      apply(server, client);
+      return 0;
+   }
+   util_warn("the schedule page is full (%u clients): client %" PRIu64 " is not scheduled",
+             GPUD_SCHED_SLOTS, client->id);
+   return -ENOSPC;
+}
+
+void
+gpud_share_release(struct gpud_server *server, struct gpud_client *client)
+{
+   if (!server->sched || client->sched_slot < 0)
+      return;
+   struct gpud_sched_slot *slot = &server->sched->slots[client->sched_slot];
+   /* a worker that ended with work in flight leaves nobody waiting on it */
+   if (atomic_exchange(&slot->state, 0) & GPUD_SCHED_ACTIVE)
+      atomic_fetch_sub(&server->sched->active, 1);
+   atomic_store(&slot->client_id, 0);
+   client->sched_slot = -1;
+   atomic_fetch_add(&server->sched->epoch, 1);
+   gpud_share_wake(server);
+}
+
+void
+gpud_share_wake(struct gpud_server *server)
+{
+   if (server->sched && atomic_load(&server->sched->waiters))
+      util_futex_wake(&server->sched->epoch);
+}
+
+int
+gpud_share_renice(struct gpud_server *server, struct gpud_client *client, int nice)
+{
+   if (nice < GPUD_NICE_MIN || nice > GPUD_NICE_MAX)
+      return -ERANGE;
+   client->nice = nice;
+   client->reniced = true;
+   if (server->sched && client->sched_slot >= 0) {
+      apply(server, client);
+      gpud_share_wake(server);
+   }
+   return 0;
+}
+
+void
+gpud_share_reload(struct gpud_server *server)
+{
+   struct gpud_client *c;
+   util_list_for_each(c, &server->clients, link) {
+      if (server->sched && c->sched_slot >= 0)
+         apply(server, c);
+   }
+   gpud_share_wake(server);
+}
+
+void
+gpud_share_fill(const struct gpud_server *server, const struct gpud_client *client,
+                Gpud__ClientInfo *info)
+{
+   if (!server->sched || client->sched_slot < 0)
+      return;
+   const struct gpud_sched_slot *slot = &server->sched->slots[client->sched_slot];
+   info->nice = client->nice;
+   info->weight = atomic_load(&slot->weight);
+   info->quota_ppm = atomic_load(&slot->quota_ppm);
+   uint32_t user = atomic_load(&slot->user);
+   if (user && user <= GPUD_SCHED_USERS)
+      info->user_quota_ppm = atomic_load(&server->sched->users[user - 1].quota_ppm);
+   info->waited_ns = atomic_load(&slot->waited_ns);
+}

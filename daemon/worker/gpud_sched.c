@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A worker's side of the fair share (daemon/gpud_sched.h): before each of
+ * its client's submissions goes to the host, the worker decides from the
+ * schedule page whether it is the client's turn, and holds the submission
+ * until it is; as each completes it charges the client its GPU time.
+ *
+ * Its turn, when other clients have work too: its virtual time (weighted
+ * GPU time, the submission in flight counted as it runs) is at most a slice
+ * ahead of the furthest behind of theirs, and it has nothing in flight
+ * while another waits (so the device queue stays short and an interactive
+ * client's frame waits behind at most one submission of a greedy one).
+ * A client with a quota also needs GPU time left in its bucket (and its
+ * user's), which refills at its share of wall time.  A client alone, and
+ * clients within their shares, go at once: the common path is an atomic
+ * load of the number of active clients.
+ */
+#include "gpud_sched.h"
+#include "gpud_sched_worker.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "util_futex.h"
+#include "util_macros.h"
+#include "util_memfd.h"
+#include "util_time.h"
+
+/* A held submission looks again this often (and whenever a client's work
+ * completes or it goes idle). */
+#define RECHECK_NS (2ull * 1000 * 1000)
+#define DEFAULT_SLICE_NS (2ull * 1000 * 1000)
+
+struct gpud_sched {
+   struct gpud_sched_page *page;
+   struct gpud_sched_slot *me;
+   unsigned slot;
+   pthread_mutex_t mutex; /* the counts below */
+   unsigned in_flight;    /* submissions at the host, not yet complete */
+   unsigned waiting;      /* submissions held back */
+   bool active;
+};
+
+static void
+wake(struct gpud_sched_page *page)
+{
+   atomic_fetch_add(&page->epoch, 1);
+   if (atomic_load(&page->waiters))
+      util_futex_wake(&page->epoch);
+}
+
+struct gpud_sched *
+gpud_sched_new(void)
+{
+   struct gpud_sched *s = calloc(1, sizeof(*s));
+   if (s)
+      pthread_mutex_init(&s->mutex, NULL);
+   return s;
+}
+
+bool
+gpud_sched_bind(struct gpud_sched *s, int fd, uint32_t slot)
+{
+   if (!s || slot >= GPUD_SCHED_SLOTS || util_memfd_check(fd, GPUD_SCHED_SIZE) < 0)
+      return false; /* (a page that could shrink under the others is none) */
+   void *map = mmap(NULL, GPUD_SCHED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+   if (map == MAP_FAILED)
+      return false;
+   struct gpud_sched_page *page = map;
+   if (atomic_load(&page->magic) != GPUD_SCHED_MAGIC ||
+       atomic_load(&page->layout) != GPUD_SCHED_LAYOUT) {
+      munmap(map, GPUD_SCHED_SIZE);
+      return false;
+   }
+   pthread_mutex_lock(&s->mutex);
+   /* The page before is left as it is mapped (a thread of this worker may
+    * sleep on it: a futex of unmapped memory would fail at once), with
+    * this client no longer active on it. */
+   if (s->page && s->active) {
+      atomic_fetch_and(&s->me->state, ~(GPUD_SCHED_ACTIVE | GPUD_SCHED_WAITING));
+      atomic_fetch_sub(&s->page->active, 1);
+      wake(s->page);
+   }
+   s->page = page;
+   s->slot = slot;
+   s->me = &page->slots[slot];
+   if (s->active) {
+      atomic_store(&s->me->busy_since_ns, s->in_flight ? util_now_ns() : 0);
+      atomic_fetch_or(&s->me->state,
+                      GPUD_SCHED_ACTIVE | (s->waiting ? GPUD_SCHED_WAITING : 0u));
+      atomic_fetch_add(&page->active, 1);
+   }
+   pthread_mutex_unlock(&s->mutex);
+   return true;
+}
+
+void
+gpud_sched_free(struct gpud_sched *s)
+{
+   if (!s)
+      return;
+   if (s->page) {
+      if (s->active) {
+         atomic_fetch_and(&s->me->state, ~GPUD_SCHED_ACTIVE);
+         atomic_fetch_sub(&s->page->active, 1);
+         wake(s->page);
+      }
+      munmap(s->page, GPUD_SCHED_SIZE);
+   }
+   pthread_mutex_destroy(&s->mutex);
+   free(s);
+}
+
+/* A slot's virtual time now: what its completed submissions took, and the
+ * one in flight as long as it has run (a long submission must not keep the
+ * others waiting for its end to be charged). */
+static uint64_t
+effective_vtime(const struct gpud_sched_slot *slot, uint64_t now)
+{
+   uint64_t v = atomic_load_explicit(&slot->vtime, memory_order_relaxed);
+   uint64_t since = atomic_load_explicit(&slot->busy_since_ns, memory_order_relaxed);
+   uint32_t weight = atomic_load_explicit(&slot->weight, memory_order_relaxed);
+   if (since && now > since && weight)
+      v += (now - since) * GPUD_SCHED_WEIGHT_0 / weight;
+   return v;
+}
+
+/* A token bucket of a share (quota_ppm of wall time) up to bucket_ms of it:
+ * refilled to now; the tokens left (negative: owed). */
+static int64_t
+refill(_Atomic int64_t *tokens, _Atomic uint64_t *refill_ns, uint32_t quota_ppm,
+       uint32_t bucket_ms, uint64_t now)
+{
+   uint64_t last = atomic_load(refill_ns);
+   if (!last) {
+      /* a new bucket starts full */
+      if (atomic_compare_exchange_strong(refill_ns, &last, now))
+         atomic_store(tokens, (int64_t)bucket_ms * 1000000 * quota_ppm / 1000000);
+      return atomic_load(tokens);
+   }
+   if (now > last && atomic_compare_exchange_strong(refill_ns, &last, now)) {
+      int64_t add = (int64_t)((now - last) * quota_ppm / 1000000);
+      int64_t cap = (int64_t)bucket_ms * 1000000 * quota_ppm / 1000000;
+      int64_t t = atomic_fetch_add(tokens, add) + add;
+      if (t > cap)
+         atomic_fetch_sub(tokens, t - cap);
+   }
+   return atomic_load(tokens);
+}
+
+/* How long until the client's quota (and its user's) lets it submit; 0: now.
+ * A client under a quota has one submission in flight at a time: what it
+ * takes is charged when it completes, so two at once could overdraw the
+ * bucket by two. */
+static uint64_t
+quota_wait_ns(struct gpud_sched *s, uint64_t now)
+{
+   struct gpud_sched_page *page = s->page;
+   uint32_t bucket_ms = atomic_load(&page->bucket_ms);
+   uint64_t wait = 0;
+   uint32_t q = atomic_load(&s->me->quota_ppm);
+   uint32_t user = atomic_load(&s->me->user);
+   bool limited = q || (user && user <= GPUD_SCHED_USERS &&
+                        atomic_load(&page->users[user - 1].quota_ppm));
+   if (limited && s->in_flight)
+      return RECHECK_NS; /* (its completion wakes it) */
+   if (q) {
+      int64_t t = refill(&s->me->tokens_ns, &s->me->refill_ns, q, bucket_ms, now);
+      if (t <= 0)
+         wait = (uint64_t)(-t + 1) * 1000000 / q;
+   }
+   if (user && user <= GPUD_SCHED_USERS) {
+      struct gpud_sched_user *u = &page->users[user - 1];
+      uint32_t uq = atomic_load(&u->quota_ppm);
+      if (uq) {
+         int64_t t = refill(&u->tokens_ns, &u->refill_ns, uq, bucket_ms, now);
+         if (t <= 0)
+            wait = UTIL_MAX(wait, (uint64_t)(-t + 1) * 1000000 / uq);
+      }
+   }
+   return wait;
+}
+
+/* Whether another client should go first: the client is more than a slice
+ * ahead of another with work, or has work in flight while another waits. */
+static bool
+others_first(struct gpud_sched *s, uint64_t now)
+{
+   struct gpud_sched_page *page = s->page;
+   if (atomic_load_explicit(&page->active, memory_order_relaxed) <= 1)
+      return false; /* alone */
+   uint64_t slice = (uint64_t)atomic_load(&page->slice_us) * 1000;
+   if (!slice)
+      slice = DEFAULT_SLICE_NS;
+   uint64_t mine = effective_vtime(s->me, now);
+   uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), GPUD_SCHED_SLOTS);
+   bool others = false, another_waits = false;
+   uint64_t least = UINT64_MAX;
+   for (uint32_t i = 0; i < n; i++) {
+      const struct gpud_sched_slot *o = &page->slots[i];
+      if (i == s->slot || !atomic_load_explicit(&o->client_id, memory_order_relaxed))
+         continue;
+      uint32_t state = atomic_load_explicit(&o->state, memory_order_relaxed);
+      if (!(state & GPUD_SCHED_ACTIVE))
+         continue;
+      others = true;
+      another_waits |= (state & GPUD_SCHED_WAITING) != 0;
+      least = UTIL_MIN(least, effective_vtime(o, now));
+   }
+   if (!others)
+      return false;
+   if (mine > least + slice)
+      return true;
+   return another_waits && s->in_flight > 0;
+}
+
+/* With the mutex held: the client has work from now on; an idle client
+ * comes back no further behind than a slice (idle time earns no credit). */
+static void
+become_active(struct gpud_sched *s, uint64_t now)
+{
+   if (s->active)
+      return;
+   struct gpud_sched_page *page = s->page;
+   uint64_t slice = (uint64_t)atomic_load(&page->slice_us) * 1000;
+   if (!slice)
+      slice = DEFAULT_SLICE_NS;
+   uint64_t least = UINT64_MAX;
+   uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), GPUD_SCHED_SLOTS);
+   for (uint32_t i = 0; i < n; i++) {
+      const struct gpud_sched_slot *o = &page->slots[i];
+      if (i != s->slot && atomic_load(&o->client_id) &&
+          (atomic_load(&o->state) & GPUD_SCHED_ACTIVE))
+         least = UTIL_MIN(least, effective_vtime(o, now));
+   }
+   uint64_t v = atomic_load(&s->me->vtime);
+   if (least != UINT64_MAX && least > slice && v < least - slice)
+      atomic_store(&s->me->vtime, least - slice);
+   atomic_fetch_or(&s->me->state, GPUD_SCHED_ACTIVE);
+   atomic_fetch_add(&page->active, 1);
+   s->active = true;
+}
+
+/* With the mutex held: idle once nothing is in flight or held. */
+static void
+maybe_idle(struct gpud_sched *s)
+{
+   if (!s->active || s->in_flight || s->waiting)
+      return;
+   atomic_fetch_and(&s->me->state, ~GPUD_SCHED_ACTIVE);
+   atomic_fetch_sub(&s->page->active, 1);
+   s->active = false;
+   wake(s->page);
+}
+
+void
+gpud_sched_admit(struct gpud_sched *s)
+{
+   if (!s)
+      return;
+   uint64_t now = util_now_ns();
+   pthread_mutex_lock(&s->mutex);
+   if (!s->page) {
+      s->in_flight++; /* counted all the same: a page may come (a restart) */
+      pthread_mutex_unlock(&s->mutex);
+      return;
+   }
+   become_active(s, now);
+   uint64_t held_since = 0;
+   for (;;) {
+      /* (the page may change while it waits: a restart) */
+      struct gpud_sched_page *page = s->page;
+      uint32_t epoch = atomic_load(&page->epoch);
+      now = util_now_ns();
+      uint64_t quota = quota_wait_ns(s, now);
+      if (!quota && !others_first(s, now))
+         break;
+      if (!held_since) {
+         held_since = now;
+         s->waiting++;
+         atomic_fetch_or(&s->me->state, GPUD_SCHED_WAITING);
+      }
+      pthread_mutex_unlock(&s->mutex);
+      atomic_fetch_add(&page->waiters, 1);
+      util_futex_wait(&page->epoch, epoch, quota ? UTIL_MIN(quota, RECHECK_NS) : RECHECK_NS);
+      atomic_fetch_sub(&page->waiters, 1);
+      pthread_mutex_lock(&s->mutex);
+   }
+   if (held_since) {
+      if (!--s->waiting)
+         atomic_fetch_and(&s->me->state, ~GPUD_SCHED_WAITING);
+      now = util_now_ns();
+      atomic_fetch_add(&s->me->waited_ns, now - held_since);
+   }
+   if (!s->in_flight++)
+      atomic_store(&s->me->busy_since_ns, now);
+   pthread_mutex_unlock(&s->mutex);
+}
+
+void
+gpud_sched_dropped(struct gpud_sched *s)
+{
+   if (!s)
+      return;
+   pthread_mutex_lock(&s->mutex);
+   if (s->in_flight && !--s->in_flight && s->page)
+      atomic_store(&s->me->busy_since_ns, 0);
+   maybe_idle(s);
+   pthread_mutex_unlock(&s->mutex);
+}
+
+void
+gpud_sched_done(struct gpud_sched *s, uint64_t gpu_ns)
+{
+   if (!s)
+      return;
+   uint64_t now = util_now_ns();
+   pthread_mutex_lock(&s->mutex);
+   if (!s->page) {
+      if (s->in_flight)
+         s->in_flight--;
+      pthread_mutex_unlock(&s->mutex);
+      return;
+   }
+   uint32_t weight = atomic_load(&s->me->weight);
+   if (!weight)
+      weight = GPUD_SCHED_WEIGHT_0;
+   atomic_fetch_add(&s->me->vtime, gpu_ns * GPUD_SCHED_WEIGHT_0 / weight);
+   atomic_fetch_add(&s->me->gpu_ns, gpu_ns);
+   if (atomic_load(&s->me->quota_ppm))
+      atomic_fetch_sub(&s->me->tokens_ns, (int64_t)gpu_ns);
+   uint32_t user = atomic_load(&s->me->user);
+   if (user && user <= GPUD_SCHED_USERS && atomic_load(&s->page->users[user - 1].quota_ppm))
+      atomic_fetch_sub(&s->page->users[user - 1].tokens_ns, (int64_t)gpu_ns);
+   if (s->in_flight && !--s->in_flight)
+      atomic_store(&s->me->busy_since_ns, 0);
+   else
+      atomic_store(&s->me->busy_since_ns, now); /* the next one runs from now */
+   maybe_idle(s);
+   wake(s->page);
+   pthread_mutex_unlock(&s->mutex);
+}

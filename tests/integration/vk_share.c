@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vk_share: the two kinds of clients that share a GPU, for the fair-share
+ * test and benchmark (tests/integration/share_test.py, bench/share_bench.py).
+ *
+ *   vk_share calibrate [--job-ms MS] [--groups G]
+ *               prints "rounds R": the rounds of the hash (compute.comp)
+ *               that make one dispatch of G workgroups take about MS ms
+ *   vk_share greedy --rounds R [--groups G] [--in-flight K] [--seconds S]
+ *               [--until FILE]
+ *               submissions of one such dispatch back to back, K in flight,
+ *               for S seconds or until FILE exists: prints "READY" once
+ *               going, then "greedy jobs J seconds T"
+ *   vk_share interactive [--rounds R] [--groups G] [--fps F] [--seconds S]
+ *               a frame F times a second: a small dispatch submitted, then
+ *               waited for; prints "READY" once going, then "interactive
+ *               frames N p50_ms A p99_ms B max_ms C": the time from each
+ *               frame's submit to the end of its wait
+ *
+ * Every job's results are checked on the CPU at the end (the last one of
+ * each command buffer), so a wrong answer fails the program.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vkt_common.h"
+
+#include "compute_comp_spv.h"
+
+#define MAX_IN_FLIGHT 8
+
+struct params {
+   uint32_t count;
+   uint32_t rounds;
+   uint32_t seed;
+};
+
+static uint32_t
+expected(uint32_t i, uint32_t x, const struct params *p)
+{
+   uint32_t v = (x * x) ^ (i * 2654435761u);
+   for (uint32_t r = 0; r < p->rounds; r++) {
+      v = v * 1664525u + 1013904223u + r;
+      v ^= v >> 13;
+      v += p->seed;
+   }
+   return v;
+}
+
+struct job {
+   struct vkt_buffer out;
+   VkDescriptorSet set;
+   VkCommandBuffer cmd;
+   VkFence fence;
+   struct params p;
+   bool pending;
+};
+
+static struct {
+   struct vkt_context ctx;
+   struct vkt_buffer in;
+   VkDescriptorSetLayout set_layout;
+   VkDescriptorPool pool;
+   VkPipelineLayout layout;
+   VkPipeline pipeline;
+   uint32_t count;
+   struct job jobs[MAX_IN_FLIGHT];
+   unsigned n_jobs;
+} g;
+
+static void
+setup(const char *device, uint32_t groups, unsigned n_jobs)
+{
+   vkt_context_init(&g.ctx, "vk_share", device, 0);
+   g.count = groups * 64;
+   g.n_jobs = n_jobs;
+   const VkDeviceSize size = g.count * sizeof(uint32_t);
+   vkt_buffer_create(&g.ctx, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &g.in);
+   for (uint32_t i = 0; i < g.count; i++)
+      ((uint32_t *)g.in.map)[i] = i * 7u + 3u;
+   vkt_buffer_flush(&g.ctx, &g.in);
+   const VkDescriptorSetLayoutBinding bindings[] = {
+      {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL},
+      {1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL},
+   };
+   const VkDescriptorSetLayoutCreateInfo sli = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = 2,
+      .pBindings = bindings,
+   };
+   VKT_CHECK(vkCreateDescriptorSetLayout(g.ctx.device, &sli, NULL, &g.set_layout));
+   const VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * MAX_IN_FLIGHT};
+   const VkDescriptorPoolCreateInfo pi = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = MAX_IN_FLIGHT,
+      .poolSizeCount = 1,
+      .pPoolSizes = &ps,
+   };
+   VKT_CHECK(vkCreateDescriptorPool(g.ctx.device, &pi, NULL, &g.pool));
+   const VkPushConstantRange range = {VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(struct params)};
+   const VkPipelineLayoutCreateInfo li = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+      .setLayoutCount = 1,
+      .pSetLayouts = &g.set_layout,
+      .pushConstantRangeCount = 1,
+      .pPushConstantRanges = &range,
+   };
+   VKT_CHECK(vkCreatePipelineLayout(g.ctx.device, &li, NULL, &g.layout));
+   VkShaderModule module = vkt_shader_module(&g.ctx, compute_comp_spv, sizeof(compute_comp_spv));
+   const VkComputePipelineCreateInfo ci = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = module,
+                .pName = "main"},
+      .layout = g.layout,
+   };
+   VKT_CHECK(vkCreateComputePipelines(g.ctx.device, VK_NULL_HANDLE, 1, &ci, NULL, &g.pipeline));
+   vkDestroyShaderModule(g.ctx.device, module, NULL);
+   for (unsigned j = 0; j < n_jobs; j++) {
+      struct job *job = &g.jobs[j];
+      vkt_buffer_create(&g.ctx, size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &job->out);
+      const VkDescriptorSetAllocateInfo ai = {
+         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+         .descriptorPool = g.pool,
+         .descriptorSetCount = 1,
+         .pSetLayouts = &g.set_layout,
+      };
+      VKT_CHECK(vkAllocateDescriptorSets(g.ctx.device, &ai, &job->set));
+      const VkDescriptorBufferInfo infos[] = {
+         {g.in.buffer, 0, VK_WHOLE_SIZE},
+         {job->out.buffer, 0, VK_WHOLE_SIZE},
+      };
+      const VkWriteDescriptorSet writes[] = {
+         {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = job->set, .dstBinding = 0,
+          .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+          .pBufferInfo = &infos[0]},
+         {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = job->set, .dstBinding = 1,
+          .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+          .pBufferInfo = &infos[1]},
+      };
+      vkUpdateDescriptorSets(g.ctx.device, 2, writes, 0, NULL);
+      const VkCommandBufferAllocateInfo cai = {
+         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+         .commandPool = g.ctx.cmd_pool,
+         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+         .commandBufferCount = 1,
+      };
+      VKT_CHECK(vkAllocateCommandBuffers(g.ctx.device, &cai, &job->cmd));
+      const VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+      VKT_CHECK(vkCreateFence(g.ctx.device, &fi, NULL, &job->fence));
+   }
+}
+
+/* Records and submits job j with these rounds. */
+static void
+submit(unsigned j, uint32_t rounds, uint32_t seed)
+{
+   struct job *job = &g.jobs[j];
+   job->p = (struct params){.count = g.count, .rounds = rounds, .seed = seed};
+   VKT_CHECK(vkResetCommandBuffer(job->cmd, 0));
+   const VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+   VKT_CHECK(vkBeginCommandBuffer(job->cmd, &bi));
+   vkCmdBindPipeline(job->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, g.pipeline);
+   vkCmdBindDescriptorSets(job->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, g.layout, 0, 1, &job->set,
+                           0, NULL);
+   vkCmdPushConstants(job->cmd, g.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(job->p),
+                      &job->p);
+   vkCmdDispatch(job->cmd, (g.count + 63) / 64, 1, 1);
+   VKT_CHECK(vkEndCommandBuffer(job->cmd));
+   VKT_CHECK(vkResetFences(g.ctx.device, 1, &job->fence));
+   const VkSubmitInfo si = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &job->cmd,
+   };
+   VKT_CHECK(vkQueueSubmit(g.ctx.queue, 1, &si, job->fence));
+   job->pending = true;
+}
+
+static void
+wait_job(unsigned j)
+{
+   VKT_CHECK(vkWaitForFences(g.ctx.device, 1, &g.jobs[j].fence, VK_TRUE, 60ull * 1000000000ull));
+   g.jobs[j].pending = false;
+}
+
+/* A done job's results, every element. */
+static void
+check_job(unsigned j)
+{
+   struct job *job = &g.jobs[j];
+   vkt_buffer_invalidate(&g.ctx, &job->out);
+   const uint32_t *in = g.in.map, *out = job->out.map;
+   for (uint32_t i = 0; i < g.count; i++) {
+      if (out[i] != expected(i, in[i], &job->p))
+         vkt_fail("job %u: element %u is %08x, expected %08x", j, i, out[i],
+                  expected(i, in[i], &job->p));
+   }
+}
+
+static double
+now_s(void)
+{
+   return (double)vkt_now_ns() / 1e9;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+   double x = *(const double *)a, y = *(const double *)b;
+   return x < y ? -1 : x > y;
+}
+
+int
+main(int argc, char **argv)
+{
+   vkt_set_prog("vk_share");
+   if (argc < 2) {
+   usage:
+      fprintf(stderr, "usage: vk_share calibrate|greedy|interactive [--device NAME] "
+                      "[--rounds R] [--groups G] [--job-ms MS] [--in-flight K] [--fps F] "
+                      "[--seconds S] [--until FILE]\n");
+      return 2;
+   }
+   const char *mode = argv[1], *device = NULL, *until = NULL;
+   uint64_t rounds = 0, groups = 64, job_ms = 20, in_flight = 2, fps = 60;
+   double seconds = 5;
+   for (int i = 2; i < argc; i++) {
+      const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+      if (!v)
+         goto usage;
+      if (!strcmp(argv[i], "--device"))
+         device = v;
+      else if (!strcmp(argv[i], "--rounds"))
+         rounds = vkt_parse_u64(argv[i], v);
+      else if (!strcmp(argv[i], "--groups"))
+         groups = vkt_parse_u64(argv[i], v);
+      else if (!strcmp(argv[i], "--job-ms"))
+         job_ms = vkt_parse_u64(argv[i], v);
+      else if (!strcmp(argv[i], "--in-flight"))
+         in_flight = vkt_parse_u64(argv[i], v);
+      else if (!strcmp(argv[i], "--fps"))
+         fps = vkt_parse_u64(argv[i], v);
+      else if (!strcmp(argv[i], "--seconds"))
+         seconds = strtod(v, NULL);
+      else if (!strcmp(argv[i], "--until"))
+         until = v;
+      else
+         goto usage;
+      i++;
+   }
+   if (!groups || groups > 65535 || !in_flight || in_flight > MAX_IN_FLIGHT || !fps ||
+       !(seconds > 0))
+      goto usage;
+
+   if (!strcmp(mode, "calibrate")) {
+      setup(device, (uint32_t)groups, 1);
+      /* (the first job pays for the pipeline's compilation) */
+      submit(0, 1, 1);
+      wait_job(0);
+      /* double the rounds until a job takes a tenth of the aim, then scale */
+      uint32_t r = 16;
+      double t = 0;
+      for (;;) {
+         double t0 = now_s();
+         submit(0, r, 1);
+         wait_job(0);
+         t = now_s() - t0;
+         if (t * 1000.0 >= (double)job_ms / 10.0 || r >= (1u << 30))
+            break;
+         r *= 2;
+      }
+      /* the median of five at those rounds: one job can be slow */
+      double ts[5];
+      for (unsigned k = 0; k < 5; k++) {
+         double t0 = now_s();
+         submit(0, r, 1);
+         wait_job(0);
+         ts[k] = now_s() - t0;
+      }
+      qsort(ts, 5, sizeof(double), cmp_double);
+      t = ts[2];
+      double want = (double)r * (double)job_ms / (t * 1000.0);
+      printf("rounds %.0f\n", want < 1 ? 1 : want);
+      vkt_context_finish(&g.ctx);
+      return 0;
+   }
+   if (!rounds)
+      rounds = !strcmp(mode, "interactive") ? 64 : 4096;
+   if (!strcmp(mode, "greedy")) {
+      setup(device, (uint32_t)groups, (unsigned)in_flight);
+      for (unsigned j = 0; j < in_flight; j++)
+         submit(j, (uint32_t)rounds, j + 1);
+      printf("READY\n");
+      fflush(stdout);
+      double t0 = now_s();
+      uint64_t jobs = 0;
+      for (unsigned j = 0;; j = (j + 1) % in_flight) {
+         wait_job(j);
+         jobs++;
+         double t = now_s() - t0;
+         if (until ? access(until, F_OK) == 0 : t >= seconds) {
+            for (unsigned k = 0; k < in_flight; k++) {
+               if (g.jobs[k].pending)
+                  wait_job(k);
+               check_job(k);
+            }
+            printf("greedy jobs %llu seconds %.3f\n", (unsigned long long)jobs, t);
+            break;
+         }
+         submit(j, (uint32_t)rounds, (uint32_t)jobs + 1);
+      }
+   } else if (!strcmp(mode, "interactive")) {
+      setup(device, (uint32_t)groups, 1);
+      size_t cap = (size_t)(seconds * (double)fps) + 16, n = 0;
+      double *lat = calloc(cap, sizeof(double));
+      if (!lat)
+         vkt_fail("out of memory");
+      printf("READY\n");
+      fflush(stdout);
+      const double period = 1.0 / (double)fps;
+      double t0 = now_s(), next = t0;
+      while (n < cap) {
+         double t = now_s();
+         if (until ? access(until, F_OK) == 0 : t - t0 >= seconds)
+            break;
+         submit(0, (uint32_t)rounds, (uint32_t)n + 1);
+         wait_job(0);
+         lat[n++] = (now_s() - t) * 1000.0;
+         next += period;
+         double sleep_s = next - now_s();
+         if (sleep_s > 0) {
+            struct timespec ts = {(time_t)sleep_s, (long)((sleep_s - (double)(time_t)sleep_s) * 1e9)};
+            nanosleep(&ts, NULL);
+         } else {
+            next = now_s(); /* late: no catching up */
+         }
+      }
+      check_job(0);
+      qsort(lat, n, sizeof(double), cmp_double);
+      printf("interactive frames %zu p50_ms %.3f p99_ms %.3f max_ms %.3f\n", n,
+             n ? lat[n / 2] : 0.0, n ? lat[(size_t)((double)(n - 1) * 0.99)] : 0.0,
+             n ? lat[n - 1] : 0.0);
+      free(lat);
+   } else {
+      goto usage;
+   }
+   for (unsigned j = 0; j < g.n_jobs; j++) {
+      vkDestroyFence(g.ctx.device, g.jobs[j].fence, NULL);
+      vkt_buffer_destroy(&g.ctx, &g.jobs[j].out);
+   }
+   vkDestroyPipeline(g.ctx.device, g.pipeline, NULL);
+   vkDestroyPipelineLayout(g.ctx.device, g.layout, NULL);
+   vkDestroyDescriptorPool(g.ctx.device, g.pool, NULL);
+   vkDestroyDescriptorSetLayout(g.ctx.device, g.set_layout, NULL);
+   vkt_buffer_destroy(&g.ctx, &g.in);
+   vkt_context_finish(&g.ctx);
+   return 0;
+}
