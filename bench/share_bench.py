@@ -194,29 +194,32 @@ def main():
     print('host driver %s; greedy jobs of about %d ms (%d rounds, %d workgroups); %.0f s a '
           'measurement' % (args.host_driver, args.job_ms, args.rounds, args.groups,
                            args.seconds))
-    rows = []
+    def note(what, value):
+        print('  (%s: %s)' % (what, value), file=sys.stderr, flush=True)
+        return value
+
     try:
-        d_alone = interactive(args, direct)
-        d_pair = pair(args, direct, direct, until)
-        d_greedy = alone_rate(args, direct, until)
+        d_alone = note('interactive alone, direct', interactive(args, direct))
+        d_pair = note('beside greedy, direct', pair(args, direct, direct, until))
+        d_greedy = note('greedy alone, direct', alone_rate(args, direct, until))
         daemon = Daemon(args, tmp)
         genv = env_for(args, daemon)
-        g_alone = interactive(args, genv)
-        g_pair = pair(args, genv, genv, until)
-        g_nice = pair(args, dict(genv, GPUD_NICE='10'), genv, until)
-        g_greedy = alone_rate(args, genv, until)
-        g_many_on = many(args, genv, until)
+        g_alone = note('interactive alone, gpud', interactive(args, genv))
+        g_pair = note('beside greedy, gpud', pair(args, genv, genv, until))
+        g_nice = note('beside niced greedy, gpud', pair(args, dict(genv, GPUD_NICE='10'), genv,
+                                                       until))
+        g_greedy = note('greedy alone, gpud', alone_rate(args, genv, until))
+        g_many_on = note('many, fair share', many(args, genv, until))
         daemon.stop()
         conf = os.path.join(tmp, 'quota.conf')
         with open(conf, 'w') as f:
             f.write('[program %s]\ngpu-quota = 25%%\n' % os.path.basename(args.vk_share))
         daemon = Daemon(args, tmp, ['--config', conf])
-        q_share = gpu_share(args, daemon, env_for(args, daemon), until)
-        q_free = None
+        q_share = note('quota 25 %', gpu_share(args, daemon, env_for(args, daemon), until))
         daemon.stop()
         daemon = Daemon(args, tmp, ['--fair-share=no'])
-        g_many_off = many(args, env_for(args, daemon), until)
-        q_free = gpu_share(args, daemon, env_for(args, daemon), until)
+        g_many_off = note('many, no fair share', many(args, env_for(args, daemon), until))
+        q_free = note('no quota', gpu_share(args, daemon, env_for(args, daemon), until))
         daemon.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

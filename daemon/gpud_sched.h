@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GPUD_SCHED_MAGIC 0x67707564736368ull /* "gpudsch" */
-#define GPUD_SCHED_LAYOUT 1u
+#define GPUD_SCHED_LAYOUT 2u
 #define GPUD_SCHED_SLOTS 1024u
 #define GPUD_SCHED_USERS 256u
 
@@ -60,8 +60,9 @@ struct gpud_sched_slot {
    _Atomic int64_t tokens_ns;   /* its quota's bucket: GPU time it may still take */
    _Atomic uint64_t refill_ns;  /* ... as of then (CLOCK_MONOTONIC) */
    _Atomic uint64_t waited_ns;  /* time its submissions were held back */
+   _Atomic uint64_t submitted_ns; /* its last submission went then */
 };
-_Static_assert(sizeof(struct gpud_sched_slot) == 80, "a slot's size is part of the layout");
+_Static_assert(sizeof(struct gpud_sched_slot) == 88, "a slot's size is part of the layout");
 
 /* A user's quota, shared by all its clients. */
 struct gpud_sched_user {
@@ -78,7 +79,8 @@ struct gpud_sched_page {
    _Atomic uint32_t epoch;      /* futex: bumped when a client's work completes or it goes
                                  * idle, for submissions waiting their turn */
    _Atomic uint32_t waiters;
-   _Atomic uint32_t active;     /* clients with GPUD_SCHED_ACTIVE: one alone never scans */
+   _Atomic uint32_t active;     /* clients with GPUD_SCHED_ACTIVE */
+   _Atomic uint32_t clients;    /* slots in use (the server's): one alone never scans */
    _Atomic uint32_t n_slots;    /* slots ever used: scans stop there */
    _Atomic uint32_t slice_us;   /* how far ahead of the furthest behind a client may go */
    _Atomic uint32_t bucket_ms;  /* a quota's bucket holds this much of its share */

@@ -169,11 +169,13 @@ gpud_share_take(struct gpud_server *server, struct gpud_client *client)
       atomic_store(&slot->tokens_ns, 0);
       atomic_store(&slot->refill_ns, 0);
       atomic_store(&slot->waited_ns, 0);
+      atomic_store(&slot->submitted_ns, 0);
       atomic_store(&slot->quota_ppm, 0);
       atomic_store(&slot->uid, (uint32_t)client->uid);
       atomic_store(&slot->client_id, client->id);
       if (i + 1 > atomic_load(&page->n_slots))
          atomic_store(&page->n_slots, i + 1);
+      atomic_fetch_add(&page->clients, 1);
       client->sched_slot = (int)i;
       apply(server, client);
       return 0;
@@ -193,6 +195,7 @@ gpud_share_release(struct gpud_server *server, struct gpud_client *client)
    if (atomic_exchange(&slot->state, 0) & GPUD_SCHED_ACTIVE)
       atomic_fetch_sub(&server->sched->active, 1);
    atomic_store(&slot->client_id, 0);
+   atomic_fetch_sub(&server->sched->clients, 1);
    client->sched_slot = -1;
    atomic_fetch_add(&server->sched->epoch, 1);
    gpud_share_wake(server);

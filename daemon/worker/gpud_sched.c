@@ -31,6 +31,9 @@
  * completes or it goes idle). */
 #define RECHECK_NS (2ull * 1000 * 1000)
 #define DEFAULT_SLICE_NS (2ull * 1000 * 1000)
+/* Another client that submitted this recently shares the GPU: one
+ * submission in flight at a time. */
+#define LATELY_NS (100ull * 1000 * 1000)
 
 struct gpud_sched {
    struct gpud_sched_page *page;
@@ -183,24 +186,28 @@ quota_wait_ns(struct gpud_sched *s, uint64_t now)
 }
 
 /* Whether another client should go first: the client is more than a slice
- * ahead of another with work, or has work in flight while another waits. */
+ * ahead of another with work, or has work in flight while another waits or
+ * submitted lately (its next frame would queue behind this client's
+ * second submission: a client that shares the GPU has one in flight). */
 static bool
 others_first(struct gpud_sched *s, uint64_t now)
 {
    struct gpud_sched_page *page = s->page;
-   if (atomic_load_explicit(&page->active, memory_order_relaxed) <= 1)
+   if (atomic_load_explicit(&page->clients, memory_order_relaxed) <= 1)
       return false; /* alone */
    uint64_t slice = (uint64_t)atomic_load(&page->slice_us) * 1000;
    if (!slice)
       slice = DEFAULT_SLICE_NS;
    uint64_t mine = effective_vtime(s->me, now);
    uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), GPUD_SCHED_SLOTS);
-   bool others = false, another_waits = false;
+   bool others = false, another_waits = false, another_lately = false;
    uint64_t least = UINT64_MAX;
    for (uint32_t i = 0; i < n; i++) {
       const struct gpud_sched_slot *o = &page->slots[i];
       if (i == s->slot || !atomic_load_explicit(&o->client_id, memory_order_relaxed))
          continue;
+      uint64_t last = atomic_load_explicit(&o->submitted_ns, memory_order_relaxed);
+      another_lately |= last && now > last && now - last < LATELY_NS;
       uint32_t state = atomic_load_explicit(&o->state, memory_order_relaxed);
       if (!(state & GPUD_SCHED_ACTIVE))
          continue;
@@ -208,11 +215,9 @@ others_first(struct gpud_sched *s, uint64_t now)
       another_waits |= (state & GPUD_SCHED_WAITING) != 0;
       least = UTIL_MIN(least, effective_vtime(o, now));
    }
-   if (!others)
-      return false;
-   if (mine > least + slice)
+   if (others && mine > least + slice)
       return true;
-   return another_waits && s->in_flight > 0;
+   return (another_waits || another_lately) && s->in_flight > 0;
 }
 
 /* With the mutex held: the client has work from now on; an idle client
@@ -295,6 +300,7 @@ gpud_sched_admit(struct gpud_sched *s)
    }
    if (!s->in_flight++)
       atomic_store(&s->me->busy_since_ns, now);
+   atomic_store_explicit(&s->me->submitted_ns, now, memory_order_relaxed);
    pthread_mutex_unlock(&s->mutex);
 }
 
