@@ -41,7 +41,9 @@
 
 /* state bits */
 #define GPUD_SCHED_ACTIVE 1u  /* work in flight or waiting to go */
-#define GPUD_SCHED_WAITING 2u /* a submission held back */
+#define GPUD_SCHED_WAITING 2u /* a submission held back for others */
+#define GPUD_SCHED_QUOTA_HELD 4u /* a submission held back by its quota (or its
+                                  * user's): it does not compete meanwhile */
 
 struct gpud_sched_slot {
    /* the server's */

@@ -62,6 +62,8 @@ struct gpud_adoption {
    struct event *read_ev;
    struct event *timer;
    unsigned tries;
+   bool takes_page;  /* its worker knows the schedule page (its record says) */
+   bool page_sent;   /* ... and may have its slot on this server's */
    struct util_msg_reader reader;
 };
 
@@ -234,8 +236,13 @@ read_record(struct gpud_server *server, const char *name, struct gpud_adoption *
             ad->a.worker_pid = (pid_t)v, have |= 1u << 6;
          else if (!strcmp(line, "worker_uid"))
             ad->worker_uid = (uid_t)v, have |= 1u << 7;
-         else if (!strcmp(line, "asked_nice") && v <= 19)
-            ad->a.asked_nice = (int)v; /* (optional: records of older builds lack it) */
+         else if (!strcmp(line, "asked_nice")) {
+            /* (records of builds from before the schedule page lack it:
+             * their workers take no page) */
+            ad->takes_page = true;
+            if (v <= 19)
+               ad->a.asked_nice = (int)v;
+         }
       }
    }
    fclose(f);
@@ -349,6 +356,11 @@ give_up(struct gpud_adoption *ad, int level, const char *why, bool forget)
 {
    util_log(level, "client %" PRIu64 " (pid %d, %s) of an earlier server: %s",
             ad->a.client_id, (int)ad->a.client_pid, ad->a.name, why);
+   /* A worker that got this server's schedule page and lives on (it
+    * serves its client until its grace ends) keeps its slot: another
+    * client given it would share it with that worker. */
+   if (ad->page_sent)
+      ad->a.sched_slot = -1;
    if (forget)
       forget_id(ad->server, ad->a.client_id);
    adoption_free(ad);
@@ -494,6 +506,7 @@ try_adopt(struct gpud_adoption *ad)
    }
    if (connect(ad->fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
       if (errno == ECONNREFUSED || errno == ENOENT) {
+         ad->page_sent = false; /* (nothing holds its slot) */
          give_up(ad, UTIL_LOG_INFO, "its worker is gone", true);
          return;
       }
@@ -501,7 +514,7 @@ try_adopt(struct gpud_adoption *ad)
       return;
    }
    /* its slot on this server's schedule page, given once */
-   if (ad->a.sched_slot < 0) {
+   if (ad->a.sched_slot < 0 && ad->takes_page) {
       struct gpud_client c = who(ad);
       if (gpud_share_take(server, &c) == 0) {
          ad->a.sched_slot = c.sched_slot;
@@ -523,6 +536,7 @@ try_adopt(struct gpud_adoption *ad)
       retry(ad);
       return;
    }
+   ad->page_sent |= req.scheduled;
    event_assign(ad->read_ev, server->base, ad->fd, EV_READ | EV_PERSIST, on_answer, ad);
    event_add(ad->read_ev, NULL);
    struct timeval tv = {ANSWER_MS / 1000, (ANSWER_MS % 1000) * 1000};

@@ -471,9 +471,12 @@ set_share_rule(struct gpud_config *cfg, const char *section, const char *key, co
       if (user) {
          char *end = NULL;
          errno = 0;
-         unsigned long n = strtoul(name, &end, 10);
-         struct passwd *pw = !*end && !errno ? NULL : getpwnam(name);
-         if (!*end && !errno)
+         unsigned long long n = strtoull(name, &end, 10);
+         bool number = *name >= '0' && *name <= '9' && !*end;
+         struct passwd *pw = number ? NULL : getpwnam(name);
+         if (number && (errno || n >= (uid_t)-1))
+            return "a user number from 0 to 4294967294";
+         if (number)
             uid = (uid_t)n;
          else if (pw)
             uid = pw->pw_uid;
@@ -497,11 +500,13 @@ set_share_rule(struct gpud_config *cfg, const char *section, const char *key, co
    }
    if (!strcmp(key, "gpu-quota")) {
       if (!strcmp(value, "none")) {
+         rule->has_quota = true;
          rule->quota_ppm = 0;
          return NULL;
       }
       if (!parse_share(value, &rule->quota_ppm))
          return "a share of the GPU's time (such as 25%), or none";
+      rule->has_quota = true;
       return NULL;
    }
    return "unknown setting (nice, gpu-quota)";

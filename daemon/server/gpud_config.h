@@ -29,6 +29,7 @@ struct gpud_share_rule {
    uid_t uid;           /* a user's, resolved when read */
    bool has_nice;
    int nice;
+   bool has_quota;
    uint32_t quota_ppm;  /* a share in millionths; 0: none */
 };
 

@@ -67,9 +67,12 @@ gpud_share_finish(struct gpud_server *server)
    util_fd_close(&server->sched_fd);
 }
 
-/* The nice level and quotas the configuration gives a client (a program's
- * rule over its user's), and the application's own ask, which may only
- * lower its priority. */
+/* The nice level and quotas the configuration gives a client, and the
+ * application's own ask.  A program is known by the name its client gives
+ * (any program may give any name): its rule may lower the priority its
+ * user's rule (or nice 0) gives, never raise it, and its quota holds for
+ * programs that say who they are.  The application may only lower its
+ * priority too. */
 static void
 configured(const struct gpud_server *server, const struct gpud_client *client, int *ret_nice,
            uint32_t *ret_quota, uint32_t *ret_user_quota)
@@ -82,15 +85,17 @@ configured(const struct gpud_server *server, const struct gpud_client *client, i
       if (r->user && r->uid == client->uid) {
          if (r->has_nice)
             nice = r->nice;
-         user_quota = r->quota_ppm;
+         if (r->has_quota)
+            user_quota = r->quota_ppm;
       }
    }
    for (unsigned i = 0; i < cfg->n_share_rules; i++) {
       const struct gpud_share_rule *r = &cfg->share_rules[i];
       if (!r->user && !strcmp(r->name, client->name)) {
-         if (r->has_nice)
+         if (r->has_nice && r->nice > nice)
             nice = r->nice;
-         quota = r->quota_ppm;
+         if (r->has_quota)
+            quota = r->quota_ppm;
       }
    }
    if (client->asked_nice > nice)

@@ -129,7 +129,8 @@ struct track_entry {
    unsigned n_pools;
    bool published; /* on the page already (a wait the host answered) */
    int32_t timing;   /* its timing slot (gpud_timing.h); -1: untimed */
-   uint64_t submitted_ns; /* when it went to the host */
+   uint64_t submitted_ns; /* when it went to the host (the call began) */
+   bool charged;     /* the schedule knows its end (gpud_sched_worker.h) */
 };
 
 struct gpud_queue_track {
@@ -323,20 +324,42 @@ publish(struct gpud_queue_track *q)
 }
 
 /* With the mutex held: a retired submission's GPU time, from its
- * timestamps, else the time it had the queue to itself since the one
- * before it was done. */
+ * timestamps (no more than the time from its submit to its end), else the
+ * time it had the queue to itself since the one before it was done. */
 static void
 entry_gpu_time(struct gpud_device_track *t, struct gpud_queue_track *q, struct track_entry *e)
 {
    uint64_t ns = 0;
-   if (e->timing < 0 || !gpud_timing_read(q->timing, e->timing, &ns)) {
+   uint64_t wall = e->done_ns > e->submitted_ns ? e->done_ns - e->submitted_ns : 0;
+   if (e->timing >= 0 && gpud_timing_read(q->timing, e->timing, &ns)) {
+      ns = UTIL_MIN(ns, wall);
+   } else {
       uint64_t from = UTIL_MAX(e->submitted_ns, q->last_done_ns);
       ns = e->done_ns > from ? e->done_ns - from : 0;
    }
    e->timing = -1;
    q->gpu_ns += ns;
    q->last_done_ns = UTIL_MAX(q->last_done_ns, e->done_ns);
-   gpud_sched_done(t->ctx->sched, ns);
+   if (!e->charged)
+      gpud_sched_done(t->ctx->sched, ns);
+   e->charged = true;
+}
+
+/* With the mutex held: the schedule is told that the submissions still in
+ * the rings will not be seen complete (the device is lost, or nothing
+ * watches them). */
+static void
+uncharge_all(struct gpud_device_track *t)
+{
+   struct gpud_queue_track *q;
+   util_list_for_each(q, &t->queues, link) {
+      for (unsigned i = 0; i < q->count; i++) {
+         struct track_entry *e = &q->ring[(q->head + i) % q->cap];
+         if (!e->charged)
+            gpud_sched_dropped(t->ctx->sched);
+         e->charged = true;
+      }
+   }
 }
 
 /* Takes the finished submissions off each queue; with the mutex held.
@@ -566,6 +589,7 @@ tracker_thread(void *data)
       if (r == VK_ERROR_DEVICE_LOST) {
          t->lost = true; /* nothing completes any more: stop watching */
          page_lost(t);
+         uncharge_all(t);
          /* a fault, as when a call the application waits for says so (the
           * application's waits end on the page, not in a host call) */
          atomic_store(&t->device->lost, true);
@@ -717,7 +741,7 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct trac
 static void
 track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence,
           bool submitted, bool fence_used, const struct gpud_object *app_fence,
-          struct track_gather *g, int timing)
+          struct track_gather *g, int timing, uint64_t began_ns)
 {
    pthread_mutex_lock(&t->mutex);
    uint64_t now = util_now_ns();
@@ -742,7 +766,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          .pools = g->pools,
          .n_pools = g->n_pools,
          .timing = timing,
-         .submitted_ns = now,
+         .submitted_ns = began_ns,
       };
       timing = -1;
       *g = (struct track_gather){0};
@@ -760,6 +784,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          wrote |= entry_signals(t, e, true);
          wrote |= watched_submitted(t, e->events, e->n_events, e->pools, e->n_pools, false);
          e->slot = -1;
+         uncharge_all(t); /* (this one, and any before) */
       }
       pthread_cond_signal(&t->cond);
    } else if (fence) {
@@ -768,7 +793,11 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       else
          t->disp->DestroyFence(t->dev, fence, NULL);
    }
-   gpud_timing_drop(q->timing, timing); /* (a slot no entry took) */
+   /* a slot no entry took is free again, unless the host has its command
+    * buffers (the submit went, gpud's fence after it did not): then it is
+    * given up, not reused while they may run */
+   if (!submitted)
+      gpud_timing_drop(q->timing, timing);
    /* untracked: the host driver's fence, semaphores and events tell */
    wrote |= tracked_app && submitted &&
             page_write(t, (int32_t)app_fence->fence_slot, app_fence->id, GPUD_FENCE_ASK);
@@ -803,7 +832,8 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    struct gpud_queue_track *q;
    util_list_for_each_safe(q, &t->queues, link) {
       for (unsigned i = 0; i < q->count; i++) {
-         gpud_sched_dropped(ctx->sched); /* (never seen complete) */
+         if (!q->ring[(q->head + i) % q->cap].charged)
+            gpud_sched_dropped(ctx->sched); /* (never seen complete) */
          t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % q->cap].fence, NULL);
          free(q->ring[(q->head + i) % q->cap].signals);
          free(q->ring[(q->head + i) % q->cap].events);
@@ -997,29 +1027,31 @@ chain_forbids_timing(const void *pnext)
    return false;
 }
 
+/* (a submit with no command buffers, semaphores alone, takes no GPU time
+ * worth two of gpud's around it) */
 static bool
 timed_vkQueueSubmit(const struct wire_args_vkQueueSubmit *a)
 {
-   if (!a->submitCount)
-      return false;
+   bool any = false;
    for (uint32_t i = 0; i < a->submitCount; i++) {
       if (chain_forbids_timing(a->pSubmits[i].pNext))
          return false;
+      any |= a->pSubmits[i].commandBufferCount > 0;
    }
-   return true;
+   return any;
 }
 
 static bool
 timed_vkQueueSubmit2(const struct wire_args_vkQueueSubmit2 *a)
 {
-   if (!a->submitCount)
-      return false;
+   bool any = false;
    for (uint32_t i = 0; i < a->submitCount; i++) {
       if ((a->pSubmits[i].flags & VK_SUBMIT_PROTECTED_BIT) ||
           chain_forbids_timing(a->pSubmits[i].pNext))
          return false;
+      any |= a->pSubmits[i].commandBufferInfoCount > 0;
    }
-   return true;
+   return any;
 }
 
 static bool
@@ -1154,7 +1186,7 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
          a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
                   : NULL;                                                                   \
       struct track_gather g = {0};                                                          \
-      /* its turn on the GPU first (gpud_sched.c): nothing is held meanwhile */             \
+      /* its turn on the GPU first (gpud_sched.c), before any lock of the tracker */        \
       gpud_sched_admit(call->ctx->sched);                                                   \
       gather_##cmd(call, a, dt, &g);                                                        \
       if (dt && !t)                                                                         \
@@ -1174,6 +1206,7 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
          pthread_mutex_unlock(&t->mutex);                                                   \
          timing = -1;                                                                       \
       }                                                                                     \
+      uint64_t began_ns = util_now_ns();                                                    \
       gpud_gen_exec_##cmd(call, a);                                                         \
       if (timing >= 0)                                                                      \
          untime_##cmd(a, &saved);                                                           \
@@ -1185,7 +1218,8 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
       if (!fence || !used)                                                                  \
          gpud_sched_dropped(call->ctx->sched); /* nothing charges it at its end */         \
       if (t) {                                                                              \
-         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence, &g, timing);         \
+         track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence, &g, timing,          \
+                   began_ns);                                                               \
       } else {                                                                              \
          if (app_fence)                                                                     \
             gpud_queue_fence_ask((struct gpud_object *)app_fence);                          \

@@ -89,8 +89,12 @@ struct gpud_replay {
    pthread_mutex_t progress_mutex;
    pthread_cond_t progress;
    _Atomic unsigned waiters;
-   /* submissions in order, and what runs them */
+   /* submissions in order, and what runs them: submit_mutex is held by the
+    * one thread running them (a submission may wait there for its turn on
+    * the GPU, gpud_sched.c), list_mutex only while the list changes, so
+    * that queueing the next one never waits for that turn */
    pthread_mutex_t submit_mutex;
+   pthread_mutex_t list_mutex;
    struct util_list submits;
    _Atomic unsigned n_submits;
    atomic_bool look; /* submit_ready: someone found the lock taken */
@@ -371,6 +375,7 @@ gpud_replay_create(struct gpud_context *ctx)
    pthread_mutex_init(&r->progress_mutex, NULL);
    pthread_cond_init(&r->progress, NULL);
    pthread_mutex_init(&r->submit_mutex, NULL);
+   pthread_mutex_init(&r->list_mutex, NULL);
    util_list_init(&r->submits);
    unsigned n = lanes_wanted(ctx);
    if (!n)
@@ -420,6 +425,7 @@ gpud_replay_destroy(struct gpud_replay *r)
    pthread_mutex_destroy(&r->progress_mutex);
    pthread_cond_destroy(&r->progress);
    pthread_mutex_destroy(&r->submit_mutex);
+   pthread_mutex_destroy(&r->list_mutex);
    free(r);
 }
 
@@ -675,14 +681,19 @@ run_submit(struct gpud_call *call, const uint8_t *cmd, size_t size)
 }
 
 /* The first waiting submission, when its command buffers are replayed
- * (and the client is still there); NULL otherwise.  submit_mutex held. */
+ * (and the client is still there); NULL otherwise.  submit_mutex held (no
+ * one else takes the first one off). */
 static struct replay_submit *
 first_ready(struct gpud_replay *r)
 {
-   if (util_list_empty(&r->submits) || atomic_load(&r->ctx->closing))
+   if (atomic_load(&r->ctx->closing))
       return NULL;
-   struct replay_submit *s = util_list_first(&r->submits, struct replay_submit, link);
-   return submit_is_ready(s) ? s : NULL;
+   pthread_mutex_lock(&r->list_mutex);
+   struct replay_submit *s = util_list_empty(&r->submits)
+                                ? NULL
+                                : util_list_first(&r->submits, struct replay_submit, link);
+   pthread_mutex_unlock(&r->list_mutex);
+   return s && submit_is_ready(s) ? s : NULL;
 }
 
 /* Runs the submissions, in order, whose command buffers are replayed.
@@ -703,7 +714,9 @@ submit_ready(struct gpud_replay *r)
       bool ran = false;
       while ((s = first_ready(r))) {
          run_submit(r->submit_call, s->data, s->size);
+         pthread_mutex_lock(&r->list_mutex);
          util_list_remove(&s->link);
+         pthread_mutex_unlock(&r->list_mutex);
          free(s);
          atomic_fetch_sub(&r->n_submits, 1);
          ran = true;
@@ -788,10 +801,10 @@ gpud_replay_submit(struct gpud_call *call)
       s->cbs[s->n_cbs] = cbs[i];
       s->targets[s->n_cbs++] = cbs[i]->chunks_routed;
    }
-   pthread_mutex_lock(&r->submit_mutex);
+   pthread_mutex_lock(&r->list_mutex);
    util_list_add_tail(&r->submits, &s->link);
    atomic_fetch_add(&r->n_submits, 1);
-   pthread_mutex_unlock(&r->submit_mutex);
+   pthread_mutex_unlock(&r->list_mutex);
    submit_ready(r);
    return 1;
 }

@@ -13,7 +13,7 @@
  * A client with a quota also needs GPU time left in its bucket (and its
  * user's), which refills at its share of wall time.  A client alone, and
  * clients within their shares, go at once: the common path is an atomic
- * load of the number of active clients.
+ * load of the number of clients.
  */
 #include "gpud_sched.h"
 #include "gpud_sched_worker.h"
@@ -34,6 +34,10 @@
 /* Another client that submitted this recently shares the GPU: one
  * submission in flight at a time. */
 #define LATELY_NS (100ull * 1000 * 1000)
+/* The longest a submission waits for one of the client's own in flight to
+ * complete: the one in flight may wait (on the GPU) for a semaphore that a
+ * later submission, or the host, signals only once the one held goes. */
+#define MAX_IN_FLIGHT_HOLD_NS (100ull * 1000 * 1000)
 
 struct gpud_sched {
    struct gpud_sched_page *page;
@@ -81,7 +85,8 @@ gpud_sched_bind(struct gpud_sched *s, int fd, uint32_t slot)
     * sleep on it: a futex of unmapped memory would fail at once), with
     * this client no longer active on it. */
    if (s->page && s->active) {
-      atomic_fetch_and(&s->me->state, ~(GPUD_SCHED_ACTIVE | GPUD_SCHED_WAITING));
+      atomic_fetch_and(&s->me->state,
+                       ~(GPUD_SCHED_ACTIVE | GPUD_SCHED_WAITING | GPUD_SCHED_QUOTA_HELD));
       atomic_fetch_sub(&s->page->active, 1);
       wake(s->page);
    }
@@ -89,13 +94,32 @@ gpud_sched_bind(struct gpud_sched *s, int fd, uint32_t slot)
    s->slot = slot;
    s->me = &page->slots[slot];
    if (s->active) {
+      /* (a submission held sets its bits here when it looks again) */
       atomic_store(&s->me->busy_since_ns, s->in_flight ? util_now_ns() : 0);
-      atomic_fetch_or(&s->me->state,
-                      GPUD_SCHED_ACTIVE | (s->waiting ? GPUD_SCHED_WAITING : 0u));
+      atomic_fetch_or(&s->me->state, GPUD_SCHED_ACTIVE);
       atomic_fetch_add(&page->active, 1);
    }
    pthread_mutex_unlock(&s->mutex);
    return true;
+}
+
+void
+gpud_sched_unbind(struct gpud_sched *s)
+{
+   if (!s)
+      return;
+   pthread_mutex_lock(&s->mutex);
+   if (s->page && s->active) {
+      atomic_fetch_and(&s->me->state,
+                       ~(GPUD_SCHED_ACTIVE | GPUD_SCHED_WAITING | GPUD_SCHED_QUOTA_HELD));
+      atomic_fetch_sub(&s->page->active, 1);
+      wake(s->page);
+   }
+   /* (left mapped, as by gpud_sched_bind) */
+   s->page = NULL;
+   s->me = NULL;
+   s->active = false;
+   pthread_mutex_unlock(&s->mutex);
 }
 
 void
@@ -135,16 +159,23 @@ static int64_t
 refill(_Atomic int64_t *tokens, _Atomic uint64_t *refill_ns, uint32_t quota_ppm,
        uint32_t bucket_ms, uint64_t now)
 {
+   int64_t cap = (int64_t)bucket_ms * 1000000 * quota_ppm / 1000000;
    uint64_t last = atomic_load(refill_ns);
    if (!last) {
       /* a new bucket starts full */
       if (atomic_compare_exchange_strong(refill_ns, &last, now))
-         atomic_store(tokens, (int64_t)bucket_ms * 1000000 * quota_ppm / 1000000);
+         atomic_store(tokens, cap);
       return atomic_load(tokens);
    }
-   if (now > last && atomic_compare_exchange_strong(refill_ns, &last, now)) {
-      int64_t add = (int64_t)((now - last) * quota_ppm / 1000000);
-      int64_t cap = (int64_t)bucket_ms * 1000000 * quota_ppm / 1000000;
+   if (now <= last)
+      return atomic_load(tokens);
+   /* (a bucket full after bucket_ms: longer adds nothing, and keeps the
+    * product below from overflowing) */
+   uint64_t elapsed = UTIL_MIN(now - last, (uint64_t)bucket_ms * 1000000 + 1000000);
+   int64_t add = (int64_t)(elapsed * quota_ppm / 1000000);
+   /* the clock moves on only by what it added: slivers of time too short
+    * to add a nanosecond add up */
+   if (add > 0 && atomic_compare_exchange_strong(refill_ns, &last, now)) {
       int64_t t = atomic_fetch_add(tokens, add) + add;
       if (t > cap)
          atomic_fetch_sub(tokens, t - cap);
@@ -153,11 +184,11 @@ refill(_Atomic int64_t *tokens, _Atomic uint64_t *refill_ns, uint32_t quota_ppm,
 }
 
 /* How long until the client's quota (and its user's) lets it submit; 0: now.
- * A client under a quota has one submission in flight at a time: what it
- * takes is charged when it completes, so two at once could overdraw the
- * bucket by two. */
+ * A client under a quota has one submission in flight at a time (for up to
+ * MAX_IN_FLIGHT_HOLD_NS): what it takes is charged when it completes, so
+ * two at once could overdraw the bucket by two. */
 static uint64_t
-quota_wait_ns(struct gpud_sched *s, uint64_t now)
+quota_wait_ns(struct gpud_sched *s, uint64_t now, bool hold_in_flight)
 {
    struct gpud_sched_page *page = s->page;
    uint32_t bucket_ms = atomic_load(&page->bucket_ms);
@@ -166,7 +197,7 @@ quota_wait_ns(struct gpud_sched *s, uint64_t now)
    uint32_t user = atomic_load(&s->me->user);
    bool limited = q || (user && user <= GPUD_SCHED_USERS &&
                         atomic_load(&page->users[user - 1].quota_ppm));
-   if (limited && s->in_flight)
+   if (limited && s->in_flight && hold_in_flight)
       return RECHECK_NS; /* (its completion wakes it) */
    if (q) {
       int64_t t = refill(&s->me->tokens_ns, &s->me->refill_ns, q, bucket_ms, now);
@@ -186,11 +217,13 @@ quota_wait_ns(struct gpud_sched *s, uint64_t now)
 }
 
 /* Whether another client should go first: the client is more than a slice
- * ahead of another with work, or has work in flight while another waits or
- * submitted lately (its next frame would queue behind this client's
- * second submission: a client that shares the GPU has one in flight). */
+ * ahead of another with work, or has work in flight (and may still hold
+ * for it) while another no further ahead waits or submitted lately (its
+ * next frame would queue behind this client's second submission: a client
+ * that shares the GPU has one in flight).  A client held by its quota is
+ * not competing: it is no one's reason to wait. */
 static bool
-others_first(struct gpud_sched *s, uint64_t now)
+others_first(struct gpud_sched *s, uint64_t now, bool hold_in_flight)
 {
    struct gpud_sched_page *page = s->page;
    if (atomic_load_explicit(&page->clients, memory_order_relaxed) <= 1)
@@ -206,22 +239,33 @@ others_first(struct gpud_sched *s, uint64_t now)
       const struct gpud_sched_slot *o = &page->slots[i];
       if (i == s->slot || !atomic_load_explicit(&o->client_id, memory_order_relaxed))
          continue;
-      uint64_t last = atomic_load_explicit(&o->submitted_ns, memory_order_relaxed);
-      another_lately |= last && now > last && now - last < LATELY_NS;
       uint32_t state = atomic_load_explicit(&o->state, memory_order_relaxed);
+      if (state & GPUD_SCHED_QUOTA_HELD)
+         continue;
+      uint64_t theirs = effective_vtime(o, now);
+      if (theirs <= mine + slice) {
+         uint64_t last = atomic_load_explicit(&o->submitted_ns, memory_order_relaxed);
+         another_lately |= last && now > last && now - last < LATELY_NS;
+      }
       if (!(state & GPUD_SCHED_ACTIVE))
          continue;
       others = true;
-      another_waits |= (state & GPUD_SCHED_WAITING) != 0;
-      least = UTIL_MIN(least, effective_vtime(o, now));
+      another_waits |= (state & GPUD_SCHED_WAITING) && theirs <= mine + slice;
+      least = UTIL_MIN(least, theirs);
    }
    if (others && mine > least + slice)
       return true;
-   return (another_waits || another_lately) && s->in_flight > 0;
+   return (another_waits || another_lately) && s->in_flight > 0 && hold_in_flight;
 }
 
-/* With the mutex held: the client has work from now on; an idle client
- * comes back no further behind than a slice (idle time earns no credit). */
+/* With the mutex held: the client has work from now on.  It comes back no
+ * further behind the furthest behind of the others that have work or had
+ * some lately than a slice: idle time earns no credit, and a new client,
+ * at 0, does not take the GPU until it caught up.  A client idle for a
+ * while comes back no further ahead than a slice either: what it took long
+ * ago is no debt that keeps it waiting for clients that came since (one
+ * that waits for each submission before the next is idle between them,
+ * and keeps what it owes). */
 static void
 become_active(struct gpud_sched *s, uint64_t now)
 {
@@ -235,13 +279,23 @@ become_active(struct gpud_sched *s, uint64_t now)
    uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), GPUD_SCHED_SLOTS);
    for (uint32_t i = 0; i < n; i++) {
       const struct gpud_sched_slot *o = &page->slots[i];
-      if (i != s->slot && atomic_load(&o->client_id) &&
-          (atomic_load(&o->state) & GPUD_SCHED_ACTIVE))
+      if (i == s->slot || !atomic_load(&o->client_id))
+         continue;
+      uint32_t state = atomic_load(&o->state);
+      uint64_t last = atomic_load(&o->submitted_ns);
+      bool lately = last && now > last && now - last < LATELY_NS;
+      if ((state & GPUD_SCHED_ACTIVE || lately) && !(state & GPUD_SCHED_QUOTA_HELD))
          least = UTIL_MIN(least, effective_vtime(o, now));
    }
    uint64_t v = atomic_load(&s->me->vtime);
-   if (least != UINT64_MAX && least > slice && v < least - slice)
-      atomic_store(&s->me->vtime, least - slice);
+   uint64_t mine = atomic_load(&s->me->submitted_ns);
+   bool was_idle = !mine || now < mine || now - mine >= LATELY_NS;
+   if (least != UINT64_MAX) {
+      if (least > slice && v < least - slice)
+         atomic_store(&s->me->vtime, least - slice);
+      else if (was_idle && least <= UINT64_MAX - slice && v > least + slice)
+         atomic_store(&s->me->vtime, least + slice);
+   }
    atomic_fetch_or(&s->me->state, GPUD_SCHED_ACTIVE);
    atomic_fetch_add(&page->active, 1);
    s->active = true;
@@ -271,32 +325,58 @@ gpud_sched_admit(struct gpud_sched *s)
       pthread_mutex_unlock(&s->mutex);
       return;
    }
-   become_active(s, now);
    uint64_t held_since = 0;
+   uint32_t held = 0; /* the state bits it set ... */
+   struct gpud_sched_page *held_page = NULL; /* ... there */
    for (;;) {
-      /* (the page may change while it waits: a restart) */
+      /* (the page may change while it waits: a restart; a server without
+       * one leaves the client unscheduled) */
       struct gpud_sched_page *page = s->page;
+      if (!page)
+         break;
+      become_active(s, util_now_ns()); /* (again on a new page) */
+      if (page != held_page)
+         held = 0; /* (gpud_sched_bind cleared them there) */
       uint32_t epoch = atomic_load(&page->epoch);
       now = util_now_ns();
-      uint64_t quota = quota_wait_ns(s, now);
-      if (!quota && !others_first(s, now))
+      bool hold_in_flight = !held_since || now - held_since < MAX_IN_FLIGHT_HOLD_NS;
+      uint64_t quota = quota_wait_ns(s, now, hold_in_flight);
+      bool others = !quota && others_first(s, now, hold_in_flight);
+      if (!quota && !others)
          break;
       if (!held_since) {
          held_since = now;
          s->waiting++;
-         atomic_fetch_or(&s->me->state, GPUD_SCHED_WAITING);
+      }
+      /* held by its quota, it does not compete; held for others, it does */
+      uint32_t want = quota ? GPUD_SCHED_QUOTA_HELD : GPUD_SCHED_WAITING;
+      if (want != held) {
+         if (held)
+            atomic_fetch_and(&s->me->state, ~held);
+         atomic_fetch_or(&s->me->state, want);
+         held = want;
+         held_page = page;
+         wake(page); /* (whether it competes changed) */
       }
       pthread_mutex_unlock(&s->mutex);
       atomic_fetch_add(&page->waiters, 1);
-      util_futex_wait(&page->epoch, epoch, quota ? UTIL_MIN(quota, RECHECK_NS) : RECHECK_NS);
+      uint64_t timeout = quota ? UTIL_MIN(quota, RECHECK_NS) : RECHECK_NS;
+      util_futex_wait(&page->epoch, epoch, timeout);
       atomic_fetch_sub(&page->waiters, 1);
       pthread_mutex_lock(&s->mutex);
    }
    if (held_since) {
-      if (!--s->waiting)
-         atomic_fetch_and(&s->me->state, ~GPUD_SCHED_WAITING);
+      s->waiting--;
       now = util_now_ns();
-      atomic_fetch_add(&s->me->waited_ns, now - held_since);
+      if (held && held_page == s->page)
+         atomic_fetch_and(&s->me->state, ~held);
+      if (s->page)
+         atomic_fetch_add(&s->me->waited_ns, now - held_since);
+   }
+   if (!s->page) {
+      s->in_flight++;
+      pthread_mutex_unlock(&s->mutex);
+      return;
    }
    if (!s->in_flight++)
       atomic_store(&s->me->busy_since_ns, now);

@@ -17,6 +17,8 @@ struct gpud_sched *gpud_sched_new(void);
  * of any before (a restart's server has a page of its own); false when it
  * cannot be mapped or is of another layout. */
 bool gpud_sched_bind(struct gpud_sched *s, int fd, uint32_t slot);
+/* No page from now on (a restart's server has none to give). */
+void gpud_sched_unbind(struct gpud_sched *s);
 void gpud_sched_free(struct gpud_sched *s);
 /* Before a submission goes to the host: waits for the client's turn. */
 void gpud_sched_admit(struct gpud_sched *s);

@@ -30,6 +30,7 @@ struct gpud_queue_timing {
    unsigned n_slots;              /* made */
    unsigned free_slots[TIMING_MAX];
    unsigned n_free;
+   uint64_t last_end;   /* ticks: the end of the last submission read */
 };
 
 struct gpud_queue_timing *
@@ -175,7 +176,17 @@ gpud_timing_read(struct gpud_queue_timing *tm, int slot, uint64_t *ret_ns)
    gpud_timing_drop(tm, slot);
    if (r != VK_SUCCESS)
       return false;
-   uint64_t ticks = ((ts[1] & tm->mask) - (ts[0] & tm->mask)) & tm->mask;
+   uint64_t begin = ts[0] & tm->mask, end = ts[1] & tm->mask;
+   uint64_t ticks;
+   if (end >= begin) {
+      /* from the end of the one before where they overlap */
+      uint64_t from = UTIL_MAX(begin, tm->last_end);
+      ticks = end > from ? end - from : 0;
+      tm->last_end = UTIL_MAX(tm->last_end, end);
+   } else {
+      ticks = (end - begin) & tm->mask; /* the counter wrapped */
+      tm->last_end = end;
+   }
    *ret_ns = (uint64_t)((double)ticks * tm->period_ns);
    return true;
 }

@@ -31,7 +31,9 @@ void gpud_timing_destroy(struct gpud_queue_timing *tm);
 int gpud_timing_take(struct gpud_queue_timing *tm, VkCommandBuffer *ret_begin,
                      VkCommandBuffer *ret_end);
 /* A done submission's GPU time from its slot's timestamps (false: not
- * written, the submission did not run them); the slot is free again. */
+ * written, the submission did not run them); the slot is free again.  Done
+ * submissions are read in the order they went: what ran while the one
+ * before still ran (the top of a pipe starts early) is counted once. */
 bool gpud_timing_read(struct gpud_queue_timing *tm, int slot, uint64_t *ret_ns);
 /* A slot whose submission never went to the host. */
 void gpud_timing_drop(struct gpud_queue_timing *tm, int slot);

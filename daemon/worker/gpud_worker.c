@@ -577,10 +577,14 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    util_msg_reader_finish(&w->reader);
    util_msg_reader_init(&w->reader, 1u << 20);
    pthread_mutex_unlock(&w->mutex);
-   /* the new server's schedule page from now on */
-   if (sched_fd >= 0 && !gpud_sched_bind(w->sched, sched_fd, sched_slot))
-      util_warn("worker of client %" PRIu64 ": the new server's schedule page cannot be used",
-                w->client_id);
+   /* the new server's schedule page from now on, or none (the earlier
+    * server's slot is no one's to free) */
+   if (sched_fd < 0 || !gpud_sched_bind(w->sched, sched_fd, sched_slot)) {
+      if (sched_fd >= 0)
+         util_warn("worker of client %" PRIu64 ": the new server's schedule page cannot be used",
+                   w->client_id);
+      gpud_sched_unbind(w->sched);
+   }
    util_fd_close(&sched_fd);
    util_notice("worker of client %" PRIu64 ": adopted by gpud %s (pid %d) after %" PRIu64
                " ms without a server",

@@ -1890,6 +1890,18 @@ def test_config(fx):
     if p.returncode != 78 or 'unknown setting' not in err:
         fail('an unknown setting: exit %d, "%s"' % (p.returncode, err))
     log('gpud --config with an unknown setting: exit 78: %s' % err)
+    for text, reason in (('[user 99999999999]\nnice = 1\n', 'a user number'),
+                         ('[user no-such-user-here]\nnice = 1\n', 'no such user'),
+                         ('[user 0]\nnice = -21\n', 'a nice level'),
+                         ('[program x]\ngpu-quota = 120%\n', 'a share of the GPU')):
+        write_file(bad, text)
+        p = subprocess.run([fx.args.gpud, '--config', bad], env=fx.base_env(),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=30)
+        err = p.stderr.decode(errors='replace').strip()
+        if p.returncode != 78 or reason not in err or '%s:' % bad not in err:
+            fail('%r: exit %d, "%s"; expected 78 and "%s"' % (text, p.returncode, err, reason))
+        log('gpud --config with %r: exit 78: %s' % (text.split('\n')[:2], err))
     p = subprocess.run([fx.args.gpud, '--replay-threads', '9'], env=fx.base_env(),
                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=30)

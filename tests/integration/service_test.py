@@ -393,13 +393,19 @@ def test_dbus(fx):
             if s1 <= s0 or b1 <= b0:
                 fail('queue figures did not grow with work (%s): submissions %d -> %d, '
                      'busy %d -> %d ns' % ('D-Bus' if path else 'socket', s0, s1, b0, b1))
+            if after['gpu_ns'] <= before['gpu_ns'] or \
+                    after['gpu_ns'] != sum(q['gpu_ns'] for q in after['queues']):
+                fail('GPU time did not grow with work (%s): %d -> %d ns (queues %r)' %
+                     ('D-Bus' if path else 'socket', before['gpu_ns'], after['gpu_ns'],
+                      [q['gpu_ns'] for q in after['queues']]))
             if heap_bytes(after) < heap_bytes(before) + (64 << 20):
                 fail('heap memory did not grow by 64 MiB (%s): %d -> %d' %
                      ('D-Bus' if path else 'socket', heap_bytes(before), heap_bytes(after)))
             if any(q['in_flight'] for q in after['queues']):
                 fail('work in flight after the client waited for it: %r' % after['queues'])
-        log('submissions %d -> %d, busy %.3f -> %.3f s, heap memory %d -> %d bytes' %
-            (s0, s1, b0 / 1e9, b1 / 1e9, heap_bytes(before), heap_bytes(after)))
+        log('submissions %d -> %d, busy %.3f -> %.3f s, GPU time %.3f -> %.3f s, heap memory '
+            '%d -> %d bytes' % (s0, s1, b0 / 1e9, b1 / 1e9, before['gpu_ns'] / 1e9,
+                                after['gpu_ns'] / 1e9, heap_bytes(before), heap_bytes(after)))
         app.do('release')
 
         # Another user: their own client only, and root's is not theirs to

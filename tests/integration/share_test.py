@@ -176,10 +176,13 @@ def test_share(fx):
             os.unlink(uuntil)
         log('its user lowered its client\'s priority, and could not raise it')
 
-    # a quota: 25 % of the GPU's time for the program, alone or not
+    # a quota: 25 % of the GPU's time for the program, alone or not; a
+    # program (any client may give that name) cannot raise the priority
+    # its user's section gives
     conf = os.path.join(fx.tmp, 'share.conf')
     with open(conf, 'w') as f:
-        f.write('[program vk_share]\ngpu-quota = 25%\n')
+        f.write('[user %d]\nnice = 2\n[program vk_share]\nnice = -5\ngpu-quota = 25%%\n'
+                % os.geteuid())
     fx.stop_daemon()
     fx.extra_args = ['--config', conf]
     fx.start_daemon()
@@ -192,6 +195,8 @@ def test_share(fx):
     log('a program held to 25 %%: %.2f of the GPU\'s time' % rate[p.pid])
     if me['quota_ppm'] != 250000:
         fail('gpudctl shows a quota of %r ppm' % me['quota_ppm'])
+    if me['nice'] != 2:
+        fail('a program\'s nice -5 under its user\'s 2 gave nice %r' % me['nice'])
     if not 0.17 <= rate[p.pid] <= 0.33:
         fail('a program held to 25 %% took %.2f of the GPU\'s time' % rate[p.pid])
 
