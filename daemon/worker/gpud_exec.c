@@ -9,6 +9,7 @@
 #include "gpud_inject.h"
 #include "gpud_lifetime.h"
 #include "gpud_queue.h"
+#include "gpud_sched_worker.h"
 #include "gpud_validate.h"
 #include "gpud_wait.h"
 
@@ -446,13 +447,71 @@ host_image_copy_enabled(const void *chain)
    return false;
 }
 
+/* The host's global queue priority for a client's queues, from its nice
+ * level when the device is made (the fair share orders what enters the
+ * queues; the GPU's own scheduler, where it has priorities, then prefers
+ * the work of clients of higher priority, and may time-slice or preempt
+ * for it): below 0 high, above 0 low.  Only where the host has the
+ * extension and the application chose no priority for any queue itself.
+ * The chain and the create infos are the decoder's own memory: each queue
+ * create info gets a copy with the priority in front.  Returns the
+ * priority given (0: none). */
+static VkQueueGlobalPriorityEXT
+add_global_priority(struct gpud_call *call, VkDeviceCreateInfo *ci, const char **exts,
+                    uint32_t *n_exts, const VkExtensionProperties *host_exts, uint32_t n_host)
+{
+   int nice = gpud_sched_nice(call->ctx->sched);
+   if (!nice || !ci->queueCreateInfoCount)
+      return 0;
+   const char *ext = NULL;
+   if (host_has_extension(host_exts, n_host, "VK_KHR_global_priority"))
+      ext = "VK_KHR_global_priority";
+   else if (host_has_extension(host_exts, n_host, VK_EXT_GLOBAL_PRIORITY_EXTENSION_NAME))
+      ext = VK_EXT_GLOBAL_PRIORITY_EXTENSION_NAME;
+   if (!ext)
+      return 0;
+   for (uint32_t i = 0; i < ci->queueCreateInfoCount; i++) {
+      for (const VkBaseInStructure *c = ci->pQueueCreateInfos[i].pNext; c; c = c->pNext) {
+         if (c->sType == VK_STRUCTURE_TYPE_DEVICE_QUEUE_GLOBAL_PRIORITY_CREATE_INFO_EXT)
+            return 0;
+      }
+   }
+   VkDeviceQueueCreateInfo *queues =
+      wire_dec_alloc(&call->dec, sizeof(*queues) * ci->queueCreateInfoCount);
+   VkDeviceQueueGlobalPriorityCreateInfoEXT *prio =
+      wire_dec_alloc(&call->dec, sizeof(*prio) * ci->queueCreateInfoCount);
+   if (!queues || !prio)
+      return 0;
+   VkQueueGlobalPriorityEXT level =
+      nice < 0 ? VK_QUEUE_GLOBAL_PRIORITY_HIGH_EXT : VK_QUEUE_GLOBAL_PRIORITY_LOW_EXT;
+   for (uint32_t i = 0; i < ci->queueCreateInfoCount; i++) {
+      queues[i] = ci->pQueueCreateInfos[i];
+      prio[i] = (VkDeviceQueueGlobalPriorityCreateInfoEXT){
+         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_GLOBAL_PRIORITY_CREATE_INFO_EXT,
+         .pNext = queues[i].pNext,
+         .globalPriority = level,
+      };
+      queues[i].pNext = &prio[i];
+   }
+   ci->pQueueCreateInfos = queues;
+   bool enabled = false;
+   for (uint32_t i = 0; i < *n_exts; i++)
+      enabled |= !strcmp(exts[i], "VK_KHR_global_priority") ||
+                 !strcmp(exts[i], VK_EXT_GLOBAL_PRIORITY_EXTENSION_NAME);
+   if (!enabled)
+      exts[(*n_exts)++] = ext;
+   ci->enabledExtensionCount = *n_exts;
+   ci->ppEnabledExtensionNames = exts;
+   return level;
+}
+
 void
 gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice *a)
 {
    const struct gpud_host *host = call->ctx->host;
    const VkDeviceCreateInfo *in = a->pCreateInfo;
    keep_off_interrupt_cpus(call); /* before the host device starts its threads */
-   const char **exts = wire_dec_alloc(&call->dec, sizeof(char *) * (in->enabledExtensionCount + 2));
+   const char **exts = wire_dec_alloc(&call->dec, sizeof(char *) * (in->enabledExtensionCount + 3));
    if (!exts) {
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
@@ -534,7 +593,22 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    clear_uncarried_features(ci.pNext);
    call->new_host_image_copy = host_image_copy_enabled(ci.pNext);
    drop_own_features(&ci.pNext);
+   VkDeviceCreateInfo plain = ci;
+   VkQueueGlobalPriorityEXT priority = add_global_priority(call, &ci, exts, &n, host_exts, n_host);
    a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
+   if (priority && a->ret != VK_SUCCESS) {
+      /* (not allowed, say: a high priority may need privileges) */
+      gpud_context_log(call->ctx, UTIL_LOG_INFO,
+                       "vkCreateDevice: the host's %s global priority refused (%d): without",
+                       priority == VK_QUEUE_GLOBAL_PRIORITY_LOW_EXT ? "low" : "high", a->ret);
+      priority = 0;
+      a->ret = call->disp->CreateDevice(a->physicalDevice, &plain, NULL, a->pDevice);
+   } else if (priority) {
+      gpud_context_log(call->ctx, UTIL_LOG_INFO,
+                       "its device's queues at the host's %s global priority (nice %d)",
+                       priority == VK_QUEUE_GLOBAL_PRIORITY_LOW_EXT ? "low" : "high",
+                       gpud_sched_nice(call->ctx->sched));
+   }
    if (a->ret == VK_SUCCESS) {
       call->new_queues = queues;
       call->n_new_queues = in->queueCreateInfoCount;

@@ -122,6 +122,17 @@ gpud_sched_unbind(struct gpud_sched *s)
    pthread_mutex_unlock(&s->mutex);
 }
 
+int
+gpud_sched_nice(struct gpud_sched *s)
+{
+   if (!s)
+      return 0;
+   pthread_mutex_lock(&s->mutex);
+   int nice = s->me ? atomic_load(&s->me->nice) : 0;
+   pthread_mutex_unlock(&s->mutex);
+   return nice;
+}
+
 void
 gpud_sched_free(struct gpud_sched *s)
 {

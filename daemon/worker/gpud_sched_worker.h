@@ -20,6 +20,8 @@ bool gpud_sched_bind(struct gpud_sched *s, int fd, uint32_t slot);
 /* No page from now on (a restart's server has none to give). */
 void gpud_sched_unbind(struct gpud_sched *s);
 void gpud_sched_free(struct gpud_sched *s);
+/* The client's nice level as its server set it (0 when unscheduled). */
+int gpud_sched_nice(struct gpud_sched *s);
 /* Before a submission goes to the host: waits for the client's turn. */
 void gpud_sched_admit(struct gpud_sched *s);
 /* An admitted submission that did not go to the host, or that nothing

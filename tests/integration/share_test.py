@@ -146,6 +146,11 @@ def test_share(fx):
         if nice != want:
             fail('GPUD_NICE=%s gave nice %d, expected %d' % (ask, nice, want))
         log('GPUD_NICE=%s: nice %d' % (ask, nice))
+    # a client at nice 7 has its queues at the host's low global priority
+    # (lavapipe has VK_KHR_global_priority), one at 0 keeps the default
+    if fx.log_count('low global priority (nice 7)') != 1 or fx.log_count('global priority') != 1:
+        fail('the client at nice 7 did not get the host\'s low global priority alone')
+    log('the client at nice 7: its queues at the host\'s low global priority')
 
     # another user's gpudctl: lower its own client's priority, not raise it
     if os.geteuid() == 0:
