@@ -4,10 +4,11 @@
  * the host driver copies between an image and host memory on the CPU, in
  * the worker, where the application's pointers mean nothing. The pixels
  * cross in a staging memfd the worker makes, charged to the client's
- * memory limits, and both map (vkGetHostCopyStagingGPUD): vkCopyMemoryToImage copies the application's
- * regions into it and asks the worker to copy them into the image;
- * vkCopyImageToMemory asks the worker to copy the image into it and hands
- * the regions to the application. A region's size comes from its format's
+ * memory limits, and both map (vkGetHostCopyStagingGPUD):
+ * vkCopyMemoryToImage copies the application's regions into it and asks
+ * the worker to copy them into the image; vkCopyImageToMemory asks the
+ * worker to copy the image into it and hands the regions to the
+ * application. A region's size comes from its format's
  * texel blocks (protocol/wire_hostcopy.h), which both sides compute: the
  * ICD remembers the format and layers of each image made for host copies.
  *

@@ -655,6 +655,20 @@ util_msg_close_fds(struct util_msg *msg)
       util_fd_close(&msg->fds[i]);
 }
 
+int
+util_peer_cred(int fd, struct ucred *ret)
+{
+   struct ucred cred = {0};
+   socklen_t len = sizeof(cred);
+   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+      int r = -errno;
+      *ret = (struct ucred){0};
+      return r;
+   }
+   *ret = len == sizeof(cred) ? cred : (struct ucred){0};
+   return len == sizeof(cred) ? 0 : -EPROTO;
+}
+
 /* ---- finding daemons ---------------------------------------------------- */
 
 char **

@@ -120,3 +120,8 @@ int util_msg_recv_packet(int fd, struct util_msg_reader *r, struct util_msg *ret
 
 /* Closes every fd in msg that the caller has not moved out (set to -1). */
 void util_msg_close_fds(struct util_msg *msg);
+
+struct ucred;
+/* Who a Unix socket's peer was when it connected (SO_PEERCRED): 0, or a
+ * negative errno with *ret zeroed. */
+int util_peer_cred(int fd, struct ucred *ret);

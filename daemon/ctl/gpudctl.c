@@ -130,6 +130,24 @@ socket_free_status(struct gpudctl_daemon *base, Gpud__StatusReply *s)
       gpud__status_reply__free_unpacked(s, NULL);
 }
 
+/* What the daemon answered about an act on a client (verb object: what
+ * failed, with error): 0, or 1 with why. */
+static int
+act_result(uint64_t client_id, bool found, bool denied, const char *error, const char *verb,
+           const char *object)
+{
+   if (!found)
+      fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
+   else if (error && error[0])
+      fprintf(stderr, "gpudctl: cannot %s %s: %s\n", verb, object, error);
+   else if (denied)
+      fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
+              client_id);
+   else
+      return 0;
+   return 1;
+}
+
 static int
 socket_disconnect(struct gpudctl_daemon *base, uint64_t client_id)
 {
@@ -143,14 +161,8 @@ socket_disconnect(struct gpudctl_daemon *base, uint64_t client_id)
       ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY);
    if (!reply)
       return 1;
-   int ret = 1;
-   if (reply->disconnect_client_reply->denied)
-      fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
-              client_id);
-   else if (reply->disconnect_client_reply->found)
-      ret = 0;
-   else
-      fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
+   int ret = act_result(client_id, reply->disconnect_client_reply->found,
+                        reply->disconnect_client_reply->denied, NULL, NULL, NULL);
    wire_control_free(reply);
    return ret;
 }
@@ -169,17 +181,8 @@ socket_inject(struct gpudctl_daemon *base, uint64_t client_id, const char *fault
    Gpud__ControlMessage *reply = ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_INJECT_REPLY);
    if (!reply)
       return 1;
-   const Gpud__InjectReply *ir = reply->inject_reply;
-   int ret = 1;
-   if (ir->denied)
-      fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
-              client_id);
-   else if (!ir->found)
-      fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
-   else if (ir->error && ir->error[0])
-      fprintf(stderr, "gpudctl: cannot inject %s: %s\n", fault, ir->error);
-   else
-      ret = 0;
+   int ret = act_result(client_id, reply->inject_reply->found, reply->inject_reply->denied,
+                        reply->inject_reply->error, "inject", fault);
    wire_control_free(reply);
    return ret;
 }
@@ -197,17 +200,10 @@ socket_renice(struct gpudctl_daemon *base, uint64_t client_id, int nice)
    Gpud__ControlMessage *reply = ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_RENICE_REPLY);
    if (!reply)
       return 1;
-   const Gpud__ReniceReply *rr = reply->renice_reply;
-   int ret = 1;
-   if (!rr->found)
-      fprintf(stderr, "gpudctl: no client %" PRIu64 "\n", client_id);
-   else if (rr->error && rr->error[0])
-      fprintf(stderr, "gpudctl: cannot renice client %" PRIu64 ": %s\n", client_id, rr->error);
-   else if (rr->denied)
-      fprintf(stderr, "gpudctl: client %" PRIu64 " is another user's: permission denied\n",
-              client_id);
-   else
-      ret = 0;
+   char id[24];
+   snprintf(id, sizeof(id), "%" PRIu64, client_id);
+   int ret = act_result(client_id, reply->renice_reply->found, reply->renice_reply->denied,
+                        reply->renice_reply->error, "renice client", id);
    wire_control_free(reply);
    return ret;
 }

@@ -67,12 +67,14 @@ struct gpud_adoption {
    struct util_msg_reader reader;
 };
 
-/* A client's record (suffix "state") or adopt socket ("sock"). */
-static void
+/* A client's record (suffix "state") or adopt socket ("sock"); false when
+ * it does not fit. */
+static bool
 path_of(const struct gpud_server *server, char *buf, size_t size, uint64_t id,
         const char *suffix)
 {
-   snprintf(buf, size, "%s/client-%" PRIu64 ".%s", server->adopt_dir, id, suffix);
+   return (size_t)snprintf(buf, size, "%s/client-%" PRIu64 ".%s", server->adopt_dir, id,
+                           suffix) < size;
 }
 
 static void
@@ -253,6 +255,12 @@ read_record(struct gpud_server *server, const char *name, struct gpud_adoption *
    return 0;
 }
 
+uint32_t
+gpud_restart_grace_ms(const struct gpud_server *server)
+{
+   return server->adopt_dir ? server->cfg.limits.restart_grace_ms : 0u;
+}
+
 int
 gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
                    uint8_t token[32], int *ret_fd)
@@ -264,8 +272,7 @@ gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
    if (getrandom(token, TOKEN_SIZE, 0) != TOKEN_SIZE)
       return -EIO;
    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-   if ((size_t)snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/client-%" PRIu64 ".sock",
-                        server->adopt_dir, client->id) >= sizeof(addr.sun_path))
+   if (!path_of(server, addr.sun_path, sizeof(addr.sun_path), client->id, "sock"))
       return -ENAMETOOLONG;
    unlink(addr.sun_path);
    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -339,6 +346,7 @@ adoption_free(struct gpud_adoption *ad)
       event_free(ad->timer);
    util_fd_close(&ad->fd);
    util_fd_close(&ad->a.pidfd);
+   util_fd_close(&ad->a.control_fd);
    /* fds a peer sent close off the loop */
    struct util_msg sent = {.fds = {ad->a.client_fd, ad->a.status_fd}, .n_fds = 2};
    gpud_server_discard_fds(ad->server, &sent);
@@ -385,10 +393,9 @@ is_client_socket(struct gpud_server *server, int fd, const struct gpud_adopted *
        getsockname(fd, (struct sockaddr *)&its, &its_len) < 0 || mine_len != its_len ||
        memcmp(&mine, &its, mine_len))
       return false;
-   struct ucred cred = {0};
-   socklen_t len = sizeof(cred);
-   return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof(cred) &&
-          cred.pid == a->client_pid && cred.uid == a->client_uid;
+   struct ucred cred;
+   return util_peer_cred(fd, &cred) == 0 && cred.pid == a->client_pid &&
+          cred.uid == a->client_uid;
 }
 
 static void
@@ -415,13 +422,12 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
    Gpud__WorkerMessage *m = msg->type == UTIL_MSG_CONTROL
                                ? wire_worker_unpack(msg->data, msg->size)
                                : NULL;
-   struct ucred cred = {0};
-   socklen_t len = sizeof(cred);
+   struct ucred cred;
    const char *bad = NULL;
    if (!m || m->msg_case != GPUD__WORKER_MESSAGE__MSG_ADOPTED || msg->n_fds != 2)
       bad = "it answered something else";
-   else if (getsockopt(ad->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
-            len != sizeof(cred) || cred.pid != ad->a.worker_pid || cred.uid != ad->worker_uid)
+   else if (util_peer_cred(ad->fd, &cred) < 0 || cred.pid != ad->a.worker_pid ||
+            cred.uid != ad->worker_uid)
       bad = "the process answering is not its worker";
    else if (m->adopted->client_id != ad->a.client_id)
       bad = "its worker serves another client";
@@ -497,8 +503,7 @@ try_adopt(struct gpud_adoption *ad)
 {
    struct gpud_server *server = ad->server;
    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-   snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/client-%" PRIu64 ".sock",
-            server->adopt_dir, ad->a.client_id);
+   path_of(server, addr.sun_path, sizeof(addr.sun_path), ad->a.client_id, "sock");
    ad->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
    if (ad->fd < 0) {
       retry(ad);

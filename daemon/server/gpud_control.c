@@ -324,7 +324,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    limits->uid_connections = l->uid_connections;
    limits->max_clients = l->max_clients;
    limits->spare_workers = server->cfg.spare_workers;
-   limits->restart_grace_ms = server->adopt_dir ? l->restart_grace_ms : 0;
+   limits->restart_grace_ms = gpud_restart_grace_ms(server);
    limits->fair_share = server->sched != NULL;
    limits->spirv = (char *)gpud_spirv_mode_name(server->cfg.spirv);
    static const char *const validate[] = {"off", "report", "strict"};

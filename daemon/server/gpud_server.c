@@ -216,6 +216,22 @@ refuse(struct gpud_client *client, const char *fmt, ...)
 static void on_client_read(evutil_socket_t fd, short what, void *data);
 static void on_client_timer(evutil_socket_t fd, short what, void *data);
 
+/* The client's events on the loop and its user's account (counted);
+ * false when one is missing (client_free lets go of the rest). */
+static bool
+client_watch(struct gpud_server *server, struct gpud_client *client)
+{
+   client->read_ev =
+      event_new(server->base, client->fd, EV_READ | EV_PERSIST, on_client_read, client);
+   client->write_ev =
+      event_new(server->base, client->fd, EV_WRITE | EV_PERSIST, on_client_write, client);
+   client->timer = evtimer_new(server->base, on_client_timer, client);
+   client->account = gpud_account_get(server, client->uid);
+   if (client->account)
+      client->account->connections++;
+   return client->read_ev && client->write_ev && client->timer && client->account;
+}
+
 static struct gpud_client *
 client_new(struct gpud_server *server, int fd)
 {
@@ -234,9 +250,8 @@ client_new(struct gpud_server *server, int fd)
    reader_init(server, &client->reader);
    util_list_add_tail(&server->clients, &client->link);
    server->n_clients++;
-   struct ucred cred = {0};
-   socklen_t len = sizeof(cred);
-   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred)) {
+   struct ucred cred;
+   if (util_peer_cred(fd, &cred) < 0) {
       /* a peer nobody can name is nobody's to serve */
       util_fd_close(&client->fd);
       util_list_remove(&client->link);
@@ -248,13 +263,7 @@ client_new(struct gpud_server *server, int fd)
    }
    client->pid = cred.pid;
    client->uid = cred.uid;
-   client->read_ev = event_new(server->base, fd, EV_READ | EV_PERSIST, on_client_read, client);
-   client->write_ev = event_new(server->base, fd, EV_WRITE | EV_PERSIST, on_client_write, client);
-   client->timer = evtimer_new(server->base, on_client_timer, client);
-   client->account = gpud_account_get(server, cred.uid);
-   if (client->account)
-      client->account->connections++;
-   if (!client->read_ev || !client->write_ev || !client->timer || !client->account) {
+   if (!client_watch(server, client)) {
       client_free(client);
       return NULL;
    }
@@ -852,6 +861,19 @@ on_worker_timer(evutil_socket_t fd, short what, void *data)
       gpud_kill_worker(worker, "it did not end after its client left");
 }
 
+/* The worker's control channel's events on the loop; false when one is
+ * missing. */
+static bool
+worker_watch(struct gpud_server *server, struct gpud_worker *worker)
+{
+   worker->read_ev =
+      event_new(server->base, worker->fd, EV_READ | EV_PERSIST, on_worker_read, worker);
+   worker->write_ev =
+      event_new(server->base, worker->fd, EV_WRITE | EV_PERSIST, on_worker_write, worker);
+   worker->timer = evtimer_new(server->base, on_worker_timer, worker);
+   return worker->read_ev && worker->write_ev && worker->timer;
+}
+
 static struct gpud_worker *
 worker_start(struct gpud_server *server)
 {
@@ -873,12 +895,7 @@ worker_start(struct gpud_server *server)
       worker_free(worker);
       return NULL;
    }
-   worker->read_ev = event_new(server->base, worker->fd, EV_READ | EV_PERSIST, on_worker_read,
-                               worker);
-   worker->write_ev = event_new(server->base, worker->fd, EV_WRITE | EV_PERSIST,
-                                on_worker_write, worker);
-   worker->timer = evtimer_new(server->base, on_worker_timer, worker);
-   if (!worker->read_ev || !worker->write_ev || !worker->timer) {
+   if (!worker_watch(server, worker)) {
       gpud_kill_worker(worker, "out of memory");
       if (!worker->pid)
          worker_free(worker);
@@ -1106,14 +1123,9 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
       util_err("client %" PRIu64 ": cannot adopt its worker: out of memory", a->client_id);
       free(client);
       free(worker);
-      util_fd_close(&a->control_fd);
-      util_fd_close(&a->client_fd);
-      util_fd_close(&a->status_fd);
-      util_fd_close(&a->pidfd);
-      return;
+      return; /* (its fds close with the adoption) */
    }
    client->server = server;
-   client->sched_slot = -1;
    client->id = a->client_id;
    client->pid = a->client_pid;
    client->uid = a->client_uid;
@@ -1130,14 +1142,7 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
    reader_init(server, &client->reader);
    util_list_add_tail(&server->clients, &client->link);
    server->n_clients++;
-   client->read_ev = event_new(server->base, client->fd, EV_READ | EV_PERSIST, on_client_read,
-                               client);
-   client->write_ev =
-      event_new(server->base, client->fd, EV_WRITE | EV_PERSIST, on_client_write, client);
-   client->timer = evtimer_new(server->base, on_client_timer, client);
-   client->account = gpud_account_get(server, client->uid);
-   if (client->account)
-      client->account->connections++;
+   bool watched = client_watch(server, client);
 
    worker->server = server;
    worker->state = GPUD_WORKER_BUSY;
@@ -1163,13 +1168,7 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
    worker->client = client;
    client->worker = worker;
    fcntl(worker->fd, F_SETFL, O_NONBLOCK);
-   worker->read_ev = event_new(server->base, worker->fd, EV_READ | EV_PERSIST, on_worker_read,
-                               worker);
-   worker->write_ev = event_new(server->base, worker->fd, EV_WRITE | EV_PERSIST,
-                                on_worker_write, worker);
-   worker->timer = evtimer_new(server->base, on_worker_timer, worker);
-   if (!client->read_ev || !client->write_ev || !client->timer || !client->account ||
-       !worker->read_ev || !worker->write_ev || !worker->timer) {
+   if (!worker_watch(server, worker) || !watched) {
       /* not served: its worker goes (it would wait for nobody) */
       gpud_kill_worker(worker, "out of memory");
       gpud_adopt_forget(worker);
@@ -1337,14 +1336,14 @@ begin_stop(struct gpud_server *server)
    }
    /* With restarts, the workers serving clients stay: each serves on and
     * waits for the next server (gpud_adopt.c), which adopts it. */
-   if (server->adopt_dir && server->cfg.limits.restart_grace_ms) {
+   if (gpud_restart_grace_ms(server)) {
       unsigned staying = 0;
       util_list_for_each(w, &server->workers, link)
          staying += worker_stays(w);
       server->handing_over = true;
       util_notice("stopping: %u client(s) stay with their workers, which wait up to %u ms "
                   "for the next gpud",
-                  staying, server->cfg.limits.restart_grace_ms);
+                  staying, gpud_restart_grace_ms(server));
       event_base_loopbreak(server->base);
       return;
    }

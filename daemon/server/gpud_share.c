@@ -30,20 +30,17 @@
 int
 gpud_share_init(struct gpud_server *server)
 {
-   server->sched_fd = -1;
    if (!server->cfg.fair_share)
       return -ENODEV; /* clients go as the host driver has them */
    int fd = -1;
+   void *map = MAP_FAILED;
    int r = util_memfd_create("gpud-schedule", GPUD_SCHED_SIZE, &fd);
-   if (r < 0) {
-      util_warn("no schedule page (%s): clients share the GPU as the host driver has them",
-                strerror(-r));
-      return r;
+   if (r == 0) {
+      map = mmap(NULL, GPUD_SCHED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      r = map == MAP_FAILED ? -errno : 0;
    }
-   void *map = mmap(NULL, GPUD_SCHED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-   if (map == MAP_FAILED) {
-      r = -errno;
-      close(fd);
+   if (r < 0) {
+      util_fd_close(&fd);
       util_warn("no schedule page (%s): clients share the GPU as the host driver has them",
                 strerror(-r));
       return r;
@@ -213,26 +210,25 @@ gpud_share_wake(struct gpud_server *server)
       util_futex_wake(&server->sched->epoch);
 }
 
-int
+void
 gpud_share_renice(struct gpud_server *server, struct gpud_client *client, int nice)
 {
-   if (nice < GPUD_NICE_MIN || nice > GPUD_NICE_MAX)
-      return -ERANGE;
    client->nice = nice;
    client->reniced = true;
    if (server->sched && client->sched_slot >= 0) {
       apply(server, client);
       gpud_share_wake(server);
    }
-   return 0;
 }
 
 void
 gpud_share_reload(struct gpud_server *server)
 {
+   if (!server->sched)
+      return;
    struct gpud_client *c;
    util_list_for_each(c, &server->clients, link) {
-      if (server->sched && c->sched_slot >= 0)
+      if (c->sched_slot >= 0)
          apply(server, c);
    }
    gpud_share_wake(server);

@@ -133,7 +133,7 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
    argv[n++] = level;
    /* a worker no later server can find (no private directory) ends with
     * its server */
-   worker->restart_grace_ms = server->adopt_dir ? server->cfg.limits.restart_grace_ms : 0u;
+   worker->restart_grace_ms = gpud_restart_grace_ms(server);
    snprintf(grace, sizeof(grace), "--restart-grace=%u", worker->restart_grace_ms);
    argv[n++] = grace;
    if (!server->cfg.sandbox)

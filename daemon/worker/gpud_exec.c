@@ -457,15 +457,14 @@ host_image_copy_enabled(const void *chain)
  * create info gets a copy with the priority in front.  Returns the
  * priority given (0: none). */
 static VkQueueGlobalPriorityEXT
-add_global_priority(struct gpud_call *call, VkDeviceCreateInfo *ci, const char **exts,
+add_global_priority(struct gpud_call *call, int nice, VkDeviceCreateInfo *ci, const char **exts,
                     uint32_t *n_exts, const VkExtensionProperties *host_exts, uint32_t n_host)
 {
-   int nice = gpud_sched_nice(call->ctx->sched);
    if (!nice || !ci->queueCreateInfoCount)
       return 0;
    const char *ext = NULL;
-   if (host_has_extension(host_exts, n_host, "VK_KHR_global_priority"))
-      ext = "VK_KHR_global_priority";
+   if (host_has_extension(host_exts, n_host, VK_KHR_GLOBAL_PRIORITY_EXTENSION_NAME))
+      ext = VK_KHR_GLOBAL_PRIORITY_EXTENSION_NAME;
    else if (host_has_extension(host_exts, n_host, VK_EXT_GLOBAL_PRIORITY_EXTENSION_NAME))
       ext = VK_EXT_GLOBAL_PRIORITY_EXTENSION_NAME;
    if (!ext)
@@ -496,7 +495,7 @@ add_global_priority(struct gpud_call *call, VkDeviceCreateInfo *ci, const char *
    ci->pQueueCreateInfos = queues;
    bool enabled = false;
    for (uint32_t i = 0; i < *n_exts; i++)
-      enabled |= !strcmp(exts[i], "VK_KHR_global_priority") ||
+      enabled |= !strcmp(exts[i], VK_KHR_GLOBAL_PRIORITY_EXTENSION_NAME) ||
                  !strcmp(exts[i], VK_EXT_GLOBAL_PRIORITY_EXTENSION_NAME);
    if (!enabled)
       exts[(*n_exts)++] = ext;
@@ -594,7 +593,9 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    call->new_host_image_copy = host_image_copy_enabled(ci.pNext);
    drop_own_features(&ci.pNext);
    VkDeviceCreateInfo plain = ci;
-   VkQueueGlobalPriorityEXT priority = add_global_priority(call, &ci, exts, &n, host_exts, n_host);
+   const int nice = gpud_sched_nice(call->ctx->sched);
+   VkQueueGlobalPriorityEXT priority =
+      add_global_priority(call, nice, &ci, exts, &n, host_exts, n_host);
    a->ret = call->disp->CreateDevice(a->physicalDevice, &ci, NULL, a->pDevice);
    if (priority && a->ret != VK_SUCCESS) {
       /* (not allowed, say: a high priority may need privileges) */
@@ -606,8 +607,7 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    } else if (priority) {
       gpud_context_log(call->ctx, UTIL_LOG_INFO,
                        "its device's queues at the host's %s global priority (nice %d)",
-                       priority == VK_QUEUE_GLOBAL_PRIORITY_LOW_EXT ? "low" : "high",
-                       gpud_sched_nice(call->ctx->sched));
+                       priority == VK_QUEUE_GLOBAL_PRIORITY_LOW_EXT ? "low" : "high", nice);
    }
    if (a->ret == VK_SUCCESS) {
       call->new_queues = queues;

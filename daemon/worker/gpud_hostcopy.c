@@ -3,7 +3,8 @@
  * Host image copies, the worker's side (icd/icd_hostcopy.c has the
  * application's): the worker makes a device's staging memfd, charged to
  * the client's memory limits, and hands it to the ICD
- * (vkGetHostCopyStagingGPUD); each region of a copy names an offset in it. The worker sizes every region itself, as the ICD did
+ * (vkGetHostCopyStagingGPUD); each region of a copy names an offset in it.
+ * The worker sizes every region itself, as the ICD did
  * (protocol/wire_hostcopy.h), from the format and layers the image was made
  * with, and the host driver sees only regions inside the staging memory;
  * a region outside it, or one that cannot be sized, breaks the protocol.
@@ -23,14 +24,11 @@
 /* The heap host-visible memory comes from: what staging memory is charged
  * to, as an allocation of that much would be. */
 static uint32_t
-staging_heap(struct gpud_call *call)
+staging_heap(const struct gpud_host *host)
 {
-   VkPhysicalDeviceMemoryProperties props;
-   call->disp->GetPhysicalDeviceMemoryProperties(
-      (VkPhysicalDevice)(uintptr_t)call->device->physical_device, &props);
-   for (uint32_t i = 0; i < props.memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++) {
-      if (props.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
-         return props.memoryTypes[i].heapIndex;
+   for (uint32_t i = 0; i < host->memory.memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++) {
+      if (host->memory.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
+         return host->memory.memoryTypes[i].heapIndex;
    }
    return 0;
 }
@@ -48,7 +46,7 @@ gpud_exec_vkGetHostCopyStagingGPUD(struct gpud_call *call,
       gpud_call_fail(call, "vkGetHostCopyStagingGPUD: a staging size the ICD never asks");
       return;
    }
-   const uint32_t heap = staging_heap(call);
+   const uint32_t heap = staging_heap(call->ctx->host);
    a->ret = gpud_context_reserve_memory(call->ctx, heap, a->size);
    if (a->ret != VK_SUCCESS)
       return;

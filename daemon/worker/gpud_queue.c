@@ -832,12 +832,13 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    struct gpud_queue_track *q;
    util_list_for_each_safe(q, &t->queues, link) {
       for (unsigned i = 0; i < q->count; i++) {
-         if (!q->ring[(q->head + i) % q->cap].charged)
+         struct track_entry *e = &q->ring[(q->head + i) % q->cap];
+         if (!e->charged)
             gpud_sched_dropped(ctx->sched); /* (never seen complete) */
-         t->disp->DestroyFence(t->dev, q->ring[(q->head + i) % q->cap].fence, NULL);
-         free(q->ring[(q->head + i) % q->cap].signals);
-         free(q->ring[(q->head + i) % q->cap].events);
-         free(q->ring[(q->head + i) % q->cap].pools);
+         t->disp->DestroyFence(t->dev, e->fence, NULL);
+         free(e->signals);
+         free(e->events);
+         free(e->pools);
       }
       if (q->slot)
          atomic_store_explicit(&q->slot->device, 0, memory_order_release);
@@ -1061,96 +1062,63 @@ timed_vkQueueBindSparse(const struct wire_args_vkQueueBindSparse *a)
    return false; /* no command buffers to put timestamps around */
 }
 
-/* The first batch begins with cbs[0], the last ends with cbs[1]. */
-static bool
-time_vkQueueSubmit(struct wire_args_vkQueueSubmit *a, const VkCommandBuffer cbs[2],
-                   struct timed_vkQueueSubmit *saved)
-{
-   const uint32_t n = a->submitCount, last = n - 1;
-   size_t n_cbs = 2;
-   n_cbs += a->pSubmits[0].commandBufferCount;
-   if (last)
-      n_cbs += a->pSubmits[last].commandBufferCount;
-   saved->copy = malloc(n * sizeof(*saved->copy));
-   saved->cbs = malloc(n_cbs * sizeof(*saved->cbs));
-   if (!saved->copy || !saved->cbs) {
-      free(saved->copy);
-      free(saved->cbs);
-      return false;
+/* time_CMD: the submit's batches copied, the first beginning with cbs[0]
+ * and the last ending with cbs[1] (a command buffer of theirs made by
+ * ELEM); untime_CMD: the application's batches back once the host has it.
+ * batch_t: the batch's type, elem_t: a command buffer's in it, COUNT and
+ * LIST: the batch's members that list them. */
+#define TIMED_SUBMIT(cmd, batch_t, elem_t, COUNT, LIST, ELEM)                               \
+   static bool time_##cmd(struct wire_args_##cmd *a, const VkCommandBuffer cbs[2],         \
+                          struct timed_##cmd *saved)                                        \
+   {                                                                                        \
+      const uint32_t n = a->submitCount, last = n - 1;                                      \
+      size_t n_cbs = 2;                                                                     \
+      n_cbs += a->pSubmits[0].COUNT;                                                        \
+      if (last)                                                                             \
+         n_cbs += a->pSubmits[last].COUNT;                                                  \
+      saved->copy = malloc(n * sizeof(*saved->copy));                                       \
+      saved->cbs = malloc(n_cbs * sizeof(*saved->cbs));                                     \
+      if (!saved->copy || !saved->cbs) {                                                    \
+         free(saved->copy);                                                                 \
+         free(saved->cbs);                                                                  \
+         return false;                                                                      \
+      }                                                                                     \
+      memcpy(saved->copy, a->pSubmits, n * sizeof(*saved->copy));                           \
+      elem_t *p = saved->cbs;                                                               \
+      for (uint32_t i = 0; i < n; i += last ? last : 1) {                                   \
+         batch_t *b = &saved->copy[i];                                                      \
+         elem_t *mine = p;                                                                  \
+         if (i == 0)                                                                        \
+            *p++ = ELEM(cbs[0]);                                                            \
+         if (b->COUNT)                                                                      \
+            memcpy(p, b->LIST, b->COUNT * sizeof(*p));                                      \
+         p += b->COUNT;                                                                     \
+         if (i == last)                                                                     \
+            *p++ = ELEM(cbs[1]);                                                            \
+         b->COUNT = (uint32_t)(p - mine);                                                   \
+         b->LIST = mine;                                                                    \
+      }                                                                                     \
+      saved->submits = a->pSubmits;                                                         \
+      a->pSubmits = saved->copy;                                                            \
+      return true;                                                                          \
+   }                                                                                        \
+                                                                                            \
+   static void untime_##cmd(struct wire_args_##cmd *a, struct timed_##cmd *saved)          \
+   {                                                                                        \
+      a->pSubmits = saved->submits;                                                         \
+      free(saved->copy);                                                                    \
+      free(saved->cbs);                                                                     \
    }
-   memcpy(saved->copy, a->pSubmits, n * sizeof(*saved->copy));
-   VkCommandBuffer *p = saved->cbs;
-   for (uint32_t i = 0; i < n; i += last ? last : 1) {
-      VkSubmitInfo *b = &saved->copy[i];
-      VkCommandBuffer *mine = p;
-      if (i == 0)
-         *p++ = cbs[0];
-      if (b->commandBufferCount)
-         memcpy(p, b->pCommandBuffers, b->commandBufferCount * sizeof(*p));
-      p += b->commandBufferCount;
-      if (i == last)
-         *p++ = cbs[1];
-      b->commandBufferCount = (uint32_t)(p - mine);
-      b->pCommandBuffers = mine;
-   }
-   saved->submits = a->pSubmits;
-   a->pSubmits = saved->copy;
-   return true;
-}
 
-static void
-untime_vkQueueSubmit(struct wire_args_vkQueueSubmit *a, struct timed_vkQueueSubmit *saved)
-{
-   a->pSubmits = saved->submits;
-   free(saved->copy);
-   free(saved->cbs);
-}
+#define CB_ITSELF(cb) (cb)
+#define CB_SUBMIT_INFO(cb)                                                                  \
+   ((VkCommandBufferSubmitInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,       \
+                                .commandBuffer = (cb)})
 
-static bool
-time_vkQueueSubmit2(struct wire_args_vkQueueSubmit2 *a, const VkCommandBuffer cbs[2],
-                    struct timed_vkQueueSubmit2 *saved)
-{
-   const uint32_t n = a->submitCount, last = n - 1;
-   size_t n_cbs = 2;
-   n_cbs += a->pSubmits[0].commandBufferInfoCount;
-   if (last)
-      n_cbs += a->pSubmits[last].commandBufferInfoCount;
-   saved->copy = malloc(n * sizeof(*saved->copy));
-   saved->cbs = malloc(n_cbs * sizeof(*saved->cbs));
-   if (!saved->copy || !saved->cbs) {
-      free(saved->copy);
-      free(saved->cbs);
-      return false;
-   }
-   memcpy(saved->copy, a->pSubmits, n * sizeof(*saved->copy));
-   VkCommandBufferSubmitInfo *p = saved->cbs;
-   for (uint32_t i = 0; i < n; i += last ? last : 1) {
-      VkSubmitInfo2 *b = &saved->copy[i];
-      VkCommandBufferSubmitInfo *mine = p;
-      if (i == 0)
-         *p++ = (VkCommandBufferSubmitInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
-                                            .commandBuffer = cbs[0]};
-      if (b->commandBufferInfoCount)
-         memcpy(p, b->pCommandBufferInfos, b->commandBufferInfoCount * sizeof(*p));
-      p += b->commandBufferInfoCount;
-      if (i == last)
-         *p++ = (VkCommandBufferSubmitInfo){.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_SUBMIT_INFO,
-                                            .commandBuffer = cbs[1]};
-      b->commandBufferInfoCount = (uint32_t)(p - mine);
-      b->pCommandBufferInfos = mine;
-   }
-   saved->submits = a->pSubmits;
-   a->pSubmits = saved->copy;
-   return true;
-}
-
-static void
-untime_vkQueueSubmit2(struct wire_args_vkQueueSubmit2 *a, struct timed_vkQueueSubmit2 *saved)
-{
-   a->pSubmits = saved->submits;
-   free(saved->copy);
-   free(saved->cbs);
-}
+TIMED_SUBMIT(vkQueueSubmit, VkSubmitInfo, VkCommandBuffer, commandBufferCount, pCommandBuffers,
+             CB_ITSELF)
+TIMED_SUBMIT(vkQueueSubmit2, VkSubmitInfo2, VkCommandBufferSubmitInfo, commandBufferInfoCount,
+             pCommandBufferInfos, CB_SUBMIT_INFO)
 
 static bool
 time_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a, const VkCommandBuffer cbs[2],

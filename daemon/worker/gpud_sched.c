@@ -57,6 +57,44 @@ wake(struct gpud_sched_page *page)
       util_futex_wake(&page->epoch);
 }
 
+/* How far ahead of the furthest behind a client may go. */
+static uint64_t
+page_slice(struct gpud_sched_page *page)
+{
+   uint64_t slice = (uint64_t)atomic_load(&page->slice_us) * 1000;
+   return slice ? slice : DEFAULT_SLICE_NS;
+}
+
+/* Whether a client that last submitted then did so lately (0: never). */
+static bool
+lately(uint64_t last, uint64_t now)
+{
+   return last && now > last && now - last < LATELY_NS;
+}
+
+/* The user entry of a slot with a user quota; NULL: none. */
+static struct gpud_sched_user *
+quota_user(struct gpud_sched_page *page, const struct gpud_sched_slot *slot)
+{
+   uint32_t user = atomic_load(&slot->user);
+   if (!user || user > GPUD_SCHED_USERS || !atomic_load(&page->users[user - 1].quota_ppm))
+      return NULL;
+   return &page->users[user - 1];
+}
+
+/* With the mutex held: the client no longer active on its page (nor waiting
+ * there), whoever waits on it told; s->active is the caller's. */
+static void
+leave_page(struct gpud_sched *s)
+{
+   if (!s->page || !s->active)
+      return;
+   atomic_fetch_and(&s->me->state,
+                    ~(GPUD_SCHED_ACTIVE | GPUD_SCHED_WAITING | GPUD_SCHED_QUOTA_HELD));
+   atomic_fetch_sub(&s->page->active, 1);
+   wake(s->page);
+}
+
 struct gpud_sched *
 gpud_sched_new(void)
 {
@@ -84,12 +122,7 @@ gpud_sched_bind(struct gpud_sched *s, int fd, uint32_t slot)
    /* The page before is left as it is mapped (a thread of this worker may
     * sleep on it: a futex of unmapped memory would fail at once), with
     * this client no longer active on it. */
-   if (s->page && s->active) {
-      atomic_fetch_and(&s->me->state,
-                       ~(GPUD_SCHED_ACTIVE | GPUD_SCHED_WAITING | GPUD_SCHED_QUOTA_HELD));
-      atomic_fetch_sub(&s->page->active, 1);
-      wake(s->page);
-   }
+   leave_page(s);
    s->page = page;
    s->slot = slot;
    s->me = &page->slots[slot];
@@ -109,12 +142,7 @@ gpud_sched_unbind(struct gpud_sched *s)
    if (!s)
       return;
    pthread_mutex_lock(&s->mutex);
-   if (s->page && s->active) {
-      atomic_fetch_and(&s->me->state,
-                       ~(GPUD_SCHED_ACTIVE | GPUD_SCHED_WAITING | GPUD_SCHED_QUOTA_HELD));
-      atomic_fetch_sub(&s->page->active, 1);
-      wake(s->page);
-   }
+   leave_page(s);
    /* (left mapped, as by gpud_sched_bind) */
    s->page = NULL;
    s->me = NULL;
@@ -138,14 +166,9 @@ gpud_sched_free(struct gpud_sched *s)
 {
    if (!s)
       return;
-   if (s->page) {
-      if (s->active) {
-         atomic_fetch_and(&s->me->state, ~GPUD_SCHED_ACTIVE);
-         atomic_fetch_sub(&s->page->active, 1);
-         wake(s->page);
-      }
+   leave_page(s);
+   if (s->page)
       munmap(s->page, GPUD_SCHED_SIZE);
-   }
    pthread_mutex_destroy(&s->mutex);
    free(s);
 }
@@ -205,24 +228,19 @@ quota_wait_ns(struct gpud_sched *s, uint64_t now, bool hold_in_flight)
    uint32_t bucket_ms = atomic_load(&page->bucket_ms);
    uint64_t wait = 0;
    uint32_t q = atomic_load(&s->me->quota_ppm);
-   uint32_t user = atomic_load(&s->me->user);
-   bool limited = q || (user && user <= GPUD_SCHED_USERS &&
-                        atomic_load(&page->users[user - 1].quota_ppm));
-   if (limited && s->in_flight && hold_in_flight)
+   struct gpud_sched_user *u = quota_user(page, s->me);
+   if ((q || u) && s->in_flight && hold_in_flight)
       return RECHECK_NS; /* (its completion wakes it) */
    if (q) {
       int64_t t = refill(&s->me->tokens_ns, &s->me->refill_ns, q, bucket_ms, now);
       if (t <= 0)
          wait = (uint64_t)(-t + 1) * 1000000 / q;
    }
-   if (user && user <= GPUD_SCHED_USERS) {
-      struct gpud_sched_user *u = &page->users[user - 1];
-      uint32_t uq = atomic_load(&u->quota_ppm);
-      if (uq) {
-         int64_t t = refill(&u->tokens_ns, &u->refill_ns, uq, bucket_ms, now);
-         if (t <= 0)
-            wait = UTIL_MAX(wait, (uint64_t)(-t + 1) * 1000000 / uq);
-      }
+   uint32_t uq = u ? atomic_load(&u->quota_ppm) : 0;
+   if (uq) {
+      int64_t t = refill(&u->tokens_ns, &u->refill_ns, uq, bucket_ms, now);
+      if (t <= 0)
+         wait = UTIL_MAX(wait, (uint64_t)(-t + 1) * 1000000 / uq);
    }
    return wait;
 }
@@ -239,9 +257,7 @@ others_first(struct gpud_sched *s, uint64_t now, bool hold_in_flight)
    struct gpud_sched_page *page = s->page;
    if (atomic_load_explicit(&page->clients, memory_order_relaxed) <= 1)
       return false; /* alone */
-   uint64_t slice = (uint64_t)atomic_load(&page->slice_us) * 1000;
-   if (!slice)
-      slice = DEFAULT_SLICE_NS;
+   uint64_t slice = page_slice(page);
    uint64_t mine = effective_vtime(s->me, now);
    uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), GPUD_SCHED_SLOTS);
    bool others = false, another_waits = false, another_lately = false;
@@ -254,10 +270,9 @@ others_first(struct gpud_sched *s, uint64_t now, bool hold_in_flight)
       if (state & GPUD_SCHED_QUOTA_HELD)
          continue;
       uint64_t theirs = effective_vtime(o, now);
-      if (theirs <= mine + slice) {
-         uint64_t last = atomic_load_explicit(&o->submitted_ns, memory_order_relaxed);
-         another_lately |= last && now > last && now - last < LATELY_NS;
-      }
+      if (theirs <= mine + slice)
+         another_lately |=
+            lately(atomic_load_explicit(&o->submitted_ns, memory_order_relaxed), now);
       if (!(state & GPUD_SCHED_ACTIVE))
          continue;
       others = true;
@@ -283,9 +298,7 @@ become_active(struct gpud_sched *s, uint64_t now)
    if (s->active)
       return;
    struct gpud_sched_page *page = s->page;
-   uint64_t slice = (uint64_t)atomic_load(&page->slice_us) * 1000;
-   if (!slice)
-      slice = DEFAULT_SLICE_NS;
+   uint64_t slice = page_slice(page);
    uint64_t least = UINT64_MAX;
    uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), GPUD_SCHED_SLOTS);
    for (uint32_t i = 0; i < n; i++) {
@@ -293,14 +306,12 @@ become_active(struct gpud_sched *s, uint64_t now)
       if (i == s->slot || !atomic_load(&o->client_id))
          continue;
       uint32_t state = atomic_load(&o->state);
-      uint64_t last = atomic_load(&o->submitted_ns);
-      bool lately = last && now > last && now - last < LATELY_NS;
-      if ((state & GPUD_SCHED_ACTIVE || lately) && !(state & GPUD_SCHED_QUOTA_HELD))
+      if ((state & GPUD_SCHED_ACTIVE || lately(atomic_load(&o->submitted_ns), now)) &&
+          !(state & GPUD_SCHED_QUOTA_HELD))
          least = UTIL_MIN(least, effective_vtime(o, now));
    }
    uint64_t v = atomic_load(&s->me->vtime);
-   uint64_t mine = atomic_load(&s->me->submitted_ns);
-   bool was_idle = !mine || now < mine || now - mine >= LATELY_NS;
+   bool was_idle = !lately(atomic_load(&s->me->submitted_ns), now);
    if (least != UINT64_MAX) {
       if (least > slice && v < least - slice)
          atomic_store(&s->me->vtime, least - slice);
@@ -318,10 +329,8 @@ maybe_idle(struct gpud_sched *s)
 {
    if (!s->active || s->in_flight || s->waiting)
       return;
-   atomic_fetch_and(&s->me->state, ~GPUD_SCHED_ACTIVE);
-   atomic_fetch_sub(&s->page->active, 1);
+   leave_page(s);
    s->active = false;
-   wake(s->page);
 }
 
 void
@@ -427,9 +436,9 @@ gpud_sched_done(struct gpud_sched *s, uint64_t gpu_ns)
    atomic_fetch_add(&s->me->gpu_ns, gpu_ns);
    if (atomic_load(&s->me->quota_ppm))
       atomic_fetch_sub(&s->me->tokens_ns, (int64_t)gpu_ns);
-   uint32_t user = atomic_load(&s->me->user);
-   if (user && user <= GPUD_SCHED_USERS && atomic_load(&s->page->users[user - 1].quota_ppm))
-      atomic_fetch_sub(&s->page->users[user - 1].tokens_ns, (int64_t)gpu_ns);
+   struct gpud_sched_user *u = quota_user(s->page, s->me);
+   if (u)
+      atomic_fetch_sub(&u->tokens_ns, (int64_t)gpu_ns);
    if (s->in_flight && !--s->in_flight)
       atomic_store(&s->me->busy_since_ns, 0);
    else

@@ -76,8 +76,7 @@ struct worker {
    uint32_t heap_flags[VK_MAX_MEMORY_HEAPS];
    uint64_t usage[VK_MAX_MEMORY_HEAPS];
    uint64_t room[VK_MAX_MEMORY_HEAPS];
-   uint64_t orphan_taken;                          /* since the server went, all heaps */
-   uint64_t orphan_heap_taken[VK_MAX_MEMORY_HEAPS]; /* ... of each heap */
+   uint64_t orphan_heap_taken[VK_MAX_MEMORY_HEAPS]; /* since the server went, of each heap */
 };
 
 /* Under mutex: the server is gone, and this worker serves on for the next
@@ -95,7 +94,6 @@ lose_server(struct worker *w)
    int older = atomic_exchange(&w->dead_fd, fd);
    if (older >= 0)
       close(older); /* lost before the supervisor saw the one before */
-   w->orphan_taken = 0;
    memset(w->orphan_heap_taken, 0, sizeof(w->orphan_heap_taken));
    atomic_store(&w->orphaned_ns, util_now_ns());
    atomic_store(&w->orphaned, true);
@@ -168,7 +166,10 @@ note_budget(struct worker *w, const uint64_t *usage, size_t n_usage, const uint6
 static uint64_t
 orphan_room(const struct worker *w, uint32_t heap)
 {
-   return w->room[heap] > w->orphan_taken ? w->room[heap] - w->orphan_taken : 0;
+   uint64_t taken = 0;
+   for (uint32_t h = 0; h < VK_MAX_MEMORY_HEAPS; h++)
+      taken += w->orphan_heap_taken[h];
+   return w->room[heap] > taken ? w->room[heap] - taken : 0;
 }
 
 static VkResult
@@ -208,7 +209,6 @@ reserve_memory(void *data, uint32_t heap, uint64_t bytes, struct gpud_memory_bud
       /* No server to ask: within the budget the last one gave. */
       if (bytes && heap < w->n_heaps && bytes <= orphan_room(w, heap)) {
          w->usage[heap] += bytes;
-         w->orphan_taken += bytes;
          w->orphan_heap_taken[heap] += bytes;
          result = VK_SUCCESS;
       } else if (bytes) {
@@ -247,7 +247,6 @@ release_memory(void *data, uint32_t heap, uint64_t bytes)
        * next server's to count */
       uint64_t back = UTIL_MIN(bytes, w->orphan_heap_taken[heap]);
       w->orphan_heap_taken[heap] -= back;
-      w->orphan_taken -= back;
    }
    if (!atomic_load(&w->orphaned))
       send_message(w, &m);
@@ -484,10 +483,8 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    int fd = accept4(w->adopt_fd, NULL, NULL, SOCK_CLOEXEC);
    if (fd < 0)
       return;
-   struct ucred cred = {0};
-   socklen_t len = sizeof(cred);
-   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred) ||
-       cred.uid != w->server_uid) {
+   struct ucred cred;
+   if (util_peer_cred(fd, &cred) < 0 || cred.uid != w->server_uid) {
       util_warn("worker: refused an adopter of uid %u (not the daemon's user)",
                 (unsigned)cred.uid);
       close(fd);
@@ -570,7 +567,6 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    /* the room it took meanwhile is gone until the new server says more */
    for (uint32_t h = 0; h < w->n_heaps; h++)
       w->room[h] = orphan_room(w, h);
-   w->orphan_taken = 0;
    memset(w->orphan_heap_taken, 0, sizeof(w->orphan_heap_taken));
    atomic_store(&w->control_fd, fd);
    atomic_store(&w->orphaned, false);
@@ -737,9 +733,8 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
     * read this one's memory or attach to it. */
    prctl(PR_SET_DUMPABLE, 0);
    /* who may adopt it later: the user its server is */
-   struct ucred server = {0};
-   socklen_t len = sizeof(server);
-   if (getsockopt(opt->control_fd, SOL_SOCKET, SO_PEERCRED, &server, &len) < 0)
+   struct ucred server;
+   if (util_peer_cred(opt->control_fd, &server) < 0)
       return 1;
 
    /* The first worker picks the host driver when the server was not told
