@@ -49,19 +49,6 @@ input_value(uint32_t i, uint32_t iteration)
    return x;
 }
 
-/* Must match compute.comp exactly. */
-static uint32_t
-expected(uint32_t i, uint32_t x, const struct params *p)
-{
-   uint32_t v = (x * x) ^ (i * 2654435761u);
-
-   for (uint32_t r = 0; r < p->rounds; r++) {
-      v = v * 1664525u + 1013904223u + r;
-      v ^= v >> 13;
-      v += p->seed;
-   }
-   return v;
-}
 
 /* Reads a pipeline cache's data back: it must start with the header the
  * API defines for this device, and seed a second cache. */
@@ -357,7 +344,7 @@ main(int argc, char **argv)
 
       uint64_t bad = 0;
       for (uint32_t i = 0; i < count; i++) {
-         uint32_t want = expected(i, in_data[i], &p);
+         uint32_t want = vkt_compute_expected(i, in_data[i], p.rounds, p.seed);
 
          if (out_data[i] == want)
             continue;

@@ -40,18 +40,6 @@ struct params {
    uint32_t seed;
 };
 
-static uint32_t
-expected(uint32_t i, uint32_t x, const struct params *p)
-{
-   uint32_t v = (x * x) ^ (i * 2654435761u);
-   for (uint32_t r = 0; r < p->rounds; r++) {
-      v = v * 1664525u + 1013904223u + r;
-      v ^= v >> 13;
-      v += p->seed;
-   }
-   return v;
-}
-
 struct job {
    struct vkt_buffer out;
    VkDescriptorSet set;
@@ -204,9 +192,9 @@ check_job(unsigned j)
       n = 16;
    uint32_t step = n >= g.count ? 1 : (uint32_t)(g.count / n);
    for (uint32_t i = 0; i < g.count; i += step) {
-      if (out[i] != expected(i, in[i], &job->p))
-         vkt_fail("job %u: element %u is %08x, expected %08x", j, i, out[i],
-                  expected(i, in[i], &job->p));
+      uint32_t want = vkt_compute_expected(i, in[i], job->p.rounds, job->p.seed);
+      if (out[i] != want)
+         vkt_fail("job %u: element %u is %08x, expected %08x", j, i, out[i], want);
    }
 }
 

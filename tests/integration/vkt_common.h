@@ -194,3 +194,17 @@ VkShaderModule vkt_shader_module(const struct vkt_context *ctx,
 VkCommandBuffer vkt_cmd_begin(const struct vkt_context *ctx);
 /* Ends, submits with a fence, waits (60 s at most) and frees it. */
 void vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd);
+
+/* What shaders/compute.comp writes for element i whose input is x, after
+ * rounds of its hash with seed: the CPU's answer, to check the GPU's. */
+static inline uint32_t
+vkt_compute_expected(uint32_t i, uint32_t x, uint32_t rounds, uint32_t seed)
+{
+   uint32_t v = (x * x) ^ (i * 2654435761u);
+   for (uint32_t r = 0; r < rounds; r++) {
+      v = v * 1664525u + 1013904223u + r;
+      v ^= v >> 13;
+      v += seed;
+   }
+   return v;
+}
