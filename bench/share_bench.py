@@ -9,7 +9,11 @@ the fair share on and off.  One run, the same host driver for all; prints
 each figure and the ratios.
 
   bench/share_bench.py [--build DIR] [--host-driver MANIFEST] [--job-ms MS]
-                       [--seconds S] [--groups G] [--clients N]
+                       [--seconds S] [--groups G] [--clients N] [--dispatches D]
+
+--dispatches: the greedy job's work spread over D dispatches in its command
+buffer, one after the other (a compute framework's job), instead of one
+long dispatch that nothing can interrupt.
 
 Run it on an idle machine: the figures are latencies and shares of a
 shared device.
@@ -111,6 +115,10 @@ def interactive(args, env):
     return float(m.group(1)), float(m.group(2))
 
 
+def greedy_args(args, until):
+    return ['--rounds', str(args.rounds), '--until', until, '--dispatches', str(args.dispatches)]
+
+
 def greedy_rate(out):
     m = re.search(r'greedy jobs (\d+) seconds ([\d.]+)', out)
     return int(m.group(1)) / float(m.group(2))
@@ -119,7 +127,7 @@ def greedy_rate(out):
 def pair(args, env_g, env_i, until):
     """The interactive client beside a greedy one: its p50, p99 and the
     greedy one's jobs a second."""
-    g = start(args, env_g, 'greedy', ['--rounds', str(args.rounds), '--until', until])
+    g = start(args, env_g, 'greedy', greedy_args(args, until))
     time.sleep(1.0)
     p50, p99 = interactive(args, env_i)
     open(until, 'w').close()
@@ -129,7 +137,7 @@ def pair(args, env_g, env_i, until):
 
 
 def alone_rate(args, env, until, seconds=None):
-    g = start(args, env, 'greedy', ['--rounds', str(args.rounds), '--until', until])
+    g = start(args, env, 'greedy', greedy_args(args, until))
     time.sleep(seconds or args.seconds)
     open(until, 'w').close()
     rate = greedy_rate(finish(g))
@@ -139,7 +147,7 @@ def alone_rate(args, env, until, seconds=None):
 
 def gpu_share(args, daemon, env, until):
     """A greedy client's GPU time per second of wall time, from gpudctl."""
-    g = start(args, env, 'greedy', ['--rounds', str(args.rounds), '--until', until])
+    g = start(args, env, 'greedy', greedy_args(args, until))
 
     def gpu():
         out = subprocess.run([args.gpudctl, '--socket', daemon.sock, 'status', '--json'],
@@ -158,7 +166,7 @@ def gpu_share(args, daemon, env, until):
 
 
 def many(args, env, until):
-    gs = [start(args, env, 'greedy', ['--rounds', str(args.rounds), '--until', until])
+    gs = [start(args, env, 'greedy', greedy_args(args, until))
           for _ in range(args.clients)]
     time.sleep(args.seconds)
     open(until, 'w').close()
@@ -175,6 +183,7 @@ def main():
     ap.add_argument('--seconds', type=float, default=10)
     ap.add_argument('--groups', type=int, default=64)
     ap.add_argument('--clients', type=int, default=4)
+    ap.add_argument('--dispatches', type=int, default=1)
     ap.add_argument('--user', default='gpud')
     args = ap.parse_args()
     args.host_driver = args.host_driver or default_host()
@@ -191,9 +200,9 @@ def main():
                           str(args.groups)], env=direct, stdout=subprocess.PIPE,
                          check=True).stdout.decode()
     args.rounds = int(re.search(r'rounds (\d+)', out).group(1))
-    print('host driver %s; greedy jobs of about %d ms (%d rounds, %d workgroups); %.0f s a '
-          'measurement' % (args.host_driver, args.job_ms, args.rounds, args.groups,
-                           args.seconds))
+    print('host driver %s; greedy jobs of about %d ms (%d rounds, %d workgroups, %d '
+          'dispatch(es)); %.0f s a measurement' % (args.host_driver, args.job_ms, args.rounds,
+                                                  args.groups, args.dispatches, args.seconds))
     def note(what, value):
         print('  (%s: %s)' % (what, value), file=sys.stderr, flush=True)
         return value
@@ -221,6 +230,9 @@ def main():
         g_many_off = note('many, no fair share', many(args, env_for(args, daemon), until))
         q_free = note('no quota', gpu_share(args, daemon, env_for(args, daemon), until))
         daemon.stop()
+        with open(os.path.join(tmp, 'gpud.log'), errors='replace') as f:
+            prio = sorted(set(re.sub(r'^.*?(client \d+)', r'\1', l.strip())
+                              for l in f if 'global priority' in l))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -240,6 +252,8 @@ def main():
     w = max(len(r[0]) for r in rows)
     for name, value in rows:
         print('%-*s  %s' % (w, name, value))
+    for line in prio:
+        print('gpud: %s' % line)
     print()
     checks = [
         ('interactive p99 beside greedy (gpud) / alone (gpud)', g_pair[1] / g_alone[1], '<= 1.5'),

@@ -37,6 +37,11 @@ struct gpud_queue_timing *
 gpud_timing_create(const struct gpud_host_dispatch *disp, VkPhysicalDevice physical,
                    VkDevice dev, uint32_t family)
 {
+   /* GPUD_GPU_TIMING=0: the fence-based busy time alone (to measure what
+    * the timestamps cost) */
+   const char *env = getenv("GPUD_GPU_TIMING");
+   if (env && !strcmp(env, "0"))
+      return NULL;
    if (!disp->GetPhysicalDeviceQueueFamilyProperties || !disp->GetPhysicalDeviceProperties ||
        !disp->CreateCommandPool || !disp->AllocateCommandBuffers || !disp->BeginCommandBuffer ||
        !disp->EndCommandBuffer || !disp->CmdResetQueryPool || !disp->CmdWriteTimestamp ||

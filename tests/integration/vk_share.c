@@ -7,10 +7,13 @@
  *               prints "rounds R": the rounds of the hash (compute.comp)
  *               that make one dispatch of G workgroups take about MS ms
  *   vk_share greedy --rounds R [--groups G] [--in-flight K] [--seconds S]
- *               [--until FILE]
+ *               [--until FILE] [--dispatches D]
  *               submissions of one such dispatch back to back, K in flight,
  *               for S seconds or until FILE exists: prints "READY" once
- *               going, then "greedy jobs J seconds T"
+ *               going, then "greedy jobs J seconds T"; with D, each job's
+ *               rounds are spread over D dispatches in its command buffer,
+ *               one after the other (a barrier between), as a compute
+ *               framework's job is
  *   vk_share interactive [--rounds R] [--groups G] [--fps F] [--seconds S]
  *               a frame F times a second: a small dispatch submitted, then
  *               waited for; prints "READY" once going, then "interactive
@@ -57,6 +60,7 @@ static struct {
    VkPipelineLayout layout;
    VkPipeline pipeline;
    uint32_t count;
+   uint32_t dispatches; /* a job's, one after the other */
    struct job jobs[MAX_IN_FLIGHT];
    unsigned n_jobs;
 } g;
@@ -159,7 +163,19 @@ submit(unsigned j, uint32_t rounds, uint32_t seed)
                            0, NULL);
    vkCmdPushConstants(job->cmd, g.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(job->p),
                       &job->p);
-   vkCmdDispatch(job->cmd, (g.count + 63) / 64, 1, 1);
+   for (uint32_t i = 0; i < g.dispatches; i++) {
+      if (i) {
+         /* each writes what the last wrote: one after the other */
+         const VkMemoryBarrier mb = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+            .dstAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+         };
+         vkCmdPipelineBarrier(job->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+      }
+      vkCmdDispatch(job->cmd, (g.count + 63) / 64, 1, 1);
+   }
    VKT_CHECK(vkEndCommandBuffer(job->cmd));
    VKT_CHECK(vkResetFences(g.ctx.device, 1, &job->fence));
    const VkSubmitInfo si = {
@@ -219,11 +235,11 @@ main(int argc, char **argv)
    usage:
       fprintf(stderr, "usage: vk_share calibrate|greedy|interactive [--device NAME] "
                       "[--rounds R] [--groups G] [--job-ms MS] [--in-flight K] [--fps F] "
-                      "[--seconds S] [--until FILE]\n");
+                      "[--seconds S] [--until FILE] [--dispatches D]\n");
       return 2;
    }
    const char *mode = argv[1], *device = NULL, *until = NULL;
-   uint64_t rounds = 0, groups = 64, job_ms = 20, in_flight = 2, fps = 60;
+   uint64_t rounds = 0, groups = 64, job_ms = 20, in_flight = 2, fps = 60, dispatches = 1;
    double seconds = 5;
    for (int i = 2; i < argc; i++) {
       const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -245,13 +261,16 @@ main(int argc, char **argv)
          seconds = strtod(v, NULL);
       else if (!strcmp(argv[i], "--until"))
          until = v;
+      else if (!strcmp(argv[i], "--dispatches"))
+         dispatches = vkt_parse_u64(argv[i], v);
       else
          goto usage;
       i++;
    }
    if (!groups || groups > 65535 || !in_flight || in_flight > MAX_IN_FLIGHT || !fps ||
-       !(seconds > 0))
+       !(seconds > 0) || !dispatches || dispatches > 4096)
       goto usage;
+   g.dispatches = 1;
 
    if (!strcmp(mode, "calibrate")) {
       setup(device, (uint32_t)groups, 1);
@@ -296,6 +315,9 @@ main(int argc, char **argv)
    if (!rounds)
       rounds = !strcmp(mode, "interactive") ? 64 : 4096;
    if (!strcmp(mode, "greedy")) {
+      /* the job's rounds spread over its dispatches */
+      g.dispatches = (uint32_t)dispatches;
+      rounds = rounds / dispatches ? rounds / dispatches : 1;
       setup(device, (uint32_t)groups, (unsigned)in_flight);
       for (unsigned j = 0; j < in_flight; j++)
          submit(j, (uint32_t)rounds, j + 1);
