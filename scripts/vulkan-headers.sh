@@ -5,11 +5,22 @@
 # 13's libvulkan-dev) into .deps/, beside the sources, without installing
 # anything over the system's; prints the tree's path for -Dvulkan_headers.
 # Idempotent: a tree already there is kept.
+#
+#   scripts/vulkan-headers.sh [1.4.309.0-1 | 1.4.363.0-1]
+#
+# 1.4.363.0-1 is Debian testing's and unstable's (November 2026), with the
+# extensions of later registries (VK_KHR_shader_bfloat16 among them); the
+# archive keeps it only while one of those suites has it.
 set -eu
 cd "$(dirname "$0")/.."
 
-version=1.4.309.0-1
-sha256=8d329d465e16168afff58b1bd0dd6db46aac2cc3f56054a481b25a04e90b345a
+version=${1:-1.4.309.0-1}
+case $version in
+1.4.309.0-1) sha256=8d329d465e16168afff58b1bd0dd6db46aac2cc3f56054a481b25a04e90b345a ;;
+1.4.363.0-1) sha256=518e000aa44620ed45e3c842b81488e019b9794e234746366ece31f01221702c ;;
+*) echo "vulkan-headers.sh: no checksum for libvulkan-dev $version (1.4.309.0-1 or 1.4.363.0-1)" >&2
+   exit 2 ;;
+esac
 url=http://deb.debian.org/debian/pool/main/v/vulkan-loader/libvulkan-dev_${version}_amd64.deb
 tree="$PWD/.deps/vulkan-headers-$version"
 
