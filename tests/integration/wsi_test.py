@@ -662,8 +662,24 @@ def wsi_apps(fx, xvfb):
 
     glmark2 = need('glmark2', 'glmark2-x11')
     env = dict(genv, **ZINK)
-    _, out, _ = fx.run([glmark2, '--validate'], env, timeout=300, label='glmark2 --validate',
-                       show_output=False)
+
+    def run_glmark2(argv, label):
+        # On lavapipe directly, Mesa's own X11 present thread may put a last
+        # image up after glmark2 destroyed its window: Xlib's BadDrawable
+        # then ends it with status 1 once it printed everything. That is
+        # lavapipe's alone (through gpud the ICD presents): only there is it
+        # let by, and only with the whole output checked below.
+        rc, out, err = fx.run(argv, env, timeout=300, label=label, show_output=False,
+                              expect_rc=None)
+        if rc != 0 and not (fx.direct and rc == 1 and 'BadDrawable' in err and
+                            'X_PutImage' in err):
+            fail('%s: exit status %d' % (label, rc))
+        if rc != 0:
+            log('%s: lavapipe\'s present after the window was gone (BadDrawable) at exit' %
+                label)
+        return out
+
+    out = run_glmark2([glmark2, '--validate'], 'glmark2 --validate')
     results = re.findall(r'^\[(\w+)\] .*Validation: (\w+)$', out, re.M)
     bad = [r for r in results if r[1] not in ('Success', 'Unknown')]
     ok = [r for r in results if r[1] == 'Success']
@@ -671,9 +687,8 @@ def wsi_apps(fx, xvfb):
         fail('glmark2 --validate: %d successes, failures: %r' % (len(ok), bad))
     log('glmark2 --validate: %d scenes rendered as expected (%d cannot be checked)' %
         (len(ok), len(results) - len(ok)))
-    _, out, _ = fx.run([glmark2, '-s', '400x300', '-b', 'build:duration=2',
-                        '-b', 'texture:duration=2', '-b', 'shading:duration=2'], env,
-                       timeout=300, label='glmark2', show_output=False)
+    out = run_glmark2([glmark2, '-s', '400x300', '-b', 'build:duration=2',
+                       '-b', 'texture:duration=2', '-b', 'shading:duration=2'], 'glmark2')
     renderer = re.search(r'GL_RENDERER:\s*(.*)$', out, re.M)
     score = re.search(r'glmark2 Score: (\d+)', out)
     if not renderer or not score:
