@@ -37,6 +37,12 @@
  * longest sleep between looks at whether the daemon is still there. */
 #define FENCE_SPIN_NS (20u * 1000u)
 #define FENCE_SPIN_MAX_NS (200u * 1000u)
+/* Where the page expects a long job's end (its expect_ns), a wait sleeps
+ * until FENCE_EXPECT_EARLY_NS before it and polls from then, for up to
+ * FENCE_EXPECT_LATE_NS after: its end costs no wake-up.  Not where polls
+ * yield (few CPUs). */
+#define FENCE_EXPECT_EARLY_NS (200u * 1000u)
+#define FENCE_EXPECT_LATE_NS (1000u * 1000u)
 #define FENCE_SLICE_NS (20u * 1000u * 1000u)
 
 static __thread struct util_spin_window fence_window;
@@ -381,6 +387,16 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
          continue;
       }
       uint64_t slice = deadline - now < FENCE_SLICE_NS ? deadline - now : FENCE_SLICE_NS;
+      uint64_t expect = atomic_load_explicit(&h->expect_ns, memory_order_relaxed);
+      if (expect && !util_spin_yields()) {
+         if (now + FENCE_EXPECT_EARLY_NS < expect) {
+            if (expect - FENCE_EXPECT_EARLY_NS - now < slice)
+               slice = expect - FENCE_EXPECT_EARLY_NS - now;
+         } else if (now < expect + FENCE_EXPECT_LATE_NS) {
+            util_spin_pause(false);
+            continue;
+         }
+      }
       atomic_fetch_add(&h->waiters, 1);
       if (atomic_load(&h->seq) == seq)
          util_futex_wait(&h->seq, seq, slice);

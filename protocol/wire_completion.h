@@ -34,6 +34,12 @@
  * After writing slots the worker increments `seq` and, when `waiters` is not
  * 0, wakes every futex waiter on it; a waiter increments `waiters`, reads
  * `seq`, checks its slots and sleeps while `seq` is unchanged.
+ *
+ * `expect_ns` (CLOCK_MONOTONIC, 0: none) is when the worker expects the
+ * first of the device's submissions in flight to end, from what the same
+ * command buffers took last time: a waiter may sleep until a little before
+ * and poll from then, so that a long job's end costs it no wake-up.  A hint
+ * only: waits end on the slots alone.
  */
 
 #include <stdatomic.h>
@@ -54,8 +60,11 @@ struct gpud_completion_header {
    _Atomic uint32_t lost; /* the device is lost: every wait ends */
    uint32_t semaphore_slots;
    uint32_t event_slots;
-   uint32_t reserved[9];
+   uint32_t reserved0;
+   _Atomic uint64_t expect_ns;
+   uint32_t reserved[6];
 };
+_Static_assert(sizeof(struct gpud_completion_header) == 64, "the page's layout");
 
 struct gpud_semaphore_slot {
    _Atomic uint64_t value;

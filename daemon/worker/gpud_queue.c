@@ -64,6 +64,20 @@
  * (the tracker's in the host's wait, then its own).  Bounded, so a client
  * that always waits costs at most this much polling per submission. */
 #define TRACK_WAITED_POLL_NS (2ull * 1000 * 1000)
+/* A submission whose command buffers took at least TRACK_EXPECT_MIN_NS the
+ * last time is expected to take as long again: the tracker sleeps in the
+ * host's wait until TRACK_EXPECT_EARLY_NS before that, then polls until
+ * it ends, for up to an eighth of the time expected after (at least
+ * TRACK_EXPECT_LATE_NS, at most TRACK_EXPECT_LATE_MAX_NS), so that a long
+ * job's end reaches the page without the tracker's wake-up.  The page
+ * tells the application's waits the same (its expect_ns).  Only where
+ * polls may spin (poll_ns). */
+#define TRACK_EXPECT_MIN_NS (1ull * 1000 * 1000)
+#define TRACK_EXPECT_EARLY_NS (250ull * 1000)
+#define TRACK_EXPECT_LATE_NS (1ull * 1000 * 1000)
+#define TRACK_EXPECT_LATE_MAX_NS (4ull * 1000 * 1000)
+/* Command buffers whose last time a queue keeps (direct-mapped). */
+#define TRACK_EXPECT_SLOTS 64u
 
 /* An event slot as the worker keeps it (what the page shows is written
  * from this alone: a client that scribbles on its page misleads only
@@ -110,6 +124,7 @@ struct track_gather {
    unsigned n_events, cap_events;
    uint64_t *pools; /* the ids of the query pools it changes */
    unsigned n_pools, cap_pools;
+   uint64_t key; /* its first command buffer (0: none) */
 };
 
 struct track_entry {
@@ -131,6 +146,7 @@ struct track_entry {
    int32_t timing;   /* its timing slot (gpud_timing.h); -1: untimed */
    uint64_t submitted_ns; /* when it went to the host (the call began) */
    bool charged;     /* the schedule knows its end (gpud_sched_worker.h) */
+   uint64_t key;     /* its first command buffer: what it takes, expected */
 };
 
 struct gpud_queue_track {
@@ -148,6 +164,10 @@ struct gpud_queue_track {
    bool timing_tried;
    uint64_t gpu_ns;
    uint64_t last_done_ns;
+   /* what the last submission each command buffer began took */
+   struct {
+      uint64_t key, ns;
+   } expect[TRACK_EXPECT_SLOTS];
 };
 
 struct gpud_device_track {
@@ -340,6 +360,11 @@ entry_gpu_time(struct gpud_device_track *t, struct gpud_queue_track *q, struct t
    e->timing = -1;
    q->gpu_ns += ns;
    q->last_done_ns = UTIL_MAX(q->last_done_ns, e->done_ns);
+   if (e->key) {
+      unsigned i = (unsigned)((e->key >> 4) % TRACK_EXPECT_SLOTS);
+      q->expect[i].key = e->key;
+      q->expect[i].ns = ns;
+   }
    if (!e->charged)
       gpud_sched_done(t->ctx->sched, ns);
    e->charged = true;
@@ -496,21 +521,58 @@ page_waited(const struct gpud_device_track *t)
  * (a lost device) ends the poll without one: the host's wait that follows
  * reports it. */
 static bool
-poll_fences(struct gpud_device_track *t, const VkFence *fences, uint32_t n)
+poll_fences(struct gpud_device_track *t, const VkFence *fences, uint32_t n, uint64_t until)
 {
    if (!t->poll_ns)
       return false;
    pthread_mutex_unlock(&t->mutex);
-   uint64_t start = util_now_ns(), elapsed = 0;
+   uint64_t start = util_now_ns(), now = start, elapsed = 0;
    VkResult r = VK_NOT_READY;
    do {
       for (uint32_t i = 0; i < n && r == VK_NOT_READY; i++)
          r = t->disp->GetFenceStatus(t->dev, fences[i]);
-      elapsed = util_now_ns() - start;
+      now = util_now_ns();
+      elapsed = now - start;
    } while (r == VK_NOT_READY &&
-            (elapsed < t->poll_ns || (elapsed < TRACK_WAITED_POLL_NS && page_waited(t))));
+            (elapsed < t->poll_ns || now < until ||
+             (elapsed < TRACK_WAITED_POLL_NS && page_waited(t))));
    pthread_mutex_lock(&t->mutex);
    return r == VK_SUCCESS;
+}
+
+/* With the mutex held: when the first submission in flight is expected to
+ * end (0: none known), and until when the tracker polls for it
+ * (*ret_until); on the page for the application's waits. */
+static uint64_t
+expected_end(struct gpud_device_track *t, uint64_t *ret_until)
+{
+   uint64_t end = 0;
+   *ret_until = 0;
+   if (t->poll_ns) {
+      struct gpud_queue_track *q;
+      util_list_for_each(q, &t->queues, link) {
+         if (!q->count)
+            continue;
+         const struct track_entry *e = &q->ring[q->head];
+         unsigned i = (unsigned)((e->key >> 4) % TRACK_EXPECT_SLOTS);
+         if (e->done_ns || !e->key || q->expect[i].key != e->key ||
+             q->expect[i].ns < TRACK_EXPECT_MIN_NS)
+            continue;
+         uint64_t ns = q->expect[i].ns;
+         uint64_t at = UTIL_MAX(e->submitted_ns, q->last_done_ns) + ns;
+         if (!end || at < end) {
+            end = at;
+            *ret_until = at + UTIL_MIN(UTIL_MAX(ns / 8, TRACK_EXPECT_LATE_NS),
+                                       TRACK_EXPECT_LATE_MAX_NS);
+         }
+      }
+   }
+   if (t->page && atomic_load_explicit(&t->page->expect_ns, memory_order_relaxed) != end) {
+      atomic_store(&t->page->expect_ns, end);
+      if (end)
+         gpud_completion_wake(t->page); /* a waiter asleep looks again */
+   }
+   return end;
 }
 
 /* With the mutex held, when nothing is in flight: polls for t->poll_ns for
@@ -554,6 +616,8 @@ tracker_thread(void *data)
             fences[n++] = q->ring[q->head].fence;
       }
       if (t->lost || (!n && !release)) {
+         uint64_t unused;
+         expected_end(t, &unused); /* (none: off the page) */
          /* once polled, asleep (the loop looks at stop in between) */
          if (!t->lost && !polled) {
             polled = true;
@@ -570,12 +634,19 @@ tracker_thread(void *data)
          util_spin_window_note(&t->window, now - t->idle_since_ns, now);
          t->idle_since_ns = 0;
       }
-      if (n && poll_fences(t, fences, n))
-         continue;
+      /* a long job expected to end soon is polled for; until then the
+       * host's wait sleeps */
+      uint64_t until = 0;
+      uint64_t end = expected_end(t, &until);
       uint64_t now = util_now_ns();
+      if (n && poll_fences(t, fences, n, end && now + TRACK_EXPECT_EARLY_NS >= end ? until : 0))
+         continue;
+      now = util_now_ns();
       uint64_t slice = TRACK_SLICE_NS;
       if (release)
          slice = release > now ? UTIL_MIN(slice, release - now) : 0;
+      if (end && now + TRACK_EXPECT_EARLY_NS < end)
+         slice = UTIL_MIN(slice, end - TRACK_EXPECT_EARLY_NS - now);
       pthread_mutex_unlock(&t->mutex);
       VkResult r = VK_TIMEOUT;
       if (n) {
@@ -767,6 +838,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          .n_pools = g->n_pools,
          .timing = timing,
          .submitted_ns = began_ns,
+         .key = g->key,
       };
       timing = -1;
       *g = (struct track_gather){0};
@@ -915,6 +987,8 @@ gather_watched(struct gpud_call *call, struct track_gather *g, VkCommandBuffer c
 {
    const struct gpud_object *cmd =
       gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)cb);
+   if (!g->key)
+      g->key = (uint64_t)(uintptr_t)cb;
    for (uint32_t i = 0; cmd && i < cmd->n_cmd_watched; i++) {
       struct gpud_object *obj = gpud_object_find(call->ctx, cmd->cmd_watched[i]);
       if (obj && obj->type == VK_OBJECT_TYPE_QUERY_POOL && obj->query_page) {
