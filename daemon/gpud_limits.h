@@ -17,6 +17,10 @@
 #define GPUD_COMMAND_SPIN_NS (50ull * 1000) /* poll for the next command before sleeping */
 #define GPUD_COMMAND_SPIN_MAX_NS (250ull * 1000) /* ... longer for a client that loops (util_spin.h) */
 #define GPUD_REPLAY_QUEUED_MAX (32u << 20) /* bytes of chunks waiting in the replay lanes */
+/* A recording's last chunk up to this size, of a pool whose lane has
+ * nothing left of it, is replayed by the decoding thread itself
+ * (gpud_replay.c). */
+#define GPUD_REPLAY_INLINE_MAX (16u * 1024u)
 #define GPUD_RECORD_MAX (4u << 20) /* GPUD_RECORD_STREAMS: bytes recorded per client */
 #define GPUD_RING_SLICE_NS (50ull * 1000 * 1000) /* asleep on the ring, check the client this often */
 #define GPUD_MAX_SERVER_QUEUE (1u << 20)    /* bytes the server queues for one peer */

@@ -26,8 +26,11 @@
  * and submissions wait, in order, until the command buffers they name are
  * replayed (gpud_replay_submit), the decoding thread going on
  * meanwhile: an application recording its next frame while the last is
- * submitted has both replayed at once.  Without lanes every chunk is
- * replayed by the decoding thread as it comes.
+ * submitted has both replayed at once.  A small last chunk of a pool whose
+ * lane has nothing left of it (a short recording made between two waits)
+ * is replayed by the decoding thread itself, which spares the lane's
+ * wake-up.  Without lanes every chunk is replayed by the decoding thread as
+ * it comes.
  */
 #include "gpud_call.h"
 #include "gpud_queue.h"
@@ -584,6 +587,24 @@ executes_secondaries(const uint8_t *data, size_t size)
    return false;
 }
 
+/* Replays a chunk on the decoding thread. */
+static int
+replay_here(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, uint32_t size)
+{
+   struct gpud_context *ctx = call->ctx;
+   uint64_t t0 = ctx->profile ? util_now_ns() : 0; /* GPUD_PROFILE */
+   int64_t n = replay(call, cb, data, size, &ctx->status->op);
+   if (n < 0)
+      return -EPROTO;
+   atomic_fetch_add_explicit(&ctx->status->commands, (uint64_t)n, memory_order_relaxed);
+   if (ctx->profile) {
+      ctx->profile->ns[GPUD_PROFILE_CHUNKS] += util_now_ns() - t0;
+      ctx->profile->count[GPUD_PROFILE_CHUNKS]++;
+      ctx->profile->recorded += (uint64_t)n;
+   }
+   return 0;
+}
+
 int
 gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
 {
@@ -614,23 +635,29 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
    if (h.cmd.flags & WIRE_CHUNK_END)
       cb->recording = false;
 
-   if (!r || !r->n_lanes) {
-      uint64_t t0 = ctx->profile ? util_now_ns() : 0; /* GPUD_PROFILE */
-      int64_t n = replay(call, cb, data, size, &ctx->status->op);
-      if (n < 0)
+   if (!r || !r->n_lanes)
+      return replay_here(call, cb, data, size);
+
+   bool secondaries = executes_secondaries(data, size);
+   if ((h.cmd.flags & WIRE_CHUNK_END) && size <= GPUD_REPLAY_INLINE_MAX && cb->pool &&
+       !secondaries && pool_done(r, cb->pool)) {
+      /* A small last chunk, its pool's lane done with the pool: replayed
+       * here. The submission that usually follows waits for it anyway,
+       * and its lane, asleep while the application waited for its last
+       * job, would have to wake first. */
+      if (replay_here(call, cb, data, size) < 0)
          return -EPROTO;
-      atomic_fetch_add_explicit(&ctx->status->commands, (uint64_t)n, memory_order_relaxed);
-      if (ctx->profile) {
-         ctx->profile->ns[GPUD_PROFILE_CHUNKS] += util_now_ns() - t0;
-         ctx->profile->count[GPUD_PROFILE_CHUNKS]++;
-         ctx->profile->recorded += (uint64_t)n;
-      }
+      cb->chunks_routed++;
+      cb->pool->chunks_routed++;
+      atomic_fetch_add_explicit(&cb->pool->chunks_replayed, 1, memory_order_release);
+      atomic_fetch_add_explicit(&cb->chunks_replayed, 1, memory_order_release);
+      if (atomic_load(&r->n_submits))
+         submit_ready(r);
       return 0;
    }
-
    /* secondaries it executes are replayed (their lanes have done what came
     * before) by the time its lane gets to it */
-   if (executes_secondaries(data, size))
+   if (secondaries)
       gpud_replay_wait(r);
    /* the lanes hold a bounded amount: past it the client waits (its ring
     * fills) */
