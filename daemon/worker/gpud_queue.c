@@ -1235,7 +1235,8 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
          untracked_watched(dt, &g);                                                         \
       int timing = -1;                                                                      \
       VkCommandBuffer timing_cbs[2];                                                        \
-      VkFence fence = t ? track_begin(t, q, &g, timed_##cmd(a), &timing, &timing_cbs[0],    \
+      bool timed = timed_##cmd(a) && gpud_sched_timed(call->ctx->sched);                    \
+      VkFence fence = t ? track_begin(t, q, &g, timed, &timing, &timing_cbs[0],             \
                                       &timing_cbs[1])                                       \
                         : VK_NULL_HANDLE;                                                   \
       bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \

@@ -333,6 +333,19 @@ maybe_idle(struct gpud_sched *s)
    s->active = false;
 }
 
+bool
+gpud_sched_timed(struct gpud_sched *s)
+{
+   if (!s)
+      return true;
+   pthread_mutex_lock(&s->mutex);
+   bool timed = !s->page || atomic_load_explicit(&s->page->clients, memory_order_relaxed) > 1 ||
+                atomic_load_explicit(&s->me->quota_ppm, memory_order_relaxed) ||
+                quota_user(s->page, s->me);
+   pthread_mutex_unlock(&s->mutex);
+   return timed;
+}
+
 void
 gpud_sched_admit(struct gpud_sched *s)
 {

@@ -22,6 +22,12 @@ void gpud_sched_unbind(struct gpud_sched *s);
 void gpud_sched_free(struct gpud_sched *s);
 /* The client's nice level as its server set it (0 when unscheduled). */
 int gpud_sched_nice(struct gpud_sched *s);
+/* Whether the client's GPU time must come from the device's timestamps: it
+ * shares the GPU with other clients, or a quota holds it (or no page says
+ * either way).  A client alone without a quota has its queues to itself,
+ * and the time they are busy is its GPU time, without the timestamps'
+ * command buffers around each submission. */
+bool gpud_sched_timed(struct gpud_sched *s);
 /* Before a submission goes to the host: waits for the client's turn. */
 void gpud_sched_admit(struct gpud_sched *s);
 /* An admitted submission that did not go to the host, or that nothing
