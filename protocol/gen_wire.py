@@ -46,6 +46,10 @@ DENIED_EXTENSIONS = {
         'VK_EXT_full_screen_exclusive', 'VK_GOOGLE_display_timing', 'VK_GOOGLE_surfaceless_query',
         'VK_AMD_display_native_hdr', 'VK_EXT_image_compression_control_swapchain',
         'VK_NV_present_metering')},
+    # its commands name a swapchain, which is the ICD's own (wsi/): the
+    # daemon has no such object (the 1.4.363 registry makes it depend on
+    # VK_KHR_present_id, which denies it too)
+    'VK_NV_low_latency2': WSI_NOT_YET,
     'VK_EXT_external_memory_host':
         'its host pointers are addresses in the application\'s process',
     'VK_EXT_validation_flags': 'a layer\'s',
