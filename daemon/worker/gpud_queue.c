@@ -165,10 +165,18 @@ struct gpud_queue_track {
    uint64_t gpu_ns;
    uint64_t last_done_ns;
    /* what the last submission each command buffer began took */
-   struct {
+   struct track_expect {
       uint64_t key, ns;
    } expect[TRACK_EXPECT_SLOTS];
 };
+
+/* The slot of q's expectations a submission's first command buffer (key)
+ * has. */
+static struct track_expect *
+expect_slot(struct gpud_queue_track *q, uint64_t key)
+{
+   return &q->expect[(key >> 4) % TRACK_EXPECT_SLOTS];
+}
 
 struct gpud_device_track {
    struct gpud_context *ctx;
@@ -360,11 +368,8 @@ entry_gpu_time(struct gpud_device_track *t, struct gpud_queue_track *q, struct t
    e->timing = -1;
    q->gpu_ns += ns;
    q->last_done_ns = UTIL_MAX(q->last_done_ns, e->done_ns);
-   if (e->key) {
-      unsigned i = (unsigned)((e->key >> 4) % TRACK_EXPECT_SLOTS);
-      q->expect[i].key = e->key;
-      q->expect[i].ns = ns;
-   }
+   if (e->key)
+      *expect_slot(q, e->key) = (struct track_expect){.key = e->key, .ns = ns};
    if (!e->charged)
       gpud_sched_done(t->ctx->sched, ns);
    e->charged = true;
@@ -554,11 +559,10 @@ expected_end(struct gpud_device_track *t, uint64_t *ret_until)
          if (!q->count)
             continue;
          const struct track_entry *e = &q->ring[q->head];
-         unsigned i = (unsigned)((e->key >> 4) % TRACK_EXPECT_SLOTS);
-         if (e->done_ns || !e->key || q->expect[i].key != e->key ||
-             q->expect[i].ns < TRACK_EXPECT_MIN_NS)
+         const struct track_expect *x = expect_slot(q, e->key);
+         if (e->done_ns || !e->key || x->key != e->key || x->ns < TRACK_EXPECT_MIN_NS)
             continue;
-         uint64_t ns = q->expect[i].ns;
+         uint64_t ns = x->ns;
          uint64_t at = UTIL_MAX(e->submitted_ns, q->last_done_ns) + ns;
          if (!end || at < end) {
             end = at;
