@@ -700,6 +700,7 @@ icd_call_end(struct icd_call *call)
       }
    }
 
+   icd_dbg(ICD_DEBUG_SYNC, "round trip: %s", wire_op_name(call->op));
    /* Register before sending so that a quick reply finds us. */
    pthread_mutex_lock(&conn->recv_mutex);
    call->next_pending = conn->pending;

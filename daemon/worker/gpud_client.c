@@ -10,6 +10,7 @@
 
 #include "gpud_call.h"
 #include "gpud_lifetime.h"
+#include "gpud_pipecache.h"
 #include "gpud_replay.h"
 #include "gpud_stream.h"
 #include "gpud_wait.h"
@@ -173,6 +174,14 @@ log_profile(struct gpud_context *ctx)
                        " recorded commands: %.1f ns a command",
                        (double)lane_ns / 1e9, lane_commands,
                        (double)lane_ns / (double)lane_commands);
+   if (p->submits)
+      gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                       "profile: %" PRIu64 " tracked submits, us each: %.2f before the host, "
+                       "%.2f the host's submit, %.2f gpud's fence, %.2f the entry",
+                       p->submits, (double)p->submit_ns[0] / 1e3 / (double)p->submits,
+                       (double)p->submit_ns[1] / 1e3 / (double)p->submits,
+                       (double)p->submit_ns[2] / 1e3 / (double)p->submits,
+                       (double)p->submit_ns[3] / 1e3 / (double)p->submits);
    bool shown[GPUD_PROFILE_CHUNKS + 1] = {0};
    for (unsigned k = 0; k < 12; k++) {
       unsigned top = 0;
@@ -252,6 +261,13 @@ void
 gpud_client_run(struct gpud_context *ctx)
 {
    serve(ctx);
+   /* what the client's devices compiled, for its next run (a worker ends
+    * without destroying what is left) */
+   struct gpud_object *obj;
+   util_list_for_each(obj, &ctx->object_list, link) {
+      if (obj->type == VK_OBJECT_TYPE_DEVICE)
+         gpud_pipecache_save(ctx, obj);
+   }
    if (ctx->profile)
       log_profile(ctx);
 }

@@ -75,6 +75,10 @@ struct gpud_profile {
    uint64_t count[GPUD_PROFILE_CHUNKS + 1];
    uint64_t recorded; /* commands in the chunks */
    uint64_t wait_ns;  /* for the next message */
+   /* a tracked submit's phases: before the host has it, the host's submit,
+    * gpud's fence after it, the tracker's entry */
+   uint64_t submit_ns[4];
+   uint64_t submits;
 };
 
 struct gpud_context {

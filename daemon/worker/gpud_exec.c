@@ -8,6 +8,7 @@
 #include "gpud_external.h"
 #include "gpud_inject.h"
 #include "gpud_lifetime.h"
+#include "gpud_pipecache.h"
 #include "gpud_queue.h"
 #include "gpud_sched_worker.h"
 #include "gpud_validate.h"
@@ -1399,6 +1400,8 @@ gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
          return;
       }
    }
+   if (a->pipelineCache == VK_NULL_HANDLE)
+      a->pipelineCache = gpud_pipecache_use(call->device);
    gpud_gen_exec_vkCreateGraphicsPipelines(call, a);
 }
 
@@ -1415,6 +1418,8 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
          return;
       }
    }
+   if (a->pipelineCache == VK_NULL_HANDLE)
+      a->pipelineCache = gpud_pipecache_use(call->device);
    gpud_gen_exec_vkCreateComputePipelines(call, a);
 }
 

@@ -9,6 +9,7 @@
  * their waits are cancelled and their queues idle.
  */
 #include "gpud_lifetime.h"
+#include "gpud_pipecache.h"
 #include "gpud_queue.h"
 #include "gpud_validate.h"
 #include "gpud_wait.h"
@@ -89,6 +90,7 @@ adopt_dispatchable(struct gpud_call *call, struct gpud_object *obj)
       obj->host_image_copy = call->new_host_image_copy;
       *obj->disp = *call->instance->disp;
       gpud_host_dispatch_load_device(obj->disp, (VkDevice)(uintptr_t)obj->handle);
+      gpud_pipecache_open(call->ctx, obj);
    }
    return true;
 }
@@ -225,6 +227,7 @@ destroy_object(struct gpud_context *ctx, struct gpud_object *obj)
 {
    if (!dies_with_parent(obj)) {
       if (obj->type == VK_OBJECT_TYPE_DEVICE) {
+         gpud_pipecache_close(ctx, obj);
          obj->disp->DestroyDevice((VkDevice)(uintptr_t)obj->handle, NULL);
       } else if (obj->type == VK_OBJECT_TYPE_INSTANCE) {
          gpud_validate_instance_destroy(obj);

@@ -95,6 +95,8 @@ struct gpud_object {
    struct gpud_queue_track *track;
    /* devices: the tracker of their queues */
    struct gpud_device_track *dtrack;
+   /* devices: the host pipeline cache kept across runs (gpud_pipecache.c) */
+   struct gpud_pipecache *pipecache;
    /* fences, while completions are delayed (gpud_inject.c): when the worker
     * first saw it signalled */
    atomic_uint_least64_t signal_seen_ns;

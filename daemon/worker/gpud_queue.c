@@ -1232,6 +1232,7 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
          a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
                   : NULL;                                                                   \
       struct track_gather g = {0};                                                          \
+      uint64_t t0 = call->ctx->profile ? util_now_ns() : 0;                                 \
       /* its turn on the GPU first (gpud_sched.c), before any lock of the tracker */        \
       gpud_sched_admit(call->ctx->sched);                                                   \
       gather_##cmd(call, a, dt, &g);                                                        \
@@ -1246,7 +1247,7 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
       bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \
       if (own)                                                                              \
          a->fence = fence;                                                                  \
-      struct timed_##cmd saved;                                                             \
+      struct timed_##cmd saved = {0};                                                       \
       if (timing >= 0 && !time_##cmd(a, timing_cbs, &saved)) {                              \
          pthread_mutex_lock(&t->mutex);                                                     \
          gpud_timing_drop(q->timing, timing);                                               \
@@ -1254,7 +1255,11 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
          timing = -1;                                                                       \
       }                                                                                     \
       uint64_t began_ns = util_now_ns();                                                    \
+      struct gpud_profile *prof = call->ctx->profile;                                       \
+      uint64_t pt[4] = {began_ns};                                                          \
       gpud_gen_exec_##cmd(call, a);                                                         \
+      if (prof)                                                                             \
+         pt[1] = util_now_ns();                                                             \
       if (timing >= 0)                                                                      \
          untime_##cmd(a, &saved);                                                           \
       if (own)                                                                              \
@@ -1262,6 +1267,8 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
       bool used = own && a->ret == VK_SUCCESS;                                              \
       if (fence && !own && a->ret == VK_SUCCESS)                                            \
          used = t->disp->QueueSubmit(a->queue, 0, NULL, fence) == VK_SUCCESS;              \
+      if (prof)                                                                             \
+         pt[2] = util_now_ns();                                                             \
       if (!fence || !used)                                                                  \
          gpud_sched_dropped(call->ctx->sched); /* nothing charges it at its end */         \
       if (t) {                                                                              \
@@ -1271,6 +1278,13 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
          if (app_fence)                                                                     \
             gpud_queue_fence_ask((struct gpud_object *)app_fence);                          \
          untracked_signals(call, g.signals, g.n_signals);                                   \
+      }                                                                                     \
+      if (prof) {                                                                           \
+         pt[3] = util_now_ns();                                                             \
+         prof->submit_ns[0] += began_ns - t0;                                               \
+         for (unsigned i = 1; i < 4; i++)                                                   \
+            prof->submit_ns[i] += pt[i] - pt[i - 1];                                        \
+         prof->submits++;                                                                   \
       }                                                                                     \
    }
 
