@@ -41,6 +41,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -172,6 +173,7 @@ class Fixture:
         self.daemon = None
         self.daemon_ok = True
         self.extra_args = []   # more daemon options (a test's own)
+        self.daemon_env = {}   # more of the daemon's environment (a test's own)
 
     # -- environments --
 
@@ -225,7 +227,7 @@ class Fixture:
             return
         if os.path.exists(self.socket):
             os.unlink(self.socket)   # left by a daemon we killed
-        env = self.base_env()
+        env = dict(self.base_env(), **self.daemon_env)
         served = self.log_count('serving ')
         cmd = [self.args.gpud, '--socket', self.socket,
                '--host-driver', self.args.lavapipe_manifest] + self.daemon_args()
@@ -2413,6 +2415,63 @@ def test_render(fx):
                        ' output')
         outputs.append((direct, 'lavapipe output (%s)' % variant[0]))
     compare_images(outputs[0][0], outputs[0][1], outputs[1][0], outputs[1][1])
+    if not fx.direct:
+        render_pipeline_cache(fx, vk_render, outputs[0])
+
+
+def render_pipeline_cache(fx, vk_render, reference):
+    """The pipelines a program's device compiled are kept for its next run
+    (daemon/worker/gpud_pipecache.c): a file in the workers' cache
+    directory, a valid host pipeline cache, read by the next run, which
+    renders the same pixels; GPUD_PIPELINE_CACHE=off keeps none."""
+    # (workers may run as another user: a directory anyone may write)
+    cache = tempfile.mkdtemp(prefix='gpud-test-cache-')
+    os.chmod(cache, 0o1777)
+    try:
+        for setting in ('off', ''):
+            shutil.rmtree(os.path.join(cache, 'gpud'), ignore_errors=True)
+            fx.stop_daemon()
+            fx.daemon_env = {'XDG_CACHE_HOME': cache, 'GPUD_PIPELINE_CACHE': setting}
+            fx.extra_args = ['--log-level', 'debug']
+            fx.start_daemon()
+            for run in (1, 2):
+                out = os.path.join(fx.tmp, 'render-cache-%s%d.pam' % (setting, run))
+                fx.run([vk_render, '--output', out], fx.gpud_env(),
+                       label='gpud, pipeline cache %s, run %d' % (setting or 'on', run))
+                compare_images(reference[0], reference[1], out,
+                               'gpud output with the pipeline cache %s, run %d' %
+                               (setting or 'on', run))
+            d = os.path.join(cache, 'gpud', 'pipelines')
+            files = [f for f in (os.listdir(d) if os.path.isdir(d) else [])
+                     if '-vk_render-' in f and f.endswith('.bin')]
+            if setting == 'off':
+                if files:
+                    fail('GPUD_PIPELINE_CACHE=off, yet the workers wrote %s' % files)
+                continue
+            if len(files) != 1:
+                fail('one pipeline cache of vk_render expected in %s, found %s' %
+                     (d, os.listdir(d) if os.path.isdir(d) else 'no such directory'))
+            with open(os.path.join(d, files[0]), 'rb') as f:
+                data = f.read()
+            # VkPipelineCacheHeaderVersionOne: its size, version 1, vendor,
+            # device, the pipelineCacheUUID that names the file
+            size, version = struct.unpack_from('<II', data) if len(data) >= 8 else (0, 0)
+            if len(data) < 32 or size < 32 or version != 1 or \
+                    data[16:32].hex() not in files[0]:
+                fail('%s is no pipeline cache of the host device (%d bytes)' %
+                     (files[0], len(data)))
+            read = fx.log_count('pipeline cache %s: %d bytes read' %
+                                (os.path.join(d, files[0]), len(data)))
+            if read < 1:
+                fail('the second run did not read the pipeline cache the first wrote')
+            log('pipeline cache kept: %s, %d bytes, read by the next run' %
+                (files[0], len(data)))
+    finally:
+        fx.stop_daemon()
+        fx.daemon_env = {}
+        fx.extra_args = []
+        fx.start_daemon()
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def test_sync(fx):
