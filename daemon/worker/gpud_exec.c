@@ -1400,9 +1400,12 @@ gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
          return;
       }
    }
-   if (a->pipelineCache == VK_NULL_HANDLE)
+   bool kept = a->pipelineCache == VK_NULL_HANDLE;
+   if (kept)
       a->pipelineCache = gpud_pipecache_use(call->device);
    gpud_gen_exec_vkCreateGraphicsPipelines(call, a);
+   if (kept)
+      gpud_pipecache_created(call->ctx, call->device);
 }
 
 void
@@ -1418,9 +1421,12 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
          return;
       }
    }
-   if (a->pipelineCache == VK_NULL_HANDLE)
+   bool kept = a->pipelineCache == VK_NULL_HANDLE;
+   if (kept)
       a->pipelineCache = gpud_pipecache_use(call->device);
    gpud_gen_exec_vkCreateComputePipelines(call, a);
+   if (kept)
+      gpud_pipecache_created(call->ctx, call->device);
 }
 
 /* The shader groups of each new ray tracing pipeline (groups[i] of

@@ -14,7 +14,8 @@
  * when the device is made, used for every pipeline the application creates
  * without a cache of its own (an application with its own cache keeps it,
  * and its data goes through vkGetPipelineCacheData as always), and written
- * when the device is destroyed or the client ends.  The file lies in the
+ * while pipelines are created (every 2 s at most), when the device is
+ * destroyed and when the client ends.  The file lies in the
  * worker's cache directory ($XDG_CACHE_HOME/gpud/pipelines, else
  * $HOME/.cache/gpud/pipelines: the gpud user's home, where the drivers'
  * own caches are), one per client user, program and host device, named by
@@ -34,15 +35,22 @@
 #include <unistd.h>
 
 #include "gpud_call.h"
+#include "util_time.h"
 
 /* what one file may hold (NVIDIA's data for llama.cpp's pipelines: tens
  * of MiB) */
 #define PIPECACHE_MAX_BYTES (512ull << 20)
 
+/* while pipelines are being created, what they gave is written this
+ * often: a client killed in the middle of its compiling (a worker then
+ * ends with its decoder busy) keeps what was done */
+#define PIPECACHE_SAVE_EVERY_NS (2ull * 1000 * 1000 * 1000)
+
 struct gpud_pipecache {
    VkPipelineCache cache;
    char *path;
    atomic_bool dirty;
+   uint64_t saved_ns; /* the last write, or the opening */
 };
 
 /* mkdir -p, each level 0700; 0 or -errno */
@@ -185,6 +193,7 @@ gpud_pipecache_open(struct gpud_context *ctx, struct gpud_object *device)
    }
    gpud_context_log(ctx, UTIL_LOG_DEBUG, "pipeline cache %s: %zu bytes read", path, size);
    pc->path = path;
+   pc->saved_ns = util_now_ns();
    device->pipecache = pc;
 }
 
@@ -199,11 +208,20 @@ gpud_pipecache_use(struct gpud_object *device)
 }
 
 void
+gpud_pipecache_created(struct gpud_context *ctx, struct gpud_object *device)
+{
+   struct gpud_pipecache *pc = device ? device->pipecache : NULL;
+   if (pc && util_now_ns() - pc->saved_ns >= PIPECACHE_SAVE_EVERY_NS)
+      gpud_pipecache_save(ctx, device);
+}
+
+void
 gpud_pipecache_save(struct gpud_context *ctx, struct gpud_object *device)
 {
    struct gpud_pipecache *pc = device->pipecache;
    if (!pc || !atomic_exchange(&pc->dirty, false))
       return;
+   pc->saved_ns = util_now_ns();
    VkDevice dev = (VkDevice)(uintptr_t)device->handle;
    size_t size = 0;
    if (device->disp->GetPipelineCacheData(dev, pc->cache, &size, NULL) != VK_SUCCESS || !size ||

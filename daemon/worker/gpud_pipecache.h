@@ -19,6 +19,9 @@ void gpud_pipecache_open(struct gpud_context *ctx, struct gpud_object *device);
 /* The host cache for a pipeline creation that names none (VK_NULL_HANDLE:
  * none kept); what it gets is written later. */
 VkPipelineCache gpud_pipecache_use(struct gpud_object *device);
+/* After pipelines were created with it: writes what is new where the last
+ * write is a while ago. */
+void gpud_pipecache_created(struct gpud_context *ctx, struct gpud_object *device);
 /* Writes what is new, keeping the cache open (the client ended). */
 void gpud_pipecache_save(struct gpud_context *ctx, struct gpud_object *device);
 /* Writes what is new and destroys the cache (before the host device). */
