@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""llama.cpp's Vulkan backend on the host driver directly and through a
+private gpud, alternated in one run: llama-bench's tokens a second for each
+model, and (--ops) test-backend-ops' time and results for some operators;
+prints each figure and gpud/direct.
+
+  scripts/llama.sh DIR            (once: llama.cpp and the models)
+  bench/llama_bench.py --llama DIR [--build DIR] [--host-driver MANIFEST]
+                       [--models tiny,moe,1b] [--rounds N] [--repetitions N]
+                       [--ops OP,OP,...] [--ops-timeout S]
+
+Models: tiny and moe generate tokens (tg128), 1b processes a prompt and
+generates (pp512, tg128).  Each side first runs each model once unmeasured,
+so that both have their pipelines compiled: the driver's disk cache
+directly, gpud's pipeline cache (kept in DIR/gpud-cache) through gpud; a
+run that compiles runs at whatever clock the GPU has dropped to by then
+(docs/performance.md, "llama.cpp").
+"""
+
+import argparse
+import json
+import os
+import pwd
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TESTS = {
+    'tiny': ['-p', '0', '-n', '128'],
+    'moe': ['-p', '0', '-n', '128'],
+    '1b': ['-p', '512', '-n', '128'],
+}
+
+
+def fail(msg):
+    sys.exit('llama_bench: ' + msg)
+
+
+def default_host():
+    for m in ('/usr/share/vulkan/icd.d/lvp_icd.json',
+              '/usr/share/vulkan/icd.d/lvp_icd.%s.json' % os.uname().machine):
+        if os.path.exists(m):
+            return m
+    fail('name the host driver with --host-driver')
+
+
+class Daemon:
+    """A private gpud whose workers keep their pipeline caches in cache."""
+
+    def __init__(self, args, tmp, cache):
+        self.sock = os.path.join(tmp, 'gpud.sock')
+        self.tmp = tmp
+        self.log = open(os.path.join(tmp, 'gpud.log'), 'ab')
+        cmd = [args.gpud, '--socket', self.sock, '--host-driver', args.host_driver,
+               '--bus', 'none']
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam('gpud')
+                cmd += ['--user', 'gpud']
+            except KeyError:
+                cmd += ['--user', 'nobody']
+        env = dict(os.environ, XDG_RUNTIME_DIR=tmp, XDG_CACHE_HOME=cache)
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=self.log, env=env)
+        deadline = time.monotonic() + 30
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                s.connect(self.sock)
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    fail('gpud did not start (see %s/gpud.log)' % tmp)
+                time.sleep(0.1)
+            finally:
+                s.close()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+def env_for(args, daemon):
+    env = dict(os.environ)
+    for k in ('VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'GPUD_SOCKET'):
+        env.pop(k, None)
+    # ggml leaves CPU devices (lavapipe) alone unless told
+    env.setdefault('GGML_VK_VISIBLE_DEVICES', '0')
+    if daemon:
+        env['VK_ICD_FILENAMES'] = args.icd
+        env['GPUD_SOCKET'] = daemon.sock
+        env['XDG_RUNTIME_DIR'] = daemon.tmp
+    else:
+        env['VK_ICD_FILENAMES'] = args.host_driver
+    return env
+
+
+def llama_bench(args, env, model, extra):
+    """{test name: tokens a second} of one llama-bench run."""
+    argv = [os.path.join(args.llama, 'run.sh'), os.path.join(args.llama, 'llama-bench'),
+            '-m', os.path.join(args.llama, 'models', model + '.gguf'), '-ngl', '99',
+            '-o', 'json'] + extra
+    p = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=1800)
+    if p.returncode != 0:
+        fail('llama-bench on %s failed (%d): %s' % (model, p.returncode,
+                                                    p.stderr.decode()[-2000:]))
+    out = {}
+    for r in json.loads(p.stdout.decode()):
+        name = ('pp%d' % r['n_prompt']) if r['n_prompt'] else ('tg%d' % r['n_gen'])
+        out[name] = r['avg_ts']
+    return out
+
+
+def backend_ops(args, env, op):
+    """(seconds, the line of each case, the summary) of test-backend-ops -o op."""
+    argv = [os.path.join(args.llama, 'run.sh'), os.path.join(args.llama, 'test-backend-ops'),
+            '-b', 'Vulkan0', '-o', op]
+    t = time.monotonic()
+    try:
+        p = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=args.ops_timeout)
+        out = p.stdout.decode(errors='replace')
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b'').decode(errors='replace')
+        out += '\n(stopped after %d s)' % args.ops_timeout
+    seconds = time.monotonic() - t
+    cases = sorted(l.strip() for l in out.splitlines()
+                   if re.search(r'\b(OK|FAIL)\b', l) and '(' in l)
+    summary = next((l.strip() for l in out.splitlines() if 'tests passed' in l),
+                   out.strip().splitlines()[-1] if out.strip() else '(nothing)')
+    return seconds, cases, summary
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--llama', required=True, help='what scripts/llama.sh set up')
+    ap.add_argument('--build', default=os.path.join(os.path.dirname(__file__), '..', 'build'))
+    ap.add_argument('--host-driver', help='the host ICD manifest (default: lavapipe)')
+    ap.add_argument('--models', default='tiny,1b')
+    ap.add_argument('--rounds', type=int, default=2)
+    ap.add_argument('--repetitions', type=int, default=3, help="llama-bench's -r")
+    ap.add_argument('--ops', default='', help='test-backend-ops operators, comma-separated')
+    ap.add_argument('--ops-timeout', type=int, default=600)
+    args = ap.parse_args()
+    args.llama = os.path.abspath(args.llama)
+    args.host_driver = os.path.abspath(args.host_driver or default_host())
+    build = os.path.abspath(args.build)
+    args.gpud = os.path.join(build, 'daemon', 'gpud')
+    args.icd = os.path.join(build, 'icd', 'gpud_icd.build.json')
+    for path in (args.gpud, args.icd, os.path.join(args.llama, 'run.sh')):
+        if not os.path.exists(path):
+            fail('no %s (build the project; run scripts/llama.sh %s)' % (path, args.llama))
+    models = [m for m in args.models.split(',') if m]
+    for m in models:
+        if m not in TESTS:
+            fail('no model %r (%s)' % (m, ', '.join(TESTS)))
+    cache = os.path.join(args.llama, 'gpud-cache')
+    os.makedirs(cache, exist_ok=True)
+    os.chmod(cache, 0o1777)   # workers may run as another user
+    tmp = tempfile.mkdtemp(prefix='llama-bench-')
+    daemon = Daemon(args, tmp, cache)
+    sides = (('direct', env_for(args, None)), ('gpud', env_for(args, daemon)))
+    try:
+        print('host driver: %s' % args.host_driver)
+        for m in models:
+            for name, env in sides:
+                llama_bench(args, env, m, TESTS[m] + ['-r', '1'])
+        figures = {}   # (model, test, side) -> [tokens a second]
+        for r in range(args.rounds):
+            for m in models:
+                for name, env in sides:
+                    got = llama_bench(args, env, m, TESTS[m] + ['-r', str(args.repetitions)])
+                    for test, ts in got.items():
+                        figures.setdefault((m, test, name), []).append(ts)
+                        print('round %d: %-4s %-6s %-6s %10.1f tokens/s' %
+                              (r + 1, m, test, name, ts), flush=True)
+        print('\n| model | test | direct (tokens/s) | gpud (tokens/s) | gpud/direct |')
+        print('| --- | --- | ---: | ---: | ---: |')
+        for (m, test, side) in sorted(figures):
+            if side != 'direct' or (m, test, 'gpud') not in figures:
+                continue
+            d, g = figures[(m, test, 'direct')], figures[(m, test, 'gpud')]
+            print('| %s | %s | %s | %s | %.2fx |' % (
+                m, test, ' '.join('%.0f' % x for x in d), ' '.join('%.0f' % x for x in g),
+                statistics.median(g) / statistics.median(d)))
+        ops = [o for o in args.ops.split(',') if o]
+        if ops:
+            print('\n| test-backend-ops -o | direct (s) | gpud (s) | gpud/direct | results |')
+            print('| --- | ---: | ---: | ---: | --- |')
+        for op in ops:
+            (td, cd, sd), (tg, cg, sg) = (backend_ops(args, env, op) for _, env in sides)
+            same = 'the same' if cd == cg else 'DIFFER (direct: %s; gpud: %s)' % (sd, sg)
+            print('| %s | %.1f | %.1f | %.2fx | %s, %s |' % (op, td, tg, tg / td, sd, same),
+                  flush=True)
+    finally:
+        daemon.stop()
+    print('gpud log: %s/gpud.log' % tmp)
+
+
+if __name__ == '__main__':
+    main()
