@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "gpud_call.h"
+#include "util_macros.h"
 #include "util_time.h"
 
 /* what one file may hold (NVIDIA's data for llama.cpp's pipelines: tens
@@ -43,14 +44,17 @@
 
 /* while pipelines are being created, what they gave is written this
  * often: a client killed in the middle of its compiling (a worker then
- * ends with its decoder busy) keeps what was done */
+ * ends with its decoder busy) keeps what was done; and no more than 1/50
+ * of the decoding thread's time goes to writing a big cache */
 #define PIPECACHE_SAVE_EVERY_NS (2ull * 1000 * 1000 * 1000)
+#define PIPECACHE_SAVE_SHARE 50
 
 struct gpud_pipecache {
    VkPipelineCache cache;
    char *path;
    atomic_bool dirty;
    uint64_t saved_ns; /* the last write, or the opening */
+   uint64_t save_ns;  /* what the last write took */
 };
 
 /* mkdir -p, each level 0700; 0 or -errno */
@@ -211,7 +215,8 @@ void
 gpud_pipecache_created(struct gpud_context *ctx, struct gpud_object *device)
 {
    struct gpud_pipecache *pc = device ? device->pipecache : NULL;
-   if (pc && util_now_ns() - pc->saved_ns >= PIPECACHE_SAVE_EVERY_NS)
+   if (pc && util_now_ns() - pc->saved_ns >=
+                UTIL_MAX(PIPECACHE_SAVE_EVERY_NS, PIPECACHE_SAVE_SHARE * pc->save_ns))
       gpud_pipecache_save(ctx, device);
 }
 
@@ -221,7 +226,8 @@ gpud_pipecache_save(struct gpud_context *ctx, struct gpud_object *device)
    struct gpud_pipecache *pc = device->pipecache;
    if (!pc || !atomic_exchange(&pc->dirty, false))
       return;
-   pc->saved_ns = util_now_ns();
+   uint64_t began = util_now_ns();
+   pc->saved_ns = began; /* (a write that fails waits as long) */
    VkDevice dev = (VkDevice)(uintptr_t)device->handle;
    size_t size = 0;
    if (device->disp->GetPipelineCacheData(dev, pc->cache, &size, NULL) != VK_SUCCESS || !size ||
@@ -255,6 +261,8 @@ gpud_pipecache_save(struct gpud_context *ctx, struct gpud_object *device)
       free(tmp);
    }
    free(data);
+   pc->saved_ns = util_now_ns();
+   pc->save_ns = pc->saved_ns - began;
 }
 
 void
