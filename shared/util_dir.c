@@ -3,9 +3,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int
 util_paths_add(char ***paths, size_t *n, const char *path)
@@ -59,4 +62,50 @@ util_paths_free(char **paths)
    for (char **p = paths; *p; p++)
       free(*p);
    free(paths);
+}
+
+int
+util_mkdirs(const char *dir, mode_t parents_mode, mode_t mode)
+{
+   char *copy = strdup(dir);
+   if (!copy)
+      return -ENOMEM;
+   int r = 0;
+   for (char *p = copy + 1; *p && r == 0; p++) {
+      if (*p != '/')
+         continue;
+      *p = '\0';
+      if (mkdir(copy, parents_mode) < 0 && errno != EEXIST)
+         r = -errno;
+      *p = '/';
+   }
+   if (r == 0 && mkdir(copy, mode) < 0 && errno != EEXIST)
+      r = -errno;
+   free(copy);
+   return r;
+}
+
+int
+util_write_file(const char *path, const char *tmp, const void *data, size_t size)
+{
+   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+   if (fd < 0)
+      return -errno;
+   int r = 0;
+   for (size_t put = 0; put < size && r == 0;) {
+      ssize_t n = write(fd, (const char *)data + put, size - put);
+      if (n > 0)
+         put += (size_t)n;
+      else if (n == 0)
+         r = -EIO;
+      else if (errno != EINTR)
+         r = -errno;
+   }
+   if (close(fd) < 0 && r == 0)
+      r = -errno;
+   if (r == 0 && rename(tmp, path) < 0)
+      r = -errno;
+   if (r < 0)
+      unlink(tmp);
+   return r;
 }

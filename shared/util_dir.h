@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * Path lists: a malloc'ed, NULL-terminated array of malloc'ed paths (the
@@ -14,3 +15,16 @@ int util_paths_add(char ***paths, size_t *n, const char *path);
  * by name; a folder that cannot be read adds nothing. */
 void util_paths_add_dir(char ***paths, size_t *n, const char *dir, const char *suffix);
 void util_paths_free(char **paths);
+
+/*
+ * Directories and files.
+ */
+
+/* Makes dir and the folders above it that are missing: those with
+ * parents_mode, dir itself with mode; 0 (also where it was there) or
+ * -errno. */
+int util_mkdirs(const char *dir, mode_t parents_mode, mode_t mode);
+/* Writes size bytes of data to tmp (0600, no symbolic link followed) and
+ * renames it onto path: a reader finds the old file or the new one whole,
+ * never part of one.  0 or -errno (tmp is gone then). */
+int util_write_file(const char *path, const char *tmp, const void *data, size_t size);

@@ -38,6 +38,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "util_dir.h"
 #include "util_log.h"
 #include "util_macros.h"
 #include "util_memfd.h"
@@ -94,18 +95,7 @@ write_file(struct gpud_server *server, const char *name, const char *text)
    char path[PATH_MAX], tmp[PATH_MAX];
    snprintf(path, sizeof(path), "%s/%s", server->adopt_dir, name);
    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", server->adopt_dir, name);
-   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-   if (fd < 0)
-      return -errno;
-   size_t len = strlen(text);
-   ssize_t n = write(fd, text, len);
-   int r = n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-   close(fd);
-   if (r == 0 && rename(tmp, path) < 0)
-      r = -errno;
-   if (r < 0)
-      unlink(tmp);
-   return r;
+   return util_write_file(path, tmp, text, strlen(text));
 }
 
 /* ---- the directory -------------------------------------------------------- */

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util_dir.h"
 #include "util_log.h"
 #include "util_thread.h"
 #include "util_memfd.h"
@@ -1464,25 +1465,11 @@ mkdir_parents(const char *path, mode_t mode)
    if (!copy)
       return -ENOMEM;
    char *slash = strrchr(copy, '/');
-   if (!slash || slash == copy) {
-      free(copy);
-      return 0;
-   }
-   *slash = '\0';
-   for (char *p = copy + 1; *p; p++) {
-      if (*p != '/')
-         continue;
-      *p = '\0';
-      if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
-         int r = -errno;
-         free(copy);
-         return r;
-      }
-      *p = '/';
-   }
    int r = 0;
-   if (mkdir(copy, mode) < 0 && errno != EEXIST)
-      r = -errno;
+   if (slash && slash != copy) {
+      *slash = '\0';
+      r = util_mkdirs(copy, 0755, mode);
+   }
    free(copy);
    return r;
 }

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "gpud_call.h"
+#include "util_dir.h"
 #include "util_macros.h"
 #include "util_time.h"
 
@@ -56,24 +57,6 @@ struct gpud_pipecache {
    uint64_t saved_ns; /* the last write, or the opening */
    uint64_t save_ns;  /* what the last write took */
 };
-
-/* mkdir -p, each level 0700; 0 or -errno */
-static int
-make_dirs(char *path)
-{
-   for (char *p = path + 1;; p++) {
-      if (*p != '/' && *p)
-         continue;
-      char c = *p;
-      *p = '\0';
-      int r = mkdir(path, 0700) < 0 && errno != EEXIST ? -errno : 0;
-      *p = c;
-      if (r < 0)
-         return r;
-      if (!c)
-         return 0;
-   }
-}
 
 static char *
 cache_dir(void)
@@ -117,7 +100,7 @@ cache_path(struct gpud_context *ctx, struct gpud_object *device)
    if (!dir)
       return NULL;
    char *path = NULL;
-   int r = make_dirs(dir);
+   int r = util_mkdirs(dir, 0700, 0700);
    if (r < 0) {
       gpud_context_log(ctx, UTIL_LOG_DEBUG, "pipeline cache: %s: %s", dir, strerror(-r));
    } else if (asprintf(&path, "%s/%u-%s-%04x-%04x-%s.bin", dir, (unsigned)ctx->info.uid,
@@ -239,25 +222,9 @@ gpud_pipecache_save(struct gpud_context *ctx, struct gpud_object *device)
    char *tmp = NULL;
    if (device->disp->GetPipelineCacheData(dev, pc->cache, &size, data) == VK_SUCCESS &&
        asprintf(&tmp, "%s.%d.tmp", pc->path, (int)getpid()) >= 0) {
-      /* written whole, then in place at once: a reader never sees half */
-      int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-      size_t put = 0;
-      while (fd >= 0 && put < size) {
-         ssize_t r = write(fd, (const char *)data + put, size - put);
-         if (r < 0 && errno == EINTR)
-            continue;
-         if (r <= 0)
-            break;
-         put += (size_t)r;
-      }
-      bool ok = fd >= 0 && put == size;
-      if (fd >= 0 && close(fd) < 0)
-         ok = false;
-      if (ok && rename(tmp, pc->path) == 0)
+      if (util_write_file(pc->path, tmp, data, size) == 0)
          gpud_context_log(ctx, UTIL_LOG_DEBUG, "pipeline cache %s: %zu bytes written",
                           pc->path, size);
-      else
-         unlink(tmp);
       free(tmp);
    }
    free(data);
