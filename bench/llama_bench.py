@@ -23,13 +23,13 @@ import json
 import os
 import pwd
 import re
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from bench_daemon import Daemon, default_host, env_for
 
 TESTS = {
     'tiny': ['-p', '0', '-n', '128'],
@@ -42,63 +42,10 @@ def fail(msg):
     sys.exit('llama_bench: ' + msg)
 
 
-def default_host():
-    for m in ('/usr/share/vulkan/icd.d/lvp_icd.json',
-              '/usr/share/vulkan/icd.d/lvp_icd.%s.json' % os.uname().machine):
-        if os.path.exists(m):
-            return m
-    fail('name the host driver with --host-driver')
-
-
-class Daemon:
-    """A private gpud whose workers keep their pipeline caches in cache."""
-
-    def __init__(self, args, tmp, cache):
-        self.sock = os.path.join(tmp, 'gpud.sock')
-        self.tmp = tmp
-        self.log = open(os.path.join(tmp, 'gpud.log'), 'ab')
-        cmd = [args.gpud, '--socket', self.sock, '--host-driver', args.host_driver,
-               '--bus', 'none']
-        if os.geteuid() == 0:
-            try:
-                pwd.getpwnam('gpud')
-                cmd += ['--user', 'gpud']
-            except KeyError:
-                cmd += ['--user', 'nobody']
-        env = dict(os.environ, XDG_RUNTIME_DIR=tmp, XDG_CACHE_HOME=cache)
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=self.log, env=env)
-        deadline = time.monotonic() + 30
-        while True:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                s.connect(self.sock)
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    fail('gpud did not start (see %s/gpud.log)' % tmp)
-                time.sleep(0.1)
-            finally:
-                s.close()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=30)
-        self.log.close()
-
-
-def env_for(args, daemon):
-    env = dict(os.environ)
-    for k in ('VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'GPUD_SOCKET'):
-        env.pop(k, None)
+def client_env(args, daemon):
+    env = env_for(args, daemon)
     # ggml leaves CPU devices (lavapipe) alone unless told
     env.setdefault('GGML_VK_VISIBLE_DEVICES', '0')
-    if daemon:
-        env['VK_ICD_FILENAMES'] = args.icd
-        env['GPUD_SOCKET'] = daemon.sock
-        env['XDG_RUNTIME_DIR'] = daemon.tmp
-    else:
-        env['VK_ICD_FILENAMES'] = args.host_driver
     return env
 
 
@@ -149,7 +96,15 @@ def main():
     ap.add_argument('--repetitions', type=int, default=3, help="llama-bench's -r")
     ap.add_argument('--ops', default='', help='test-backend-ops operators, comma-separated')
     ap.add_argument('--ops-timeout', type=int, default=600)
+    ap.add_argument('--user', default=None,
+                    help="the workers' user, run as root (default: gpud where it exists, else nobody)")
     args = ap.parse_args()
+    if args.user is None:
+        try:
+            pwd.getpwnam('gpud')
+            args.user = 'gpud'
+        except KeyError:
+            args.user = 'nobody'
     args.llama = os.path.abspath(args.llama)
     args.host_driver = os.path.abspath(args.host_driver or default_host())
     build = os.path.abspath(args.build)
@@ -166,8 +121,9 @@ def main():
     os.makedirs(cache, exist_ok=True)
     os.chmod(cache, 0o1777)   # workers may run as another user
     tmp = tempfile.mkdtemp(prefix='llama-bench-')
-    daemon = Daemon(args, tmp, cache)
-    sides = (('direct', env_for(args, None)), ('gpud', env_for(args, daemon)))
+    # (the workers keep their pipeline caches there)
+    daemon = Daemon(args, tmp, env={'XDG_CACHE_HOME': cache})
+    sides = (('direct', client_env(args, None)), ('gpud', client_env(args, daemon)))
     try:
         print('host driver: %s' % args.host_driver)
         for m in models:
@@ -201,7 +157,7 @@ def main():
             print('| %s | %.1f | %.1f | %.2fx | %s, %s |' % (op, td, tg, tg / td, sd, same),
                   flush=True)
     finally:
-        daemon.stop()
+        daemon.stop(timeout=30)
     print('gpud log: %s/gpud.log' % tmp)
 
 

@@ -24,12 +24,12 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from bench_daemon import Daemon, default_host, env_for
 
 
 def find_manifest(build):
@@ -37,57 +37,6 @@ def find_manifest(build):
     if not os.path.exists(path):
         sys.exit('share_bench: no %s (build the project first)' % path)
     return path
-
-
-def default_host():
-    for m in ('/usr/share/vulkan/icd.d/lvp_icd.json',
-              '/usr/share/vulkan/icd.d/lvp_icd.%s.json' % os.uname().machine):
-        if os.path.exists(m):
-            return m
-    sys.exit('share_bench: name the host driver with --host-driver')
-
-
-class Daemon:
-    def __init__(self, args, tmp, extra=()):
-        self.sock = os.path.join(tmp, 'gpud.sock')
-        self.tmp = tmp
-        self.log = open(os.path.join(tmp, 'gpud.log'), 'ab')
-        cmd = [args.gpud, '--socket', self.sock, '--host-driver', args.host_driver,
-               '--bus', 'none'] + list(extra)
-        if os.geteuid() == 0:
-            cmd += ['--user', args.user]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=self.log, env=dict(os.environ, XDG_RUNTIME_DIR=tmp))
-        deadline = time.monotonic() + 30
-        while True:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            try:
-                s.connect(self.sock)
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    sys.exit('share_bench: gpud did not start (see %s/gpud.log)' % tmp)
-                time.sleep(0.1)
-            finally:
-                s.close()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=20)
-        self.log.close()
-
-
-def env_for(args, daemon):
-    env = dict(os.environ)
-    for k in ('VK_ICD_FILENAMES', 'VK_DRIVER_FILES', 'GPUD_SOCKET'):
-        env.pop(k, None)
-    if daemon:
-        env['VK_ICD_FILENAMES'] = args.icd
-        env['GPUD_SOCKET'] = daemon.sock
-        env['XDG_RUNTIME_DIR'] = daemon.tmp
-    else:
-        env['VK_ICD_FILENAMES'] = args.host_driver
-    return env
 
 
 def start(args, env, mode, extra=()):
