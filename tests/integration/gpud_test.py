@@ -951,6 +951,20 @@ def test_debugnames(fx):
         fail('the daemon logged:\n%s' % ''.join(bad))
 
 
+def crash_backoff(fx, crashes):
+    """vk_crashshader's back-off in ms once gpudctl counts that many of its
+    crashes (the server learns of a crash when it reaps the worker, which
+    may be after the client has seen its device lost)."""
+    deadline = time.monotonic() + 10
+    while True:
+        found = [c for c in fx.gpudctl_status()['crashes'] if c['name'] == 'vk_crashshader']
+        if len(found) == 1 and found[0]['crashes'] == crashes:
+            return found[0]['backoff_ms']
+        if time.monotonic() > deadline:
+            fail('gpudctl does not count %d crashes of vk_crashshader: %r' % (crashes, found))
+        time.sleep(0.05)
+
+
 def test_crash(fx):
     """A client whose valid shader crashes the host driver (lavapipe's LLVM)
     gets VK_ERROR_DEVICE_LOST; a client computing beside it gets every
@@ -983,6 +997,7 @@ def test_crash(fx):
     if len(faults) != 1 or 'killed by SIG' not in faults[0]['reason']:
         fail('gpudctl lists no crash of vk_crashshader: %r' % faults)
     log('fault: %s' % faults[0]['reason'])
+    backoffs = [crash_backoff(fx, 1)]
     if faults[0]['worker_pid'] == server_pid or os.path.exists('/proc/%d' % faults[0]['worker_pid']):
         fail('the crashed worker %d is still there' % faults[0]['worker_pid'])
     if bystander.poll() is not None:
@@ -1009,22 +1024,27 @@ def test_crash(fx):
         if rc != 0 or 'VK_ERROR_DEVICE_LOST' not in out:
             fail('run %d of vk_crashshader: %s, expected a device that is then lost:\n%s%s' %
                  (i + 2, describe_rc(rc), out, err))
+        backoffs.append(crash_backoff(fx, min(i + 2, 8)))
     log('%d crashing runs in %.1f s' % (runs, time.monotonic() - started))
     if bystander.poll() is not None:
         fail('the bystander stopped during the crashing runs')
     open(until, 'w').close()
     finish_client(bystander, 300, 'vk_compute beside the crashing runs')
-    with open(fx.log_path, errors='replace') as f:
-        backoffs = [int(m.group(1)) for m in
-                    (re.search(r'vk_crashshader.*starts in \d+ ms \(back-off (\d+) ms\)', l)
-                     for l in f) if m]
+    # The back-off after each crash, as gpudctl shows it, doubles from 100
+    # ms to 400 ms and stays there.
     log('back-offs: %s' % backoffs)
-    # A run waits only for what is left of the back-off when it connects
-    # (a slow machine, a sanitizer build, may start after it is over): the
-    # waits seen double up to 400 ms and stay there.
-    if (not backoffs or backoffs != sorted(backoffs) or backoffs[-1] != 400 or
-            not set(backoffs) <= {100, 200, 400}):
+    if backoffs != [100, 200] + [400] * (runs - 1):
         fail('the back-offs do not double from 100 ms to 400 ms: %s' % backoffs)
+    # A run waits only for what is left of the back-off when it connects (a
+    # slow machine, a sanitizer build, may start after it is over), and the
+    # waits it logs are those back-offs.
+    with open(fx.log_path, errors='replace') as f:
+        waits = [int(m.group(1)) for m in
+                 (re.search(r'vk_crashshader.*starts in \d+ ms \(back-off (\d+) ms\)', l)
+                  for l in f) if m]
+    log('waits logged: %s' % waits)
+    if waits != sorted(waits) or not set(waits) <= {100, 200, 400}:
+        fail('the logged back-offs do not double from 100 ms to 400 ms: %s' % waits)
     crashes = [c for c in fx.gpudctl_status()['crashes'] if c['name'] == 'vk_crashshader']
     if len(crashes) != 1 or crashes[0]['backoff_ms'] != 400 or crashes[0]['refused']:
         fail('gpudctl does not show vk_crashshader backing off by 400 ms: %r' % crashes)
@@ -1035,6 +1055,31 @@ def test_crash(fx):
     if fx.daemon.pid != server_pid:
         fail('the server changed pid')
     fx.check_daemon()
+
+    # A run that connects during its program's back-off gets its worker when
+    # the back-off is over, not before (a back-off long enough for any
+    # machine's start of the next run).
+    fx.stop_daemon()
+    fx.extra_args = ['--crash-backoff', '6s', '--crash-backoff-max', '6s']
+    fx.start_daemon()
+    fx.run([crasher], fx.gpud_env(VARIANTS[1]), label='a crash, back-off 6 s', timeout=60)
+    crash_backoff(fx, 1)
+    started = time.monotonic()
+    rc, out, _ = fx.run([crasher], fx.gpud_env(VARIANTS[1]), expect_rc=None, timeout=60,
+                        label='the next run, during the back-off')
+    took = time.monotonic() - started
+    if rc != 0 or 'VK_ERROR_DEVICE_LOST' not in out:
+        fail('the run during the back-off: %s, expected a device that is then lost' %
+             describe_rc(rc))
+    with open(fx.log_path, errors='replace') as f:
+        waits = [int(m.group(1)) for m in
+                 (re.search(r'vk_crashshader.*starts in (\d+) ms \(back-off 6000 ms\)', l)
+                  for l in f) if m]
+    if len(waits) != 1 or not 0 < waits[0] <= 6000:
+        fail('the run during the back-off logged no wait for it: %r' % waits)
+    if took * 1000 < waits[0]:
+        fail('the run told to wait %d ms for its worker ended after %.0f ms' %
+             (waits[0], took * 1000))
 
     # With a crash limit the program is refused, others are not.
     fx.stop_daemon()
