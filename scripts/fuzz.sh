@@ -71,7 +71,9 @@ status=0
 # recorded streams as they are (every command of real programs through the
 # decoder and the executors, under the sanitizers), and exploring runs are
 # made by hand (docs/security.md).
-for h in ring decode stream; do
+# The two that fuzz for the time given run side by side (each takes one CPU).
+fuzz() {
+   h=$1
    dirs="$build/corpus/$h"
    max_len=65548 # a ring's bytes and where its tail and head are
    limit="-max_total_time=$seconds"
@@ -83,14 +85,24 @@ for h in ring decode stream; do
       max_len=1048576
       limit="-runs=0"
    fi
-   echo "fuzz_$h: $limit"
    # shellcheck disable=SC2086
-   if ! "$build/tests/fuzz/fuzz_$h" $limit -print_final_stats=1 \
-         -max_len=$max_len -timeout=30 -rss_limit_mb=4096 $dirs 2>"$build/fuzz_$h.log"; then
+   "$build/tests/fuzz/fuzz_$h" $limit -print_final_stats=1 \
+      -max_len=$max_len -timeout=30 -rss_limit_mb=4096 $dirs 2>"$build/fuzz_$h.log"
+}
+report() {
+   h=$1
+   rc=$2
+   echo "fuzz_$h:"
+   if [ "$rc" != 0 ]; then
       status=1
       tail -60 "$build/fuzz_$h.log"
    fi
    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$build/fuzz_$h.log" || true
-done
+}
+fuzz ring & ring=$!
+fuzz decode & decode=$!
+rc=0; wait $ring || rc=$?; report ring $rc
+rc=0; wait $decode || rc=$?; report decode $rc
+rc=0; fuzz stream || rc=$?; report stream $rc
 [ $status = 0 ] && echo "fuzzers: no crash, leak or sanitizer report" || echo "fuzzers: FAILED"
 exit $status

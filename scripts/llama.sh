@@ -13,13 +13,20 @@
 #   DIR/models/1b.gguf     Llama 3.2 1B's shape in Q4_0 (bench/llama_model.py)
 #
 #   scripts/llama.sh DIR       (an absolute path, or one made absolute)
+#   scripts/llama.sh --programs DIR    the programs only, no models (what
+#                          the integration test gpud-llama needs)
 #   DIR/run.sh DIR/PROGRAM ARGS...
 #
 # Idempotent: what DIR already has is kept.  On another machine (the GPU
 # machine) unpack DIR at the same path.  ggml leaves CPU devices (lavapipe)
 # alone unless GGML_VK_VISIBLE_DEVICES=0.
 set -eu
-[ $# -eq 1 ] || { echo "usage: scripts/llama.sh DIR" >&2; exit 2; }
+models=yes
+if [ "${1:-}" = --programs ]; then
+   models=
+   shift
+fi
+[ $# -eq 1 ] || { echo "usage: scripts/llama.sh [--programs] DIR" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$1"
 D=$(cd "$1" && pwd)
@@ -56,6 +63,10 @@ if [ ! -x "$D/run.sh" ]; then
    mv "$D/run.sh.tmp" "$D/run.sh"
 fi
 
+if [ -z "$models" ]; then
+   echo "$D"
+   exit 0
+fi
 mkdir -p "$D/models"
 if [ ! -f "$D/models/tiny.gguf" ] || [ ! -f "$D/models/moe.gguf" ]; then
    "$D/run.sh" "$D/test-llama-archs" -a llama -o "$D/models" >/dev/null 2>&1

@@ -14,10 +14,21 @@ systemd-sysusers "$PWD/systemd/gpud.sysusers"
 vulkan_headers=$(./scripts/vulkan-headers.sh)
 old_lavapipe=$(./scripts/lavapipe-22.sh)
 
+# llama.cpp's Vulkan backend for the test gpud-llama (release build only:
+# its programs carry their own C library, into which the sanitizer run's
+# runtimes cannot be preloaded)
+llama=$(./scripts/llama.sh --programs build-llama)
+
 jobs=$(nproc)
 run() {
    dir=$1
    shift
+   test_args=
+   if [ "$dir" = build-asan ]; then
+      # the tests of the test programs on lavapipe directly, which run none
+      # of gpud's code, ran in the release build
+      test_args="--no-suite direct"
+   fi
    if [ -d "$dir" ]; then
       meson setup --reconfigure "$dir" -Dvulkan_headers="$vulkan_headers" \
          -Dold_lavapipe_manifest="$old_lavapipe" "$@"
@@ -26,13 +37,14 @@ run() {
          -Dold_lavapipe_manifest="$old_lavapipe" "$@"
    fi
    meson compile -C "$dir"
-   meson test -C "$dir" --num-processes "$jobs" --print-errorlogs
+   # shellcheck disable=SC2086
+   meson test -C "$dir" --num-processes "$jobs" --print-errorlogs $test_args
 }
 
 # the release build also builds, installs and purges the Debian package
-export GPUD_TEST_PACKAGE=1
+export GPUD_TEST_PACKAGE=1 GPUD_TEST_LLAMA="$llama"
 run build-ci -Dwerror=true
-unset GPUD_TEST_PACKAGE
+unset GPUD_TEST_PACKAGE GPUD_TEST_LLAMA
 
 # The fuzzers (clang, libFuzzer) for a bounded time, seeded from build-ci.
 GPUD_FUZZ_SEED_BUILD=build-ci ./scripts/fuzz.sh 60
