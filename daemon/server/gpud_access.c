@@ -42,21 +42,39 @@ resolve_group(const char *name, gid_t *ret)
 }
 
 /* The workers' shader caches live in their user's home, /var/cache/gpud
- * for gpud (the units' CacheDirectory=gpud makes it): a daemon started by
- * hand as root makes a home under /var/cache as systemd would, and never
- * any other (nobody's /nonexistent stays so). */
+ * for gpud, or in $XDG_CACHE_HOME where the server's environment names
+ * one (the units name /var/cache/gpud/workers: their CacheDirectory=gpud
+ * belongs to root, the server's user, and systemd hands it back to root
+ * on each start if its owner changed, so the workers' own directory is
+ * one below).  A directory under /var/cache that is missing is made, and
+ * one owned by another user given, to the workers' user; never any other
+ * (nobody's /nonexistent stays so). */
+static void
+make_cache_dir(const struct gpud_access *a, const char *dir, bool take)
+{
+   if (!dir || strncmp(dir, "/var/cache/", 11) != 0 || strstr(dir, "/..") || geteuid() != 0)
+      return;
+   struct stat st;
+   if (mkdir(dir, 0700) < 0) {
+      if (errno != EEXIST) {
+         util_warn("workers' cache directory %s: %s", dir, strerror(errno));
+         return;
+      }
+      if (!take || lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid == a->worker_uid)
+         return;
+   }
+   if (chown(dir, a->worker_uid, a->worker_gid) < 0)
+      util_warn("workers' cache directory %s: %s", dir, strerror(errno));
+}
+
 static void
 make_cache_home(const struct gpud_access *a)
 {
-   if (!a->worker_home || strncmp(a->worker_home, "/var/cache/", 11) != 0 || geteuid() != 0)
-      return;
-   if (mkdir(a->worker_home, 0700) < 0) {
-      if (errno != EEXIST)
-         util_warn("workers' cache directory %s: %s", a->worker_home, strerror(errno));
-      return;
-   }
-   if (chown(a->worker_home, a->worker_uid, a->worker_gid) < 0)
-      util_warn("workers' cache directory %s: %s", a->worker_home, strerror(errno));
+   /* a home that exists is left as it is (systemd's CacheDirectory) */
+   make_cache_dir(a, a->worker_home, false);
+   const char *xdg = getenv("XDG_CACHE_HOME");
+   if (xdg && (!a->worker_home || strcmp(xdg, a->worker_home) != 0))
+      make_cache_dir(a, xdg, true);
 }
 
 static int
