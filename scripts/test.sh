@@ -1,8 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# Installs, builds with warnings as errors and runs the whole test suite,
-# then runs it again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Installs, builds with warnings as errors and runs the whole test suite
+# (llama.cpp's programs fetched for it), runs the fuzzers for a bounded
+# time, then runs the suite again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (but for the tests of the test programs on
+# lavapipe directly, and llama.cpp's, whose programs bring their own C
+# library).
 set -eu
 cd "$(dirname "$0")/.."
 
