@@ -63,4 +63,6 @@ export GPUD_TEST_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-n
 # Contexts on threads of the daemon, so LeakSanitizer sees the teardown of
 # every client; tests that need worker processes ask for them.
 export GPUD_TEST_DAEMON_ARGS="--isolation=thread"
+# half of the release run's 200 daemon kills at random points of a start
+export GPUD_TEST_RACES=100
 run build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
