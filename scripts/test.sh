@@ -27,12 +27,6 @@ jobs=$(nproc)
 run() {
    dir=$1
    shift
-   test_args=
-   if [ "$dir" = build-asan ]; then
-      # the tests of the test programs on lavapipe directly, which run none
-      # of gpud's code, ran in the release build
-      test_args="--no-suite direct"
-   fi
    if [ -d "$dir" ]; then
       meson setup --reconfigure "$dir" -Dvulkan_headers="$vulkan_headers" \
          -Dold_lavapipe_manifest="$old_lavapipe" "$@"
@@ -46,6 +40,7 @@ run() {
 }
 
 # the release build also builds, installs and purges the Debian package
+test_args=
 export GPUD_TEST_PACKAGE=1 GPUD_TEST_LLAMA="$llama"
 run build-ci -Dwerror=true
 unset GPUD_TEST_PACKAGE GPUD_TEST_LLAMA
@@ -63,6 +58,9 @@ export GPUD_TEST_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-n
 # Contexts on threads of the daemon, so LeakSanitizer sees the teardown of
 # every client; tests that need worker processes ask for them.
 export GPUD_TEST_DAEMON_ARGS="--isolation=thread"
-# half of the release run's 200 daemon kills at random points of a start
+# half of the release run's 200 daemon kills at random points of a start;
+# and not the tests of the test programs on lavapipe directly, which run
+# none of gpud's code (the release run has them)
 export GPUD_TEST_RACES=100
+test_args="--no-suite direct"
 run build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
