@@ -965,6 +965,15 @@ def crash_backoff(fx, crashes):
         time.sleep(0.05)
 
 
+def crash_waits(fx):
+    """(wait, back-off) in ms of each vk_crashshader run that the daemon's
+    log says connected during its back-off."""
+    with open(fx.log_path, errors='replace') as f:
+        return [(int(m.group(1)), int(m.group(2))) for m in
+                (re.search(r'vk_crashshader.*starts in (\d+) ms \(back-off (\d+) ms\)', l)
+                 for l in f) if m]
+
+
 def test_crash(fx):
     """A client whose valid shader crashes the host driver (lavapipe's LLVM)
     gets VK_ERROR_DEVICE_LOST; a client computing beside it gets every
@@ -1038,10 +1047,7 @@ def test_crash(fx):
     # A run waits only for what is left of the back-off when it connects (a
     # slow machine, a sanitizer build, may start after it is over), and the
     # waits it logs are those back-offs.
-    with open(fx.log_path, errors='replace') as f:
-        waits = [int(m.group(1)) for m in
-                 (re.search(r'vk_crashshader.*starts in \d+ ms \(back-off (\d+) ms\)', l)
-                  for l in f) if m]
+    waits = [backoff for _, backoff in crash_waits(fx)]
     log('waits logged: %s' % waits)
     if waits != sorted(waits) or not set(waits) <= {100, 200, 400}:
         fail('the logged back-offs do not double from 100 ms to 400 ms: %s' % waits)
@@ -1071,10 +1077,7 @@ def test_crash(fx):
     if rc != 0 or 'VK_ERROR_DEVICE_LOST' not in out:
         fail('the run during the back-off: %s, expected a device that is then lost' %
              describe_rc(rc))
-    with open(fx.log_path, errors='replace') as f:
-        waits = [int(m.group(1)) for m in
-                 (re.search(r'vk_crashshader.*starts in (\d+) ms \(back-off 6000 ms\)', l)
-                  for l in f) if m]
+    waits = [wait for wait, backoff in crash_waits(fx) if backoff == 6000]
     if len(waits) != 1 or not 0 < waits[0] <= 6000:
         fail('the run during the back-off logged no wait for it: %r' % waits)
     if took * 1000 < waits[0]:
