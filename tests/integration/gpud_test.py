@@ -256,16 +256,21 @@ class Fixture:
         """Options every test daemon gets: as root, the workers' user (the
         gpud user where it exists, else nobody); GPUD_TEST_DAEMON_ARGS
         (the sanitizer run's isolation, say); then the test's own."""
-        args = []
-        if os.geteuid() == 0:
-            try:
-                pwd.getpwnam('gpud')
-                args += ['--user', 'gpud']
-            except KeyError:
-                args += ['--user', 'nobody']
+        args = ['--user', self.worker_user()] if self.worker_user() else []
         args += os.environ.get('GPUD_TEST_DAEMON_ARGS', '').split()
         return (args + DAEMON_ARGS.get(self.args.subcommand, []) + self.extra_args +
                 list(extra))
+
+    def worker_user(self):
+        """The user a root daemon runs its workers as: gpud where it
+        exists, else nobody; None when not root."""
+        if os.geteuid() != 0:
+            return None
+        try:
+            pwd.getpwnam('gpud')
+            return 'gpud'
+        except KeyError:
+            return 'nobody'
 
     def log_count(self, text):
         """Lines of the daemon's log (of every start) that say text."""

@@ -90,10 +90,9 @@ def test_llama(fx):
 def give_to_workers(fx, cache):
     """The workers' user (a daemon run as root has them run as another)
     takes over the shader cache."""
-    args = fx.daemon_args()
-    if os.geteuid() != 0 or '--user' not in args:
+    if not fx.worker_user():
         return
-    uid = pwd.getpwnam(args[args.index('--user') + 1]).pw_uid
+    uid = pwd.getpwnam(fx.worker_user()).pw_uid
     for root, dirs, files in os.walk(cache):
         for name in [root] + [os.path.join(root, f) for f in files]:
             os.chown(name, uid, -1)

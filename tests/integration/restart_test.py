@@ -390,10 +390,7 @@ def test_restart_auth(fx):
 
         # another user (the workers' own) can neither read a record nor reach
         # a worker's socket, nor leave a record of its own
-        try:
-            pw = pwd.getpwnam('gpud')
-        except KeyError:
-            pw = pwd.getpwnam('nobody')
+        pw = pwd.getpwnam(fx.worker_user())
         probe = ('import socket, sys\n'
                  'for what, act in (("read", lambda: open(sys.argv[1]).read()),\n'
                  '                  ("connect", lambda: socket.socket(socket.AF_UNIX,\n'
