@@ -13,6 +13,8 @@
 #define GPUD_MAX_MESSAGE_SIZE (256u << 20)   /* one stream message */
 #define GPUD_MAX_COMMAND_MEMORY (512u << 20) /* decoded arguments of one command */
 #define GPUD_MAX_WAITERS 64                  /* blocking waits in flight */
+#define GPUD_MAX_COMPILES 32                 /* pipeline creations in flight */
+#define GPUD_COMPILE_END_WAIT_NS (5ull * 1000000000) /* for them at a client's end */
 #define GPUD_WAIT_SLICE_NS (50ull * 1000 * 1000)
 #define GPUD_COMMAND_SPIN_NS (50ull * 1000) /* poll for the next command before sleeping */
 #define GPUD_COMMAND_SPIN_MAX_NS (250ull * 1000) /* ... longer for a client that loops (util_spin.h) */

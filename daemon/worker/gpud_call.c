@@ -6,6 +6,7 @@
  * client with the reason logged.
  */
 #include "gpud_call.h"
+#include "gpud_compile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,14 @@ op_allows_unbound(uint32_t op)
    default:
       return false;
    }
+}
+
+/* Commands that destroy what they name after the dispatchable object. */
+static bool
+op_destroys(uint32_t op)
+{
+   const char *name = wire_op_name(op);
+   return name && !strncmp(name, "vkDestroy", 9);
 }
 
 struct gpud_call *
@@ -157,6 +166,16 @@ lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
       wire_dec_fail(d, "object of the wrong type");
       return 0;
    }
+   if (atomic_load_explicit(&obj->pending, memory_order_acquire)) {
+      /* a compile job's: named before the reply that made it known */
+      wire_dec_fail(d, "object used before the command that makes it returned");
+      return 0;
+   }
+   /* a destroy of what a compile job uses waits for the job (the device:
+    * gpud_lifetime_destroy waits for every job) */
+   if (atomic_load_explicit(&obj->compile_refs, memory_order_relaxed) && call->n_touched &&
+       op_destroys(call->op))
+      gpud_compile_wait_object(call->ctx, obj);
    if ((type == VK_OBJECT_TYPE_BUFFER || type == VK_OBJECT_TYPE_IMAGE) && !obj->bound &&
        !obj->sparse && !op_allows_unbound(call->op)) {
       wire_dec_fail(d, type == VK_OBJECT_TYPE_BUFFER ? "buffer used before it is bound to memory"
@@ -263,6 +282,7 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->disp = NULL;
    call->device = call->instance = NULL;
    call->deferred = false;
+   call->new_pending = false;
    call->op = h->op;
    call->seq = h->seq;
    call->n_new_ids = 0;

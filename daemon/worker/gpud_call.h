@@ -27,7 +27,8 @@ struct gpud_call {
    uint32_t op;
    struct gpud_object *instance;
    struct gpud_object *device;
-   bool deferred;            /* a waiter thread sends the reply */
+   bool deferred;            /* a waiter or compile thread sends the reply */
+   bool new_pending;         /* new objects wait for a compile job */
    int reply_fd;             /* sent with the reply, then closed */
    /* objects named by the command, in order */
    struct gpud_object **touched;

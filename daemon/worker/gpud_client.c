@@ -9,6 +9,7 @@
 #include "gpud_client.h"
 
 #include "gpud_call.h"
+#include "gpud_compile.h"
 #include "gpud_lifetime.h"
 #include "gpud_pipecache.h"
 #include "gpud_replay.h"
@@ -182,6 +183,13 @@ log_profile(struct gpud_context *ctx)
                        (double)p->submit_ns[1] / 1e3 / (double)p->submits,
                        (double)p->submit_ns[2] / 1e3 / (double)p->submits,
                        (double)p->submit_ns[3] / 1e3 / (double)p->submits);
+   uint64_t jobs, jobs_ns;
+   gpud_compile_profile(ctx, &jobs, &jobs_ns);
+   if (jobs)
+      gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                       "profile: the compile threads made %" PRIu64
+                       " pipeline creations in %.3f s: %.2f ms each",
+                       jobs, (double)jobs_ns / 1e9, (double)jobs_ns / 1e6 / (double)jobs);
    bool shown[GPUD_PROFILE_CHUNKS + 1] = {0};
    for (unsigned k = 0; k < 12; k++) {
       unsigned top = 0;
@@ -262,7 +270,9 @@ gpud_client_run(struct gpud_context *ctx)
 {
    serve(ctx);
    /* what the client's devices compiled, for its next run (a worker ends
-    * without destroying what is left) */
+    * without destroying what is left), with the pipelines still being
+    * made (unless the host takes longer than a client's end may) */
+   gpud_compile_drain_for(ctx, GPUD_COMPILE_END_WAIT_NS);
    struct gpud_object *obj;
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type == VK_OBJECT_TYPE_DEVICE)
@@ -288,6 +298,7 @@ gpud_client_destroy(struct gpud_context *ctx)
    ctx->replay = NULL;
 
    gpud_lifetime_destroy(ctx, NULL, NULL);
+   gpud_compile_destroy(ctx);
    gpud_waiters_cancel(ctx, NULL, 0);
    if (objects)
       gpud_context_log(ctx, UTIL_LOG_INFO,

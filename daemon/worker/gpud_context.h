@@ -106,6 +106,7 @@ struct gpud_context {
    struct wire_enc reply;
    struct gpud_call *call; /* the command being run */
    struct gpud_replay *replay; /* recordings: lanes and waiting submissions */
+   struct gpud_compile *compile; /* pipelines made on threads (gpud_compile.c) */
 
    /* owned by the decoding thread */
    struct util_idtable objects;

@@ -5,6 +5,7 @@
  * each of these overrides its weak generated default).
  */
 #include "gpud_call.h"
+#include "gpud_compile.h"
 #include "gpud_external.h"
 #include "gpud_inject.h"
 #include "gpud_lifetime.h"
@@ -1403,6 +1404,10 @@ gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
    bool kept = a->pipelineCache == VK_NULL_HANDLE;
    if (kept)
       a->pipelineCache = gpud_pipecache_use(call->device);
+   if (call->disp->CreateGraphicsPipelines &&
+       gpud_compile_defer(call, WIRE_OP_vkCreateGraphicsPipelines, a,
+                          kept && a->pipelineCache != VK_NULL_HANDLE))
+      return;
    gpud_gen_exec_vkCreateGraphicsPipelines(call, a);
    if (kept)
       gpud_pipecache_created(call->ctx, call->device);
@@ -1424,6 +1429,10 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
    bool kept = a->pipelineCache == VK_NULL_HANDLE;
    if (kept)
       a->pipelineCache = gpud_pipecache_use(call->device);
+   if (call->disp->CreateComputePipelines &&
+       gpud_compile_defer(call, WIRE_OP_vkCreateComputePipelines, a,
+                          kept && a->pipelineCache != VK_NULL_HANDLE))
+      return;
    gpud_gen_exec_vkCreateComputePipelines(call, a);
    if (kept)
       gpud_pipecache_created(call->ctx, call->device);

@@ -8,6 +8,7 @@
  * device, an instance or everything the client held, newest first, once
  * their waits are cancelled and their queues idle.
  */
+#include "gpud_compile.h"
 #include "gpud_lifetime.h"
 #include "gpud_pipecache.h"
 #include "gpud_queue.h"
@@ -112,6 +113,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    obj->type = type;
    obj->handle = handle;
    obj->fd = -1;
+   atomic_init(&obj->pending, call->new_pending);
    obj->instance = call->instance;
    obj->device = call->device;
    bool ok = true;
@@ -260,6 +262,9 @@ gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
                              struct gpud_object *instance)
 {
    struct gpud_object *obj;
+   /* Pipelines being made first: they use what goes. */
+   gpud_compile_drain(ctx);
+   gpud_compile_reap(ctx);
    /* Let in-flight work end first. */
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type != VK_OBJECT_TYPE_DEVICE)

@@ -59,6 +59,10 @@ struct gpud_object {
    struct gpud_object *device;       /* owning device (for device children) */
    struct gpud_object *pool;         /* command or descriptor pool of a child */
    struct gpud_host_dispatch *disp;  /* instances and devices: their own table */
+   /* made by a compile job that has not ended (gpud_compile.c): not usable
+    * yet; and the jobs that use this object */
+   atomic_bool pending;
+   atomic_uint compile_refs;
    atomic_bool lost;                 /* devices: an asynchronous call failed (or
                                       * gpudctl inject lose-device) */
    VkDebugUtilsMessengerEXT messenger; /* instances, when validating */

@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,8 @@ struct gpud_pipecache {
    VkPipelineCache cache;
    char *path;
    atomic_bool dirty;
+   /* one write at a time (pipelines are made on the compile threads too) */
+   pthread_mutex_t mutex;
    uint64_t saved_ns; /* the last write, or the opening */
    uint64_t save_ns;  /* what the last write took */
 };
@@ -144,6 +147,8 @@ read_file(const char *path, size_t *ret_size)
    return data;
 }
 
+static void save_locked(struct gpud_context *ctx, struct gpud_object *device);
+
 void
 gpud_pipecache_open(struct gpud_context *ctx, struct gpud_object *device)
 {
@@ -180,6 +185,7 @@ gpud_pipecache_open(struct gpud_context *ctx, struct gpud_object *device)
    }
    gpud_context_log(ctx, UTIL_LOG_DEBUG, "pipeline cache %s: %zu bytes read", path, size);
    pc->path = path;
+   pthread_mutex_init(&pc->mutex, NULL);
    pc->saved_ns = util_now_ns();
    device->pipecache = pc;
 }
@@ -198,16 +204,31 @@ void
 gpud_pipecache_created(struct gpud_context *ctx, struct gpud_object *device)
 {
    struct gpud_pipecache *pc = device ? device->pipecache : NULL;
-   if (pc && util_now_ns() - pc->saved_ns >=
-                UTIL_MAX(PIPECACHE_SAVE_EVERY_NS, PIPECACHE_SAVE_SHARE * pc->save_ns))
-      gpud_pipecache_save(ctx, device);
+   /* (a write under way on another thread has this one's pipeline too) */
+   if (!pc || pthread_mutex_trylock(&pc->mutex) != 0)
+      return;
+   if (util_now_ns() - pc->saved_ns >=
+       UTIL_MAX(PIPECACHE_SAVE_EVERY_NS, PIPECACHE_SAVE_SHARE * pc->save_ns))
+      save_locked(ctx, device);
+   pthread_mutex_unlock(&pc->mutex);
 }
 
 void
 gpud_pipecache_save(struct gpud_context *ctx, struct gpud_object *device)
 {
    struct gpud_pipecache *pc = device->pipecache;
-   if (!pc || !atomic_exchange(&pc->dirty, false))
+   if (!pc)
+      return;
+   pthread_mutex_lock(&pc->mutex);
+   save_locked(ctx, device);
+   pthread_mutex_unlock(&pc->mutex);
+}
+
+static void
+save_locked(struct gpud_context *ctx, struct gpud_object *device)
+{
+   struct gpud_pipecache *pc = device->pipecache;
+   if (!atomic_exchange(&pc->dirty, false))
       return;
    uint64_t began = util_now_ns();
    pc->saved_ns = began; /* (a write that fails waits as long) */
@@ -241,6 +262,7 @@ gpud_pipecache_close(struct gpud_context *ctx, struct gpud_object *device)
    gpud_pipecache_save(ctx, device);
    device->disp->DestroyPipelineCache((VkDevice)(uintptr_t)device->handle, pc->cache, NULL);
    device->pipecache = NULL;
+   pthread_mutex_destroy(&pc->mutex);
    free(pc->path);
    free(pc);
 }

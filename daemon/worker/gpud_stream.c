@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gpud_call.h"
+#include "gpud_compile.h"
 #include "gpud_inject.h"
 #include "gpud_replay.h"
 #include "util_time.h"
@@ -52,6 +53,12 @@ gpud_stream_process(struct gpud_context *ctx, const uint8_t *data, size_t size, 
          r = gpud_context_protocol_error(ctx, "%s outside a chunk of a recording",
                                          wire_op_name(h.op));
          break;
+      }
+      /* pipelines that compile jobs failed to make leave the table (which
+       * the lanes read) */
+      if (gpud_compile_has_dead(ctx)) {
+         gpud_replay_wait(ctx->replay);
+         gpud_compile_reap(ctx);
       }
       gpud_replay_order(ctx->replay, h.op, data + sizeof(h), h.size - sizeof(h));
       gpud_call_prepare(call, data, h.size);

@@ -113,6 +113,8 @@ DAEMON_ARGS = {
                     '--group', '4242'],
     'access': ['--group', '4242', '--isolation=process'],
     'races': ['--isolation=process'],
+    # pipelines not made must leave the table: more answers than objects
+    'pipelines': ['--client-objects', '20000'],
     'killstorm': ['--crash-limit', '0', '--isolation=process'],
 }
 
@@ -2412,6 +2414,26 @@ def test_compute(fx):
     fx.check_daemon()
 
 
+def test_pipelines(fx):
+    """Compute pipelines made on eight threads at once (the worker makes
+    them on threads of its own, beside the client's other commands), each
+    computing with its own specialization constants, three of them at times
+    from one call; the shader module destroyed at once.  Then 3000 creations
+    a thread that may not compile (FAIL_ON_PIPELINE_COMPILE_REQUIRED):
+    24000 answers, more than the client's 20000 objects, so the ids of
+    pipelines not made must leave the table."""
+    vk_pipelines = fx.prog('vk_pipelines')
+    _, out, _ = fx.run([vk_pipelines, '--threads', '8', '--rounds', '6',
+                        '--compile-required', '3000'], fx.gpud_env(VARIANTS[0]))
+    if not re.search(r'^pipelines: 8 threads x 6 rounds computed right', out, re.M):
+        fail('vk_pipelines did not report its pipelines right:\n' + out)
+    m = re.search(r'^compile required: (\d+) answered VK_PIPELINE_COMPILE_REQUIRED, '
+                  r'(\d+) made$', out, re.M)
+    if not m or int(m.group(1)) + int(m.group(2)) != 24000:
+        fail('vk_pipelines did not get 24000 answers to creations that may fail:\n' + out)
+    fx.check_daemon()
+
+
 def read_pam(path):
     with open(path, 'rb') as f:
         data = f.read()
@@ -3480,6 +3502,7 @@ def test_record(fx):
 SUBCOMMANDS = {
     'enum': test_enum,
     'compute': test_compute,
+    'pipelines': test_pipelines,
     'systemd': test_systemd,
     'abuse': test_abuse,
     'badshader': test_badshader,
