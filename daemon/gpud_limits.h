@@ -14,6 +14,7 @@
 #define GPUD_MAX_COMMAND_MEMORY (512u << 20) /* decoded arguments of one command */
 #define GPUD_MAX_WAITERS 64                  /* blocking waits in flight */
 #define GPUD_MAX_COMPILES 32                 /* pipeline creations in flight */
+#define GPUD_MAX_COMPILE_ARGS (8u << 20)     /* decoded arguments of one of them */
 #define GPUD_COMPILE_END_WAIT_NS (5ull * 1000000000) /* for them at a client's end */
 #define GPUD_WAIT_SLICE_NS (50ull * 1000 * 1000)
 #define GPUD_COMMAND_SPIN_NS (50ull * 1000) /* poll for the next command before sleeping */

@@ -62,7 +62,7 @@ struct gpud_status_lane {
 /* The layout of the page below; a server that adopts a worker of another
  * build (an upgrade) reads nothing else of a page of another layout.  Grows
  * with every change to struct gpud_status_page. */
-#define GPUD_STATUS_LAYOUT 2u
+#define GPUD_STATUS_LAYOUT 3u
 
 struct gpud_status_page {
    atomic_uint_least32_t layout;        /* GPUD_STATUS_LAYOUT, the server writes it: first */
@@ -81,6 +81,9 @@ struct gpud_status_page {
    atomic_uint_least32_t objects_by_type[GPUD_STATUS_TYPES];
    struct gpud_status_inject inject;
    struct gpud_status_lane lanes[GPUD_STATUS_LANES];
+   /* the command the last compile job to start runs (gpud_compile.c); 0
+    * once none runs */
+   struct gpud_status_lane compile;
 };
 
 #define GPUD_STATUS_PAGE_SIZE 4096u

@@ -112,6 +112,12 @@ wire_arena_reset(struct wire_arena *a)
    a->total = keep->size;
 }
 
+size_t
+wire_arena_total(const struct wire_arena *a)
+{
+   return a->total;
+}
+
 void
 wire_arena_destroy(struct wire_arena *a)
 {

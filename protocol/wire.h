@@ -446,6 +446,8 @@ const char *wire_dec_string(struct wire_dec *d);
 /* ---- arena ------------------------------------------------------------ */
 
 struct wire_arena *wire_arena_create(size_t limit);
+/* The bytes its chunks hold. */
+size_t wire_arena_total(const struct wire_arena *a);
 void wire_arena_destroy(struct wire_arena *a);
 void wire_arena_reset(struct wire_arena *a);
 void *wire_arena_alloc(struct wire_arena *a, size_t size);

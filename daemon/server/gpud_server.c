@@ -984,8 +984,11 @@ describe_where(const struct gpud_worker *worker, char *where, size_t size)
    uint32_t replaying = 0; /* a lane's command, when the decoding thread is idle */
    for (unsigned i = 0; !replaying && i < GPUD_STATUS_LANES; i++)
       replaying = atomic_load(&worker->status->lanes[i].op);
+   uint32_t compiling = atomic_load(&worker->status->compile.op);
    if (op && op < WIRE_OP_COUNT)
       snprintf(where, size, " in %s", wire_op_name(op));
+   else if (compiling && compiling < WIRE_OP_COUNT)
+      snprintf(where, size, " in %s (on a compile thread)", wire_op_name(compiling));
    else if (replaying && replaying < WIRE_OP_COUNT)
       snprintf(where, size, " in %s (replaying a recording)", wire_op_name(replaying));
    else if (last && last < WIRE_OP_COUNT)

@@ -173,7 +173,7 @@ lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
    }
    /* a destroy of what a compile job uses waits for the job (the device:
     * gpud_lifetime_destroy waits for every job) */
-   if (atomic_load_explicit(&obj->compile_refs, memory_order_relaxed) && call->n_touched &&
+   if (atomic_load_explicit(&obj->compile_refs, memory_order_acquire) && call->n_touched &&
        op_destroys(call->op))
       gpud_compile_wait_object(call->ctx, obj);
    if ((type == VK_OBJECT_TYPE_BUFFER || type == VK_OBJECT_TYPE_IMAGE) && !obj->bound &&

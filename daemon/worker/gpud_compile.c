@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pipelines made beside the client's other commands.
+ * Pipelines and shader modules made beside the client's other commands.
  *
  * A pipeline's creation is the host driver compiling shaders: milliseconds,
- * at times seconds.  An application that creates pipelines on several
+ * at times seconds (and a shader module's, SPIRV-Tools validating it:
+ * milliseconds for a big one).  An application that creates pipelines on several
  * threads (llama.cpp's ggml, game engines, DXVK and vkd3d) has them compiled
  * side by side on the host driver directly; through one decoding thread
  * they would be compiled one after another, and every other command of the
- * client would wait behind them.  So vkCreateGraphicsPipelines and
- * vkCreateComputePipelines, decoded and checked on the decoding thread, are
- * run by a pool of compile threads, and the decoding thread goes on with
- * the stream.
+ * client would wait behind them.  So vkCreateGraphicsPipelines,
+ * vkCreateComputePipelines and vkCreateShaderModule, decoded and checked on
+ * the decoding thread, are validated (their SPIR-V) and run by a pool of
+ * compile threads, and the decoding thread goes on with the stream.
  *
  * - The calling application thread waits for the reply, so nothing of its
- *   own can follow; another thread cannot know the new pipelines before the
+ *   own can follow; another thread cannot know the new objects before the
  *   reply names them.  Their ids go into the table at once, marked pending:
  *   a command that names one before the job ends is refused (gpud_call.c),
  *   and a job that fails leaves its ids for the decoding thread to take out
@@ -27,11 +28,15 @@
  * - Replies go out of order, as the waiter threads' do (gpud_wait.c).
  *
  * Not deferred: commands without a reply, a client past GPUD_MAX_COMPILES
- * jobs, and workers that validate on the host (the validation messenger
- * reports into the command being run on the decoding thread).
+ * jobs, commands whose decoded arguments pass GPUD_MAX_COMPILE_ARGS (each
+ * job keeps its own), workers that validate on the host (the validation
+ * messenger reports into the command being run on the decoding thread), and
+ * every command when GPUD_COMPILE_THREADS=0 (the fuzz harness: inputs
+ * replay the same).
  */
 #include "gpud_compile.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -58,8 +63,9 @@ struct compile_job {
    union {
       struct wire_args_vkCreateComputePipelines compute;
       struct wire_args_vkCreateGraphicsPipelines graphics;
+      struct wire_args_vkCreateShaderModule module;
    } a;
-   /* the new pipelines' objects, by index (NULL: no id) */
+   /* the new objects, by index (NULL: no id) */
    struct gpud_object **objs;
    uint32_t n_objs;
    /* what the command named, held until the job ends */
@@ -80,7 +86,7 @@ struct gpud_compile {
    /* arenas of ended jobs, for the next */
    struct wire_arena *spare[4];
    unsigned n_spare;
-   /* objects of pipelines that jobs failed to make */
+   /* objects that jobs failed to make */
    struct gpud_object **dead;
    unsigned n_dead, cap_dead;
    atomic_uint has_dead;
@@ -88,12 +94,22 @@ struct gpud_compile {
    uint64_t jobs_done, ns;
 };
 
-/* One thread a CPU but the decoding thread's, one at least. */
+/* GPUD_COMPILE_THREADS, else one thread a CPU the worker may use but the
+ * decoding thread's, one at least. */
 static unsigned
 threads_wanted(void)
 {
-   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-   return cpus > 2 ? (unsigned)UTIL_MIN(cpus - 1, COMPILE_MAX_THREADS) : 1;
+   const char *env = getenv("GPUD_COMPILE_THREADS");
+   if (env && *env) {
+      char *end;
+      unsigned long n = strtoul(env, &end, 10);
+      if (!*end)
+         return (unsigned)UTIL_MIN(n, COMPILE_MAX_THREADS);
+   }
+   cpu_set_t cpus;
+   int n = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus)
+                                                           : (int)sysconf(_SC_NPROCESSORS_ONLN);
+   return n > 2 ? (unsigned)UTIL_MIN(n - 1, COMPILE_MAX_THREADS) : 1;
 }
 
 static struct gpud_compile *
@@ -123,7 +139,42 @@ job_free(struct compile_job *job)
    free(job);
 }
 
-/* The host's call; the new pipelines are in a->pPipelines. */
+/* What a command makes: its ids, their host handles (written by the host
+ * call) and their type. */
+struct made {
+   const uint64_t *ids;
+   uint64_t *handles; /* (non-dispatchable handles are 64-bit) */
+   uint32_t n;
+   VkObjectType type;
+};
+
+_Static_assert(sizeof(VkPipeline) == sizeof(uint64_t) && sizeof(VkShaderModule) == sizeof(uint64_t),
+               "non-dispatchable handles are 64-bit");
+
+static struct made
+made_by(uint32_t op, void *args)
+{
+   switch (op) {
+   case WIRE_OP_vkCreateComputePipelines: {
+      struct wire_args_vkCreateComputePipelines *a = args;
+      return (struct made){a->pPipelines_ids, (uint64_t *)a->pPipelines, a->pPipelines_count,
+                           VK_OBJECT_TYPE_PIPELINE};
+   }
+   case WIRE_OP_vkCreateGraphicsPipelines: {
+      struct wire_args_vkCreateGraphicsPipelines *a = args;
+      return (struct made){a->pPipelines_ids, (uint64_t *)a->pPipelines, a->pPipelines_count,
+                           VK_OBJECT_TYPE_PIPELINE};
+   }
+   default: {
+      struct wire_args_vkCreateShaderModule *a = args;
+      return (struct made){a->pShaderModule_ids, (uint64_t *)a->pShaderModule,
+                           a->pShaderModule_count, VK_OBJECT_TYPE_SHADER_MODULE};
+   }
+   }
+}
+
+/* The command's SPIR-V checked (gpud_spirv.c: reported, refused only
+ * under --spirv=strict), then the host's call. */
 static VkResult
 job_run(struct compile_job *job)
 {
@@ -131,14 +182,28 @@ job_run(struct compile_job *job)
    switch (job->op) {
    case WIRE_OP_vkCreateComputePipelines: {
       struct wire_args_vkCreateComputePipelines *a = &job->a.compute;
-      a->ret = disp->CreateComputePipelines(a->device, a->pipelineCache, a->createInfoCount,
-                                            a->pCreateInfos, NULL, a->pPipelines);
+      if (!gpud_pipelines_shaders_valid(job->ctx, job->op, a))
+         a->ret = VK_ERROR_INVALID_SHADER_NV;
+      else
+         a->ret = disp->CreateComputePipelines(a->device, a->pipelineCache, a->createInfoCount,
+                                               a->pCreateInfos, NULL, a->pPipelines);
       return a->ret;
    }
    case WIRE_OP_vkCreateGraphicsPipelines: {
       struct wire_args_vkCreateGraphicsPipelines *a = &job->a.graphics;
-      a->ret = disp->CreateGraphicsPipelines(a->device, a->pipelineCache, a->createInfoCount,
-                                             a->pCreateInfos, NULL, a->pPipelines);
+      if (!gpud_pipelines_shaders_valid(job->ctx, job->op, a))
+         a->ret = VK_ERROR_INVALID_SHADER_NV;
+      else
+         a->ret = disp->CreateGraphicsPipelines(a->device, a->pipelineCache, a->createInfoCount,
+                                                a->pCreateInfos, NULL, a->pPipelines);
+      return a->ret;
+   }
+   case WIRE_OP_vkCreateShaderModule: {
+      struct wire_args_vkCreateShaderModule *a = &job->a.module;
+      if (!gpud_spirv_module_valid(job->ctx, "vkCreateShaderModule", a->pCreateInfo))
+         a->ret = VK_ERROR_INVALID_SHADER_NV;
+      else
+         a->ret = disp->CreateShaderModule(a->device, a->pCreateInfo, NULL, a->pShaderModule);
       return a->ret;
    }
    default:
@@ -146,14 +211,7 @@ job_run(struct compile_job *job)
    }
 }
 
-static VkPipeline *
-job_pipelines(struct compile_job *job)
-{
-   return job->op == WIRE_OP_vkCreateComputePipelines ? job->a.compute.pPipelines
-                                                      : job->a.graphics.pPipelines;
-}
-
-static void
+static int
 job_reply(struct compile_job *job)
 {
    struct wire_enc e;
@@ -161,14 +219,17 @@ job_reply(struct compile_job *job)
    wire_enc_begin_cmd(&e, WIRE_OP_REPLY, 0, job->seq);
    if (job->op == WIRE_OP_vkCreateComputePipelines)
       wire_encreply_vkCreateComputePipelines(&e, &job->a.compute);
-   else
+   else if (job->op == WIRE_OP_vkCreateGraphicsPipelines)
       wire_encreply_vkCreateGraphicsPipelines(&e, &job->a.graphics);
+   else
+      wire_encreply_vkCreateShaderModule(&e, &job->a.module);
    wire_enc_end_cmd(&e, 0);
-   gpud_context_send_reply(job->ctx, &e, NULL, 0);
+   int r = gpud_context_send_reply(job->ctx, &e, NULL, 0);
    wire_enc_finish(&e);
+   return r;
 }
 
-/* Runs a job and ends it: the pipelines made are usable, those not made
+/* Runs a job and ends it: the objects made are usable, those not made
  * are left for gpud_compile_reap, the reply goes out and what the job held
  * is let go. */
 static void
@@ -176,19 +237,25 @@ job_finish(struct gpud_compile *c, struct compile_job *job)
 {
    struct gpud_context *ctx = job->ctx;
    uint64_t t0 = ctx->profile ? util_now_ns() : 0;
-   VkResult r = job_run(job);
-   if (job->kept_cache)
-      gpud_pipecache_created(ctx, job->device);
-   VkPipeline *pipelines = job_pipelines(job);
+   /* a client gone: nothing made, the pending ids go with its objects */
+   const bool run = !atomic_load(&ctx->closing);
+   VkResult r = VK_ERROR_DEVICE_LOST;
+   if (run) {
+      atomic_store_explicit(&ctx->status->compile.op, job->op, memory_order_relaxed);
+      r = job_run(job);
+      if (job->kept_cache && r >= 0)
+         gpud_pipecache_created(ctx, job->device);
+   }
+   uint64_t *handles = made_by(job->op, &job->a).handles;
    unsigned dead = 0;
    for (uint32_t i = 0; i < job->n_objs; i++) {
       if (r < 0)
-         pipelines[i] = VK_NULL_HANDLE;
+         handles[i] = 0;
       struct gpud_object *obj = job->objs[i];
       if (!obj)
          continue;
-      if (pipelines[i] != VK_NULL_HANDLE) {
-         obj->handle = (uint64_t)(uintptr_t)pipelines[i];
+      if (handles[i]) {
+         obj->handle = handles[i];
          atomic_store_explicit(&obj->pending, false, memory_order_release);
       } else {
          job->objs[dead++] = obj; /* stays pending until taken out */
@@ -210,12 +277,16 @@ job_finish(struct gpud_compile *c, struct compile_job *job)
       atomic_store(&c->has_dead, 1);
    pthread_mutex_unlock(&c->mutex);
 
-   if (!atomic_load(&ctx->closing))
-      job_reply(job);
+   /* a reply that cannot go out (the client stopped reading, no memory)
+    * ends the client, as on the decoding thread */
+   if (run && !atomic_load(&ctx->closing) && job_reply(job) < 0 &&
+       !atomic_load(&ctx->closing))
+      gpud_context_end(ctx, false, "a reply could not be sent");
 
    pthread_mutex_lock(&c->mutex);
+   /* (what the host call did comes before a destroy that sees none) */
    for (unsigned i = 0; i < job->n_held; i++)
-      atomic_fetch_sub_explicit(&job->held[i]->compile_refs, 1, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&job->held[i]->compile_refs, 1, memory_order_release);
    if (c->n_spare < UTIL_ARRAY_SIZE(c->spare)) {
       wire_arena_reset(job->arena);
       c->spare[c->n_spare++] = job->arena;
@@ -223,6 +294,8 @@ job_finish(struct gpud_compile *c, struct compile_job *job)
       wire_arena_destroy(job->arena);
    }
    c->running--;
+   if (!c->running)
+      atomic_store_explicit(&ctx->status->compile.op, 0, memory_order_relaxed);
    if (ctx->profile) {
       c->jobs_done++;
       c->ns += util_now_ns() - t0;
@@ -236,6 +309,7 @@ static void *
 compile_main(void *data)
 {
    struct gpud_compile *c = data;
+   uint32_t cpus_seen = 0; /* gpud_context_follow_cpus */
    pthread_setname_np(pthread_self(), "gpud-compile");
    pthread_mutex_lock(&c->mutex);
    for (;;) {
@@ -248,26 +322,13 @@ compile_main(void *data)
       c->queued--;
       c->running++;
       pthread_mutex_unlock(&c->mutex);
+      /* off the CPUs the worker's threads avoid (gpud_context.c) */
+      gpud_context_follow_cpus(c->ctx, &cpus_seen);
       job_finish(c, job);
       pthread_mutex_lock(&c->mutex);
    }
    pthread_mutex_unlock(&c->mutex);
    return NULL;
-}
-
-/* The ids and host handles a command makes. */
-static void
-new_pipelines(uint32_t op, const void *args, const uint64_t **ids, uint32_t *n)
-{
-   if (op == WIRE_OP_vkCreateComputePipelines) {
-      const struct wire_args_vkCreateComputePipelines *a = args;
-      *ids = a->pPipelines_ids;
-      *n = a->pPipelines_count;
-   } else {
-      const struct wire_args_vkCreateGraphicsPipelines *a = args;
-      *ids = a->pPipelines_ids;
-      *n = a->pPipelines_count;
-   }
 }
 
 bool
@@ -277,10 +338,13 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    if (!call->reply || !call->device || ctx->host->validate != GPUD_VALIDATE_OFF ||
        atomic_load(&ctx->closing))
       return false;
-   if (op != WIRE_OP_vkCreateComputePipelines && op != WIRE_OP_vkCreateGraphicsPipelines)
+   if (op != WIRE_OP_vkCreateComputePipelines && op != WIRE_OP_vkCreateGraphicsPipelines &&
+       op != WIRE_OP_vkCreateShaderModule)
+      return false;
+   if (wire_arena_total(call->arena) > GPUD_MAX_COMPILE_ARGS)
       return false;
    struct gpud_compile *c = compile_get(ctx);
-   if (!c)
+   if (!c || !c->max_threads)
       return false;
    pthread_mutex_lock(&c->mutex);
    bool room = c->queued + c->running < GPUD_MAX_COMPILES;
@@ -290,10 +354,17 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
       return false;
    if (!fresh)
       fresh = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
-   const uint64_t *ids = NULL;
-   uint32_t n = 0;
-   new_pipelines(op, args, &ids, &n);
    struct compile_job *job = fresh ? calloc(1, sizeof(*job)) : NULL;
+   if (job) {
+      if (op == WIRE_OP_vkCreateComputePipelines)
+         job->a.compute = *(const struct wire_args_vkCreateComputePipelines *)args;
+      else if (op == WIRE_OP_vkCreateGraphicsPipelines)
+         job->a.graphics = *(const struct wire_args_vkCreateGraphicsPipelines *)args;
+      else
+         job->a.module = *(const struct wire_args_vkCreateShaderModule *)args;
+   }
+   const struct made made = job ? made_by(op, &job->a) : (struct made){0};
+   const uint32_t n = made.n;
    if (job) {
       job->objs = calloc(n ? n : 1, sizeof(*job->objs));
       job->held = calloc(call->n_touched ? call->n_touched : 1, sizeof(*job->held));
@@ -310,10 +381,6 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    job->seq = call->seq;
    job->kept_cache = kept_cache;
    job->n_objs = n;
-   if (op == WIRE_OP_vkCreateComputePipelines)
-      job->a.compute = *(const struct wire_args_vkCreateComputePipelines *)args;
-   else
-      job->a.graphics = *(const struct wire_args_vkCreateGraphicsPipelines *)args;
 
    /* what the command names, held */
    for (unsigned i = 0; i < call->n_touched; i++) {
@@ -325,8 +392,8 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    /* the new ids, pending until the job ends */
    call->new_pending = true;
    for (uint32_t i = 0; i < n && !call->dec.fatal; i++) {
-      gpud_call_add_object(call, VK_OBJECT_TYPE_PIPELINE, ids[i], 0);
-      struct gpud_object *obj = gpud_object_find(ctx, ids[i]);
+      gpud_call_add_object(call, made.type, made.ids[i], 0);
+      struct gpud_object *obj = gpud_object_find(ctx, made.ids[i]);
       job->objs[i] = obj && atomic_load(&obj->pending) ? obj : NULL;
    }
    call->new_pending = false;

@@ -2,9 +2,10 @@
 #pragma once
 
 /*
- * Pipelines made on threads of their own (gpud_compile.c): a client's
- * vkCreate*Pipelines runs beside its other commands, as an application's
- * threads compile side by side on the host driver directly.
+ * Pipelines and shader modules made on threads of their own
+ * (gpud_compile.c): a client's vkCreate*Pipelines and vkCreateShaderModule
+ * run beside its other commands, as an application's threads compile side
+ * by side on the host driver directly.
  */
 
 #include <stdbool.h>
@@ -27,7 +28,7 @@ void gpud_compile_wait_object(struct gpud_context *ctx, struct gpud_object *obj)
 /* Waits until every compile job has ended (or for at most timeout_ns). */
 void gpud_compile_drain(struct gpud_context *ctx);
 void gpud_compile_drain_for(struct gpud_context *ctx, uint64_t timeout_ns);
-/* Takes the ids of pipelines that jobs failed to make out of the table (the
+/* Takes the ids of objects that jobs failed to make out of the table (the
  * decoding thread, between commands; no lane runs meanwhile). */
 void gpud_compile_reap(struct gpud_context *ctx);
 /* Whether jobs left failed ids to take out. */

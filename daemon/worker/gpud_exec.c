@@ -1379,27 +1379,45 @@ refuse_pipelines(VkResult *ret, VkPipeline *pipelines, uint32_t count)
       pipelines[i] = VK_NULL_HANDLE;
 }
 
+bool
+gpud_pipelines_shaders_valid(struct gpud_context *ctx, uint32_t op, const void *args)
+{
+   if (op == WIRE_OP_vkCreateComputePipelines) {
+      const struct wire_args_vkCreateComputePipelines *a = args;
+      for (uint32_t i = 0; i < a->createInfoCount; i++) {
+         if (!gpud_spirv_stages_valid(ctx, "vkCreateComputePipelines", &a->pCreateInfos[i].stage,
+                                      1))
+            return false;
+      }
+      return true;
+   }
+   const struct wire_args_vkCreateGraphicsPipelines *a = args;
+   for (uint32_t i = 0; i < a->createInfoCount; i++) {
+      const VkGraphicsPipelineCreateInfo *ci = &a->pCreateInfos[i];
+      if (!gpud_spirv_stages_valid(ctx, "vkCreateGraphicsPipelines", ci->pStages,
+                                   ci->stageCount))
+         return false;
+      /* VK_NV_device_generated_commands: the shader groups' stages too */
+      const VkGraphicsPipelineShaderGroupsCreateInfoNV *groups =
+         find_in_chain(ci->pNext, VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV);
+      for (uint32_t g = 0; groups && g < groups->groupCount; g++) {
+         if (!gpud_spirv_stages_valid(ctx, "vkCreateGraphicsPipelines",
+                                      groups->pGroups[g].pStages, groups->pGroups[g].stageCount))
+            return false;
+      }
+   }
+   return true;
+}
+
+/* Chained shader code is validated with the creation itself: on a compile
+ * thread (gpud_compile.c) where one takes it, else here. */
 void
 gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
                                     struct wire_args_vkCreateGraphicsPipelines *a)
 {
    for (uint32_t i = 0; i < a->createInfoCount; i++) {
-      const VkGraphicsPipelineCreateInfo *ci = &a->pCreateInfos[i];
-      if (!feedback_fits(call, ci->pNext, ci->stageCount))
+      if (!feedback_fits(call, a->pCreateInfos[i].pNext, a->pCreateInfos[i].stageCount))
          return;
-      bool valid = gpud_spirv_stages_valid(call, "vkCreateGraphicsPipelines", ci->pStages,
-                                           ci->stageCount);
-      /* VK_NV_device_generated_commands: the shader groups' stages too */
-      const VkGraphicsPipelineShaderGroupsCreateInfoNV *groups =
-         find_in_chain(ci->pNext, VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV);
-      for (uint32_t g = 0; valid && groups && g < groups->groupCount; g++)
-         valid = gpud_spirv_stages_valid(call, "vkCreateGraphicsPipelines",
-                                         groups->pGroups[g].pStages,
-                                         groups->pGroups[g].stageCount);
-      if (!valid) {
-         refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
-         return;
-      }
    }
    bool kept = a->pipelineCache == VK_NULL_HANDLE;
    if (kept)
@@ -1408,6 +1426,10 @@ gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
        gpud_compile_defer(call, WIRE_OP_vkCreateGraphicsPipelines, a,
                           kept && a->pipelineCache != VK_NULL_HANDLE))
       return;
+   if (!gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateGraphicsPipelines, a)) {
+      refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
+      return;
+   }
    gpud_gen_exec_vkCreateGraphicsPipelines(call, a);
    if (kept)
       gpud_pipecache_created(call->ctx, call->device);
@@ -1420,11 +1442,6 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
    for (uint32_t i = 0; i < a->createInfoCount; i++) {
       if (!feedback_fits(call, a->pCreateInfos[i].pNext, 1))
          return;
-      if (!gpud_spirv_stages_valid(call, "vkCreateComputePipelines", &a->pCreateInfos[i].stage,
-                                   1)) {
-         refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
-         return;
-      }
    }
    bool kept = a->pipelineCache == VK_NULL_HANDLE;
    if (kept)
@@ -1433,6 +1450,10 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
        gpud_compile_defer(call, WIRE_OP_vkCreateComputePipelines, a,
                           kept && a->pipelineCache != VK_NULL_HANDLE))
       return;
+   if (!gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateComputePipelines, a)) {
+      refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
+      return;
+   }
    gpud_gen_exec_vkCreateComputePipelines(call, a);
    if (kept)
       gpud_pipecache_created(call->ctx, call->device);
@@ -1462,7 +1483,7 @@ gpud_exec_vkCreateRayTracingPipelinesNV(struct gpud_call *call,
    for (uint32_t i = 0; i < a->createInfoCount; i++) {
       if (!feedback_fits(call, a->pCreateInfos[i].pNext, a->pCreateInfos[i].stageCount))
          return;
-      if (!gpud_spirv_stages_valid(call, "vkCreateRayTracingPipelinesNV",
+      if (!gpud_spirv_stages_valid(call->ctx, "vkCreateRayTracingPipelinesNV",
                                    a->pCreateInfos[i].pStages, a->pCreateInfos[i].stageCount)) {
          refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
          return;
@@ -1508,7 +1529,7 @@ gpud_exec_vkCreateRayTracingPipelinesKHR(struct gpud_call *call,
       const VkRayTracingPipelineCreateInfoKHR *ci = &a->pCreateInfos[i];
       if (!feedback_fits(call, ci->pNext, ci->stageCount) || !groups_fit(call, ci))
          return;
-      if (!gpud_spirv_stages_valid(call, "vkCreateRayTracingPipelinesKHR", ci->pStages,
+      if (!gpud_spirv_stages_valid(call->ctx, "vkCreateRayTracingPipelinesKHR", ci->pStages,
                                    ci->stageCount)) {
          refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
          return;
@@ -1616,7 +1637,7 @@ void
 gpud_exec_vkGetPipelineIndirectMemoryRequirementsNV(
    struct gpud_call *call, struct wire_args_vkGetPipelineIndirectMemoryRequirementsNV *a)
 {
-   if (!gpud_spirv_stages_valid(call, "vkGetPipelineIndirectMemoryRequirementsNV",
+   if (!gpud_spirv_stages_valid(call->ctx, "vkGetPipelineIndirectMemoryRequirementsNV",
                                 &a->pCreateInfo->stage, 1)) {
       a->pMemoryRequirements->memoryRequirements = (VkMemoryRequirements){0};
       return;

@@ -194,18 +194,19 @@ VkPipelineCache
 gpud_pipecache_use(struct gpud_object *device)
 {
    struct gpud_pipecache *pc = device ? device->pipecache : NULL;
-   if (!pc)
-      return VK_NULL_HANDLE;
-   atomic_store(&pc->dirty, true);
-   return pc->cache;
+   return pc ? pc->cache : VK_NULL_HANDLE;
 }
 
 void
 gpud_pipecache_created(struct gpud_context *ctx, struct gpud_object *device)
 {
    struct gpud_pipecache *pc = device ? device->pipecache : NULL;
-   /* (a write under way on another thread has this one's pipeline too) */
-   if (!pc || pthread_mutex_trylock(&pc->mutex) != 0)
+   if (!pc)
+      return;
+   /* the pipeline is in the cache now: a write that starts later has it
+    * (one under way on another thread may not, and leaves it dirty) */
+   atomic_store(&pc->dirty, true);
+   if (pthread_mutex_trylock(&pc->mutex) != 0)
       return;
    if (util_now_ns() - pc->saved_ns >=
        UTIL_MAX(PIPECACHE_SAVE_EVERY_NS, PIPECACHE_SAVE_SHARE * pc->save_ns))

@@ -12,6 +12,7 @@
  * words are what the wire carries.
  */
 #include "gpud_call.h"
+#include "gpud_compile.h"
 
 #include <spirv-tools/libspirv.h>
 #include <stdio.h>
@@ -72,24 +73,24 @@ spirv_valid(const uint32_t *code, size_t words, char *why, size_t why_size)
 /* Whether a module's code may reach the host: what the validator says is
  * logged and reported to the application, and refused only when strict. */
 static bool
-code_valid(struct gpud_call *call, const char *command, const void *code, size_t size)
+code_valid(struct gpud_context *ctx, const char *command, const void *code, size_t size)
 {
    char why[512];
    if (size % 4 || size == 0) {
-      gpud_context_log(call->ctx, UTIL_LOG_WARNING,
+      gpud_context_log(ctx, UTIL_LOG_WARNING,
                        "%s: code size %zu is not a positive multiple of 4", command, size);
       return false;
    }
-   const enum gpud_spirv_mode mode = call->ctx->host->spirv;
+   const enum gpud_spirv_mode mode = ctx->host->spirv;
    if (mode == GPUD_SPIRV_OFF || spirv_valid(code, size / 4, why, sizeof(why)))
       return true;
    const bool strict = mode == GPUD_SPIRV_STRICT;
-   gpud_context_log(call->ctx, UTIL_LOG_WARNING, "%s: invalid SPIR-V%s: %s", command,
+   gpud_context_log(ctx, UTIL_LOG_WARNING, "%s: invalid SPIR-V%s: %s", command,
                     strict ? " (refused: --spirv=strict)" : " (passed to the host driver)", why);
    char message[640];
    snprintf(message, sizeof(message), "%s: SPIRV-Tools finds the module invalid%s: %s", command,
             strict ? "; gpud refuses it (--spirv=strict)" : "", why);
-   gpud_context_debug_message(call->ctx,
+   gpud_context_debug_message(ctx,
                               strict ? VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
                                      : VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT, "gpud-invalid-spirv",
@@ -97,20 +98,21 @@ code_valid(struct gpud_call *call, const char *command, const void *code, size_t
    return !strict;
 }
 
-static bool
-module_valid(struct gpud_call *call, const char *command, const VkShaderModuleCreateInfo *info)
+bool
+gpud_spirv_module_valid(struct gpud_context *ctx, const char *command,
+                        const VkShaderModuleCreateInfo *info)
 {
-   return code_valid(call, command, info->pCode, info->codeSize);
+   return code_valid(ctx, command, info->pCode, info->codeSize);
 }
 
 bool
-gpud_spirv_stages_valid(struct gpud_call *call, const char *command,
+gpud_spirv_stages_valid(struct gpud_context *ctx, const char *command,
                         const VkPipelineShaderStageCreateInfo *stages, uint32_t count)
 {
    for (uint32_t i = 0; stages && i < count; i++) {
       for (const VkBaseInStructure *s = stages[i].pNext; s; s = s->pNext) {
          if (s->sType == VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO &&
-             !module_valid(call, command, (const VkShaderModuleCreateInfo *)s))
+             !gpud_spirv_module_valid(ctx, command, (const VkShaderModuleCreateInfo *)s))
             return false;
       }
    }
@@ -120,7 +122,12 @@ gpud_spirv_stages_valid(struct gpud_call *call, const char *command,
 void
 gpud_exec_vkCreateShaderModule(struct gpud_call *call, struct wire_args_vkCreateShaderModule *a)
 {
-   if (!module_valid(call, "vkCreateShaderModule", a->pCreateInfo)) {
+   /* validated and made on a compile thread (validation takes
+    * milliseconds for a big module) */
+   if (call->disp->CreateShaderModule &&
+       gpud_compile_defer(call, WIRE_OP_vkCreateShaderModule, a, false))
+      return;
+   if (!gpud_spirv_module_valid(call->ctx, "vkCreateShaderModule", a->pCreateInfo)) {
       a->ret = VK_ERROR_INVALID_SHADER_NV;
       return;
    }
@@ -132,7 +139,8 @@ void
 gpud_exec_vkGetShaderModuleCreateInfoIdentifierEXT(
    struct gpud_call *call, struct wire_args_vkGetShaderModuleCreateInfoIdentifierEXT *a)
 {
-   if (!module_valid(call, "vkGetShaderModuleCreateInfoIdentifierEXT", a->pCreateInfo)) {
+   if (!gpud_spirv_module_valid(call->ctx, "vkGetShaderModuleCreateInfoIdentifierEXT",
+                                a->pCreateInfo)) {
       a->pIdentifier->identifierSize = 0; /* no identifier: as for an unknown module */
       return;
    }
@@ -155,7 +163,7 @@ gpud_exec_vkCreateShadersEXT(struct gpud_call *call, struct wire_args_vkCreateSh
          gpud_context_log(call->ctx, UTIL_LOG_WARNING,
                           "vkCreateShadersEXT: a binary shader (refused: --spirv=strict)");
       if (binary_refused || (ci->codeType == VK_SHADER_CODE_TYPE_SPIRV_EXT &&
-                             !code_valid(call, "vkCreateShadersEXT", ci->pCode, ci->codeSize))) {
+                             !code_valid(call->ctx, "vkCreateShadersEXT", ci->pCode, ci->codeSize))) {
          a->ret = VK_ERROR_INVALID_SHADER_NV;
          for (uint32_t j = 0; a->pShaders && j < a->createInfoCount; j++)
             a->pShaders[j] = VK_NULL_HANDLE;

@@ -137,7 +137,10 @@ send_result(struct gpud_waiter *w, VkResult r)
       break;
    }
    wire_enc_end_cmd(&e, 0);
-   gpud_context_send_reply(w->ctx, &e, NULL, 0);
+   /* a reply that cannot go out (the client stopped reading, no memory)
+    * ends the client, as on the decoding thread */
+   if (gpud_context_send_reply(w->ctx, &e, NULL, 0) < 0 && !atomic_load(&w->ctx->closing))
+      gpud_context_end(w->ctx, false, "a reply could not be sent");
    wire_enc_finish(&e);
 }
 

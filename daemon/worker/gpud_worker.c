@@ -640,6 +640,10 @@ supervise(void *data)
          struct timespec ts = {0, HANGUP_GRACE_MS * 1000000L};
          while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
+         /* (it did meanwhile: it ends the client itself, waiting at most
+          * GPUD_COMPILE_END_WAIT_NS for the pipelines being made) */
+         if (atomic_load(&sv->ctx->closing))
+            return NULL;
          send_goodbye(w, "disconnected while its worker was busy", false);
          _exit(0);
       }

@@ -205,6 +205,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
    (void)argv;
    if (!getenv("GPUD_FUZZ_LOG"))
       util_log_set_sink(quiet);
+   /* every command on the decoding thread, as inputs replay the same */
+   setenv("GPUD_COMPILE_THREADS", "0", 1);
    /* the daemon's embedded default (lavapipe, wherever the loader finds it) */
    char *manifest = getenv("GPUD_FUZZ_HOST_DRIVER") ? strdup(getenv("GPUD_FUZZ_HOST_DRIVER"))
                                                     : gpud_host_lavapipe_manifest();

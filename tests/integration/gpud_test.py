@@ -2431,6 +2431,10 @@ def test_pipelines(fx):
                   r'(\d+) made$', out, re.M)
     if not m or int(m.group(1)) + int(m.group(2)) != 24000:
         fail('vk_pipelines did not get 24000 answers to creations that may fail:\n' + out)
+    # lavapipe keeps no pipelines: every one of them must be refused, so
+    # that the ids of pipelines not made are what is counted
+    if int(m.group(1)) != 24000:
+        fail('lavapipe made pipelines it should have refused to compile:\n' + out)
     fx.check_daemon()
 
 

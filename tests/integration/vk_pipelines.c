@@ -302,7 +302,8 @@ main(int argc, char **argv)
                "most 1000000");
 
    static struct shared s;
-   vkt_context_init(&s.ctx, "vk_pipelines", device_name, 0);
+   vkt_context_init(&s.ctx, "vk_pipelines", device_name,
+                    compile_required ? VKT_FEATURE_PIPELINE_CACHE_CONTROL : 0);
    pthread_mutex_init(&s.queue_mutex, NULL);
    s.rounds = (uint32_t)rounds;
    s.compile_required = (uint32_t)compile_required;

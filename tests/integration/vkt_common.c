@@ -263,6 +263,8 @@ check_features(VkPhysicalDevice pdev, uint32_t features)
       vkt_fail("device lacks the bufferDeviceAddress feature");
    if ((features & VKT_FEATURE_HOST_QUERY_RESET) && !f12.hostQueryReset)
       vkt_fail("device lacks the hostQueryReset feature");
+   if ((features & VKT_FEATURE_PIPELINE_CACHE_CONTROL) && !f13.pipelineCreationCacheControl)
+      vkt_fail("device lacks the pipelineCreationCacheControl feature");
 }
 
 /*
@@ -479,6 +481,7 @@ context_init_device(struct vkt_context *ctx, VkInstance instance,
       .pNext = pnext,
       .dynamicRendering = !!(features & VKT_FEATURE_DYNAMIC_RENDERING),
       .synchronization2 = !!(features & VKT_FEATURE_SYNCHRONIZATION2),
+      .pipelineCreationCacheControl = !!(features & VKT_FEATURE_PIPELINE_CACHE_CONTROL),
    };
    VkPhysicalDeviceVulkan12Features f12 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,

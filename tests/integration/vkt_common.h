@@ -23,6 +23,7 @@ enum vkt_feature {
    VKT_FEATURE_OCCLUSION_PRECISE = 1u << 3,
    VKT_FEATURE_BUFFER_DEVICE_ADDRESS = 1u << 4,
    VKT_FEATURE_HOST_QUERY_RESET = 1u << 5,
+   VKT_FEATURE_PIPELINE_CACHE_CONTROL = 1u << 6,
 };
 
 struct vkt_context {
