@@ -283,6 +283,7 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->device = call->instance = NULL;
    call->deferred = false;
    call->new_pending = false;
+   call->new_pending_groups = NULL;
    call->op = h->op;
    call->seq = h->seq;
    call->n_new_ids = 0;

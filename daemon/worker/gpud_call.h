@@ -29,6 +29,8 @@ struct gpud_call {
    struct gpud_object *device;
    bool deferred;            /* a waiter or compile thread sends the reply */
    bool new_pending;         /* new objects wait for a compile job */
+   /* ... and the shader groups of each new ray tracing pipeline, by index */
+   const uint32_t *new_pending_groups;
    int reply_fd;             /* sent with the reply, then closed */
    /* objects named by the command, in order */
    struct gpud_object **touched;
@@ -111,8 +113,9 @@ bool gpud_spirv_stages_valid(struct gpud_context *ctx, const char *command,
 /* The same for a module's code (any thread). */
 bool gpud_spirv_module_valid(struct gpud_context *ctx, const char *command,
                              const VkShaderModuleCreateInfo *info);
-/* Whether the shader code chained to a vkCreateComputePipelines or
- * vkCreateGraphicsPipelines (args) may reach the host (any thread). */
+/* Whether the shader code chained to a vkCreateComputePipelines,
+ * vkCreateGraphicsPipelines or vkCreateRayTracingPipelinesKHR (args) may
+ * reach the host (any thread). */
 bool gpud_pipelines_shaders_valid(struct gpud_context *ctx, uint32_t op, const void *args);
 /* Marks a buffer or image bound to memory. */
 void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,

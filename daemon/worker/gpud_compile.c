@@ -9,8 +9,8 @@
  * side by side on the host driver directly; through one decoding thread
  * they would be compiled one after another, and every other command of the
  * client would wait behind them.  So vkCreateGraphicsPipelines,
- * vkCreateComputePipelines and vkCreateShaderModule, decoded and checked on
- * the decoding thread, are validated (their SPIR-V) and run by a pool of
+ * vkCreateComputePipelines, vkCreateRayTracingPipelinesKHR and
+ * vkCreateShaderModule, decoded and checked on the decoding thread, are validated (their SPIR-V) and run by a pool of
  * compile threads, and the decoding thread goes on with the stream.
  *
  * - The calling application thread waits for the reply, so nothing of its
@@ -64,6 +64,9 @@ struct compile_job {
       struct wire_args_vkCreateComputePipelines compute;
       struct wire_args_vkCreateGraphicsPipelines graphics;
       struct wire_args_vkCreateShaderModule module;
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+      struct wire_args_vkCreateRayTracingPipelinesKHR rt;
+#endif
    } a;
    /* the new objects, by index (NULL: no id) */
    struct gpud_object **objs;
@@ -165,6 +168,13 @@ made_by(uint32_t op, void *args)
       return (struct made){a->pPipelines_ids, (uint64_t *)a->pPipelines, a->pPipelines_count,
                            VK_OBJECT_TYPE_PIPELINE};
    }
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+   case WIRE_OP_vkCreateRayTracingPipelinesKHR: {
+      struct wire_args_vkCreateRayTracingPipelinesKHR *a = args;
+      return (struct made){a->pPipelines_ids, (uint64_t *)a->pPipelines, a->pPipelines_count,
+                           VK_OBJECT_TYPE_PIPELINE};
+   }
+#endif
    default: {
       struct wire_args_vkCreateShaderModule *a = args;
       return (struct made){a->pShaderModule_ids, (uint64_t *)a->pShaderModule,
@@ -198,6 +208,19 @@ job_run(struct compile_job *job)
                                                 a->pCreateInfos, NULL, a->pPipelines);
       return a->ret;
    }
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+   case WIRE_OP_vkCreateRayTracingPipelinesKHR: {
+      /* (the operation to defer on is the ICD's: none here) */
+      struct wire_args_vkCreateRayTracingPipelinesKHR *a = &job->a.rt;
+      if (!gpud_pipelines_shaders_valid(job->ctx, job->op, a))
+         a->ret = VK_ERROR_INVALID_SHADER_NV;
+      else
+         a->ret = disp->CreateRayTracingPipelinesKHR(a->device, a->deferredOperation,
+                                                     a->pipelineCache, a->createInfoCount,
+                                                     a->pCreateInfos, NULL, a->pPipelines);
+      return a->ret;
+   }
+#endif
    case WIRE_OP_vkCreateShaderModule: {
       struct wire_args_vkCreateShaderModule *a = &job->a.module;
       if (!gpud_spirv_module_valid(job->ctx, "vkCreateShaderModule", a->pCreateInfo))
@@ -221,6 +244,10 @@ job_reply(struct compile_job *job)
       wire_encreply_vkCreateComputePipelines(&e, &job->a.compute);
    else if (job->op == WIRE_OP_vkCreateGraphicsPipelines)
       wire_encreply_vkCreateGraphicsPipelines(&e, &job->a.graphics);
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+   else if (job->op == WIRE_OP_vkCreateRayTracingPipelinesKHR)
+      wire_encreply_vkCreateRayTracingPipelinesKHR(&e, &job->a.rt);
+#endif
    else
       wire_encreply_vkCreateShaderModule(&e, &job->a.module);
    wire_enc_end_cmd(&e, 0);
@@ -338,9 +365,17 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    if (!call->reply || !call->device || ctx->host->validate != GPUD_VALIDATE_OFF ||
        atomic_load(&ctx->closing))
       return false;
-   if (op != WIRE_OP_vkCreateComputePipelines && op != WIRE_OP_vkCreateGraphicsPipelines &&
-       op != WIRE_OP_vkCreateShaderModule)
+   switch (op) {
+   case WIRE_OP_vkCreateComputePipelines:
+   case WIRE_OP_vkCreateGraphicsPipelines:
+   case WIRE_OP_vkCreateShaderModule:
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+   case WIRE_OP_vkCreateRayTracingPipelinesKHR:
+#endif
+      break;
+   default:
       return false;
+   }
    if (wire_arena_total(call->arena) > GPUD_MAX_COMPILE_ARGS)
       return false;
    struct gpud_compile *c = compile_get(ctx);
@@ -360,6 +395,10 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
          job->a.compute = *(const struct wire_args_vkCreateComputePipelines *)args;
       else if (op == WIRE_OP_vkCreateGraphicsPipelines)
          job->a.graphics = *(const struct wire_args_vkCreateGraphicsPipelines *)args;
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+      else if (op == WIRE_OP_vkCreateRayTracingPipelinesKHR)
+         job->a.rt = *(const struct wire_args_vkCreateRayTracingPipelinesKHR *)args;
+#endif
       else
          job->a.module = *(const struct wire_args_vkCreateShaderModule *)args;
    }
@@ -395,6 +434,9 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
       gpud_call_add_object(call, made.type, made.ids[i], 0);
       struct gpud_object *obj = gpud_object_find(ctx, made.ids[i]);
       job->objs[i] = obj && atomic_load(&obj->pending) ? obj : NULL;
+      /* a ray tracing pipeline's shader groups, for the queries naming one */
+      if (job->objs[i] && call->new_pending_groups)
+         obj->rt_groups = call->new_pending_groups[i];
    }
    call->new_pending = false;
    if (call->dec.fatal) {

@@ -1382,6 +1382,17 @@ refuse_pipelines(VkResult *ret, VkPipeline *pipelines, uint32_t count)
 bool
 gpud_pipelines_shaders_valid(struct gpud_context *ctx, uint32_t op, const void *args)
 {
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+   if (op == WIRE_OP_vkCreateRayTracingPipelinesKHR) {
+      const struct wire_args_vkCreateRayTracingPipelinesKHR *a = args;
+      for (uint32_t i = 0; i < a->createInfoCount; i++) {
+         if (!gpud_spirv_stages_valid(ctx, "vkCreateRayTracingPipelinesKHR",
+                                      a->pCreateInfos[i].pStages, a->pCreateInfos[i].stageCount))
+            return false;
+      }
+      return true;
+   }
+#endif
    if (op == WIRE_OP_vkCreateComputePipelines) {
       const struct wire_args_vkCreateComputePipelines *a = args;
       for (uint32_t i = 0; i < a->createInfoCount; i++) {
@@ -1529,11 +1540,6 @@ gpud_exec_vkCreateRayTracingPipelinesKHR(struct gpud_call *call,
       const VkRayTracingPipelineCreateInfoKHR *ci = &a->pCreateInfos[i];
       if (!feedback_fits(call, ci->pNext, ci->stageCount) || !groups_fit(call, ci))
          return;
-      if (!gpud_spirv_stages_valid(call->ctx, "vkCreateRayTracingPipelinesKHR", ci->pStages,
-                                   ci->stageCount)) {
-         refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
-         return;
-      }
    }
    /* a pipeline's groups: its own, then its libraries' */
    uint32_t *groups = wire_dec_alloc(&call->dec, sizeof(*groups) * (a->createInfoCount + 1));
@@ -1546,6 +1552,15 @@ gpud_exec_vkCreateRayTracingPipelinesKHR(struct gpud_call *call,
          n += lib ? lib->rt_groups : 0;
       }
       groups[i] = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+   }
+   /* on a compile thread, the SPIR-V checked there (gpud_compile.c) */
+   call->new_pending_groups = groups;
+   if (groups && call->disp->CreateRayTracingPipelinesKHR &&
+       gpud_compile_defer(call, WIRE_OP_vkCreateRayTracingPipelinesKHR, a, false))
+      return;
+   if (!gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateRayTracingPipelinesKHR, a)) {
+      refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
+      return;
    }
    gpud_gen_exec_vkCreateRayTracingPipelinesKHR(call, a);
    remember_rt_groups(call, groups, a->pPipelines, a->createInfoCount);
