@@ -81,10 +81,13 @@ gpud_client_create(const struct gpud_context_info *info, const struct gpud_host 
       ctx->profile = calloc(1, sizeof(*ctx->profile));
    ctx->log_tokens = info->log_burst;
    ctx->log_last_ns = util_now_ns();
-   ctx->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
-   ctx->call = ctx->arena ? gpud_call_create(ctx, ctx->arena) : NULL;
+   /* (the call's arena: a compile job takes it and leaves another) */
+   struct wire_arena *arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
+   ctx->call = arena ? gpud_call_create(ctx, arena) : NULL;
+   if (!ctx->call)
+      wire_arena_destroy(arena);
    ctx->replay = gpud_replay_create(ctx);
-   if (!ctx->arena || !ctx->call || !ctx->replay || util_idtable_init(&ctx->objects) < 0) {
+   if (!ctx->call || !ctx->replay || util_idtable_init(&ctx->objects) < 0) {
       gpud_client_destroy(ctx);
       return -ENOMEM;
    }
@@ -188,7 +191,7 @@ log_profile(struct gpud_context *ctx)
    if (jobs)
       gpud_context_log(ctx, UTIL_LOG_NOTICE,
                        "profile: the compile threads made %" PRIu64
-                       " pipeline creations in %.3f s: %.2f ms each",
+                       " pipelines and shader modules in %.3f s: %.2f ms a creation",
                        jobs, (double)jobs_ns / 1e9, (double)jobs_ns / 1e6 / (double)jobs);
    bool shown[GPUD_PROFILE_CHUNKS + 1] = {0};
    for (unsigned k = 0; k < 12; k++) {
@@ -312,7 +315,8 @@ gpud_client_destroy(struct gpud_context *ctx)
    }
    util_msg_reader_finish(&ctx->reader);
    util_fd_close(&ctx->record_fd);
-   wire_arena_destroy(ctx->arena);
+   if (ctx->call)
+      wire_arena_destroy(ctx->call->arena);
    gpud_call_destroy(ctx->call);
    free(ctx->profile);
    wire_enc_finish(&ctx->reply);

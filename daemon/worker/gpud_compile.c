@@ -142,6 +142,27 @@ job_free(struct compile_job *job)
    free(job);
 }
 
+/* The size of a command's arguments, for the commands a job runs (0: not
+ * one of them). */
+static size_t
+deferred_args_size(uint32_t op)
+{
+   switch (op) {
+   case WIRE_OP_vkCreateComputePipelines:
+      return sizeof(struct wire_args_vkCreateComputePipelines);
+   case WIRE_OP_vkCreateGraphicsPipelines:
+      return sizeof(struct wire_args_vkCreateGraphicsPipelines);
+   case WIRE_OP_vkCreateShaderModule:
+      return sizeof(struct wire_args_vkCreateShaderModule);
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+   case WIRE_OP_vkCreateRayTracingPipelinesKHR:
+      return sizeof(struct wire_args_vkCreateRayTracingPipelinesKHR);
+#endif
+   default:
+      return 0;
+   }
+}
+
 /* What a command makes: its ids, their host handles (written by the host
  * call) and their type. */
 struct made {
@@ -365,17 +386,9 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    if (!call->reply || !call->device || ctx->host->validate != GPUD_VALIDATE_OFF ||
        atomic_load(&ctx->closing))
       return false;
-   switch (op) {
-   case WIRE_OP_vkCreateComputePipelines:
-   case WIRE_OP_vkCreateGraphicsPipelines:
-   case WIRE_OP_vkCreateShaderModule:
-#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
-   case WIRE_OP_vkCreateRayTracingPipelinesKHR:
-#endif
-      break;
-   default:
+   const size_t args_size = deferred_args_size(op);
+   if (!args_size)
       return false;
-   }
    if (wire_arena_total(call->arena) > GPUD_MAX_COMPILE_ARGS)
       return false;
    struct gpud_compile *c = compile_get(ctx);
@@ -390,18 +403,8 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    if (!fresh)
       fresh = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
    struct compile_job *job = fresh ? calloc(1, sizeof(*job)) : NULL;
-   if (job) {
-      if (op == WIRE_OP_vkCreateComputePipelines)
-         job->a.compute = *(const struct wire_args_vkCreateComputePipelines *)args;
-      else if (op == WIRE_OP_vkCreateGraphicsPipelines)
-         job->a.graphics = *(const struct wire_args_vkCreateGraphicsPipelines *)args;
-#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
-      else if (op == WIRE_OP_vkCreateRayTracingPipelinesKHR)
-         job->a.rt = *(const struct wire_args_vkCreateRayTracingPipelinesKHR *)args;
-#endif
-      else
-         job->a.module = *(const struct wire_args_vkCreateShaderModule *)args;
-   }
+   if (job)
+      memcpy(&job->a, args, args_size);
    const struct made made = job ? made_by(op, &job->a) : (struct made){0};
    const uint32_t n = made.n;
    if (job) {
@@ -450,7 +453,6 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    /* the decoded arguments go with the job */
    job->arena = call->arena;
    call->arena = fresh;
-   ctx->arena = fresh;
 
    pthread_mutex_lock(&c->mutex);
    util_list_add_tail(&c->jobs, &job->link);

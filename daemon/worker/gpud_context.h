@@ -102,7 +102,6 @@ struct gpud_context {
 
    pthread_mutex_t send_mutex;
    struct util_msg_reader reader;
-   struct wire_arena *arena;
    struct wire_enc reply;
    struct gpud_call *call; /* the command being run */
    struct gpud_replay *replay; /* recordings: lanes and waiting submissions */

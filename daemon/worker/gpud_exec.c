@@ -1434,8 +1434,7 @@ gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
    if (kept)
       a->pipelineCache = gpud_pipecache_use(call->device);
    if (call->disp->CreateGraphicsPipelines &&
-       gpud_compile_defer(call, WIRE_OP_vkCreateGraphicsPipelines, a,
-                          kept && a->pipelineCache != VK_NULL_HANDLE))
+       gpud_compile_defer(call, WIRE_OP_vkCreateGraphicsPipelines, a, kept))
       return;
    if (!gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateGraphicsPipelines, a)) {
       refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
@@ -1458,8 +1457,7 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
    if (kept)
       a->pipelineCache = gpud_pipecache_use(call->device);
    if (call->disp->CreateComputePipelines &&
-       gpud_compile_defer(call, WIRE_OP_vkCreateComputePipelines, a,
-                          kept && a->pipelineCache != VK_NULL_HANDLE))
+       gpud_compile_defer(call, WIRE_OP_vkCreateComputePipelines, a, kept))
       return;
    if (!gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateComputePipelines, a)) {
       refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
