@@ -107,19 +107,7 @@ run_and_check(struct worker *w, const VkPipeline *pipelines, uint32_t n, uint32_
       data[i] = seed ^ i;
    vkt_buffer_flush(ctx, &w->buf);
 
-   const VkCommandBufferAllocateInfo alloc = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-      .commandPool = w->pool,
-      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-      .commandBufferCount = 1,
-   };
-   const VkCommandBufferBeginInfo begin = {
-      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
-   };
-   VkCommandBuffer cmd;
-   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &cmd));
-   VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
+   VkCommandBuffer cmd = vkt_cmd_begin_pool(ctx, w->pool);
    const uint32_t count = ELEMENTS;
    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, w->s->layout, 0, 1, &w->set, 0,
                            NULL);

@@ -736,9 +736,15 @@ vkt_shader_module(const struct vkt_context *ctx, const uint32_t *code,
 VkCommandBuffer
 vkt_cmd_begin(const struct vkt_context *ctx)
 {
+   return vkt_cmd_begin_pool(ctx, ctx->cmd_pool);
+}
+
+VkCommandBuffer
+vkt_cmd_begin_pool(const struct vkt_context *ctx, VkCommandPool pool)
+{
    const VkCommandBufferAllocateInfo alloc = {
       .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-      .commandPool = ctx->cmd_pool,
+      .commandPool = pool,
       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
       .commandBufferCount = 1,
    };

@@ -193,6 +193,8 @@ VkShaderModule vkt_shader_module(const struct vkt_context *ctx,
 
 /* Primary command buffer from the context's pool, begun for one submit. */
 VkCommandBuffer vkt_cmd_begin(const struct vkt_context *ctx);
+/* The same from another pool (a thread's own). */
+VkCommandBuffer vkt_cmd_begin_pool(const struct vkt_context *ctx, VkCommandPool pool);
 /* Ends, submits with a fence, waits (60 s at most) and frees it. */
 void vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd);
 
