@@ -240,8 +240,11 @@ class Case:
         """Fills the non-pointer value lv of type tname."""
         k = self.reg.kind(tname)
         if dims:
-            if len(dims) != 1:
+            if len(dims) != 1 and k in ('struct', 'handle', 'union'):
                 raise SystemExit(f'gen_roundtrip: {self.name}: {lv}: multi-dimensional array')
+            if len(dims) != 1:
+                self.w(f'rt_fill_bytes({lv}, sizeof({lv}), &seed);')
+                return
             if k in ('struct', 'handle', 'union'):
                 if not dims[0].isdigit():
                     raise SystemExit(f'gen_roundtrip: {self.name}: {lv}: array of {dims[0]}')
@@ -334,8 +337,14 @@ class Case:
             elif self.absent(sname, m) and (m.ptr or reg.kind(m.type) == 'handle') and \
                     m.name != forced:
                 pass  # NULL or VK_NULL_HANDLE: zeroed
+            elif m.bitfield:
+                mask = (1 << m.bits) - 1
+                self.w(f'{mlv} = ({m.type})(({self.scalar_value(m.type)}) & 0x{mask:x}u);')
             elif m.ptr == 0:
                 self.fill_value(mlv, m.type, m.dims, depth + 1)
+            elif key in gen_wire.VIDEO_SUBLAYER_ARRAYS:
+                # as many as the parameter set may have sub-layers
+                self.fill_pointer(mlv, m, sname, depth + 1, count=7)
             else:
                 self.fill_pointer(mlv, m, sname, depth + 1, count=self.count_of(m, lens))
 
@@ -403,7 +412,7 @@ class Case:
             self.w(f'{lv} = {self.string_value()};')
             return
         t = self.ctype(m.type)
-        if not m.len:
+        if not m.len and count is None:
             loc = self.local('s')
             self.w(f'{t} {loc};')
             self.w(f'memset(&{loc}, 0, sizeof({loc}));')
@@ -812,6 +821,9 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
         elif k == 'struct':
             w(f'{ind}if (same)')
             w(f'{ind}   same = rt_eq_{t}(t, &{xv}, &{yv});')
+        elif m.bitfield:
+            w(f'{ind}if (same && {xv} != {yv})')
+            w(f'{ind}   {differs}')
         else:
             w(f'{ind}if (same && memcmp(&{xv}, &{yv}, sizeof({xv})))')
             w(f'{ind}   {differs}')

@@ -502,6 +502,39 @@ DROPPED_MEMBERS = {
         'gives the handle no size',
 }
 
+# The codecs' own structures (video.xml) point at arrays whose lengths only
+# their comments give (later registries give them as len= too).  Value: the
+# C expression over the struct's members.
+# A pointer of theirs at values (not a structure) that is not listed here has
+# no length the ICD can know: the structure, and its extension, are not
+# carried.
+VIDEO_LENS = {
+    ('StdVideoH264SequenceParameterSet', 'pOffsetForRefFrame'):
+        'num_ref_frames_in_pic_order_cnt_cycle',
+    ('StdVideoH265SequenceParameterSet', 'pShortTermRefPicSet'): 'num_short_term_ref_pic_sets',
+    ('StdVideoAV1TileInfo', 'pMiColStarts'): 'TileCols',
+    ('StdVideoAV1TileInfo', 'pMiRowStarts'): 'TileRows',
+    ('StdVideoAV1TileInfo', 'pWidthInSbsMinus1'): 'TileCols',
+    ('StdVideoAV1TileInfo', 'pHeightInSbsMinus1'): 'TileRows',
+    ('StdVideoEncodeH264ReferenceListsInfo', 'pRefList0ModOperations'): 'refList0ModOpCount',
+    ('StdVideoEncodeH264ReferenceListsInfo', 'pRefList1ModOperations'): 'refList1ModOpCount',
+    ('StdVideoEncodeH264ReferenceListsInfo', 'pRefPicMarkingOperations'): 'refPicMarkingOpCount',
+}
+
+# An H.265 HRD's sub-layer arrays are as long as the parameter set that
+# holds it has sub-layers (sps_ or vps_max_sub_layers_minus1 + 1): the
+# encoder remembers that number while it encodes a parameter set
+# (VIDEO_SUBLAYER_SETS), and the daemon gives the host arrays of the
+# largest size, zeroes after those that came.  Value: that size.
+VIDEO_SUBLAYER_ARRAYS = {
+    ('StdVideoH265HrdParameters', 'pSubLayerHrdParametersNal'): 'STD_VIDEO_H265_SUBLAYERS_LIST_SIZE',
+    ('StdVideoH265HrdParameters', 'pSubLayerHrdParametersVcl'): 'STD_VIDEO_H265_SUBLAYERS_LIST_SIZE',
+}
+VIDEO_SUBLAYER_SETS = {
+    'StdVideoH265VideoParameterSet': 'vps_max_sub_layers_minus1',
+    'StdVideoH265SequenceParameterSet': 'sps_max_sub_layers_minus1',
+}
+
 # Parameters that are arrays of pointers to arrays, whose inner lengths
 # vk.xml does not give (the spec's text does).  Value: (the array parameter
 # whose element i gives element i's length, its member that does); that
@@ -658,6 +691,15 @@ class Gen:
             for p in reg.commands[c].params if c in reg.commands else ():
                 if p.name == param and not p.len:
                     p.len = ['WIRE_MAX_OPAQUE_DATA']
+        for (sname, mname), length in VIDEO_LENS.items():
+            for m in reg.structs[sname].members if sname in reg.structs else ():
+                if m.name == mname and not m.len:
+                    m.len = [length]
+        # (later registries name them "*_max_sub_layers_minus1 + 1")
+        for sname, mname in VIDEO_SUBLAYER_ARRAYS:
+            for m in reg.structs[sname].members if sname in reg.structs else ():
+                if m.name == mname:
+                    m.len = []
         self.walked = False
         self.types = set()
         self.commands = []
@@ -1002,6 +1044,11 @@ class Gen:
                     self.walk_struct(x, output)
                 continue
             k = self.reg.kind(m.type)
+            if sname in self.reg.video_types and m.ptr and not m.len and k != 'struct':
+                target.discard(sname)
+                self.unsupported[sname] = f'member {m.name}: a pointer whose length video.xml ' \
+                    'does not give'
+                return False
             if k == 'union' and m.selector and not m.ptr and not self.flat(m.type):
                 why = None if not output else 'an output union of pointers'
                 for um in self.reg.structs[self.reg.resolve_type(m.type)].members:
@@ -1203,8 +1250,8 @@ def emit_enc_value(gen, w, ind, tname, expr, dims=()):
             assert flat_expr
             emit_enc_value(gen, w, ind + '   ', tname, flat_expr)
         else:
-            n = ' * '.join(f'({d})' for d in dims)
-            w(f'{ind}wire_enc_bytes(e, {expr}, sizeof(({expr})[0]) * {n});')
+            # ([0] of a two-dimensional array is a row)
+            w(f'{ind}wire_enc_bytes(e, {expr}, sizeof(({expr})[0]) * ({dims[0]}));')
         return
     if k == 'handle':
         if gen.is_pointer_handle(tname):
@@ -1319,6 +1366,16 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
         w(f'{ind}   wire_enc_u32(e, n);')
         w(f'{ind}   for (uint32_t i = 0; i < n; i++)')
         emit_enc_value(gen, w, ind + '      ', m.type, f'*{v}[i]')
+        w(f'{ind}}}')
+        return
+    if (sname, m.name) in VIDEO_SUBLAYER_ARRAYS:
+        cap = VIDEO_SUBLAYER_ARRAYS[(sname, m.name)]
+        w(f'{ind}wire_enc_u32(e, {v} != NULL);')
+        w(f'{ind}if ({v}) {{')
+        w(f'{ind}   const uint32_t n = e->video_sublayers < {cap} ? e->video_sublayers : {cap};')
+        w(f'{ind}   wire_enc_u32(e, n);')
+        w(f'{ind}   for (uint32_t i = 0; i < n; i++)')
+        emit_enc_value(gen, w, ind + '      ', m.type, f'{v}[i]')
         w(f'{ind}}}')
         return
     if (sname, m.name) in NESTED_LENS:
@@ -1459,6 +1516,19 @@ def emit_member_dec(gen, w, sname, members, m, prefix, checks, ind='   '):
         checks.append((f'(!{v} || (uint64_t){n_name} == (uint64_t)({n}))', f'{m.name} length mismatch'))
         if not nullable:
             checks.append((f'({v} || ({n}) == 0)', f'missing {m.name}'))
+        return
+    if (sname, m.name) in VIDEO_SUBLAYER_ARRAYS:
+        cap = VIDEO_SUBLAYER_ARRAYS[(sname, m.name)]
+        w(f'{ind}if (wire_dec_u32(d)) {{')
+        w(f'{ind}   const uint32_t n = wire_dec_count(d, 4);')
+        w(f'{ind}   if (!d->fatal && n > {cap})')
+        w(f'{ind}      wire_dec_fail(d, "{sname}.{m.name}: more sub-layers than there may be");')
+        w(f'{ind}   {ctype} *arr = wire_dec_alloc(d, sizeof(*arr) * {cap});')
+        w(f'{ind}   for (uint32_t i = 0; arr && !d->fatal && i < n; i++) {{')
+        emit_dec_value(gen, w, ind + '      ', m.type, 'arr[i]')
+        w(f'{ind}   }}')
+        w(f'{ind}   {v} = arr;')
+        w(f'{ind}}}')
         return
     if (sname, m.name) in NESTED_LENS:
         # decoded after what gives the inner lengths (the parameters before
@@ -1618,6 +1688,8 @@ def emit_structs(gen, w):
         # encode
         body = 'body_' if s.stype else ''
         w(f'static void\nwire_enc_{body}{sname}(struct wire_enc *e, const {sname} *s)\n{{')
+        if sname in VIDEO_SUBLAYER_SETS:
+            w(f'   e->video_sublayers = (uint32_t)s->{VIDEO_SUBLAYER_SETS[sname]} + 1;')
         for m in s.members:
             if m.name == 'sType':
                 continue

@@ -5,6 +5,7 @@ Only what the protocol needs is modelled: handles, scalar types, structs and
 unions with their members, commands with their parameters, and which
 commands and types each core version and extension requires."""
 
+import os
 import re
 import xml.etree.ElementTree as ET
 
@@ -139,6 +140,8 @@ class Member:
         after_name = text.split(self.name, 1)[1]
         self.dims = re.findall(r'\[([^\]]+)\]', after_name)
         self.bitfield = ':' in after_name
+        # a bitfield's width in bits
+        self.bits = int(after_name.split(':', 1)[1].strip()) if self.bitfield else None
         length = elem.get('len')
         self.len = length.split(',') if length else []
         self.altlen = elem.get('altlen')
@@ -193,6 +196,14 @@ class Registry:
     def __init__(self, path):
         root = ET.parse(path).getroot()
         self.root = root
+        # video.xml, beside vk.xml since 1.3.238: the codec standards' own
+        # structures and enums (StdVideo*), which vk.xml's video structures
+        # point at.  Without it they stay unknown, and the codec extensions
+        # are not carried.
+        video = os.path.join(os.path.dirname(os.path.abspath(path)), 'video.xml')
+        self.video_root = ET.parse(video).getroot() if os.path.exists(video) else None
+        self.video_path = video if self.video_root is not None else None
+        self.video_types = set()
         self.header_version = None
         self.handles = {}        # name -> (dispatchable, objtypeenum, parent)
         self.handle_alias = {}
@@ -230,6 +241,17 @@ class Registry:
             elif cat == 'define' and name == 'VK_HEADER_VERSION':
                 self.header_version = re.search(
                     r'VK_HEADER_VERSION\s+(\d+)', ''.join(t.itertext())).group(1)
+
+        for t in self.video_root.findall('types/type') if self.video_root is not None else ():
+            cat = t.get('category')
+            name = t.get('name') or t.findtext('name')
+            if cat == 'enum':
+                self.enums.add(name)
+            elif cat in ('struct', 'union'):
+                self.structs[name] = Struct(t)
+            else:
+                continue
+            self.video_types.add(name)
 
         for alias, target in self.type_alias.items():
             if target in self.structs:
@@ -326,7 +348,8 @@ class Registry:
         every feature level and extension adds (aliases are not values)."""
         if not hasattr(self, '_enum_members'):
             members = {}
-            for es in self.root.findall('enums'):
+            roots = [self.root] + ([self.video_root] if self.video_root is not None else [])
+            for es in [es for r in roots for es in r.findall('enums')]:
                 if es.get('type') != 'enum':
                     continue
                 vals = members.setdefault(es.get('name'), set())

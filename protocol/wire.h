@@ -86,6 +86,7 @@ struct wire_enc {
    size_t cap;
    bool oom; /* sticky: an allocation failed, the content is incomplete */
    VkDescriptorType descriptor_type; /* of the descriptor write being encoded */
+   uint32_t video_sublayers; /* of the H.265 parameter set being encoded */
    /* fds to send with the bytes: borrowed (the ICD sends the application's;
     * the daemon closes its own once sent) */
    int fds[WIRE_MAX_FDS];

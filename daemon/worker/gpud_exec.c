@@ -1021,10 +1021,20 @@ buffer_info_patch(struct gpud_call *call, VkBufferCreateInfo *info, struct exter
 {
    memset(p, 0, sizeof(*p));
    p->next = info->pNext;
+
    if (call->ctx->host->has_external_memory_host &&
        !(info->flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT))
       external_add(&info->pNext, VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO, p);
 }
+
+/* Pictures of video sessions (decoded, reference, to encode) are made as
+ * asked: whether the host can import memory for one is a question of its
+ * video profiles (the format query below would need them, and may not be
+ * asked without), and they are device memory in practice. */
+#define VIDEO_IMAGE_USAGE                                                                          \
+   (VK_IMAGE_USAGE_VIDEO_DECODE_DST_BIT_KHR | VK_IMAGE_USAGE_VIDEO_DECODE_SRC_BIT_KHR |            \
+    VK_IMAGE_USAGE_VIDEO_DECODE_DPB_BIT_KHR | VK_IMAGE_USAGE_VIDEO_ENCODE_DST_BIT_KHR |            \
+    VK_IMAGE_USAGE_VIDEO_ENCODE_SRC_BIT_KHR | VK_IMAGE_USAGE_VIDEO_ENCODE_DPB_BIT_KHR)
 
 static void
 image_info_patch(struct gpud_call *call, VkImageCreateInfo *info, struct external_patch *p)
@@ -1032,7 +1042,7 @@ image_info_patch(struct gpud_call *call, VkImageCreateInfo *info, struct externa
    memset(p, 0, sizeof(*p));
    p->next = info->pNext;
    if (!call->ctx->host->has_external_memory_host || !call->device->physical_device ||
-       (info->flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT))
+       (info->flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT) || (info->usage & VIDEO_IMAGE_USAGE))
       return;
    /* only where the host can import memory for such an image */
    VkPhysicalDeviceExternalImageFormatInfo ext_info = {
