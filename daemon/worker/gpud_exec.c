@@ -1031,10 +1031,16 @@ buffer_info_patch(struct gpud_call *call, VkBufferCreateInfo *info, struct exter
  * asked: whether the host can import memory for one is a question of its
  * video profiles (the format query below would need them, and may not be
  * asked without), and they are device memory in practice. */
+#ifdef VK_KHR_video_encode_queue /* (provisional in registries before 1.3.274) */
+#define VIDEO_ENCODE_IMAGE_USAGE                                                                   \
+   (VK_IMAGE_USAGE_VIDEO_ENCODE_DST_BIT_KHR | VK_IMAGE_USAGE_VIDEO_ENCODE_SRC_BIT_KHR |            \
+    VK_IMAGE_USAGE_VIDEO_ENCODE_DPB_BIT_KHR)
+#else
+#define VIDEO_ENCODE_IMAGE_USAGE 0
+#endif
 #define VIDEO_IMAGE_USAGE                                                                          \
    (VK_IMAGE_USAGE_VIDEO_DECODE_DST_BIT_KHR | VK_IMAGE_USAGE_VIDEO_DECODE_SRC_BIT_KHR |            \
-    VK_IMAGE_USAGE_VIDEO_DECODE_DPB_BIT_KHR | VK_IMAGE_USAGE_VIDEO_ENCODE_DST_BIT_KHR |            \
-    VK_IMAGE_USAGE_VIDEO_ENCODE_SRC_BIT_KHR | VK_IMAGE_USAGE_VIDEO_ENCODE_DPB_BIT_KHR)
+    VK_IMAGE_USAGE_VIDEO_DECODE_DPB_BIT_KHR | VIDEO_ENCODE_IMAGE_USAGE)
 
 static void
 image_info_patch(struct gpud_call *call, VkImageCreateInfo *info, struct external_patch *p)
