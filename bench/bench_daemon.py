@@ -3,6 +3,7 @@
 private gpud on it, and the environments of a client on either side."""
 
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -21,6 +22,30 @@ def default_host():
         if os.path.exists(m):
             return m
     sys.exit('%s: name the host driver with --host-driver' % prog())
+
+
+def add_daemon_args(ap):
+    """--build, --host-driver and --user: what Daemon and env_for take
+    (resolve_daemon_args makes them definite)."""
+    ap.add_argument('--build', default=os.path.join(os.path.dirname(__file__), '..', 'build'))
+    ap.add_argument('--host-driver', help='the host ICD manifest (default: lavapipe)')
+    ap.add_argument('--user', default=None,
+                    help="the workers' user, run as root (default: gpud where it exists, else nobody)")
+
+
+def resolve_daemon_args(args):
+    """args.user and args.host_driver given their defaults, args.gpud and
+    args.icd found in args.build."""
+    if args.user is None:
+        try:
+            pwd.getpwnam('gpud')
+            args.user = 'gpud'
+        except KeyError:
+            args.user = 'nobody'
+    args.host_driver = os.path.abspath(args.host_driver or default_host())
+    build = os.path.abspath(args.build)
+    args.gpud = os.path.join(build, 'daemon', 'gpud')
+    args.icd = os.path.join(build, 'icd', 'gpud_icd.build.json')
 
 
 class Daemon:

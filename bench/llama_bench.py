@@ -21,7 +21,6 @@ run that compiles runs at whatever clock the GPU has dropped to by then
 import argparse
 import json
 import os
-import pwd
 import re
 import statistics
 import subprocess
@@ -29,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from bench_daemon import Daemon, default_host, env_for
+from bench_daemon import Daemon, add_daemon_args, env_for, resolve_daemon_args
 
 TESTS = {
     'tiny': ['-p', '0', '-n', '128'],
@@ -89,27 +88,15 @@ def backend_ops(args, env, op):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--llama', required=True, help='what scripts/llama.sh set up')
-    ap.add_argument('--build', default=os.path.join(os.path.dirname(__file__), '..', 'build'))
-    ap.add_argument('--host-driver', help='the host ICD manifest (default: lavapipe)')
+    add_daemon_args(ap)
     ap.add_argument('--models', default='tiny,1b')
     ap.add_argument('--rounds', type=int, default=2)
     ap.add_argument('--repetitions', type=int, default=3, help="llama-bench's -r")
     ap.add_argument('--ops', default='', help='test-backend-ops operators, comma-separated')
     ap.add_argument('--ops-timeout', type=int, default=600)
-    ap.add_argument('--user', default=None,
-                    help="the workers' user, run as root (default: gpud where it exists, else nobody)")
     args = ap.parse_args()
-    if args.user is None:
-        try:
-            pwd.getpwnam('gpud')
-            args.user = 'gpud'
-        except KeyError:
-            args.user = 'nobody'
+    resolve_daemon_args(args)
     args.llama = os.path.abspath(args.llama)
-    args.host_driver = os.path.abspath(args.host_driver or default_host())
-    build = os.path.abspath(args.build)
-    args.gpud = os.path.join(build, 'daemon', 'gpud')
-    args.icd = os.path.join(build, 'icd', 'gpud_icd.build.json')
     for path in (args.gpud, args.icd, os.path.join(args.llama, 'run.sh')):
         if not os.path.exists(path):
             fail('no %s (build the project; run scripts/llama.sh %s)' % (path, args.llama))

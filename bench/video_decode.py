@@ -20,14 +20,13 @@ the software decoder's, or none where the driver directly decoded it.
 
 import argparse
 import os
-import pwd
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from bench_daemon import Daemon, default_host, env_for
+from bench_daemon import Daemon, add_daemon_args, env_for, resolve_daemon_args
 
 STREAMS = ('h264.h264', 'h265.hevc', 'av1.ivf')
 
@@ -64,29 +63,17 @@ def decode(args, env, stream):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--video', required=True, help='what scripts/ffmpeg-video.sh set up')
-    ap.add_argument('--build', default=os.path.join(os.path.dirname(__file__), '..', 'build'))
-    ap.add_argument('--host-driver', help='the host ICD manifest (default: lavapipe)')
+    add_daemon_args(ap)
     ap.add_argument('--streams', default=','.join(STREAMS))
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--timeout', type=int, default=60, help='seconds for one decoding')
     ap.add_argument('--threads', type=int, default=1,
                     help="ffmpeg's decoding threads (0: its own choice, frame threads; see "
                          "docs/performance.md, video decoding)")
-    ap.add_argument('--user', default=None,
-                    help="the workers' user, run as root (default: gpud where it exists, else nobody)")
     args = ap.parse_args()
-    if args.user is None:
-        try:
-            pwd.getpwnam('gpud')
-            args.user = 'gpud'
-        except KeyError:
-            args.user = 'nobody'
+    resolve_daemon_args(args)
     args.video = os.path.abspath(args.video)
     args.ffmpeg = os.path.join(args.video, 'ffmpeg')
-    args.host_driver = os.path.abspath(args.host_driver or default_host())
-    build = os.path.abspath(args.build)
-    args.gpud = os.path.join(build, 'daemon', 'gpud')
-    args.icd = os.path.join(build, 'icd', 'gpud_icd.build.json')
     streams = [s for s in args.streams.split(',') if s]
     for path in [args.gpud, args.icd, args.ffmpeg] + [
             os.path.join(args.video, 'streams', s + '.md5') for s in streams]:
