@@ -1368,16 +1368,6 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
         emit_enc_value(gen, w, ind + '      ', m.type, f'*{v}[i]')
         w(f'{ind}}}')
         return
-    if (sname, m.name) in VIDEO_SUBLAYER_ARRAYS:
-        cap = VIDEO_SUBLAYER_ARRAYS[(sname, m.name)]
-        w(f'{ind}wire_enc_u32(e, {v} != NULL);')
-        w(f'{ind}if ({v}) {{')
-        w(f'{ind}   const uint32_t n = e->video_sublayers < {cap} ? e->video_sublayers : {cap};')
-        w(f'{ind}   wire_enc_u32(e, n);')
-        w(f'{ind}   for (uint32_t i = 0; i < n; i++)')
-        emit_enc_value(gen, w, ind + '      ', m.type, f'{v}[i]')
-        w(f'{ind}}}')
-        return
     if (sname, m.name) in NESTED_LENS:
         n = member_len(gen, members, m, prefix)
         inner = nested_len((sname, m.name), prefix)
@@ -1417,6 +1407,11 @@ def emit_member_enc(gen, w, sname, members, m, prefix, ind='   ', cond=None):
         w(f'{ind}wire_enc_string(e, {v});')
         return
     n = member_len(gen, members, m, prefix)
+    if (sname, m.name) in VIDEO_SUBLAYER_ARRAYS:
+        # an array as any other, as long as the parameter set being encoded
+        # has sub-layers (the decoder's side is its own)
+        cap = VIDEO_SUBLAYER_ARRAYS[(sname, m.name)]
+        n = f'e->video_sublayers < {cap} ? e->video_sublayers : {cap}'
     w(f'{ind}wire_enc_u32(e, {v} != NULL);')
     if n is None:
         w(f'{ind}if ({v})')
