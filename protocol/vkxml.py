@@ -202,7 +202,6 @@ class Registry:
         # are not carried.
         video = os.path.join(os.path.dirname(os.path.abspath(path)), 'video.xml')
         self.video_root = ET.parse(video).getroot() if os.path.exists(video) else None
-        self.video_path = video if self.video_root is not None else None
         self.video_types = set()
         self.header_version = None
         self.handles = {}        # name -> (dispatchable, objtypeenum, parent)
