@@ -12,10 +12,12 @@ decoding, downloading every frame).
                         [--timeout S] [--threads N]
 
 A stream the device cannot decode (no such video profile) is reported and
-skipped. FFmpeg decodes on one thread unless --threads says otherwise: its
-frame threads give a wrong frame now and then on the host driver directly
-too (docs/performance.md). The exit status is 1 where gpud gave a stream's frames other than
-the software decoder's, or none where the driver directly decoded it.
+skipped. Each side's worst round is shown, and in how many rounds its frames
+were not all right. FFmpeg decodes with its own choice of threads (frame
+threads) unless --threads says otherwise; scripts/ffmpeg-video.sh's FFmpeg
+keeps the pictures in decoding order (scripts/ffmpeg-vulkan-frame-threads.patch).
+The exit status is 1 where gpud gave a stream's frames other than the
+software decoder's, or none where the driver directly decoded it.
 """
 
 import argparse
@@ -67,9 +69,9 @@ def main():
     ap.add_argument('--streams', default=','.join(STREAMS))
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--timeout', type=int, default=60, help='seconds for one decoding')
-    ap.add_argument('--threads', type=int, default=1,
-                    help="ffmpeg's decoding threads (0: its own choice, frame threads; see "
-                         "docs/performance.md, video decoding)")
+    ap.add_argument('--threads', type=int, default=0,
+                    help="ffmpeg's decoding threads (0, the default: its own choice, frame "
+                         "threads)")
     args = ap.parse_args()
     resolve_daemon_args(args)
     args.video = os.path.abspath(args.video)
@@ -95,6 +97,7 @@ def main():
                 ref = [line.strip() for line in f if line.strip()]
             seen = {}
             skipped = {}
+            wrong = {'direct': 0, 'gpud': 0}
             times = {'direct': [], 'gpud': []}
             for r in range(args.rounds):
                 for name, env in sides:
@@ -103,6 +106,8 @@ def main():
                         why = 'the device cannot decode it'
                     skipped[name] = unsupported and not md5s
                     same = sum(1 for a, b in zip(md5s, ref) if a == b)
+                    if md5s and not (same == len(md5s) == len(ref)):
+                        wrong[name] += 1
                     if len(md5s) == len(ref):
                         times[name].append(seconds)
                     # the worst round is the one reported
@@ -114,6 +119,8 @@ def main():
                 cell = '%d/%d (of %d)' % (same, n, len(ref))
                 if n != len(ref) and why:
                     cell += ': ' + why.replace('|', '/')[:120]
+                if args.rounds > 1 and not skipped[name]:
+                    cell += ', wrong in %d of %d rounds' % (wrong[name], args.rounds)
                 cells.append(cell)
             unsupported = all(skipped.values())
             ok = seen['gpud'][0] == len(ref) == seen['gpud'][1]

@@ -3,7 +3,7 @@
 #
 # FFmpeg's Vulkan video decoding for bench/video_decode.py, built small:
 # Debian 13's FFmpeg 7.1 source (7.1.5 when written; Debian 12's 5.1 has no Vulkan
-# decoding) with scripts/ffmpeg-vulkan-download.patch, configured with the
+# decoding) with scripts/ffmpeg-vulkan-*.patch, configured with the
 # H.264, H.265 and AV1 decoders, their Vulkan hardware acceleration and
 # little else, into DIR/ffmpeg (it needs only the C library; it opens
 # libvulkan.so.1 itself). And three short streams, made with Debian 12's
@@ -38,7 +38,9 @@ if [ ! -x "$D/ffmpeg" ]; then
    (cd "$T" && apt-get "$@" source --download-only ffmpeg >/dev/null)
    tar -xJf "$T"/ffmpeg_*.orig.tar.xz -C "$T"
    src=$(find "$T" -maxdepth 1 -type d -name 'ffmpeg-*' | head -1)
-   patch -d "$src" -p1 -s < "$here/scripts/ffmpeg-vulkan-download.patch"
+   for p in "$here"/scripts/ffmpeg-vulkan-*.patch; do
+      patch -d "$src" -p1 -s < "$p"
+   done
    (cd "$src" && ./configure --disable-everything --disable-doc --disable-autodetect \
       --disable-x86asm --disable-debug --enable-vulkan \
       --enable-hwaccel=h264_vulkan,hevc_vulkan,av1_vulkan \
