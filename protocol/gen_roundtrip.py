@@ -86,6 +86,8 @@ CHOSEN_VALUES = {
     ('VkFramebufferCreateInfo', 'flags'): ['0', 'VK_FRAMEBUFFER_CREATE_IMAGELESS_BIT'],
     ('VkRenderingAttachmentInfo', 'resolveMode'): [
         'VK_RESOLVE_MODE_AVERAGE_BIT', 'VK_RESOLVE_MODE_NONE'],
+    # (STRUCT_CHECKS: no larger than the key)
+    ('VkPipelineBinaryKeyKHR', 'keySize'): ['20', 'VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR'],
     ('VkAccelerationStructureBuildGeometryInfoKHR', 'mode'): [
         'VK_BUILD_ACCELERATION_STRUCTURE_MODE_UPDATE_KHR',
         'VK_BUILD_ACCELERATION_STRUCTURE_MODE_BUILD_KHR'],

@@ -150,6 +150,36 @@ PRIVATE_COMMANDS = """
     <param><type>size_t</type> <name>vendorBinarySize</name></param>
     <param optional="true" len="vendorBinarySize"><type>void</type>* <name>pVendorBinaryData</name></param>
   </command>
+  <command successcodes="VK_SUCCESS,VK_PIPELINE_BINARY_MISSING_KHR" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_OUT_OF_DEVICE_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
+    <proto><type>VkResult</type> <name>vkGetPipelineBinaryCountGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param optional="true">const <type>VkPipelineBinaryKeysAndDataKHR</type>* <name>pKeysAndDataInfo</name></param>
+    <param optional="true"><type>VkPipeline</type> <name>pipeline</name></param>
+    <param optional="true">const <type>VkGraphicsPipelineCreateInfo</type>* <name>pGraphicsCreateInfo</name></param>
+    <param optional="true">const <type>VkComputePipelineCreateInfo</type>* <name>pComputeCreateInfo</name></param>
+    <param optional="true">const <type>VkRayTracingPipelineCreateInfoKHR</type>* <name>pRayTracingCreateInfo</name></param>
+    <param><type>uint32_t</type>* <name>pPipelineBinaryCount</name></param>
+  </command>
+  <command successcodes="VK_SUCCESS,VK_INCOMPLETE,VK_PIPELINE_BINARY_MISSING_KHR" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_OUT_OF_DEVICE_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
+    <proto><type>VkResult</type> <name>vkCreatePipelineBinariesGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param optional="true">const <type>VkPipelineBinaryKeysAndDataKHR</type>* <name>pKeysAndDataInfo</name></param>
+    <param optional="true"><type>VkPipeline</type> <name>pipeline</name></param>
+    <param optional="true">const <type>VkGraphicsPipelineCreateInfo</type>* <name>pGraphicsCreateInfo</name></param>
+    <param optional="true">const <type>VkComputePipelineCreateInfo</type>* <name>pComputeCreateInfo</name></param>
+    <param optional="true">const <type>VkRayTracingPipelineCreateInfoKHR</type>* <name>pRayTracingCreateInfo</name></param>
+    <param><type>uint32_t</type> <name>pipelineBinaryCount</name></param>
+    <param len="pipelineBinaryCount"><type>VkPipelineBinaryKHR</type>* <name>pPipelineBinaries</name></param>
+  </command>
+  <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_OUT_OF_DEVICE_MEMORY">
+    <proto><type>VkResult</type> <name>vkGetPipelineKeyGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param optional="true">const <type>VkGraphicsPipelineCreateInfo</type>* <name>pGraphicsCreateInfo</name></param>
+    <param optional="true">const <type>VkComputePipelineCreateInfo</type>* <name>pComputeCreateInfo</name></param>
+    <param optional="true">const <type>VkRayTracingPipelineCreateInfoKHR</type>* <name>pRayTracingCreateInfo</name></param>
+    <param><type>VkBool32</type> <name>global</name></param>
+    <param><type>VkPipelineBinaryKeyKHR</type>* <name>pPipelineKey</name></param>
+  </command>
 </commands>
 """
 
@@ -239,6 +269,14 @@ CLIENT_ONLY = {
     # structure (pFaultCounts); the ICD asks with vkGetDeviceFaultInfoGPUD,
     # each array as bytes of its capacity (the structures hold no pointers)
     'vkGetDeviceFaultInfoEXT': 'the ICD asks with vkGetDeviceFaultInfoGPUD',
+    # VK_KHR_pipeline_binary: a pipeline's create info travels in the pNext
+    # of a VkPipelineCreateInfoKHR (no structure extends it) and the new
+    # binaries come back inside an output structure; the ICD sends the
+    # create info as what it is, and the binaries as an array of new
+    # handles (icd/icd_objects.c)
+    'vkCreatePipelineBinariesKHR':
+        'the ICD asks with vkGetPipelineBinaryCountGPUD and vkCreatePipelineBinariesGPUD',
+    'vkGetPipelineKeyKHR': 'the ICD asks with vkGetPipelineKeyGPUD',
     # VK_EXT_debug_marker is VK_EXT_debug_utils by other names
     'vkDebugMarkerSetObjectNameEXT': 'the ICD sends it as vkSetDebugUtilsObjectNameEXT',
     'vkDebugMarkerSetObjectTagEXT': 'the ICD sends it as vkSetDebugUtilsObjectTagEXT',
@@ -318,7 +356,9 @@ SHADER_CODE_STRUCTS = ('VkShaderModuleCreateInfo', 'VkShaderCreateInfoEXT')
 # stops the generator.
 SPIRV_CHAIN_COMMANDS = {'vkCreateGraphicsPipelines', 'vkCreateComputePipelines',
                         'vkCreateRayTracingPipelinesNV', 'vkCreateRayTracingPipelinesKHR',
-                        'vkGetPipelineIndirectMemoryRequirementsNV'}
+                        'vkGetPipelineIndirectMemoryRequirementsNV',
+                        'vkGetPipelineBinaryCountGPUD', 'vkCreatePipelineBinariesGPUD',
+                        'vkGetPipelineKeyGPUD'}
 
 # Commands that still run on a device an asynchronous failure lost (every
 # other one that can fail answers at once): what tells why it was lost.
@@ -557,6 +597,10 @@ STRUCT_CHECKS = {
     'VkAccelerationStructureBuildGeometryInfoKHR': [
         ('s->geometryCount == 0 || (s->pGeometries == NULL) != (s->ppGeometries == NULL)',
          'exactly one of pGeometries and ppGeometries'),
+    ],
+    # (its key is an array of that size, and the host reads keySize bytes)
+    'VkPipelineBinaryKeyKHR': [
+        ('s->keySize <= VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR', 'keySize past the key'),
     ],
 }
 

@@ -1580,6 +1580,148 @@ gpud_exec_vkCreateRayTracingPipelinesKHR(struct gpud_call *call,
    remember_rt_groups(call, groups, a->pPipelines, a->createInfoCount);
 }
 
+#ifdef WIRE_HAS_vkCreatePipelineBinariesGPUD
+/* VK_KHR_pipeline_binary: the ICD sends the pipeline create info that a
+ * VkPipelineCreateInfoKHR holds as the structure it is (at most one of the
+ * three; icd/icd_pipeline_binary.c). Checked as a pipeline's: its shader
+ * code is what the host reads to make the key. NULL where it refused. */
+static const void *
+binary_pipeline_info(struct gpud_call *call, const VkGraphicsPipelineCreateInfo *graphics,
+                     const VkComputePipelineCreateInfo *compute,
+                     const VkRayTracingPipelineCreateInfoKHR *ray_tracing, bool *refused)
+{
+   *refused = true;
+   if (!call->device || !gpud_device_enabled(call->device, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME)) {
+      gpud_call_fail(call, "VK_KHR_pipeline_binary: the device did not enable it");
+      return NULL;
+   }
+   if (!!graphics + !!compute + !!ray_tracing > 1) {
+      gpud_call_fail(call, "VK_KHR_pipeline_binary: more than one pipeline create info");
+      return NULL;
+   }
+   bool valid = true;
+   if (graphics) {
+      const struct wire_args_vkCreateGraphicsPipelines g = {
+         .createInfoCount = 1, .pCreateInfos = graphics,
+      };
+      if (!feedback_fits(call, graphics->pNext, graphics->stageCount))
+         return NULL;
+      valid = gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateGraphicsPipelines, &g);
+   } else if (compute) {
+      const struct wire_args_vkCreateComputePipelines c = {
+         .createInfoCount = 1, .pCreateInfos = compute,
+      };
+      if (!feedback_fits(call, compute->pNext, 1))
+         return NULL;
+      valid = gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateComputePipelines, &c);
+   } else if (ray_tracing) {
+      const struct wire_args_vkCreateRayTracingPipelinesKHR r = {
+         .createInfoCount = 1, .pCreateInfos = ray_tracing,
+      };
+      if (!feedback_fits(call, ray_tracing->pNext, ray_tracing->stageCount) ||
+          !groups_fit(call, ray_tracing))
+         return NULL;
+      valid = gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateRayTracingPipelinesKHR, &r);
+   }
+   if (!valid)
+      return NULL; /* (gpud_spirv.c says why) */
+   if (!call->disp->CreatePipelineBinariesKHR || !call->disp->GetPipelineKeyKHR) {
+      gpud_call_fail(call, "host driver lacks VK_KHR_pipeline_binary's commands");
+      return NULL;
+   }
+   *refused = false;
+   return graphics ? (const void *)graphics : compute ? (const void *)compute : (const void *)ray_tracing;
+}
+
+/* What vkCreatePipelineBinariesKHR takes, made again for the host. */
+struct binary_source {
+   VkPipelineCreateInfoKHR pipeline_info;
+   VkPipelineBinaryCreateInfoKHR create;
+};
+
+/* False where the inputs were refused (ret set). */
+static bool
+binary_source_init(struct gpud_call *call, struct binary_source *src,
+                   const VkPipelineBinaryKeysAndDataKHR *keys_and_data, VkPipeline pipeline,
+                   const VkGraphicsPipelineCreateInfo *graphics,
+                   const VkComputePipelineCreateInfo *compute,
+                   const VkRayTracingPipelineCreateInfoKHR *ray_tracing, VkResult *ret)
+{
+   bool refused;
+   const void *info = binary_pipeline_info(call, graphics, compute, ray_tracing, &refused);
+   if (refused) {
+      *ret = VK_ERROR_INITIALIZATION_FAILED;
+      return false;
+   }
+   src->pipeline_info = (VkPipelineCreateInfoKHR){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATE_INFO_KHR,
+      .pNext = (void *)info,
+   };
+   src->create = (VkPipelineBinaryCreateInfoKHR){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_CREATE_INFO_KHR,
+      .pKeysAndDataInfo = keys_and_data,
+      .pipeline = pipeline,
+      .pPipelineCreateInfo = info ? &src->pipeline_info : NULL,
+   };
+   return true;
+}
+
+void
+gpud_exec_vkGetPipelineBinaryCountGPUD(struct gpud_call *call,
+                                       struct wire_args_vkGetPipelineBinaryCountGPUD *a)
+{
+   struct binary_source src;
+   *a->pPipelineBinaryCount = 0;
+   if (!binary_source_init(call, &src, a->pKeysAndDataInfo, a->pipeline, a->pGraphicsCreateInfo,
+                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret))
+      return;
+   VkPipelineBinaryHandlesInfoKHR out = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
+   };
+   a->ret = call->disp->CreatePipelineBinariesKHR(a->device, &src.create, NULL, &out);
+   *a->pPipelineBinaryCount = out.pipelineBinaryCount;
+}
+
+/* The binaries the host made fill the first entries; the rest stay
+ * VK_NULL_HANDLE, and the ICD gives back their ids. */
+void
+gpud_exec_vkCreatePipelineBinariesGPUD(struct gpud_call *call,
+                                       struct wire_args_vkCreatePipelineBinariesGPUD *a)
+{
+   if (!a->pPipelineBinaries || !a->pipelineBinaryCount) {
+      gpud_call_fail(call, "vkCreatePipelineBinariesGPUD: no room for a binary");
+      return;
+   }
+   for (uint32_t i = 0; i < a->pipelineBinaryCount; i++)
+      a->pPipelineBinaries[i] = VK_NULL_HANDLE;
+   struct binary_source src;
+   if (!binary_source_init(call, &src, a->pKeysAndDataInfo, a->pipeline, a->pGraphicsCreateInfo,
+                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret))
+      return;
+   VkPipelineBinaryHandlesInfoKHR out = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
+      .pipelineBinaryCount = a->pipelineBinaryCount,
+      .pPipelineBinaries = a->pPipelineBinaries,
+   };
+   a->ret = call->disp->CreatePipelineBinariesKHR(a->device, &src.create, NULL, &out);
+}
+
+void
+gpud_exec_vkGetPipelineKeyGPUD(struct gpud_call *call, struct wire_args_vkGetPipelineKeyGPUD *a)
+{
+   struct binary_source src;
+   if (!binary_source_init(call, &src, NULL, VK_NULL_HANDLE, a->pGraphicsCreateInfo,
+                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret))
+      return;
+   if (!src.create.pPipelineCreateInfo != !!a->global) {
+      gpud_call_fail(call, "vkGetPipelineKeyGPUD: a create info and the global key at once, or neither");
+      return;
+   }
+   a->ret = call->disp->GetPipelineKeyKHR(a->device, src.create.pPipelineCreateInfo,
+                                          a->pPipelineKey);
+}
+#endif
+
 /* The size of a shader group's handle on the device (the KHR and the NV
  * property: whichever the host fills). */
 static uint32_t

@@ -48,6 +48,14 @@
  *                draws its rectangle as two triangles with per-primitive
  *                colours. Drawn directly and indirectly, every pixel of a
  *                32x32 RGBA8 image checked each time.
+ *   pipeline-binary  VK_KHR_pipeline_binary: a compute pipeline made to
+ *                capture its data gives binaries (counted first), their
+ *                keys and data are read back, the pipeline and binaries
+ *                are destroyed, binaries are made again from the keys and
+ *                data alone and a pipeline from them, whose dispatch's
+ *                every element is checked; the pipeline's and the global
+ *                key are asked too. Skipped (a SKIP line) where the device
+ *                lacks the extension (lavapipe).
  *
  *   vk_extensions [--device NAME] [--test NAME]...
  *
@@ -75,14 +83,17 @@
 #include "ext_mesh_mesh_spv.h"
 #include "ext_mesh_alone_mesh_spv.h"
 #include "ext_mesh_frag_spv.h"
+#include "compute_comp_spv.h"
 
 #define PROG "vk_extensions"
 
 /* Loads a device command or fails. */
 #define LOAD(ctx, fn) ((PFN_##fn)vkt_device_proc((ctx), #fn))
 
-/* The device the last sub-test ran on, for the summary. */
+/* The device the last sub-test ran on, for the summary; and how many
+ * sub-tests found what they test missing. */
 static char device_used[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
+static unsigned skipped;
 
 /* vkt_context_init_ext; prog is "vk_extensions: SUBTEST", so that failures
  * say which sub-test failed. */
@@ -2607,6 +2618,277 @@ test_mesh(const char *device_name)
 }
 #endif
 
+/* ---- VK_KHR_pipeline_binary --------------------------------------------- */
+
+#ifdef VK_KHR_pipeline_binary
+#define BIN_COUNT 4096u
+#define BIN_ROUNDS 5u
+#define BIN_SEED 0x5eedu
+#define BIN_MAX 8u
+
+struct bin_params {
+   uint32_t count, rounds, seed;
+};
+
+/* Binaries as vkCreatePipelineBinariesKHR makes them from info: counted
+ * first, then made; their number. */
+static uint32_t
+bin_create(const struct vkt_context *ctx, const VkPipelineBinaryCreateInfoKHR *info,
+           VkPipelineBinaryKHR *out)
+{
+   PFN_vkCreatePipelineBinariesKHR create = LOAD(ctx, vkCreatePipelineBinariesKHR);
+   VkPipelineBinaryHandlesInfoKHR handles = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
+   };
+   VKT_CHECK(create(ctx->device, info, NULL, &handles));
+   if (handles.pipelineBinaryCount == 0 || handles.pipelineBinaryCount > BIN_MAX)
+      vkt_fail("vkCreatePipelineBinariesKHR counts %u binaries", handles.pipelineBinaryCount);
+   const uint32_t n = handles.pipelineBinaryCount;
+   handles.pPipelineBinaries = out;
+   VKT_CHECK(create(ctx->device, info, NULL, &handles));
+   if (handles.pipelineBinaryCount != n)
+      vkt_fail("vkCreatePipelineBinariesKHR counted %u binaries and made %u", n,
+               handles.pipelineBinaryCount);
+   for (uint32_t i = 0; i < n; i++) {
+      if (out[i] == VK_NULL_HANDLE)
+         vkt_fail("binary %u of %u is VK_NULL_HANDLE", i, n);
+   }
+   return n;
+}
+
+static VkPipeline
+bin_pipeline(const struct vkt_context *ctx, VkShaderModule module, VkPipelineLayout layout,
+             const void *pnext)
+{
+   const VkComputePipelineCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .pNext = pnext,
+      .stage = {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+         .module = module,
+         .pName = "main",
+      },
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+   VKT_CHECK(vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &info, NULL, &pipeline));
+   return pipeline;
+}
+
+static void
+test_pipeline_binary(const char *device_name)
+{
+   struct vkt_context ctx;
+   VkPhysicalDevice pdev = context_pick(&ctx, PROG ": pipeline-binary", device_name);
+   if (!vkt_device_has_extension(pdev, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME)) {
+      printf(PROG ": pipeline-binary: SKIP: the device has no %s\n",
+             VK_KHR_PIPELINE_BINARY_EXTENSION_NAME);
+      vkDestroyInstance(ctx.instance, NULL);
+      skipped++;
+      return;
+   }
+   static const char *const exts[] = { VK_KHR_PIPELINE_BINARY_EXTENSION_NAME,
+                                        VK_KHR_MAINTENANCE_5_EXTENSION_NAME };
+   VkPhysicalDeviceMaintenance5FeaturesKHR m5 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES_KHR,
+      .maintenance5 = VK_TRUE,
+   };
+   VkPhysicalDevicePipelineBinaryFeaturesKHR want = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_BINARY_FEATURES_KHR,
+      .pNext = &m5,
+      .pipelineBinaries = VK_TRUE,
+   };
+   context_init_picked(&ctx, pdev, 0, exts, 2, &want);
+   PFN_vkGetPipelineKeyKHR get_key = LOAD(&ctx, vkGetPipelineKeyKHR);
+   PFN_vkGetPipelineBinaryDataKHR get_data = LOAD(&ctx, vkGetPipelineBinaryDataKHR);
+   PFN_vkReleaseCapturedPipelineDataKHR release = LOAD(&ctx, vkReleaseCapturedPipelineDataKHR);
+   PFN_vkDestroyPipelineBinaryKHR destroy = LOAD(&ctx, vkDestroyPipelineBinaryKHR);
+
+   const VkDescriptorSetLayoutBinding bindings[] = {
+      { 0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL },
+      { 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL },
+   };
+   const VkDescriptorSetLayoutCreateInfo sli = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+      .bindingCount = 2,
+      .pBindings = bindings,
+   };
+   VkDescriptorSetLayout set_layout;
+   VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &sli, NULL, &set_layout));
+   const VkPushConstantRange range = { VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                       sizeof(struct bin_params) };
+   VkPipelineLayout layout = pipeline_layout(&ctx, &set_layout, &range);
+   VkShaderModule module = vkt_shader_module(&ctx, compute_comp_spv, sizeof(compute_comp_spv));
+
+   /* the key of the pipeline's create info, and the global key */
+   const VkComputePipelineCreateInfo key_info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .stage = {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+         .module = module,
+         .pName = "main",
+      },
+      .layout = layout,
+   };
+   const VkPipelineCreateInfoKHR pipeline_info = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATE_INFO_KHR,
+      .pNext = (void *)&key_info,
+   };
+   VkPipelineBinaryKeyKHR pipeline_key = { .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_KEY_KHR };
+   VkPipelineBinaryKeyKHR global_key = { .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_KEY_KHR };
+   VKT_CHECK(get_key(ctx.device, &pipeline_info, &pipeline_key));
+   VKT_CHECK(get_key(ctx.device, NULL, &global_key));
+   if (!pipeline_key.keySize || pipeline_key.keySize > VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR ||
+       !global_key.keySize || global_key.keySize > VK_MAX_PIPELINE_BINARY_KEY_SIZE_KHR)
+      vkt_fail("key sizes %u (the pipeline's) and %u (global)", pipeline_key.keySize,
+               global_key.keySize);
+   VkPipelineBinaryKeyKHR again = { .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_KEY_KHR };
+   VKT_CHECK(get_key(ctx.device, &pipeline_info, &again));
+   if (again.keySize != pipeline_key.keySize ||
+       memcmp(again.key, pipeline_key.key, pipeline_key.keySize))
+      vkt_fail("the same create info gave two different keys");
+
+   /* a pipeline that keeps its data, its binaries, their keys and data */
+   const VkPipelineCreateFlags2CreateInfoKHR capture = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR,
+      .flags = VK_PIPELINE_CREATE_2_CAPTURE_DATA_BIT_KHR,
+   };
+   VkPipeline captured = bin_pipeline(&ctx, module, layout, &capture);
+   const VkPipelineBinaryCreateInfoKHR from_pipeline = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_CREATE_INFO_KHR,
+      .pipeline = captured,
+   };
+   VkPipelineBinaryKHR binaries[BIN_MAX];
+   const uint32_t n = bin_create(&ctx, &from_pipeline, binaries);
+   VkPipelineBinaryKeyKHR keys[BIN_MAX];
+   VkPipelineBinaryDataKHR data[BIN_MAX];
+   size_t total = 0;
+   for (uint32_t i = 0; i < n; i++) {
+      const VkPipelineBinaryDataInfoKHR di = {
+         .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_DATA_INFO_KHR,
+         .pipelineBinary = binaries[i],
+      };
+      keys[i] = (VkPipelineBinaryKeyKHR){ .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_KEY_KHR };
+      size_t size = 0;
+      VKT_CHECK(get_data(ctx.device, &di, &keys[i], &size, NULL));
+      if (!size)
+         vkt_fail("binary %u has no data", i);
+      data[i].dataSize = size;
+      data[i].pData = malloc(size);
+      if (!data[i].pData)
+         vkt_fail("out of memory");
+      VKT_CHECK(get_data(ctx.device, &di, &keys[i], &data[i].dataSize, data[i].pData));
+      if (data[i].dataSize != size || !keys[i].keySize)
+         vkt_fail("binary %u: %zu bytes of data after %zu, key of %u bytes", i,
+                  data[i].dataSize, size, keys[i].keySize);
+      total += size;
+   }
+   const VkReleaseCapturedPipelineDataInfoKHR ri = {
+      .sType = VK_STRUCTURE_TYPE_RELEASE_CAPTURED_PIPELINE_DATA_INFO_KHR,
+      .pipeline = captured,
+   };
+   VKT_CHECK(release(ctx.device, &ri, NULL));
+   vkDestroyPipeline(ctx.device, captured, NULL);
+   for (uint32_t i = 0; i < n; i++)
+      destroy(ctx.device, binaries[i], NULL);
+
+   /* binaries again from the keys and data alone, and a pipeline of them */
+   const VkPipelineBinaryKeysAndDataKHR kd = {
+      .binaryCount = n,
+      .pPipelineBinaryKeys = keys,
+      .pPipelineBinaryData = data,
+   };
+   const VkPipelineBinaryCreateInfoKHR from_data = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_CREATE_INFO_KHR,
+      .pKeysAndDataInfo = &kd,
+   };
+   const uint32_t made = bin_create(&ctx, &from_data, binaries);
+   if (made != n)
+      vkt_fail("%u binaries from %u keys and data", made, n);
+   const VkPipelineBinaryInfoKHR use = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_INFO_KHR,
+      .binaryCount = made,
+      .pPipelineBinaries = binaries,
+   };
+   VkPipeline pipeline = bin_pipeline(&ctx, module, layout, &use);
+   for (uint32_t i = 0; i < made; i++)
+      destroy(ctx.device, binaries[i], NULL);
+   for (uint32_t i = 0; i < n; i++)
+      free(data[i].pData);
+
+   struct vkt_buffer in, out;
+   vkt_buffer_create(&ctx, BIN_COUNT * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &in);
+   vkt_buffer_create(&ctx, BIN_COUNT * 4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true, &out);
+   for (uint32_t i = 0; i < BIN_COUNT; i++) {
+      ((uint32_t *)in.map)[i] = i * 7u + 3u;
+      ((uint32_t *)out.map)[i] = 0xdeadbeefu;
+   }
+   vkt_buffer_flush(&ctx, &in);
+   vkt_buffer_flush(&ctx, &out);
+   const VkDescriptorPoolSize ps = { VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 };
+   const VkDescriptorPoolCreateInfo pi = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = 1,
+      .poolSizeCount = 1,
+      .pPoolSizes = &ps,
+   };
+   VkDescriptorPool pool;
+   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &pi, NULL, &pool));
+   const VkDescriptorSetAllocateInfo ai = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+      .descriptorPool = pool,
+      .descriptorSetCount = 1,
+      .pSetLayouts = &set_layout,
+   };
+   VkDescriptorSet set;
+   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &ai, &set));
+   const VkDescriptorBufferInfo infos[] = {
+      { in.buffer, 0, VK_WHOLE_SIZE },
+      { out.buffer, 0, VK_WHOLE_SIZE },
+   };
+   const VkWriteDescriptorSet writes[] = {
+      { .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = 0,
+        .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        .pBufferInfo = &infos[0] },
+      { .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = 1,
+        .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        .pBufferInfo = &infos[1] },
+   };
+   vkUpdateDescriptorSets(ctx.device, 2, writes, 0, NULL);
+   const struct bin_params params = { BIN_COUNT, BIN_ROUNDS, BIN_SEED };
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+   vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, &set, 0, NULL);
+   vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(params), &params);
+   vkCmdDispatch(cmd, BIN_COUNT / 64, 1, 1);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &out);
+   for (uint32_t i = 0; i < BIN_COUNT; i++) {
+      uint32_t expect = vkt_compute_expected(i, i * 7u + 3u, BIN_ROUNDS, BIN_SEED);
+      uint32_t got = ((const uint32_t *)out.map)[i];
+      if (got != expect)
+         vkt_fail("element %u of the pipeline made from binaries is 0x%08x, expected 0x%08x",
+                  i, got, expect);
+   }
+   printf(PROG ": pipeline-binary: OK: %u binar%s (%zu bytes) from a captured pipeline, made "
+          "again from keys and data, their pipeline's %u elements right; keys of %u and %u "
+          "bytes\n", n, n == 1 ? "y" : "ies", total, BIN_COUNT, pipeline_key.keySize,
+          global_key.keySize);
+
+   vkDestroyDescriptorPool(ctx.device, pool, NULL);
+   vkt_buffer_destroy(&ctx, &out);
+   vkt_buffer_destroy(&ctx, &in);
+   vkDestroyPipeline(ctx.device, pipeline, NULL);
+   vkDestroyShaderModule(ctx.device, module, NULL);
+   vkDestroyPipelineLayout(ctx.device, layout, NULL);
+   vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
+   vkt_context_finish(&ctx);
+}
+#endif
+
 /* ---- main --------------------------------------------------------------- */
 
 static const struct {
@@ -2631,6 +2913,9 @@ static const struct {
 #endif
 #ifdef VK_EXT_mesh_shader
    { "mesh", test_mesh },
+#endif
+#ifdef VK_KHR_pipeline_binary
+   { "pipeline-binary", test_pipeline_binary },
 #endif
 };
 
@@ -2682,7 +2967,10 @@ main(int argc, char **argv)
       run++;
    }
    vkt_set_prog(PROG);
-   printf(PROG ": OK: %u sub-test%s passed on '%s'\n", run,
-          run == 1 ? "" : "s", device_used);
+   printf(PROG ": OK: %u sub-test%s passed on '%s'", run - skipped,
+          run - skipped == 1 ? "" : "s", device_used);
+   if (skipped)
+      printf(", %u skipped", skipped);
+   printf("\n");
    return 0;
 }

@@ -338,6 +338,10 @@ static const struct feature_struct {
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT,
                   VkPhysicalDeviceMeshShaderFeaturesEXT, meshShaderQueries),
 #endif
+#ifdef VK_KHR_pipeline_binary
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_BINARY_FEATURES_KHR,
+                  VkPhysicalDevicePipelineBinaryFeaturesKHR, pipelineBinaries),
+#endif
 };
 
 #undef FEATURE_STRUCT
