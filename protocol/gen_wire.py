@@ -561,6 +561,13 @@ VIDEO_LENS = {
     ('StdVideoEncodeH264ReferenceListsInfo', 'pRefPicMarkingOperations'): 'refPicMarkingOpCount',
 }
 
+# The same outside video.xml: pointers at bytes whose length only the spec's
+# text gives.
+TEXT_LENS = {
+    # (NVIDIA's own data for its optical flow sessions: size bytes)
+    ('VkOpticalFlowSessionCreatePrivateDataInfoNV', 'pPrivateData'): 'size',
+}
+
 # An H.265 HRD's sub-layer arrays are as long as the parameter set that
 # holds it has sub-layers (sps_ or vps_max_sub_layers_minus1 + 1): the
 # encoder remembers that number while it encodes a parameter set
@@ -735,7 +742,7 @@ class Gen:
             for p in reg.commands[c].params if c in reg.commands else ():
                 if p.name == param and not p.len:
                     p.len = ['WIRE_MAX_OPAQUE_DATA']
-        for (sname, mname), length in VIDEO_LENS.items():
+        for (sname, mname), length in (VIDEO_LENS | TEXT_LENS).items():
             for m in reg.structs[sname].members if sname in reg.structs else ():
                 if m.name == mname and not m.len:
                     m.len = [length]

@@ -1050,6 +1050,11 @@ image_info_patch(struct gpud_call *call, VkImageCreateInfo *info, struct externa
    if (!call->ctx->host->has_external_memory_host || !call->device->physical_device ||
        (info->flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT) || (info->usage & VIDEO_IMAGE_USAGE))
       return;
+#ifdef VK_NV_optical_flow
+   /* an optical flow engine's images, as the video engines': made as asked */
+   if (find_in_chain(info->pNext, VK_STRUCTURE_TYPE_OPTICAL_FLOW_IMAGE_FORMAT_INFO_NV))
+      return;
+#endif
    /* only where the host can import memory for such an image */
    VkPhysicalDeviceExternalImageFormatInfo ext_info = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_IMAGE_FORMAT_INFO,

@@ -56,6 +56,12 @@
  *                every element is checked; the pipeline's and the global
  *                key are asked too. Skipped (a SKIP line) where the device
  *                lacks the extension (lavapipe).
+ *   optical-flow VK_NV_optical_flow: a 256x256 image of blocky noise and
+ *                the same moved by (4, 2) pixels, uploaded on the
+ *                graphics queue, an optical flow session on the optical
+ *                flow engine's queue between them; the median flow vector
+ *                of the inner part must be that movement. Skipped (a SKIP
+ *                line) where the device lacks the extension or its queue.
  *
  *   vk_extensions [--device NAME] [--test NAME]...
  *
@@ -2889,6 +2895,302 @@ test_pipeline_binary(const char *device_name)
 }
 #endif
 
+/* ---- VK_NV_optical_flow ------------------------------------------------- */
+
+#ifdef VK_NV_optical_flow
+#define OF_SIZE 256u
+#define OF_DX 4
+#define OF_DY 2
+#define OF_MAX_FORMATS 16u
+
+/* Blocks of 4x4 texels of noise, repeating every OF_SIZE. */
+static uint8_t
+of_texel(int x, int y)
+{
+   uint32_t bx = ((uint32_t)x & (OF_SIZE - 1)) / 4, by = ((uint32_t)y & (OF_SIZE - 1)) / 4;
+   uint32_t h = bx * 73856093u ^ by * 19349663u;
+   h ^= h >> 13;
+   h *= 0x5bd1e995u;
+   h ^= h >> 15;
+   return (uint8_t)h;
+}
+
+/* The first format the engine takes for usage, or VK_FORMAT_UNDEFINED. */
+static VkFormat
+of_format(VkPhysicalDevice pdev, PFN_vkGetPhysicalDeviceOpticalFlowImageFormatsNV formats,
+          VkOpticalFlowUsageFlagsNV usage, VkFormat prefer)
+{
+   const VkOpticalFlowImageFormatInfoNV info = {
+      .sType = VK_STRUCTURE_TYPE_OPTICAL_FLOW_IMAGE_FORMAT_INFO_NV,
+      .usage = usage,
+   };
+   VkOpticalFlowImageFormatPropertiesNV props[OF_MAX_FORMATS];
+   uint32_t n = OF_MAX_FORMATS;
+   for (uint32_t i = 0; i < n; i++)
+      props[i] = (VkOpticalFlowImageFormatPropertiesNV){
+         .sType = VK_STRUCTURE_TYPE_OPTICAL_FLOW_IMAGE_FORMAT_PROPERTIES_NV,
+      };
+   VkResult r = formats(pdev, &info, &n, props);
+   if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+      vkt_fail_result("vkGetPhysicalDeviceOpticalFlowImageFormatsNV", r, __FILE__, __LINE__);
+   for (uint32_t i = 0; i < n; i++) {
+      if (props[i].format == prefer)
+         return prefer;
+   }
+   return n ? props[0].format : VK_FORMAT_UNDEFINED;
+}
+
+static void
+of_image(const struct vkt_context *ctx, VkFormat format, uint32_t width, uint32_t height,
+         VkImageUsageFlags usage, VkOpticalFlowUsageFlagsNV of_usage, struct image *img)
+{
+   const uint32_t families[2] = { ctx->queue_family, ctx->other_family };
+   const VkOpticalFlowImageFormatInfoNV of_info = {
+      .sType = VK_STRUCTURE_TYPE_OPTICAL_FLOW_IMAGE_FORMAT_INFO_NV,
+      .usage = of_usage,
+   };
+   const VkImageCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+      .pNext = &of_info,
+      .imageType = VK_IMAGE_TYPE_2D,
+      .format = format,
+      .extent = { width, height, 1 },
+      .mipLevels = 1,
+      .arrayLayers = 1,
+      .samples = VK_SAMPLE_COUNT_1_BIT,
+      .tiling = VK_IMAGE_TILING_OPTIMAL,
+      .usage = usage,
+      .sharingMode = VK_SHARING_MODE_CONCURRENT,
+      .queueFamilyIndexCount = 2,
+      .pQueueFamilyIndices = families,
+      .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+   };
+   VKT_CHECK(vkCreateImage(ctx->device, &info, NULL, &img->image));
+   img->memory = vkt_image_bind_memory(ctx, img->image);
+   const VkImageViewCreateInfo view_info = {
+      .sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO,
+      .image = img->image,
+      .viewType = VK_IMAGE_VIEW_TYPE_2D,
+      .format = format,
+      .subresourceRange = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1 },
+   };
+   VKT_CHECK(vkCreateImageView(ctx->device, &view_info, NULL, &img->view));
+}
+
+static int
+of_cmp_i16(const void *a, const void *b)
+{
+   return *(const int16_t *)a - *(const int16_t *)b;
+}
+
+static void
+test_optical_flow(const char *device_name)
+{
+   struct vkt_context ctx;
+   VkPhysicalDevice pdev = context_pick(&ctx, PROG ": optical-flow", device_name);
+   VkQueueFamilyProperties families[16];
+   uint32_t n_families = VKT_ARRAY_SIZE(families);
+   vkGetPhysicalDeviceQueueFamilyProperties(pdev, &n_families, families);
+   uint32_t of_family = UINT32_MAX;
+   for (uint32_t i = 0; i < n_families && of_family == UINT32_MAX; i++) {
+      if ((families[i].queueFlags & VK_QUEUE_OPTICAL_FLOW_BIT_NV) && families[i].queueCount)
+         of_family = i;
+   }
+   if (!vkt_device_has_extension(pdev, VK_NV_OPTICAL_FLOW_EXTENSION_NAME) ||
+       of_family == UINT32_MAX) {
+      printf(PROG ": optical-flow: SKIP: the device has no %s or no queue for it\n",
+             VK_NV_OPTICAL_FLOW_EXTENSION_NAME);
+      vkDestroyInstance(ctx.instance, NULL);
+      skipped++;
+      return;
+   }
+   PFN_vkGetPhysicalDeviceOpticalFlowImageFormatsNV formats =
+      (PFN_vkGetPhysicalDeviceOpticalFlowImageFormatsNV)vkGetInstanceProcAddr(
+         ctx.instance, "vkGetPhysicalDeviceOpticalFlowImageFormatsNV");
+   if (!formats)
+      vkt_fail("no vkGetPhysicalDeviceOpticalFlowImageFormatsNV");
+   VkPhysicalDeviceOpticalFlowPropertiesNV of_props = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_OPTICAL_FLOW_PROPERTIES_NV,
+   };
+   VkPhysicalDeviceProperties2 props2 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+      .pNext = &of_props,
+   };
+   vkGetPhysicalDeviceProperties2(pdev, &props2);
+   VkOpticalFlowGridSizeFlagsNV grid_flag = 0;
+   uint32_t grid = 0;
+   for (uint32_t g = 0; g < 4 && !grid_flag; g++) {
+      if (of_props.supportedOutputGridSizes & (1u << g)) {
+         grid_flag = 1u << g;
+         grid = 1u << g;
+      }
+   }
+   const VkFormat in_format = of_format(pdev, formats, VK_OPTICAL_FLOW_USAGE_INPUT_BIT_NV,
+                                        VK_FORMAT_R8_UNORM);
+   const VkFormat flow_format = of_format(pdev, formats, VK_OPTICAL_FLOW_USAGE_OUTPUT_BIT_NV,
+                                          VK_FORMAT_R16G16_SFIXED5_NV);
+   if (!grid || in_format != VK_FORMAT_R8_UNORM || flow_format != VK_FORMAT_R16G16_SFIXED5_NV)
+      vkt_fail("the engine offers output grids 0x%x, input format %d, flow format %d",
+               of_props.supportedOutputGridSizes, (int)in_format, (int)flow_format);
+
+   static const char *const exts[] = { VK_NV_OPTICAL_FLOW_EXTENSION_NAME };
+   VkPhysicalDeviceOpticalFlowFeaturesNV want = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_OPTICAL_FLOW_FEATURES_NV,
+      .opticalFlow = VK_TRUE,
+   };
+   vkt_context_init_physical_family(&ctx, ctx.instance, pdev, VKT_FEATURE_SYNCHRONIZATION2, exts,
+                                    1, &want, of_family);
+   snprintf(device_used, sizeof(device_used), "%s", ctx.props.deviceName);
+   if (ctx.other_family == UINT32_MAX)
+      vkt_fail("the optical flow queue is the graphics queue's family: not tested");
+   PFN_vkCreateOpticalFlowSessionNV create = LOAD(&ctx, vkCreateOpticalFlowSessionNV);
+   PFN_vkDestroyOpticalFlowSessionNV destroy = LOAD(&ctx, vkDestroyOpticalFlowSessionNV);
+   PFN_vkBindOpticalFlowSessionImageNV bind = LOAD(&ctx, vkBindOpticalFlowSessionImageNV);
+   PFN_vkCmdOpticalFlowExecuteNV execute = LOAD(&ctx, vkCmdOpticalFlowExecuteNV);
+
+   const uint32_t fw = OF_SIZE / grid, fh = OF_SIZE / grid;
+   struct image input, reference, flow;
+   of_image(&ctx, in_format, OF_SIZE, OF_SIZE,
+            VK_IMAGE_USAGE_SAMPLED_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+            VK_OPTICAL_FLOW_USAGE_INPUT_BIT_NV, &input);
+   of_image(&ctx, in_format, OF_SIZE, OF_SIZE,
+            VK_IMAGE_USAGE_SAMPLED_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+            VK_OPTICAL_FLOW_USAGE_INPUT_BIT_NV, &reference);
+   of_image(&ctx, flow_format, fw, fh,
+            VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+            VK_OPTICAL_FLOW_USAGE_OUTPUT_BIT_NV, &flow);
+
+   /* the pictures, moved by (OF_DX, OF_DY) from input to reference */
+   struct vkt_buffer pixels, readback;
+   vkt_buffer_create(&ctx, 2 * OF_SIZE * OF_SIZE, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true,
+                     &pixels);
+   vkt_buffer_create(&ctx, (VkDeviceSize)fw * fh * 4, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true,
+                     &readback);
+   uint8_t *px = pixels.map;
+   for (int y = 0; y < (int)OF_SIZE; y++) {
+      for (int x = 0; x < (int)OF_SIZE; x++) {
+         px[y * OF_SIZE + x] = of_texel(x, y);
+         px[OF_SIZE * OF_SIZE + y * OF_SIZE + x] = of_texel(x - OF_DX, y - OF_DY);
+      }
+   }
+   vkt_buffer_flush(&ctx, &pixels);
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   const VkImage images[3] = { input.image, reference.image, flow.image };
+   for (unsigned i = 0; i < 3; i++)
+      image_barrier(cmd, images[i], VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_GENERAL,
+                    VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                    VK_ACCESS_TRANSFER_WRITE_BIT);
+   for (unsigned i = 0; i < 2; i++) {
+      const VkBufferImageCopy region = {
+         .bufferOffset = (VkDeviceSize)i * OF_SIZE * OF_SIZE,
+         .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1 },
+         .imageExtent = { OF_SIZE, OF_SIZE, 1 },
+      };
+      vkCmdCopyBufferToImage(cmd, pixels.buffer, images[i], VK_IMAGE_LAYOUT_GENERAL, 1, &region);
+   }
+   vkt_cmd_submit_wait(&ctx, cmd);
+
+   /* the engine, on its own queue */
+   const VkOpticalFlowSessionCreateInfoNV session_info = {
+      .sType = VK_STRUCTURE_TYPE_OPTICAL_FLOW_SESSION_CREATE_INFO_NV,
+      .width = OF_SIZE,
+      .height = OF_SIZE,
+      .imageFormat = in_format,
+      .flowVectorFormat = flow_format,
+      .outputGridSize = grid_flag,
+      .performanceLevel = VK_OPTICAL_FLOW_PERFORMANCE_LEVEL_SLOW_NV,
+   };
+   VkOpticalFlowSessionNV session;
+   VKT_CHECK(create(ctx.device, &session_info, NULL, &session));
+   VKT_CHECK(bind(ctx.device, session, VK_OPTICAL_FLOW_SESSION_BINDING_POINT_INPUT_NV,
+                  input.view, VK_IMAGE_LAYOUT_GENERAL));
+   VKT_CHECK(bind(ctx.device, session, VK_OPTICAL_FLOW_SESSION_BINDING_POINT_REFERENCE_NV,
+                  reference.view, VK_IMAGE_LAYOUT_GENERAL));
+   VKT_CHECK(bind(ctx.device, session, VK_OPTICAL_FLOW_SESSION_BINDING_POINT_FLOW_VECTOR_NV,
+                  flow.view, VK_IMAGE_LAYOUT_GENERAL));
+   const VkCommandPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+      .queueFamilyIndex = ctx.other_family,
+   };
+   VkCommandPool of_pool;
+   VKT_CHECK(vkCreateCommandPool(ctx.device, &pool_info, NULL, &of_pool));
+   VkCommandBuffer of_cmd = vkt_cmd_begin_pool(&ctx, of_pool);
+   const VkOpticalFlowExecuteInfoNV exec_info = {
+      .sType = VK_STRUCTURE_TYPE_OPTICAL_FLOW_EXECUTE_INFO_NV,
+   };
+   execute(of_cmd, session, &exec_info);
+   VKT_CHECK(vkEndCommandBuffer(of_cmd));
+   const VkFenceCreateInfo fence_info = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO };
+   VkFence fence;
+   VKT_CHECK(vkCreateFence(ctx.device, &fence_info, NULL, &fence));
+   const VkSubmitInfo submit = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &of_cmd,
+   };
+   VKT_CHECK(vkQueueSubmit(ctx.other_queue, 1, &submit, fence));
+   VKT_CHECK(vkWaitForFences(ctx.device, 1, &fence, VK_TRUE, 60ull * 1000000000ull));
+   vkDestroyFence(ctx.device, fence, NULL);
+
+   /* the flow vectors back */
+   cmd = vkt_cmd_begin(&ctx);
+   const VkMemoryBarrier after = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+      .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+      .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+   };
+   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                        0, 1, &after, 0, NULL, 0, NULL);
+   const VkBufferImageCopy out_region = {
+      .imageSubresource = { VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1 },
+      .imageExtent = { fw, fh, 1 },
+   };
+   vkCmdCopyImageToBuffer(cmd, flow.image, VK_IMAGE_LAYOUT_GENERAL, readback.buffer, 1,
+                          &out_region);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   vkt_buffer_invalidate(&ctx, &readback);
+
+   /* the median vector of the inner part (S10.5: 1/32 pixel) */
+   const int16_t *v = readback.map;
+   const uint32_t margin = 32 / grid;
+   uint32_t n = 0;
+   int16_t *xs = malloc(sizeof(int16_t) * fw * fh), *ys = malloc(sizeof(int16_t) * fw * fh);
+   if (!xs || !ys)
+      vkt_fail("out of memory");
+   for (uint32_t y = margin; y + margin < fh; y++) {
+      for (uint32_t x = margin; x + margin < fw; x++) {
+         xs[n] = v[2 * (y * fw + x)];
+         ys[n] = v[2 * (y * fw + x) + 1];
+         n++;
+      }
+   }
+   qsort(xs, n, sizeof(*xs), of_cmp_i16);
+   qsort(ys, n, sizeof(*ys), of_cmp_i16);
+   const double mx = xs[n / 2] / 32.0, my = ys[n / 2] / 32.0;
+   free(xs);
+   free(ys);
+   /* (the engine's vectors point from the input to the reference, or
+    * back: either sign, the same for both) */
+   const double sign = mx < 0 ? -1.0 : 1.0;
+   if (fabs(sign * mx - OF_DX) > 0.5 || fabs(sign * my - OF_DY) > 0.5)
+      vkt_fail("median flow vector (%.2f, %.2f), expected (%d, %d) or its opposite", mx, my,
+               OF_DX, OF_DY);
+   printf(PROG ": optical-flow: OK: a %ux%u picture moved by (%d, %d): median flow vector "
+          "(%.2f, %.2f) over %u vectors of a %ux%u grid\n", OF_SIZE, OF_SIZE, OF_DX, OF_DY, mx,
+          my, n, grid, grid);
+
+   destroy(ctx.device, session, NULL);
+   vkDestroyCommandPool(ctx.device, of_pool, NULL);
+   vkt_buffer_destroy(&ctx, &readback);
+   vkt_buffer_destroy(&ctx, &pixels);
+   image_destroy(&ctx, &flow);
+   image_destroy(&ctx, &reference);
+   image_destroy(&ctx, &input);
+   vkt_context_finish(&ctx);
+}
+#endif
+
 /* ---- main --------------------------------------------------------------- */
 
 static const struct {
@@ -2916,6 +3218,9 @@ static const struct {
 #endif
 #ifdef VK_KHR_pipeline_binary
    { "pipeline-binary", test_pipeline_binary },
+#endif
+#ifdef VK_NV_optical_flow
+   { "optical-flow", test_optical_flow },
 #endif
 };
 

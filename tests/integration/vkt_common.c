@@ -338,6 +338,10 @@ static const struct feature_struct {
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT,
                   VkPhysicalDeviceMeshShaderFeaturesEXT, meshShaderQueries),
 #endif
+#ifdef VK_NV_optical_flow
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_OPTICAL_FLOW_FEATURES_NV,
+                  VkPhysicalDeviceOpticalFlowFeaturesNV, opticalFlow),
+#endif
 #ifdef VK_KHR_pipeline_binary
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_BINARY_FEATURES_KHR,
                   VkPhysicalDevicePipelineBinaryFeaturesKHR, pipelineBinaries),
@@ -450,7 +454,8 @@ check_ext_features(VkPhysicalDevice pdev, const char *device_name,
 static void
 context_init_device(struct vkt_context *ctx, VkInstance instance,
                     VkPhysicalDevice pdev, uint32_t features,
-                    const char *const *exts, uint32_t n_exts, void *pnext)
+                    const char *const *exts, uint32_t n_exts, void *pnext,
+                    uint32_t other_family)
 {
    VkQueueFamilyProperties families[16];
    uint32_t family_count = VKT_ARRAY_SIZE(families);
@@ -497,23 +502,37 @@ context_init_device(struct vkt_context *ctx, VkInstance instance,
    const VkPhysicalDeviceFeatures f10 = {
       .occlusionQueryPrecise = !!(features & VKT_FEATURE_OCCLUSION_PRECISE),
    };
-   const VkDeviceQueueCreateInfo queue_info = {
-      .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
-      .queueFamilyIndex = ctx->queue_family,
-      .queueCount = 1,
-      .pQueuePriorities = &priority,
+   if (other_family == ctx->queue_family)
+      other_family = UINT32_MAX;
+   const VkDeviceQueueCreateInfo queue_info[2] = {
+      {
+         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+         .queueFamilyIndex = ctx->queue_family,
+         .queueCount = 1,
+         .pQueuePriorities = &priority,
+      },
+      {
+         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+         .queueFamilyIndex = other_family,
+         .queueCount = 1,
+         .pQueuePriorities = &priority,
+      },
    };
    const VkDeviceCreateInfo device_info = {
       .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
       .pNext = &f12,
-      .queueCreateInfoCount = 1,
-      .pQueueCreateInfos = &queue_info,
+      .queueCreateInfoCount = other_family == UINT32_MAX ? 1 : 2,
+      .pQueueCreateInfos = queue_info,
       .enabledExtensionCount = n_exts,
       .ppEnabledExtensionNames = exts,
       .pEnabledFeatures = &f10,
    };
    VKT_CHECK(vkCreateDevice(pdev, &device_info, NULL, &ctx->device));
    vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
+   ctx->other_family = other_family;
+   ctx->other_queue = VK_NULL_HANDLE;
+   if (other_family != UINT32_MAX)
+      vkGetDeviceQueue(ctx->device, other_family, 0, &ctx->other_queue);
 
    const VkCommandPoolCreateInfo pool_info = {
       .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -528,7 +547,7 @@ void
 vkt_context_init_physical(struct vkt_context *ctx, VkInstance instance,
                           VkPhysicalDevice pdev, uint32_t features)
 {
-   context_init_device(ctx, instance, pdev, features, NULL, 0, NULL);
+   context_init_device(ctx, instance, pdev, features, NULL, 0, NULL, UINT32_MAX);
 }
 
 void
@@ -537,7 +556,16 @@ vkt_context_init_physical_ext(struct vkt_context *ctx, VkInstance instance,
                               const char *const *exts, uint32_t n_exts,
                               void *pnext)
 {
-   context_init_device(ctx, instance, pdev, features, exts, n_exts, pnext);
+   context_init_device(ctx, instance, pdev, features, exts, n_exts, pnext, UINT32_MAX);
+}
+
+void
+vkt_context_init_physical_family(struct vkt_context *ctx, VkInstance instance,
+                                 VkPhysicalDevice pdev, uint32_t features,
+                                 const char *const *exts, uint32_t n_exts,
+                                 void *pnext, uint32_t other_family)
+{
+   context_init_device(ctx, instance, pdev, features, exts, n_exts, pnext, other_family);
 }
 
 void
@@ -553,7 +581,7 @@ vkt_context_init_ext(struct vkt_context *ctx, const char *prog,
    instance = vkt_instance_create(prog);
    context_init_device(ctx, instance,
                        vkt_physical_device_pick(instance, device_name),
-                       features, exts, n_exts, pnext);
+                       features, exts, n_exts, pnext, UINT32_MAX);
 }
 
 void

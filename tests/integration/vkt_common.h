@@ -37,6 +37,9 @@ struct vkt_context {
    VkDevice device;
    VkQueue queue;
    VkCommandPool cmd_pool;
+   /* a queue of another family, where asked for (else UINT32_MAX) */
+   uint32_t other_family;
+   VkQueue other_queue;
 };
 
 struct vkt_buffer {
@@ -138,6 +141,13 @@ void vkt_context_init_physical_ext(struct vkt_context *ctx, VkInstance instance,
                                    VkPhysicalDevice pdev, uint32_t features,
                                    const char *const *exts, uint32_t n_exts,
                                    void *pnext);
+
+/* vkt_context_init_physical_ext with a queue of other_family too
+ * (ctx->other_queue), where it is not the context's own family. */
+void vkt_context_init_physical_family(struct vkt_context *ctx, VkInstance instance,
+                                      VkPhysicalDevice pdev, uint32_t features,
+                                      const char *const *exts, uint32_t n_exts,
+                                      void *pnext, uint32_t other_family);
 
 /* Whether the device advertises the extension. */
 bool vkt_device_has_extension(VkPhysicalDevice pdev, const char *name);
