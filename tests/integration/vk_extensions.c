@@ -3027,9 +3027,10 @@ test_optical_flow(const char *device_name)
    }
    const VkFormat in_format = of_format(pdev, formats, VK_OPTICAL_FLOW_USAGE_INPUT_BIT_NV,
                                         VK_FORMAT_R8_UNORM);
+   /* (R16G16_SFIXED5 in later headers) */
    const VkFormat flow_format = of_format(pdev, formats, VK_OPTICAL_FLOW_USAGE_OUTPUT_BIT_NV,
-                                          VK_FORMAT_R16G16_SFIXED5_NV);
-   if (!grid || in_format != VK_FORMAT_R8_UNORM || flow_format != VK_FORMAT_R16G16_SFIXED5_NV)
+                                          VK_FORMAT_R16G16_S10_5_NV);
+   if (!grid || in_format != VK_FORMAT_R8_UNORM || flow_format != VK_FORMAT_R16G16_S10_5_NV)
       vkt_fail("the engine offers output grids 0x%x, input format %d, flow format %d",
                of_props.supportedOutputGridSizes, (int)in_format, (int)flow_format);
 
