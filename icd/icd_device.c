@@ -2,6 +2,8 @@
 /* Devices and queues: a queue handle is fetched once and kept. */
 #include "icd.h"
 
+#include <stdlib.h>
+
 static VkQueue
 get_queue(VkDevice _device, uint32_t family, uint32_t index, VkDeviceQueueCreateFlags flags,
           const VkDeviceQueueInfo2 *info)
@@ -107,6 +109,65 @@ icd_vkDeviceWaitIdle(VkDevice device)
    }
    return r;
 }
+
+#ifdef WIRE_HAS_vkCmdSetCheckpointGPUD
+/* VK_NV_device_diagnostic_checkpoints: a marker is the application's own
+ * pointer, which the driver never reads and hands back after a loss; it
+ * travels as 64 bits, and comes back as the pointer it was. */
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdSetCheckpointNV(VkCommandBuffer commandBuffer, const void *pCheckpointMarker)
+{
+   icd_gen_vkCmdSetCheckpointGPUD(commandBuffer, (uint64_t)(uintptr_t)pCheckpointMarker);
+}
+
+/* Into VkCheckpointDataNV (stages2 false) or VkCheckpointData2NV. */
+static void
+checkpoint_data(VkQueue queue, bool stages2, uint32_t *count, void *data)
+{
+   if (!data) {
+      icd_gen_vkGetQueueCheckpointDataGPUD(queue, stages2, count, NULL, NULL);
+      return;
+   }
+   uint32_t n = *count;
+   uint64_t *stages = calloc(n ? n : 1, sizeof(*stages));
+   uint64_t *markers = calloc(n ? n : 1, sizeof(*markers));
+   if (!stages || !markers) {
+      *count = 0;
+   } else {
+      icd_gen_vkGetQueueCheckpointDataGPUD(queue, stages2, &n, stages, markers);
+      for (uint32_t i = 0; i < n; i++) {
+         if (stages2) {
+            VkCheckpointData2NV *d = &((VkCheckpointData2NV *)data)[i];
+            d->stage = stages[i];
+            d->pCheckpointMarker = (void *)(uintptr_t)markers[i];
+         } else {
+            VkCheckpointDataNV *d = &((VkCheckpointDataNV *)data)[i];
+            d->stage = (VkPipelineStageFlagBits)stages[i];
+            d->pCheckpointMarker = (void *)(uintptr_t)markers[i];
+         }
+      }
+      *count = n;
+   }
+   free(stages);
+   free(markers);
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkGetQueueCheckpointDataNV(VkQueue queue, uint32_t *pCheckpointDataCount,
+                               VkCheckpointDataNV *pCheckpointData)
+{
+   checkpoint_data(queue, false, pCheckpointDataCount, pCheckpointData);
+}
+
+#ifdef VK_KHR_synchronization2
+VKAPI_ATTR void VKAPI_CALL
+icd_vkGetQueueCheckpointData2NV(VkQueue queue, uint32_t *pCheckpointDataCount,
+                                VkCheckpointData2NV *pCheckpointData)
+{
+   checkpoint_data(queue, true, pCheckpointDataCount, pCheckpointData);
+}
+#endif
+#endif
 
 #ifdef WIRE_HAS_vkGetDeviceFaultInfoGPUD
 /* VK_EXT_device_fault: the arrays of a fault are sized by pFaultCounts, not

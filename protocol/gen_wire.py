@@ -180,6 +180,19 @@ PRIVATE_COMMANDS = """
     <param><type>VkBool32</type> <name>global</name></param>
     <param><type>VkPipelineBinaryKeyKHR</type>* <name>pPipelineKey</name></param>
   </command>
+  <command>
+    <proto><type>void</type> <name>vkCmdSetCheckpointGPUD</name></proto>
+    <param><type>VkCommandBuffer</type> <name>commandBuffer</name></param>
+    <param><type>uint64_t</type> <name>marker</name></param>
+  </command>
+  <command>
+    <proto><type>void</type> <name>vkGetQueueCheckpointDataGPUD</name></proto>
+    <param><type>VkQueue</type> <name>queue</name></param>
+    <param><type>VkBool32</type> <name>stages2</name></param>
+    <param><type>uint32_t</type>* <name>pCheckpointDataCount</name></param>
+    <param optional="true" len="pCheckpointDataCount"><type>uint64_t</type>* <name>pStages</name></param>
+    <param optional="true" len="pCheckpointDataCount"><type>uint64_t</type>* <name>pMarkers</name></param>
+  </command>
 </commands>
 """
 
@@ -277,6 +290,11 @@ CLIENT_ONLY = {
     'vkCreatePipelineBinariesKHR':
         'the ICD asks with vkGetPipelineBinaryCountGPUD and vkCreatePipelineBinariesGPUD',
     'vkGetPipelineKeyKHR': 'the ICD asks with vkGetPipelineKeyGPUD',
+    # VK_NV_device_diagnostic_checkpoints: a marker is the application's
+    # pointer, which the driver only hands back: it travels as 64 bits
+    'vkCmdSetCheckpointNV': 'the ICD records the marker as a value (vkCmdSetCheckpointGPUD)',
+    'vkGetQueueCheckpointDataNV': 'the ICD asks with vkGetQueueCheckpointDataGPUD',
+    'vkGetQueueCheckpointData2NV': 'the ICD asks with vkGetQueueCheckpointDataGPUD',
     # VK_EXT_debug_marker is VK_EXT_debug_utils by other names
     'vkDebugMarkerSetObjectNameEXT': 'the ICD sends it as vkSetDebugUtilsObjectNameEXT',
     'vkDebugMarkerSetObjectTagEXT': 'the ICD sends it as vkSetDebugUtilsObjectTagEXT',

@@ -1967,6 +1967,77 @@ gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
    gpud_gen_exec_vkAllocateCommandBuffers(call, a);
 }
 
+#ifdef WIRE_HAS_vkCmdSetCheckpointGPUD
+/* VK_NV_device_diagnostic_checkpoints: a marker travels as 64 bits
+ * (icd/icd_device.c); the host keeps it as the pointer it was. */
+void
+gpud_exec_vkCmdSetCheckpointGPUD(struct gpud_call *call, struct wire_args_vkCmdSetCheckpointGPUD *a)
+{
+   if (!call->disp->CmdSetCheckpointNV || !call->device ||
+       !gpud_device_enabled(call->device, VK_NV_DEVICE_DIAGNOSTIC_CHECKPOINTS_EXTENSION_NAME)) {
+      gpud_call_fail(call, "vkCmdSetCheckpointNV: the device did not enable "
+                           "VK_NV_device_diagnostic_checkpoints");
+      return;
+   }
+   call->disp->CmdSetCheckpointNV(a->commandBuffer, (const void *)(uintptr_t)a->marker);
+}
+
+/* It runs on a lost device, which is when it has something to say. */
+void
+gpud_exec_vkGetQueueCheckpointDataGPUD(struct gpud_call *call,
+                                       struct wire_args_vkGetQueueCheckpointDataGPUD *a)
+{
+   bool two = a->stages2;
+   if (!call->device ||
+       !gpud_device_enabled(call->device, VK_NV_DEVICE_DIAGNOSTIC_CHECKPOINTS_EXTENSION_NAME)) {
+      gpud_call_fail(call, "vkGetQueueCheckpointDataNV: the device did not enable "
+                           "VK_NV_device_diagnostic_checkpoints");
+      return;
+   }
+   /* (the second query where the host has it: with synchronization2;
+    * where not, no checkpoints, as the driver would have no entry point) */
+   if (!(two ? (void *)call->disp->GetQueueCheckpointData2NV
+             : (void *)call->disp->GetQueueCheckpointDataNV)) {
+      *a->pCheckpointDataCount = 0;
+      return;
+   }
+   uint32_t n = *a->pCheckpointDataCount;
+   if (!a->pStages || !a->pMarkers) {
+      if (two)
+         call->disp->GetQueueCheckpointData2NV(a->queue, a->pCheckpointDataCount, NULL);
+      else
+         call->disp->GetQueueCheckpointDataNV(a->queue, a->pCheckpointDataCount, NULL);
+      return;
+   }
+   if (two) {
+      VkCheckpointData2NV *d = wire_dec_alloc(&call->dec, sizeof(*d) * (n ? n : 1));
+      for (uint32_t i = 0; d && i < n; i++)
+         d[i] = (VkCheckpointData2NV){ .sType = VK_STRUCTURE_TYPE_CHECKPOINT_DATA_2_NV };
+      if (!d)
+         n = 0;
+      else
+         call->disp->GetQueueCheckpointData2NV(a->queue, &n, d);
+      for (uint32_t i = 0; i < n; i++) {
+         a->pStages[i] = d[i].stage;
+         a->pMarkers[i] = (uint64_t)(uintptr_t)d[i].pCheckpointMarker;
+      }
+   } else {
+      VkCheckpointDataNV *d = wire_dec_alloc(&call->dec, sizeof(*d) * (n ? n : 1));
+      for (uint32_t i = 0; d && i < n; i++)
+         d[i] = (VkCheckpointDataNV){ .sType = VK_STRUCTURE_TYPE_CHECKPOINT_DATA_NV };
+      if (!d)
+         n = 0;
+      else
+         call->disp->GetQueueCheckpointDataNV(a->queue, &n, d);
+      for (uint32_t i = 0; i < n; i++) {
+         a->pStages[i] = d[i].stage;
+         a->pMarkers[i] = (uint64_t)(uintptr_t)d[i].pCheckpointMarker;
+      }
+   }
+   *a->pCheckpointDataCount = n;
+}
+#endif
+
 #ifdef WIRE_HAS_vkGetDeviceFaultInfoGPUD
 /* VK_EXT_device_fault, asked by the ICD with each array as bytes of its
  * capacity (icd/icd_device.c); it runs on a lost device, which is when it

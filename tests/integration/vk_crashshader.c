@@ -8,9 +8,13 @@
  * --fault, where the device has VK_EXT_device_fault (a GPU that faults and
  * lives), what the driver says of the fault is printed once the device is
  * lost (the NVIDIA driver takes about a minute to report the loss with the
- * feature on, and describes nothing).
+ * feature on, and describes nothing). With --checkpoints, where the device
+ * has VK_NV_device_diagnostic_checkpoints, a checkpoint is set before the
+ * dispatch and another after it, and once the device is lost the queue's
+ * checkpoints are read with both queries: each marker must be one of the two
+ * pointers set.
  *
- *   vk_crashshader [--device NAME] [--fault]
+ *   vk_crashshader [--device NAME] [--fault] [--checkpoints]
  *
  * Prints each call's result.  Exit 0 when the device was lost, 1 when the
  * shader ran (the host driver survived it), 77 when the device lacks
@@ -85,19 +89,73 @@ report_fault(VkDevice device)
    }
 }
 
+/* The two markers: pointers the driver hands back, never reads. */
+static const char marker_before[] = "before the dispatch";
+static const char marker_after[] = "after the dispatch";
+
+static const char *
+marker_name(const void *marker)
+{
+   return marker == marker_before ? marker_before : marker == marker_after ? marker_after : NULL;
+}
+
+/* The lost queue's checkpoints, by both queries. */
+static void
+report_checkpoints(VkDevice device, VkQueue queue)
+{
+   PFN_vkGetQueueCheckpointDataNV get = (PFN_vkGetQueueCheckpointDataNV)vkGetDeviceProcAddr(
+      device, "vkGetQueueCheckpointDataNV");
+   PFN_vkGetQueueCheckpointData2NV get2 = (PFN_vkGetQueueCheckpointData2NV)vkGetDeviceProcAddr(
+      device, "vkGetQueueCheckpointData2NV");
+   VkCheckpointDataNV data[8];
+   uint32_t n = 0;
+   get(queue, &n, NULL);
+   printf("vk_crashshader: vkGetQueueCheckpointDataNV: %u checkpoints\n", n);
+   if (!n || n > 8)
+      vkt_fail("the lost queue has %u checkpoints", n);
+   for (uint32_t i = 0; i < n; i++)
+      data[i] = (VkCheckpointDataNV){ .sType = VK_STRUCTURE_TYPE_CHECKPOINT_DATA_NV };
+   get(queue, &n, data);
+   for (uint32_t i = 0; i < n; i++) {
+      const char *name = marker_name(data[i].pCheckpointMarker);
+      printf("vk_crashshader: checkpoint %u: stage 0x%x, marker %p (%s)\n", i,
+             (unsigned)data[i].stage, data[i].pCheckpointMarker, name ? name : "not one set");
+      if (!name)
+         vkt_fail("checkpoint %u's marker %p is none of those set", i,
+                  data[i].pCheckpointMarker);
+   }
+   if (!get2)
+      return;
+   VkCheckpointData2NV data2[8];
+   uint32_t n2 = 8;
+   for (uint32_t i = 0; i < n2; i++)
+      data2[i] = (VkCheckpointData2NV){ .sType = VK_STRUCTURE_TYPE_CHECKPOINT_DATA_2_NV };
+   get2(queue, &n2, data2);
+   for (uint32_t i = 0; i < n2; i++) {
+      const char *name = marker_name(data2[i].pCheckpointMarker);
+      printf("vk_crashshader: checkpoint (2) %u: stage 0x%llx, marker %s\n", i,
+             (unsigned long long)data2[i].stage, name ? name : "not one set");
+      if (!name)
+         vkt_fail("checkpoint (2) %u's marker %p is none of those set", i,
+                  data2[i].pCheckpointMarker);
+   }
+}
+
 int
 main(int argc, char **argv)
 {
    const char *device_name = NULL;
-   bool ask_fault = false;
+   bool ask_fault = false, ask_checkpoints = false;
    vkt_set_prog("vk_crashshader");
    for (int i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "--device") && i + 1 < argc) {
          device_name = argv[++i];
       } else if (!strcmp(argv[i], "--fault")) {
          ask_fault = true;
+      } else if (!strcmp(argv[i], "--checkpoints")) {
+         ask_checkpoints = true;
       } else {
-         fprintf(stderr, "usage: vk_crashshader [--device NAME] [--fault]\n");
+         fprintf(stderr, "usage: vk_crashshader [--device NAME] [--fault] [--checkpoints]\n");
          return 2;
       }
    }
@@ -161,12 +219,31 @@ main(int argc, char **argv)
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FAULT_FEATURES_EXT,
       .deviceFault = VK_TRUE,
    };
+   /* (checkpoints: synchronization2 for the second query too) */
+   VkPhysicalDeviceVulkan13Features f13 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+      .pNext = fault_ext ? &want_fault : NULL,
+      .synchronization2 = VK_TRUE,
+   };
    VkPhysicalDeviceVulkan12Features f12 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
       .pNext = fault_ext ? &want_fault : NULL,
       .bufferDeviceAddress = VK_TRUE,
    };
-   const char *fault_name = VK_EXT_DEVICE_FAULT_EXTENSION_NAME;
+   const bool checkpoints_ext =
+      ask_checkpoints &&
+      vkt_device_has_extension(pdev, VK_NV_DEVICE_DIAGNOSTIC_CHECKPOINTS_EXTENSION_NAME);
+   if (ask_checkpoints && !checkpoints_ext)
+      printf("vk_crashshader: the device has no %s\n",
+             VK_NV_DEVICE_DIAGNOSTIC_CHECKPOINTS_EXTENSION_NAME);
+   if (checkpoints_ext)
+      f12.pNext = &f13;
+   const char *ext_names[2];
+   uint32_t n_ext_names = 0;
+   if (fault_ext)
+      ext_names[n_ext_names++] = VK_EXT_DEVICE_FAULT_EXTENSION_NAME;
+   if (checkpoints_ext)
+      ext_names[n_ext_names++] = VK_NV_DEVICE_DIAGNOSTIC_CHECKPOINTS_EXTENSION_NAME;
    VkPhysicalDeviceFeatures2 f2 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
       .pNext = &f12,
@@ -202,8 +279,8 @@ main(int argc, char **argv)
       .pNext = &f2,
       .queueCreateInfoCount = 1,
       .pQueueCreateInfos = &queue_info,
-      .enabledExtensionCount = fault_ext ? 1 : 0,
-      .ppEnabledExtensionNames = &fault_name,
+      .enabledExtensionCount = n_ext_names,
+      .ppEnabledExtensionNames = ext_names,
    };
    VKT_CHECK(vkCreateDevice(pdev, &device_info, NULL, &ctx.device));
    vkGetDeviceQueue(ctx.device, ctx.queue_family, 0, &ctx.queue);
@@ -242,7 +319,15 @@ main(int argc, char **argv)
    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
    const uint64_t address = 0x1000;
    vkCmdPushConstants(cmd, layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(address), &address);
+   PFN_vkCmdSetCheckpointNV set_checkpoint =
+      checkpoints_ext
+         ? (PFN_vkCmdSetCheckpointNV)vkGetDeviceProcAddr(ctx.device, "vkCmdSetCheckpointNV")
+         : NULL;
+   if (set_checkpoint)
+      set_checkpoint(cmd, marker_before);
    vkCmdDispatch(cmd, 1, 1, 1);
+   if (set_checkpoint)
+      set_checkpoint(cmd, marker_after);
    note("vkEndCommandBuffer", vkEndCommandBuffer(cmd));
    const VkSubmitInfo submit = {
       .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
@@ -254,6 +339,8 @@ main(int argc, char **argv)
    note("vkDeviceWaitIdle", vkDeviceWaitIdle(ctx.device));
    if (lost && fault_ext)
       report_fault(ctx.device);
+   if (lost && checkpoints_ext)
+      report_checkpoints(ctx.device, ctx.queue);
 
    /* Tear down: must neither crash nor hang on a lost device. */
    vkDestroyPipeline(ctx.device, pipeline, NULL);
