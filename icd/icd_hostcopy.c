@@ -329,4 +329,48 @@ icd_vkCopyImageToMemoryEXT(VkDevice device, const VkCopyImageToMemoryInfoEXT *pC
    return host_copy(&c);
 }
 
+
+#ifdef WIRE_HAS_vkConvertCooperativeVectorMatrixGPUD
+/* VK_NV_cooperative_vector's conversion on the host reads and writes the
+ * application's memory: the matrices cross in the staging memory, the
+ * source first, the destination after it (aligned). Asked for the size
+ * alone (no destination), nothing crosses. */
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkConvertCooperativeVectorMatrixNV(VkDevice device,
+                                       const VkConvertCooperativeVectorMatrixInfoNV *pInfo)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   VkConvertCooperativeVectorMatrixInfoNV info = *pInfo;
+   info.srcData.deviceAddress = 0;
+   info.dstData.deviceAddress = 0;
+   uint64_t dst_size = *pInfo->pDstSize;
+   if (!pInfo->dstData.hostAddress) {
+      VkResult r =
+         icd_gen_vkConvertCooperativeVectorMatrixGPUD(device, &info, 0, VK_FALSE, 0, &dst_size);
+      if (r == VK_SUCCESS)
+         *pInfo->pDstSize = (size_t)dst_size;
+      return r;
+   }
+   const uint64_t dst_at = ((uint64_t)info.srcSize + WIRE_HOST_COPY_ALIGN - 1) &
+                           ~(uint64_t)(WIRE_HOST_COPY_ALIGN - 1);
+   if (dst_at > ICD_STAGING_MAX || dst_size > ICD_STAGING_MAX - dst_at)
+      return VK_ERROR_OUT_OF_HOST_MEMORY;
+   pthread_mutex_lock(&dev->hostcopy_mutex);
+   VkResult r = staging_reserve(dev, device, dst_at + (dst_size ? dst_size : 1));
+   if (r == VK_SUCCESS) {
+      if (info.srcSize)
+         memcpy(dev->staging, pInfo->srcData.hostAddress, info.srcSize);
+      r = icd_gen_vkConvertCooperativeVectorMatrixGPUD(device, &info, 0, VK_TRUE, dst_at,
+                                                       &dst_size);
+      /* (VK_INCOMPLETE: too small a destination, nothing written) */
+      if (r == VK_SUCCESS && dst_size <= *pInfo->pDstSize) {
+         memcpy(pInfo->dstData.hostAddress, (char *)dev->staging + dst_at, dst_size);
+         *pInfo->pDstSize = (size_t)dst_size;
+      }
+   }
+   pthread_mutex_unlock(&dev->hostcopy_mutex);
+   return r;
+}
+#endif
+
 #endif

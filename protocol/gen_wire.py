@@ -193,6 +193,15 @@ PRIVATE_COMMANDS = """
     <param optional="true" len="pCheckpointDataCount"><type>uint64_t</type>* <name>pStages</name></param>
     <param optional="true" len="pCheckpointDataCount"><type>uint64_t</type>* <name>pMarkers</name></param>
   </command>
+  <command successcodes="VK_SUCCESS,VK_INCOMPLETE" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_OUT_OF_DEVICE_MEMORY">
+    <proto><type>VkResult</type> <name>vkConvertCooperativeVectorMatrixGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param>const <type>VkConvertCooperativeVectorMatrixInfoNV</type>* <name>pInfo</name></param>
+    <param><type>uint64_t</type> <name>srcOffset</name></param>
+    <param><type>VkBool32</type> <name>convert</name></param>
+    <param><type>uint64_t</type> <name>dstOffset</name></param>
+    <param><type>uint64_t</type>* <name>pDstSize</name></param>
+  </command>
 </commands>
 """
 
@@ -295,6 +304,11 @@ CLIENT_ONLY = {
     'vkCmdSetCheckpointNV': 'the ICD records the marker as a value (vkCmdSetCheckpointGPUD)',
     'vkGetQueueCheckpointDataNV': 'the ICD asks with vkGetQueueCheckpointDataGPUD',
     'vkGetQueueCheckpointData2NV': 'the ICD asks with vkGetQueueCheckpointDataGPUD',
+    # VK_NV_cooperative_vector's host conversion reads and writes the
+    # application's memory: the matrices cross in the staging memory of
+    # host image copies (icd/icd_hostcopy.c)
+    'vkConvertCooperativeVectorMatrixNV':
+        'the ICD converts through staging memory (vkConvertCooperativeVectorMatrixGPUD)',
     # VK_EXT_debug_marker is VK_EXT_debug_utils by other names
     'vkDebugMarkerSetObjectNameEXT': 'the ICD sends it as vkSetDebugUtilsObjectNameEXT',
     'vkDebugMarkerSetObjectTagEXT': 'the ICD sends it as vkSetDebugUtilsObjectTagEXT',
@@ -348,6 +362,7 @@ CACHED = {
     'vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR',
     'vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV',
     'vkGetPhysicalDeviceCooperativeMatrixProperties2EXT',
+    'vkGetPhysicalDeviceCooperativeVectorPropertiesNV',
     # a device's memory requirements for a create info: the same whenever it
     # is asked (the spec says a resource created with it gets these)
     'vkGetDeviceBufferMemoryRequirements', 'vkGetDeviceImageMemoryRequirements',
@@ -546,6 +561,8 @@ ADDRESS_UNIONS = {
 # not carried.
 ADDRESS_UNION_QUERIES = {
     'vkGetAccelerationStructureBuildSizesKHR': 'the spec says the addresses are ignored',
+    'vkConvertCooperativeVectorMatrixGPUD':
+        'the matrices are in the staging memory, at offsets of their own',
 }
 
 # Members that never travel: the daemon's host gets NULL.  Value: why.

@@ -314,3 +314,87 @@ gpud_exec_vkTransitionImageLayout(struct gpud_call *call,
 }
 
 #endif
+
+#ifdef WIRE_HAS_vkConvertCooperativeVectorMatrixGPUD
+/* A component's bytes, or 0 for a type this does not know. */
+static uint64_t
+component_bytes(VkComponentTypeKHR type)
+{
+   switch (type) {
+   case VK_COMPONENT_TYPE_SINT8_KHR:
+   case VK_COMPONENT_TYPE_UINT8_KHR:
+      return 1;
+   case VK_COMPONENT_TYPE_FLOAT16_KHR:
+   case VK_COMPONENT_TYPE_SINT16_KHR:
+   case VK_COMPONENT_TYPE_UINT16_KHR:
+      return 2;
+   case VK_COMPONENT_TYPE_FLOAT32_KHR:
+   case VK_COMPONENT_TYPE_SINT32_KHR:
+   case VK_COMPONENT_TYPE_UINT32_KHR:
+      return 4;
+   case VK_COMPONENT_TYPE_FLOAT64_KHR:
+   case VK_COMPONENT_TYPE_SINT64_KHR:
+   case VK_COMPONENT_TYPE_UINT64_KHR:
+      return 8;
+   default:
+      return 0;
+   }
+}
+
+/* Whether a row- or column-major source lies within srcSize (the host
+ * reads it by its stride; other layouts are the driver's own, and the
+ * driver sizes them). */
+static bool
+coopvec_source_fits(const VkConvertCooperativeVectorMatrixInfoNV *info)
+{
+   const uint64_t size = component_bytes(info->srcComponentType);
+   uint64_t lines, length;
+   if (info->srcLayout == VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_ROW_MAJOR_NV)
+      lines = info->numRows, length = info->numColumns;
+   else if (info->srcLayout == VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_COLUMN_MAJOR_NV)
+      lines = info->numColumns, length = info->numRows;
+   else
+      return true;
+   if (!size || !lines || !length)
+      return true;
+   /* (each factor below 2^32, the stride a size_t: no overflow in 128 bits) */
+   const unsigned __int128 need =
+      (unsigned __int128)(lines - 1) * info->srcStride + length * size;
+   return need <= info->srcSize;
+}
+
+/* VK_NV_cooperative_vector's conversion on the host, between matrices in
+ * the staging memory (icd/icd_hostcopy.c); asked for the size alone, the
+ * host gets no matrices. */
+void
+gpud_exec_vkConvertCooperativeVectorMatrixGPUD(
+   struct gpud_call *call, struct wire_args_vkConvertCooperativeVectorMatrixGPUD *a)
+{
+   const struct gpud_object *dev = call->device;
+   if (!dev || !call->disp->ConvertCooperativeVectorMatrixNV ||
+       !gpud_device_enabled(dev, VK_NV_COOPERATIVE_VECTOR_EXTENSION_NAME)) {
+      gpud_call_fail(call, "vkConvertCooperativeVectorMatrixNV: the device did not enable "
+                           "VK_NV_cooperative_vector");
+      return;
+   }
+   VkConvertCooperativeVectorMatrixInfoNV info = *a->pInfo;
+   size_t dst_size = *a->pInfo->pDstSize; /* (the decoder's: never NULL) */
+   info.pDstSize = &dst_size;
+   info.srcData.hostAddress = NULL;
+   info.dstData.hostAddress = NULL;
+   if (a->convert) {
+      if (!dev->map || a->srcOffset > dev->map_size ||
+          info.srcSize > dev->map_size - a->srcOffset || a->dstOffset > dev->map_size ||
+          dst_size > dev->map_size - a->dstOffset ||
+          !coopvec_source_fits(&info)) {
+         gpud_call_fail(call, "vkConvertCooperativeVectorMatrixNV: a matrix not inside the "
+                              "staging memory, or larger than srcSize says");
+         return;
+      }
+      info.srcData.hostAddress = (const char *)dev->map + a->srcOffset;
+      info.dstData.hostAddress = (char *)dev->map + a->dstOffset;
+   }
+   a->ret = call->disp->ConvertCooperativeVectorMatrixNV(a->device, &info);
+   *a->pDstSize = dst_size;
+}
+#endif

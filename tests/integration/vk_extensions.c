@@ -62,6 +62,14 @@
  *                flow engine's queue between them; the median flow vector
  *                of the inner part must be that movement. Skipped (a SKIP
  *                line) where the device lacks the extension or its queue.
+ *   cooperative-vector  VK_NV_cooperative_vector's matrix conversions: an
+ *                8x16 matrix of 32-bit floats converted on the host to
+ *                16-bit floats (row-major, padded rows), checked against
+ *                the CPU's; those to the inferencing-optimal layout and
+ *                back, which must give them again; and the first
+ *                conversion by the device (vkCmdConvertCooperativeVector-
+ *                MatrixNV, buffers by address), checked the same. Skipped
+ *                (a SKIP line) where the device lacks the extension.
  *
  *   vk_extensions [--device NAME] [--test NAME]...
  *
@@ -3192,6 +3200,164 @@ test_optical_flow(const char *device_name)
 }
 #endif
 
+/* ---- VK_NV_cooperative_vector ------------------------------------------- */
+
+#ifdef VK_NV_cooperative_vector
+#define CV_ROWS 8u
+#define CV_COLS 16u
+#define CV_STRIDE16 (CV_COLS * 2u + 32u) /* padded rows */
+
+/* The half-precision bits of x, which is a multiple of 1/4 below 512. */
+static uint16_t
+cv_half(float x)
+{
+   if (x == 0.0f)
+      return 0;
+   uint16_t sign = x < 0 ? 0x8000 : 0;
+   float a = fabsf(x);
+   int e = 0;
+   while (a >= 2.0f) {
+      a /= 2.0f;
+      e++;
+   }
+   while (a < 1.0f) {
+      a *= 2.0f;
+      e--;
+   }
+   return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | (uint16_t)((a - 1.0f) * 1024.0f));
+}
+
+static float
+cv_value(uint32_t r, uint32_t c)
+{
+   return (float)((int)(r * CV_COLS + c) - 60) * 0.25f;
+}
+
+/* A host conversion of src into dst (size asked first, then converted);
+ * the size. */
+static size_t
+cv_convert(PFN_vkConvertCooperativeVectorMatrixNV convert, VkDevice device,
+           VkConvertCooperativeVectorMatrixInfoNV *info, void *dst, size_t room)
+{
+   size_t size = 0;
+   info->pDstSize = &size;
+   info->dstData.hostAddress = NULL;
+   VKT_CHECK(convert(device, info));
+   if (!size || size > room)
+      vkt_fail("a conversion wants %zu bytes (room %zu)", size, room);
+   info->dstData.hostAddress = dst;
+   VKT_CHECK(convert(device, info));
+   return size;
+}
+
+static void
+test_cooperative_vector(const char *device_name)
+{
+   struct vkt_context ctx;
+   VkPhysicalDevice pdev = context_pick(&ctx, PROG ": cooperative-vector", device_name);
+   if (!vkt_device_has_extension(pdev, VK_NV_COOPERATIVE_VECTOR_EXTENSION_NAME)) {
+      printf(PROG ": cooperative-vector: SKIP: the device has no %s\n",
+             VK_NV_COOPERATIVE_VECTOR_EXTENSION_NAME);
+      vkDestroyInstance(ctx.instance, NULL);
+      skipped++;
+      return;
+   }
+   static const char *const exts[] = { VK_NV_COOPERATIVE_VECTOR_EXTENSION_NAME };
+   VkPhysicalDeviceCooperativeVectorFeaturesNV want = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_VECTOR_FEATURES_NV,
+      .cooperativeVector = VK_TRUE,
+   };
+   context_init_picked(&ctx, pdev, VKT_FEATURE_BUFFER_DEVICE_ADDRESS, exts, 1, &want);
+   PFN_vkConvertCooperativeVectorMatrixNV convert = LOAD(&ctx, vkConvertCooperativeVectorMatrixNV);
+   PFN_vkCmdConvertCooperativeVectorMatrixNV cmd_convert =
+      LOAD(&ctx, vkCmdConvertCooperativeVectorMatrixNV);
+
+   float src[CV_ROWS * CV_COLS];
+   uint8_t want16[CV_ROWS * CV_STRIDE16];
+   memset(want16, 0, sizeof(want16));
+   for (uint32_t r = 0; r < CV_ROWS; r++) {
+      for (uint32_t c = 0; c < CV_COLS; c++) {
+         src[r * CV_COLS + c] = cv_value(r, c);
+         uint16_t h = cv_half(cv_value(r, c));
+         memcpy(&want16[r * CV_STRIDE16 + c * 2], &h, 2);
+      }
+   }
+   /* 32-bit to 16-bit floats, row-major, on the host */
+   VkConvertCooperativeVectorMatrixInfoNV info = {
+      .sType = VK_STRUCTURE_TYPE_CONVERT_COOPERATIVE_VECTOR_MATRIX_INFO_NV,
+      .srcSize = sizeof(src),
+      .srcData.hostAddress = src,
+      .srcComponentType = VK_COMPONENT_TYPE_FLOAT32_KHR,
+      .dstComponentType = VK_COMPONENT_TYPE_FLOAT16_KHR,
+      .numRows = CV_ROWS,
+      .numColumns = CV_COLS,
+      .srcLayout = VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_ROW_MAJOR_NV,
+      .srcStride = CV_COLS * 4,
+      .dstLayout = VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_ROW_MAJOR_NV,
+      .dstStride = CV_STRIDE16,
+   };
+   uint8_t half[CV_ROWS * CV_STRIDE16 + 64];
+   memset(half, 0, sizeof(half));
+   const size_t half_size = cv_convert(convert, ctx.device, &info, half, sizeof(half));
+   for (uint32_t r = 0; r < CV_ROWS; r++) {
+      if (memcmp(&half[r * CV_STRIDE16], &want16[r * CV_STRIDE16], CV_COLS * 2))
+         vkt_fail("row %u converted on the host differs from the CPU's half floats", r);
+   }
+   /* to the inferencing-optimal layout and back */
+   uint8_t optimal[64 * 1024];
+   VkConvertCooperativeVectorMatrixInfoNV to_opt = info;
+   to_opt.srcSize = half_size;
+   to_opt.srcData.hostAddress = half;
+   to_opt.srcComponentType = VK_COMPONENT_TYPE_FLOAT16_KHR;
+   to_opt.srcStride = CV_STRIDE16;
+   to_opt.dstLayout = VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_INFERENCING_OPTIMAL_NV;
+   to_opt.dstStride = 0;
+   const size_t opt_size = cv_convert(convert, ctx.device, &to_opt, optimal, sizeof(optimal));
+   uint8_t back[CV_ROWS * CV_STRIDE16 + 64];
+   memset(back, 0, sizeof(back));
+   VkConvertCooperativeVectorMatrixInfoNV from_opt = to_opt;
+   from_opt.srcSize = opt_size;
+   from_opt.srcData.hostAddress = optimal;
+   from_opt.srcLayout = VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_INFERENCING_OPTIMAL_NV;
+   from_opt.srcStride = 0;
+   from_opt.dstLayout = VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_ROW_MAJOR_NV;
+   from_opt.dstStride = CV_STRIDE16;
+   cv_convert(convert, ctx.device, &from_opt, back, sizeof(back));
+   for (uint32_t r = 0; r < CV_ROWS; r++) {
+      if (memcmp(&back[r * CV_STRIDE16], &want16[r * CV_STRIDE16], CV_COLS * 2))
+         vkt_fail("row %u after the optimal layout and back differs", r);
+   }
+
+   /* the first conversion again, by the device, between buffers */
+   struct vkt_buffer sbuf, dbuf;
+   address_buffer_usage(&ctx, sizeof(src), 0, &sbuf);
+   address_buffer_usage(&ctx, half_size, 0, &dbuf);
+   memcpy(sbuf.map, src, sizeof(src));
+   memset(dbuf.map, 0, half_size);
+   size_t dev_size = half_size;
+   VkConvertCooperativeVectorMatrixInfoNV on_device = info;
+   on_device.srcData.deviceAddress = address_of(&ctx, &sbuf);
+   on_device.dstData.deviceAddress = address_of(&ctx, &dbuf);
+   on_device.pDstSize = &dev_size;
+   VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
+   cmd_convert(cmd, 1, &on_device);
+   barrier_to_host(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT);
+   vkt_cmd_submit_wait(&ctx, cmd);
+   for (uint32_t r = 0; r < CV_ROWS; r++) {
+      if (memcmp((const uint8_t *)dbuf.map + r * CV_STRIDE16, &want16[r * CV_STRIDE16],
+                 CV_COLS * 2))
+         vkt_fail("row %u converted by the device differs from the CPU's half floats", r);
+   }
+   printf(PROG ": cooperative-vector: OK: an %ux%u matrix to half floats on the host (%zu "
+          "bytes) and by the device, and to the inferencing-optimal layout (%zu bytes) and "
+          "back\n", CV_ROWS, CV_COLS, half_size, opt_size);
+
+   vkt_buffer_destroy(&ctx, &dbuf);
+   vkt_buffer_destroy(&ctx, &sbuf);
+   vkt_context_finish(&ctx);
+}
+#endif
+
 /* ---- main --------------------------------------------------------------- */
 
 static const struct {
@@ -3222,6 +3388,9 @@ static const struct {
 #endif
 #ifdef VK_NV_optical_flow
    { "optical-flow", test_optical_flow },
+#endif
+#ifdef VK_NV_cooperative_vector
+   { "cooperative-vector", test_cooperative_vector },
 #endif
 };
 

@@ -338,6 +338,10 @@ static const struct feature_struct {
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_FEATURES_EXT,
                   VkPhysicalDeviceMeshShaderFeaturesEXT, meshShaderQueries),
 #endif
+#ifdef VK_NV_cooperative_vector
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_VECTOR_FEATURES_NV,
+                  VkPhysicalDeviceCooperativeVectorFeaturesNV, cooperativeVectorTraining),
+#endif
 #ifdef VK_NV_optical_flow
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_OPTICAL_FLOW_FEATURES_NV,
                   VkPhysicalDeviceOpticalFlowFeaturesNV, opticalFlow),
