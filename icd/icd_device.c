@@ -128,7 +128,8 @@ checkpoint_data(VkQueue queue, bool stages2, uint32_t *count, void *data)
       icd_gen_vkGetQueueCheckpointDataGPUD(queue, stages2, count, NULL, NULL);
       return;
    }
-   uint32_t n = *count;
+   /* (a queue holds far fewer checkpoints than the wire's most) */
+   uint32_t n = *count < WIRE_MAX_OUTPUT_ELEMENTS ? *count : WIRE_MAX_OUTPUT_ELEMENTS;
    uint64_t *stages = calloc(n ? n : 1, sizeof(*stages));
    uint64_t *markers = calloc(n ? n : 1, sizeof(*markers));
    if (!stages || !markers) {

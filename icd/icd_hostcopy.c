@@ -362,9 +362,15 @@ icd_vkConvertCooperativeVectorMatrixNV(VkDevice device,
          memcpy(dev->staging, pInfo->srcData.hostAddress, info.srcSize);
       r = icd_gen_vkConvertCooperativeVectorMatrixGPUD(device, &info, 0, VK_TRUE, dst_at,
                                                        &dst_size);
-      /* (VK_INCOMPLETE: too small a destination, nothing written) */
       if (r == VK_SUCCESS && dst_size <= *pInfo->pDstSize) {
          memcpy(pInfo->dstData.hostAddress, (char *)dev->staging + dst_at, dst_size);
+         *pInfo->pDstSize = (size_t)dst_size;
+      } else if (r == VK_SUCCESS) {
+         /* (more than the destination holds: not a host's answer) */
+         r = VK_ERROR_OUT_OF_HOST_MEMORY;
+      } else if (r == VK_INCOMPLETE) {
+         /* too small a destination: nothing written, the size as the host
+          * left it */
          *pInfo->pDstSize = (size_t)dst_size;
       }
    }

@@ -88,7 +88,7 @@ icd_vkGetPipelineKeyKHR(VkDevice device, const VkPipelineCreateInfoKHR *pPipelin
    const VkComputePipelineCreateInfo *compute;
    const VkRayTracingPipelineCreateInfoKHR *ray_tracing;
    if (!pipeline_info_split(pPipelineCreateInfo, &graphics, &compute, &ray_tracing))
-      return VK_ERROR_INITIALIZATION_FAILED;
+      return VK_ERROR_OUT_OF_HOST_MEMORY; /* (its only errors: out of memory) */
    return icd_gen_vkGetPipelineKeyGPUD(device, graphics, compute, ray_tracing,
                                        pPipelineCreateInfo ? VK_FALSE : VK_TRUE, pPipelineKey);
 }

@@ -2153,6 +2153,9 @@ def emit_cmd_encoders(gen, w, hw):
                 w(f'   if ({p.name}) {{')
                 w(f'      uint64_t v = wire_dec_{WIRE_FN[wt]}(d);')
                 arrays = ' || '.join(q.name for q in params if count_param_of(cmd, q) is m) or 'false'
+                # too small a buffer: the size needed comes back, no data
+                if 'VK_ERROR_NOT_ENOUGH_SPACE_KHR' in cmd.errorcodes:
+                    arrays = f'({arrays}) && *ret != VK_ERROR_NOT_ENOUGH_SPACE_KHR'
                 w(f'      if (v > cap_{p.name} && ({arrays}))')
                 w('         wire_dec_fail(d, "reply count exceeds capacity");')
                 w(f'      else *{p.name} = ({m.type})v;')
@@ -2452,7 +2455,10 @@ def emit_cmd_decoders(gen, w, hw):
                 w(f'   wire_enc_u32(e, a->{p.name} != NULL);')
                 w(f'   if (a->{p.name}) {{')
                 if cp:
-                    w(f'      uint32_t n = (uint32_t)*a->{cp.name} < a->{p.name}_cap ? (uint32_t)*a->{cp.name} : a->{p.name}_cap;')
+                    w(f'      uint32_t n = (uint64_t)*a->{cp.name} < a->{p.name}_cap ? (uint32_t)*a->{cp.name} : a->{p.name}_cap;')
+                    if 'VK_ERROR_NOT_ENOUGH_SPACE_KHR' in cmd.errorcodes:
+                        w('      if (a->ret == VK_ERROR_NOT_ENOUGH_SPACE_KHR)')
+                        w('         n = 0; /* nothing written, the size needed */')
                 else:
                     w(f'      uint32_t n = a->{p.name}_cap;')
                 w('      wire_enc_u32(e, n);')

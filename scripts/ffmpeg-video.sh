@@ -15,15 +15,17 @@
 #
 #   scripts/ffmpeg-video.sh DIR
 #
-# Idempotent: what DIR already has is kept. On another machine (the GPU
-# machine) copy DIR anywhere.
+# Idempotent: what DIR already has is kept (FFmpeg is built again when the
+# patches change). On another machine (the GPU machine) copy DIR anywhere.
 set -eu
 [ $# -eq 1 ] || { echo "usage: scripts/ffmpeg-video.sh DIR" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$1"
 D=$(cd "$1" && pwd)
 
-if [ ! -x "$D/ffmpeg" ]; then
+# the build is kept while the patches it was made with are the same
+patches=$(cat "$here"/scripts/ffmpeg-vulkan-*.patch | sha256sum | cut -d' ' -f1)
+if [ ! -x "$D/ffmpeg" ] || [ "$(cat "$D/ffmpeg.patches" 2>/dev/null)" != "$patches" ]; then
    DEBIAN_FRONTEND=noninteractive apt-get install -y -q build-essential pkg-config patch xz-utils \
       >/dev/null
    headers=$("$here/scripts/vulkan-headers.sh")
@@ -53,6 +55,7 @@ if [ ! -x "$D/ffmpeg" ]; then
    make -C "$src" -j"$(nproc)" ffmpeg >"$T/make.log" 2>&1 || { tail -20 "$T/make.log" >&2; exit 1; }
    cp "$src/ffmpeg" "$D/ffmpeg.tmp"
    mv "$D/ffmpeg.tmp" "$D/ffmpeg"
+   echo "$patches" > "$D/ffmpeg.patches"
 fi
 
 if [ ! -f "$D/streams/av1.ivf.md5" ]; then

@@ -1671,6 +1671,19 @@ binary_source_init(struct gpud_call *call, struct binary_source *src,
    return true;
 }
 
+/* vkCreatePipelineBinariesKHR makes binaries of exactly one source: keys
+ * and data, a pipeline, or a pipeline's create info. */
+static bool
+binary_source_single(struct gpud_call *call, const struct binary_source *src)
+{
+   if (!!src->create.pKeysAndDataInfo + !!src->create.pipeline +
+          !!src->create.pPipelineCreateInfo != 1) {
+      gpud_call_fail(call, "vkCreatePipelineBinariesKHR: not exactly one source of binaries");
+      return false;
+   }
+   return true;
+}
+
 void
 gpud_exec_vkGetPipelineBinaryCountGPUD(struct gpud_call *call,
                                        struct wire_args_vkGetPipelineBinaryCountGPUD *a)
@@ -1678,7 +1691,8 @@ gpud_exec_vkGetPipelineBinaryCountGPUD(struct gpud_call *call,
    struct binary_source src;
    *a->pPipelineBinaryCount = 0;
    if (!binary_source_init(call, &src, a->pKeysAndDataInfo, a->pipeline, a->pGraphicsCreateInfo,
-                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret))
+                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret) ||
+       !binary_source_single(call, &src))
       return;
    VkPipelineBinaryHandlesInfoKHR out = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
@@ -1701,7 +1715,8 @@ gpud_exec_vkCreatePipelineBinariesGPUD(struct gpud_call *call,
       a->pPipelineBinaries[i] = VK_NULL_HANDLE;
    struct binary_source src;
    if (!binary_source_init(call, &src, a->pKeysAndDataInfo, a->pipeline, a->pGraphicsCreateInfo,
-                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret))
+                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret) ||
+       !binary_source_single(call, &src))
       return;
    VkPipelineBinaryHandlesInfoKHR out = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
@@ -1709,6 +1724,15 @@ gpud_exec_vkCreatePipelineBinariesGPUD(struct gpud_call *call,
       .pPipelineBinaries = a->pPipelineBinaries,
    };
    a->ret = call->disp->CreatePipelineBinariesKHR(a->device, &src.create, NULL, &out);
+   if (a->ret < 0) {
+      /* a failed call may leave the binaries it made: the application
+       * gets none, so the host keeps none */
+      for (uint32_t i = 0; i < a->pipelineBinaryCount; i++) {
+         if (a->pPipelineBinaries[i])
+            call->disp->DestroyPipelineBinaryKHR(a->device, a->pPipelineBinaries[i], NULL);
+         a->pPipelineBinaries[i] = VK_NULL_HANDLE;
+      }
+   }
 }
 
 void
@@ -1716,8 +1740,11 @@ gpud_exec_vkGetPipelineKeyGPUD(struct gpud_call *call, struct wire_args_vkGetPip
 {
    struct binary_source src;
    if (!binary_source_init(call, &src, NULL, VK_NULL_HANDLE, a->pGraphicsCreateInfo,
-                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret))
+                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret)) {
+      if (a->ret == VK_ERROR_INITIALIZATION_FAILED)
+         a->ret = VK_ERROR_OUT_OF_HOST_MEMORY; /* (vkGetPipelineKeyKHR's only errors) */
       return;
+   }
    if (!src.create.pPipelineCreateInfo != !!a->global) {
       gpud_call_fail(call, "vkGetPipelineKeyGPUD: a create info and the global key at once, or neither");
       return;

@@ -323,6 +323,8 @@ component_bytes(VkComponentTypeKHR type)
    switch (type) {
    case VK_COMPONENT_TYPE_SINT8_KHR:
    case VK_COMPONENT_TYPE_UINT8_KHR:
+   case VK_COMPONENT_TYPE_FLOAT_E4M3_NV:
+   case VK_COMPONENT_TYPE_FLOAT_E5M2_NV:
       return 1;
    case VK_COMPONENT_TYPE_FLOAT16_KHR:
    case VK_COMPONENT_TYPE_SINT16_KHR:
@@ -341,26 +343,51 @@ component_bytes(VkComponentTypeKHR type)
    }
 }
 
-/* Whether a row- or column-major source lies within srcSize (the host
- * reads it by its stride; other layouts are the driver's own, and the
- * driver sizes them). */
-static bool
-coopvec_source_fits(const VkConvertCooperativeVectorMatrixInfoNV *info)
+enum coopvec_fit { COOPVEC_FITS, COOPVEC_BEYOND, COOPVEC_UNKNOWN };
+
+/*
+ * Whether the source matrix lies within srcSize, which the host would
+ * otherwise trust: the host reads as much as the matrix's shape, type and
+ * layout take.  The host itself says how much that is (the size of the
+ * same matrix converted to its own type and layout); a row- or
+ * column-major matrix of a known type is also measured here by its stride.
+ * COOPVEC_UNKNOWN: neither can tell (a host that does not size the
+ * identity conversion, and a layout or type only it knows).
+ */
+static enum coopvec_fit
+coopvec_source_fits(const struct gpud_call *call, VkDevice device,
+                    const VkConvertCooperativeVectorMatrixInfoNV *info)
 {
+   VkConvertCooperativeVectorMatrixInfoNV same = *info;
+   size_t host_need = 0;
+   same.pNext = NULL;
+   same.srcData.hostAddress = NULL;
+   same.dstData.hostAddress = NULL;
+   same.dstComponentType = info->srcComponentType;
+   same.dstLayout = info->srcLayout;
+   same.dstStride = info->srcStride;
+   same.pDstSize = &host_need;
+   const bool host_knows =
+      call->disp->ConvertCooperativeVectorMatrixNV(device, &same) == VK_SUCCESS;
+   if (host_knows && host_need > info->srcSize)
+      return COOPVEC_BEYOND;
+
    const uint64_t size = component_bytes(info->srcComponentType);
    uint64_t lines, length;
    if (info->srcLayout == VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_ROW_MAJOR_NV)
       lines = info->numRows, length = info->numColumns;
    else if (info->srcLayout == VK_COOPERATIVE_VECTOR_MATRIX_LAYOUT_COLUMN_MAJOR_NV)
       lines = info->numColumns, length = info->numRows;
-   else
-      return true;
-   if (!size || !lines || !length)
-      return true;
+   else /* the driver's own layout: only the host can size it */
+      return host_knows ? COOPVEC_FITS : COOPVEC_UNKNOWN;
+   if (!size)
+      return host_knows ? COOPVEC_FITS : COOPVEC_UNKNOWN;
+   if (!lines || !length)
+      return COOPVEC_FITS;
    /* (each factor below 2^32, the stride a size_t: no overflow in 128 bits) */
    const unsigned __int128 need =
       (unsigned __int128)(lines - 1) * info->srcStride + length * size;
-   return need <= info->srcSize;
+   return need <= info->srcSize ? COOPVEC_FITS : COOPVEC_BEYOND;
 }
 
 /* VK_NV_cooperative_vector's conversion on the host, between matrices in
@@ -385,10 +412,24 @@ gpud_exec_vkConvertCooperativeVectorMatrixGPUD(
    if (a->convert) {
       if (!dev->map || a->srcOffset > dev->map_size ||
           info.srcSize > dev->map_size - a->srcOffset || a->dstOffset > dev->map_size ||
-          dst_size > dev->map_size - a->dstOffset ||
-          !coopvec_source_fits(&info)) {
+          dst_size > dev->map_size - a->dstOffset) {
          gpud_call_fail(call, "vkConvertCooperativeVectorMatrixNV: a matrix not inside the "
-                              "staging memory, or larger than srcSize says");
+                              "staging memory");
+         return;
+      }
+      switch (coopvec_source_fits(call, a->device, &info)) {
+      case COOPVEC_FITS:
+         break;
+      case COOPVEC_BEYOND:
+         gpud_call_fail(call, "vkConvertCooperativeVectorMatrixNV: a source matrix larger "
+                              "than srcSize says");
+         return;
+      case COOPVEC_UNKNOWN:
+         /* not knowing how much the host would read, the worker does not
+          * let it read; the application gets what a host short of memory
+          * for the conversion would give */
+         a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+         *a->pDstSize = dst_size;
          return;
       }
       info.srcData.hostAddress = (const char *)dev->map + a->srcOffset;

@@ -2789,6 +2789,13 @@ test_pipeline_binary(const char *device_name)
       VKT_CHECK(get_data(ctx.device, &di, &keys[i], &size, NULL));
       if (!size)
          vkt_fail("binary %u has no data", i);
+      /* too small a buffer: nothing written, the size needed said */
+      unsigned char one = 0x5a;
+      size_t small = 1;
+      VkResult sr = get_data(ctx.device, &di, &keys[i], &small, &one);
+      if (size > 1 && (sr != VK_ERROR_NOT_ENOUGH_SPACE_KHR || small != size || one != 0x5a))
+         vkt_fail("binary %u: a 1-byte buffer gave %d, size %zu (of %zu), byte 0x%x", i, sr,
+                  small, size, one);
       data[i].dataSize = size;
       data[i].pData = malloc(size);
       if (!data[i].pData)
