@@ -218,6 +218,8 @@ WSI_EXTENSIONS = {
     'VK_KHR_get_surface_capabilities2': None,
     'VK_EXT_surface_maintenance1': None,
     'VK_KHR_surface_protected_capabilities': None,
+    # (color spaces only; the surfaces offer sRGB's)
+    'VK_EXT_swapchain_colorspace': None,
     'VK_KHR_swapchain': None,
     'VK_KHR_incremental_present': None,
     'VK_EXT_swapchain_maintenance1': None,

@@ -217,16 +217,24 @@ wsi_get_surface_capabilities2(struct wsi_device *wsi, const VkPhysicalDeviceSurf
          break;
       case VK_STRUCTURE_TYPE_SURFACE_PRESENT_MODE_COMPATIBILITY_EXT: {
          /* a swapchain made for several modes may switch between any of
-          * the surface's at each present (VkSwapchainPresentModeInfoEXT) */
+          * the surface's at each present (VkSwapchainPresentModeInfoEXT);
+          * the mode asked about comes first, so that it is there even in
+          * a short array.  Without a mode asked about (which the spec
+          * requires) the count is still given, as other drivers do. */
          VkSurfacePresentModeCompatibilityEXT *compat = (VkSurfacePresentModeCompatibilityEXT *)c;
          uint32_t n;
          const VkPresentModeKHR *modes = surface_modes(s, &n);
-         if (!mode || !mode_supported(s, mode->presentMode))
+         if (mode && !mode_supported(s, mode->presentMode))
             n = 0;
          if (compat->pPresentModes) {
-            if (compat->presentModeCount < n)
-               n = compat->presentModeCount;
-            memcpy(compat->pPresentModes, modes, sizeof(*modes) * n);
+            uint32_t written = 0;
+            if (mode && n && compat->presentModeCount)
+               compat->pPresentModes[written++] = mode->presentMode;
+            for (uint32_t i = 0; i < n && written < compat->presentModeCount; i++) {
+               if (!mode || modes[i] != mode->presentMode)
+                  compat->pPresentModes[written++] = modes[i];
+            }
+            n = written;
          }
          compat->presentModeCount = n;
          break;

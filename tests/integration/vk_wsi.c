@@ -482,6 +482,21 @@ check_queries(void)
       fifo_compatible |= compatible[i] == VK_PRESENT_MODE_FIFO_KHR;
    if (have.surface_maintenance1 && !fifo_compatible)
       vkt_fail("FIFO is not compatible with itself (%u modes)", compat.presentModeCount);
+   if (have.surface_maintenance1) {
+      /* the mode asked about comes first, also in a short array; the count
+       * alone is all of them */
+      compat.presentModeCount = 1;
+      compatible[0] = VK_PRESENT_MODE_MAX_ENUM_KHR;
+      VKT_CHECK(vkGetPhysicalDeviceSurfaceCapabilities2KHR(ctx.physical_device, &info2, &caps2));
+      if (compat.presentModeCount != 1 || compatible[0] != VK_PRESENT_MODE_FIFO_KHR)
+         vkt_fail("a 1-mode compatibility array holds %u modes, the first %d",
+                  compat.presentModeCount, compatible[0]);
+      compat.pPresentModes = NULL;
+      compat.presentModeCount = 0;
+      VKT_CHECK(vkGetPhysicalDeviceSurfaceCapabilities2KHR(ctx.physical_device, &info2, &caps2));
+      if (compat.presentModeCount < 1)
+         vkt_fail("no present mode is compatible with FIFO");
+   }
 
    uint32_t n = 0;
    VKT_CHECK(vkGetPhysicalDeviceSurfaceFormatsKHR(ctx.physical_device, surface, &n, NULL));
