@@ -19,6 +19,9 @@
 #include <xcb/shm.h>
 #include <xcb/xcb.h>
 
+/* Serials a swapchain has before the next one's begin (x11_init). */
+#define X11_SERIALS_PER_SWAPCHAIN (1ull << 24)
+
 /* Present's PresentWindowDestroyed in a ConfigureNotify's pixmap_flags. */
 #define PRESENT_WINDOW_DESTROYED (1u << 0)
 
@@ -167,6 +170,16 @@ x11_init(struct wsi_swapchain *sc)
                                                        XCB_GC_GRAPHICS_EXPOSURES, &no_exposures)
                                     .sequence);
    } else {
+      /* Present tells every selection on the window of every present to
+       * it: a new swapchain hears the completions of the old one's last
+       * presents. Serials that no other swapchain of this process uses
+       * tell them apart (the server keeps 32 bits of them). */
+      static uint64_t serial_base;
+      const uint64_t base =
+         __atomic_add_fetch(&serial_base, X11_SERIALS_PER_SWAPCHAIN, __ATOMIC_RELAXED);
+      pthread_mutex_lock(&sc->mutex);
+      sc->serial = sc->completed_serial = base;
+      pthread_mutex_unlock(&sc->mutex);
       x->event_id = xcb_generate_id(x->conn);
       x->events = xcb_register_for_special_xge(x->conn, &xcb_present_id, x->event_id, NULL);
       xcb_discard_reply(x->conn, xcb_present_select_input_checked(
@@ -306,13 +319,17 @@ handle_event(struct wsi_swapchain *sc, struct x11_data *x, xcb_generic_event_t *
       const xcb_present_complete_notify_event_t *c =
          (const xcb_present_complete_notify_event_t *)event;
       if (c->kind == XCB_PRESENT_COMPLETE_KIND_PIXMAP) {
-         x->complete_pending = false;
-         x->last_msc = c->msc;
-         /* the event has the low 32 bits of one of the last serials */
+         /* the event has the low 32 bits of one of the last serials; one
+          * not sent by this swapchain, or already completed, is another
+          * swapchain's present to the window */
          uint64_t serial = (sc->serial & ~(uint64_t)UINT32_MAX) | c->serial;
          if (serial > sc->serial)
             serial -= (uint64_t)UINT32_MAX + 1;
-         wsi_present_completed(sc, serial);
+         if (serial > sc->completed_serial && serial <= sc->serial) {
+            x->complete_pending = false;
+            x->last_msc = c->msc;
+            wsi_present_completed(sc, serial);
+         }
       }
       break;
    }
