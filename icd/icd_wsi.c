@@ -38,6 +38,23 @@ queue_submit_queued(VkQueue queue, uint32_t count, const VkSubmitInfo *submits, 
 }
 
 /* The physical device's WSI table, made on first use. */
+/* Whether the physical device offers the extension. */
+static bool
+device_has_extension(VkPhysicalDevice pdev, const char *name)
+{
+   uint32_t n = 0;
+   if (icd_vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, NULL) != VK_SUCCESS || !n)
+      return false;
+   VkExtensionProperties *exts = calloc(n, sizeof(*exts));
+   bool found = false;
+   if (exts && icd_vkEnumerateDeviceExtensionProperties(pdev, NULL, &n, exts) >= 0) {
+      for (uint32_t i = 0; i < n && !found; i++)
+         found = !strcmp(exts[i].extensionName, name);
+   }
+   free(exts);
+   return found;
+}
+
 static struct wsi_device *
 wsi_of(VkPhysicalDevice _pdev)
 {
@@ -82,6 +99,8 @@ wsi_of(VkPhysicalDevice _pdev)
          VkPhysicalDeviceProperties props;
          icd_vkGetPhysicalDeviceProperties(_pdev, &props);
          wsi->max_extent.width = wsi->max_extent.height = props.limits.maxImageDimension2D;
+         wsi->attachment_feedback_loop =
+            device_has_extension(_pdev, "VK_EXT_attachment_feedback_loop_layout");
          pdev->wsi = wsi;
       }
    }

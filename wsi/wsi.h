@@ -73,6 +73,8 @@ struct wsi_device {
    struct wsi_services services;
    uint32_t queue_family_count;
    VkExtent2D max_extent; /* maxImageDimension2D */
+   /* VK_EXT_attachment_feedback_loop_layout: images may use it */
+   bool attachment_feedback_loop;
 };
 
 /* ---- surfaces (vkCreate*SurfaceKHR, vkDestroySurfaceKHR) ---------------- */

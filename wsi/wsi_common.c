@@ -204,6 +204,10 @@ wsi_get_surface_capabilities2(struct wsi_device *wsi, const VkPhysicalDeviceSurf
       VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT |
       VK_IMAGE_USAGE_SAMPLED_BIT | VK_IMAGE_USAGE_STORAGE_BIT |
       VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | VK_IMAGE_USAGE_INPUT_ATTACHMENT_BIT;
+#ifdef VK_EXT_attachment_feedback_loop_layout
+   if (wsi->attachment_feedback_loop)
+      caps->supportedUsageFlags |= VK_IMAGE_USAGE_ATTACHMENT_FEEDBACK_LOOP_BIT_EXT;
+#endif
 
    const VkSurfacePresentModeEXT *mode = NULL;
    for (const VkBaseInStructure *c = info->pNext; c; c = c->pNext) {
