@@ -37,7 +37,6 @@ queue_submit_queued(VkQueue queue, uint32_t count, const VkSubmitInfo *submits, 
    return icd_connection_lost(conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
 }
 
-/* The physical device's WSI table, made on first use. */
 /* Whether the physical device offers the extension. */
 static bool
 device_has_extension(VkPhysicalDevice pdev, const char *name)
@@ -55,6 +54,7 @@ device_has_extension(VkPhysicalDevice pdev, const char *name)
    return found;
 }
 
+/* The physical device's WSI table, made on first use. */
 static struct wsi_device *
 wsi_of(VkPhysicalDevice _pdev)
 {
