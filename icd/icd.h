@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include <vulkan/vk_icd.h>
@@ -146,7 +147,13 @@ struct icd_physical_device {
    struct wsi_device *wsi; /* made on the first window-system command */
 };
 
-void icd_physical_device_free_wsi(struct icd_physical_device *pdev);
+/* The WSI's state of a physical device, one allocation (icd_wsi.c). */
+static inline void
+icd_physical_device_free_wsi(struct icd_physical_device *pdev)
+{
+   free(pdev->wsi);
+   pdev->wsi = NULL;
+}
 
 struct icd_instance {
    struct icd_object base;
@@ -170,7 +177,23 @@ VkResult icd_allocate_shared_memory(VkDevice device, uint32_t type_index, VkDevi
 
 /* Whether the daemon has the object (false for those only the ICD has:
  * descriptor update templates, messengers, report callbacks, surfaces). */
-bool icd_daemon_knows(VkObjectType type, uint64_t handle);
+static inline bool
+icd_daemon_knows(VkObjectType type, uint64_t handle)
+{
+   switch (type) {
+   case VK_OBJECT_TYPE_UNKNOWN:
+   case VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE:
+   case VK_OBJECT_TYPE_DEBUG_UTILS_MESSENGER_EXT:
+   case VK_OBJECT_TYPE_DEBUG_REPORT_CALLBACK_EXT:
+   case VK_OBJECT_TYPE_SURFACE_KHR:
+   case VK_OBJECT_TYPE_SWAPCHAIN_KHR:
+   case VK_OBJECT_TYPE_DISPLAY_KHR:
+   case VK_OBJECT_TYPE_DISPLAY_MODE_KHR:
+      return false;
+   default:
+      return handle != 0;
+   }
+}
 /* Private data of objects only the ICD has (icd_private.c). */
 void icd_private_data_forget(uint64_t handle);
 

@@ -264,24 +264,6 @@ icd_vkDebugReportMessageEXT(VkInstance _instance, VkDebugReportFlagsEXT flags,
 
 /* ---- names, tags and labels ----------------------------------------------- */
 
-bool
-icd_daemon_knows(VkObjectType type, uint64_t handle)
-{
-   switch (type) {
-   case VK_OBJECT_TYPE_UNKNOWN:
-   case VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE:
-   case VK_OBJECT_TYPE_DEBUG_UTILS_MESSENGER_EXT:
-   case VK_OBJECT_TYPE_DEBUG_REPORT_CALLBACK_EXT:
-   case VK_OBJECT_TYPE_SURFACE_KHR:
-   case VK_OBJECT_TYPE_SWAPCHAIN_KHR:
-   case VK_OBJECT_TYPE_DISPLAY_KHR:
-   case VK_OBJECT_TYPE_DISPLAY_MODE_KHR:
-      return false;
-   default:
-      return handle != 0;
-   }
-}
-
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkSetDebugUtilsObjectNameEXT(VkDevice device, const VkDebugUtilsObjectNameInfoEXT *pNameInfo)
 {

@@ -20,7 +20,7 @@ signal_acquired(VkDevice device, VkSemaphore semaphore, VkFence fence)
    /* no tracker sees this signal: the fence is asked about until reset */
    icd_fence_ask(fence);
    icd_gen_vkSignalGPUD(device, semaphore, fence);
-   return icd_connection_lost(icd_connection_of(device)) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
+   return icd_connection_lost(icd_object(device)->conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
 }
 
 /* vkQueueSubmit without the flush that makes an application's submission
@@ -29,7 +29,7 @@ signal_acquired(VkDevice device, VkSemaphore semaphore, VkFence fence)
 static VkResult
 queue_submit_queued(VkQueue queue, uint32_t count, const VkSubmitInfo *submits, VkFence fence)
 {
-   struct icd_connection *conn = icd_connection_of(queue);
+   struct icd_connection *conn = icd_object(queue)->conn;
    struct icd_call call;
    struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_vkQueueSubmit, false, false);
    wire_enc_vkQueueSubmit(e, queue, count, submits, fence);
@@ -112,13 +112,6 @@ static struct wsi_device *
 wsi_of_device(VkDevice device)
 {
    return wsi_of((VkPhysicalDevice)((struct icd_device *)device)->physical_device);
-}
-
-void
-icd_physical_device_free_wsi(struct icd_physical_device *pdev)
-{
-   free(pdev->wsi);
-   pdev->wsi = NULL;
 }
 
 /* ---- surfaces ----------------------------------------------------------------- */
@@ -336,7 +329,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkAcquireNextImage2KHR(VkDevice device, const VkAcquireNextImageInfoKHR *pAcquireInfo,
                            uint32_t *pImageIndex)
 {
-   if (icd_connection_lost(icd_connection_of(device)))
+   if (icd_connection_lost(icd_object(device)->conn))
       return VK_ERROR_DEVICE_LOST;
    return wsi_acquire_next_image(device, pAcquireInfo, pImageIndex);
 }
@@ -359,7 +352,7 @@ icd_vkAcquireNextImageKHR(VkDevice device, VkSwapchainKHR swapchain, uint64_t ti
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkQueuePresentKHR(VkQueue queue, const VkPresentInfoKHR *pPresentInfo)
 {
-   if (icd_connection_lost(icd_connection_of(queue)))
+   if (icd_connection_lost(icd_object(queue)->conn))
       return VK_ERROR_DEVICE_LOST;
    return wsi_queue_present(queue, ((struct icd_queue *)queue)->family, pPresentInfo);
 }
@@ -368,7 +361,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkWaitForPresentKHR(VkDevice device, VkSwapchainKHR swapchain, uint64_t presentId,
                         uint64_t timeout)
 {
-   if (icd_connection_lost(icd_connection_of(device)))
+   if (icd_connection_lost(icd_object(device)->conn))
       return VK_ERROR_DEVICE_LOST;
    return wsi_wait_for_present(device, swapchain, presentId, timeout);
 }

@@ -3,7 +3,8 @@
 
 /*
  * What the window systems share: the swapchain, its images and its present
- * thread (wsi_common.c), and the hooks each window system fills in
+ * thread (wsi_common.c), what the window systems report into it
+ * (wsi_state.c), and the hooks each window system fills in
  * (wsi_x11.c, wsi_wayland.c, and headless in wsi_common.c).
  */
 

@@ -9,7 +9,7 @@
  * checks the peer's credentials as well, so a socket passed in by someone
  * else (or a mode changed by hand) opens nothing.
  */
-#include "gpud_server.h"
+#include "gpud_access.h"
 
 #include <errno.h>
 #include <grp.h>

@@ -20,7 +20,8 @@
  * names one client for as long as the directory lasts.  See
  * docs/architecture.md, "Restarts".
  */
-#include "gpud_server.h"
+#include "gpud_adopt.h"
+#include "gpud_share.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -245,12 +246,6 @@ read_record(struct gpud_server *server, const char *name, struct gpud_adoption *
    return 0;
 }
 
-uint32_t
-gpud_restart_grace_ms(const struct gpud_server *server)
-{
-   return server->adopt_dir ? server->cfg.limits.restart_grace_ms : 0u;
-}
-
 int
 gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
                    uint8_t token[32], int *ret_fd)
@@ -438,13 +433,13 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
    ad->a.client_fd = util_fd_move(&msg->fds[0]);
    ad->a.status_fd = util_fd_move(&msg->fds[1]);
    snprintf(ad->a.version, sizeof(ad->a.version), "%s", w->version ? w->version : "");
-   gpud_control_clean_text(ad->a.version);
+   gpud_clean_text(ad->a.version);
    ad->a.control_version = w->control_version;
    ad->a.n_heaps = (uint32_t)UTIL_MIN(w->n_heap_usage, (size_t)VK_MAX_MEMORY_HEAPS);
    for (uint32_t h = 0; h < ad->a.n_heaps; h++)
       ad->a.heap_usage[h] = w->heap_usage[h];
    snprintf(ad->a.fault, sizeof(ad->a.fault), "%s", w->fault ? w->fault : "");
-   gpud_control_clean_text(ad->a.fault);
+   gpud_clean_text(ad->a.fault);
    wire_worker_free(m);
    /* To signal it without a pid that could be another process's by then:
     * the pidfd is the answering worker's if the connection is still there

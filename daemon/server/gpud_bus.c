@@ -10,7 +10,9 @@
  * allowed to connect, and sees and acts on its own clients (root and the
  * admin group on all).  docs/dbus.md describes the interface.
  */
-#include "gpud_server.h"
+#include "gpud_bus.h"
+#include "gpud_access.h"
+#include "gpud_control.h"
 
 #include <errno.h>
 #include <inttypes.h>

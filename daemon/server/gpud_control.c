@@ -4,7 +4,10 @@
  * clients and recent faults, and disconnecting a client.  A user sees and
  * acts on their own clients; root and the admin group on all.
  */
-#include "gpud_server.h"
+#include "gpud_control.h"
+#include "gpud_access.h"
+#include "gpud_spawn.h"
+#include "gpud_share.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -55,53 +58,6 @@ read_names(const struct gpud_status_page *page, struct gpud_status_name *names)
    return false;
 }
 
-/* Length of the UTF-8 character at s (RFC 3629: no overlong forms, no
- * surrogates); 0 when it is none, -1 when the string ends inside it. */
-static int
-utf8_char(const unsigned char *s)
-{
-   unsigned n;
-   unsigned char lo = 0x80, hi = 0xbf;
-   if (s[0] < 0x80)
-      return 1;
-   else if (s[0] >= 0xc2 && s[0] <= 0xdf)
-      n = 2;
-   else if (s[0] >= 0xe0 && s[0] <= 0xef)
-      n = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
-   else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-      n = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
-   else
-      return 0;
-   for (unsigned i = 1; i < n; i++) {
-      if (!s[i])
-         return -1;
-      if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
-         return 0;
-   }
-   return (int)n;
-}
-
-/* A name the worker wrote, made fit to show: control characters and bytes
- * that are not UTF-8 become '?', and a character cut short at the end (the
- * status page's names are bounded) goes. */
-void
-gpud_control_clean_text(char *name)
-{
-   unsigned char *p = (unsigned char *)name;
-   while (*p) {
-      int n = utf8_char(p);
-      if (n < 0) {
-         *p = 0;
-         break;
-      }
-      if (n == 0 || *p < 0x20 || *p == 0x7f) {
-         *p++ = '?';
-         continue;
-      }
-      p += n;
-   }
-}
-
 static void
 fill_names(Gpud__ClientInfo *info, const struct gpud_status_page *page)
 {
@@ -129,7 +85,7 @@ fill_names(Gpud__ClientInfo *info, const struct gpud_status_page *page)
       /* the worker wrote these: bounded, printable, or not shown */
       char *name = text + j * GPUD_STATUS_NAME_SIZE;
       memcpy(name, names[i].name, GPUD_STATUS_NAME_SIZE - 1);
-      gpud_control_clean_text(name);
+      gpud_clean_text(name);
       const char *type = wire_object_type_name((VkObjectType)names[i].type);
       gpud__object_name__init(&objs[j]);
       objs[j].id = names[i].id;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -198,3 +199,82 @@ gpud_crash_state(const struct gpud_server *server, const struct gpud_crash_recor
    state->not_before_ns = state->last_ns + delay * 1000000ull;
 }
 
+/* ---- small things the server's files share ------------------------------- */
+
+uint32_t
+gpud_restart_grace_ms(const struct gpud_server *server)
+{
+   return server->adopt_dir ? server->cfg.limits.restart_grace_ms : 0u;
+}
+
+/* Length of the UTF-8 character at s (RFC 3629: no overlong forms, no
+ * surrogates); 0 when it is none, -1 when the string ends inside it. */
+static int
+utf8_char(const unsigned char *s)
+{
+   unsigned n;
+   unsigned char lo = 0x80, hi = 0xbf;
+   if (s[0] < 0x80)
+      return 1;
+   else if (s[0] >= 0xc2 && s[0] <= 0xdf)
+      n = 2;
+   else if (s[0] >= 0xe0 && s[0] <= 0xef)
+      n = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+   else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+      n = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+   else
+      return 0;
+   for (unsigned i = 1; i < n; i++) {
+      if (!s[i])
+         return -1;
+      if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
+         return 0;
+   }
+   return (int)n;
+}
+
+/* A name the worker wrote, made fit to show: control characters and bytes
+ * that are not UTF-8 become '?', and a character cut short at the end (the
+ * status page's names are bounded) goes. */
+void
+gpud_clean_text(char *name)
+{
+   unsigned char *p = (unsigned char *)name;
+   while (*p) {
+      int n = utf8_char(p);
+      if (n < 0) {
+         *p = 0;
+         break;
+      }
+      if (n == 0 || *p < 0x20 || *p == 0x7f) {
+         *p++ = '?';
+         continue;
+      }
+      p += n;
+   }
+}
+
+void
+gpud_server_discard_fd(int fd, void *data)
+{
+   struct gpud_server *server = data;
+   if (server->closer_fd >= 0 && write(server->closer_fd, &fd, sizeof(fd)) == sizeof(fd))
+      return;
+   /* The closer is stuck on one already: keep this one open rather than
+    * stall the loop (it counts against the fd limit like any other). */
+   static uint64_t last_warning;
+   uint64_t now = util_now_ns();
+   if (now - last_warning > 10ull * 1000000000ull) {
+      util_warn("fds sent by peers are not closing; keeping them open");
+      last_warning = now;
+   }
+}
+
+void
+gpud_server_discard_fds(struct gpud_server *server, struct util_msg *msg)
+{
+   for (unsigned i = 0; i < msg->n_fds && i < UTIL_MSG_MAX_FDS; i++) {
+      if (msg->fds[i] >= 0)
+         gpud_server_discard_fd(util_fd_move(&msg->fds[i]), server);
+   }
+}

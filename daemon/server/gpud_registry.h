@@ -274,3 +274,15 @@ struct gpud_crash_state {
 };
 void gpud_crash_state(const struct gpud_server *server, const struct gpud_crash_record *c,
                       struct gpud_crash_state *state);
+
+/* How long workers wait for the next server (--restart-grace); 0 without
+ * the private directory (gpud_adopt.c): then they end with this server. */
+uint32_t gpud_restart_grace_ms(const struct gpud_server *server);
+/* Text a worker (or a client) wrote made fit to show: control characters
+ * and bytes that are not UTF-8 become '?', a character cut short goes. */
+void gpud_clean_text(char *text);
+/* Closes fds a peer sent, on the closer thread (a peer's fd may take
+ * forever to close: a file on its own FUSE mount, say); one fd, as a
+ * reader's close_fd (data: the server). */
+void gpud_server_discard_fds(struct gpud_server *server, struct util_msg *msg);
+void gpud_server_discard_fd(int fd, void *server);

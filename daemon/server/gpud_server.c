@@ -10,6 +10,12 @@
  * GPUD_MAX_SERVER_QUEUE is dropped.
  */
 #include "gpud_server.h"
+#include "gpud_access.h"
+#include "gpud_adopt.h"
+#include "gpud_bus.h"
+#include "gpud_control.h"
+#include "gpud_share.h"
+#include "gpud_spawn.h"
 #include "gpud_worker.h"
 #include "gpud_sched.h"
 
@@ -98,35 +104,10 @@ closer_start(struct gpud_server *server)
 }
 
 static void
-discard_fd(int fd, void *data)
-{
-   struct gpud_server *server = data;
-   if (server->closer_fd >= 0 && write(server->closer_fd, &fd, sizeof(fd)) == sizeof(fd))
-      return;
-   /* The closer is stuck on one already: keep this one open rather than
-    * stall the loop (it counts against the fd limit like any other). */
-   static uint64_t last_warning;
-   uint64_t now = util_now_ns();
-   if (now - last_warning > 10ull * 1000000000ull) {
-      util_warn("fds sent by peers are not closing; keeping them open");
-      last_warning = now;
-   }
-}
-
-void
-gpud_server_discard_fds(struct gpud_server *server, struct util_msg *msg)
-{
-   for (unsigned i = 0; i < msg->n_fds && i < UTIL_MSG_MAX_FDS; i++) {
-      if (msg->fds[i] >= 0)
-         discard_fd(util_fd_move(&msg->fds[i]), server);
-   }
-}
-
-static void
 reader_init(struct gpud_server *server, struct util_msg_reader *reader)
 {
    util_msg_reader_init(reader, UTIL_PACKET_MAX_PAYLOAD);
-   reader->close_fd = discard_fd;
+   reader->close_fd = gpud_server_discard_fd;
    reader->close_data = server;
 }
 
@@ -305,8 +286,8 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
    snprintf(f->name, sizeof(f->name), "%s", client->name);
    f->worker_pid = worker_pid;
    snprintf(f->reason, sizeof(f->reason), "%s", reason);
-   gpud_control_clean_text(f->reason);
-   gpud_control_clean_text(f->name);
+   gpud_clean_text(f->reason);
+   gpud_clean_text(f->name);
    gpud_bus_client_faulted(server, client->id, f->reason);
    if (!crash)
       return;
@@ -710,7 +691,7 @@ worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
    worker->state = GPUD_WORKER_SPARE;
    evtimer_del(worker->timer);
    snprintf(worker->version, sizeof(worker->version), "%s", ready->version ? ready->version : "");
-   gpud_control_clean_text(worker->version);
+   gpud_clean_text(worker->version);
    worker->control_version = ready->control_version;
    if (!server->manifest) {
       /* the driver the first worker picked: every later one loads it */
@@ -1134,7 +1115,7 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
    client->pid = a->client_pid;
    client->uid = a->client_uid;
    snprintf(client->name, sizeof(client->name), "%s", a->name);
-   gpud_control_clean_text(client->name);
+   gpud_clean_text(client->name);
    client->fd = util_fd_move(&a->client_fd);
    client->state = GPUD_CLIENT_SERVING;
    client->connected_ns = a->connected_ns;

@@ -9,7 +9,7 @@
  * workers decide whose turn it is from the page (daemon/worker/gpud_sched.c);
  * the server only says who weighs what, and shows what each took.
  */
-#include "gpud_server.h"
+#include "gpud_share.h"
 
 #include <errno.h>
 #include <fcntl.h>

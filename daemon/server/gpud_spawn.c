@@ -7,7 +7,7 @@
  * privileges.  With --isolation=thread a worker is a thread of the server
  * using the server's host driver.
  */
-#include "gpud_server.h"
+#include "gpud_spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>

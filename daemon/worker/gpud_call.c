@@ -6,7 +6,6 @@
  * client with the reason logged.
  */
 #include "gpud_call.h"
-#include "gpud_compile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,7 +174,7 @@ lookup(struct wire_dec *d, uint64_t id, VkObjectType type)
     * gpud_lifetime_destroy waits for every job) */
    if (atomic_load_explicit(&obj->compile_refs, memory_order_acquire) && call->n_touched &&
        op_destroys(call->op))
-      gpud_compile_wait_object(call->ctx, obj);
+      gpud_object_wait_released(obj);
    if ((type == VK_OBJECT_TYPE_BUFFER || type == VK_OBJECT_TYPE_IMAGE) && !obj->bound &&
        !obj->sparse && !op_allows_unbound(call->op)) {
       wire_dec_fail(d, type == VK_OBJECT_TYPE_BUFFER ? "buffer used before it is bound to memory"

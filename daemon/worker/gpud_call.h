@@ -104,19 +104,6 @@ struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, u
 /* The command the calling thread runs (for the validation messenger), or
  * NULL between commands. */
 struct gpud_call *gpud_call_current(void);
-/* Whether the shader code chained to these pipeline stages (a
- * VkShaderModuleCreateInfo in place of a module) may reach the host: as for
- * vkCreateShaderModule, what the validator finds is reported and refused
- * only under --spirv=strict (gpud_spirv.c). */
-bool gpud_spirv_stages_valid(struct gpud_context *ctx, const char *command,
-                             const VkPipelineShaderStageCreateInfo *stages, uint32_t count);
-/* The same for a module's code (any thread). */
-bool gpud_spirv_module_valid(struct gpud_context *ctx, const char *command,
-                             const VkShaderModuleCreateInfo *info);
-/* Whether the shader code chained to a vkCreateComputePipelines,
- * vkCreateGraphicsPipelines or vkCreateRayTracingPipelinesKHR (args) may
- * reach the host (any thread). */
-bool gpud_pipelines_shaders_valid(struct gpud_context *ctx, uint32_t op, const void *args);
 /* Marks a buffer or image bound to memory. */
 void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
                           uint64_t memory);

@@ -300,6 +300,8 @@ gpud_client_destroy(struct gpud_context *ctx)
    gpud_replay_destroy(ctx->replay);
    ctx->replay = NULL;
 
+   gpud_compile_drain(ctx);
+   gpud_compile_reap(ctx);
    gpud_lifetime_destroy(ctx, NULL, NULL);
    gpud_compile_destroy(ctx);
    gpud_waiters_cancel(ctx, NULL, 0);

@@ -45,6 +45,7 @@
 #include "gpud_call.h"
 #include "gpud_limits.h"
 #include "gpud_pipecache.h"
+#include "gpud_spirv.h"
 #include "util_list.h"
 #include "util_macros.h"
 #include "util_time.h"
@@ -213,7 +214,7 @@ job_run(struct compile_job *job)
    switch (job->op) {
    case WIRE_OP_vkCreateComputePipelines: {
       struct wire_args_vkCreateComputePipelines *a = &job->a.compute;
-      if (!gpud_pipelines_shaders_valid(job->ctx, job->op, a))
+      if (!gpud_spirv_pipelines_valid(job->ctx, job->op, a))
          a->ret = VK_ERROR_INVALID_SHADER_NV;
       else
          a->ret = disp->CreateComputePipelines(a->device, a->pipelineCache, a->createInfoCount,
@@ -222,7 +223,7 @@ job_run(struct compile_job *job)
    }
    case WIRE_OP_vkCreateGraphicsPipelines: {
       struct wire_args_vkCreateGraphicsPipelines *a = &job->a.graphics;
-      if (!gpud_pipelines_shaders_valid(job->ctx, job->op, a))
+      if (!gpud_spirv_pipelines_valid(job->ctx, job->op, a))
          a->ret = VK_ERROR_INVALID_SHADER_NV;
       else
          a->ret = disp->CreateGraphicsPipelines(a->device, a->pipelineCache, a->createInfoCount,
@@ -233,7 +234,7 @@ job_run(struct compile_job *job)
    case WIRE_OP_vkCreateRayTracingPipelinesKHR: {
       /* (the operation to defer on is the ICD's: none here) */
       struct wire_args_vkCreateRayTracingPipelinesKHR *a = &job->a.rt;
-      if (!gpud_pipelines_shaders_valid(job->ctx, job->op, a))
+      if (!gpud_spirv_pipelines_valid(job->ctx, job->op, a))
          a->ret = VK_ERROR_INVALID_SHADER_NV;
       else
          a->ret = disp->CreateRayTracingPipelinesKHR(a->device, a->deferredOperation,
@@ -332,9 +333,8 @@ job_finish(struct gpud_compile *c, struct compile_job *job)
       gpud_context_end(ctx, false, "a reply could not be sent");
 
    pthread_mutex_lock(&c->mutex);
-   /* (what the host call did comes before a destroy that sees none) */
    for (unsigned i = 0; i < job->n_held; i++)
-      atomic_fetch_sub_explicit(&job->held[i]->compile_refs, 1, memory_order_release);
+      gpud_object_release(job->held[i]);
    if (c->n_spare < UTIL_ARRAY_SIZE(c->spare)) {
       wire_arena_reset(job->arena);
       c->spare[c->n_spare++] = job->arena;
@@ -428,7 +428,7 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    for (unsigned i = 0; i < call->n_touched; i++) {
       if (call->touched[i]) {
          job->held[job->n_held++] = call->touched[i];
-         atomic_fetch_add_explicit(&call->touched[i]->compile_refs, 1, memory_order_relaxed);
+         gpud_object_hold(call->touched[i]);
       }
    }
    /* the new ids, pending until the job ends */
@@ -445,7 +445,7 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    if (call->dec.fatal) {
       /* a bad id: the client is dropped, the pending ids go with it */
       for (unsigned i = 0; i < job->n_held; i++)
-         atomic_fetch_sub_explicit(&job->held[i]->compile_refs, 1, memory_order_relaxed);
+         gpud_object_release(job->held[i]);
       job_free(job);
       wire_arena_destroy(fresh);
       return true;
@@ -477,18 +477,6 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    }
    call->deferred = true;
    return true;
-}
-
-void
-gpud_compile_wait_object(struct gpud_context *ctx, struct gpud_object *obj)
-{
-   struct gpud_compile *c = ctx->compile;
-   if (!c)
-      return;
-   pthread_mutex_lock(&c->mutex);
-   while (atomic_load_explicit(&obj->compile_refs, memory_order_relaxed))
-      pthread_cond_wait(&c->ended, &c->mutex);
-   pthread_mutex_unlock(&c->mutex);
 }
 
 void

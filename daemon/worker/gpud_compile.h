@@ -22,9 +22,6 @@ struct gpud_object;
  * (with the call's arena) until then; kept_cache whether its pipeline cache
  * is the device's kept one.  False: the caller runs it here. */
 bool gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool kept_cache);
-/* Waits until the compile jobs that use obj have ended (before a command
- * destroys it). */
-void gpud_compile_wait_object(struct gpud_context *ctx, struct gpud_object *obj);
 /* Waits until every compile job has ended (or for at most timeout_ns). */
 void gpud_compile_drain(struct gpud_context *ctx);
 void gpud_compile_drain_for(struct gpud_context *ctx, uint64_t timeout_ns);

@@ -12,6 +12,7 @@
 #include "gpud_pipecache.h"
 #include "gpud_queue.h"
 #include "gpud_sched_worker.h"
+#include "gpud_spirv.h"
 #include "gpud_validate.h"
 #include "gpud_wait.h"
 
@@ -38,6 +39,16 @@ find_in_chain(const void *chain, VkStructureType type)
 }
 
 /* ---- instances and physical devices --------------------------------------- */
+
+/* An instance's or a device's objects go once the pipelines being made
+ * (which use them) are done. */
+static void
+destroy_all(struct gpud_context *ctx, struct gpud_object *device, struct gpud_object *instance)
+{
+   gpud_compile_drain(ctx);
+   gpud_compile_reap(ctx);
+   gpud_lifetime_destroy(ctx, device, instance);
+}
 
 void
 gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInstance *a)
@@ -76,7 +87,7 @@ void
 gpud_exec_vkDestroyInstance(struct gpud_call *call, struct wire_args_vkDestroyInstance *a)
 {
    if (call->instance)
-      gpud_lifetime_destroy(call->ctx, NULL, call->instance);
+      destroy_all(call->ctx, NULL, call->instance);
 }
 
 void
@@ -661,7 +672,7 @@ void
 gpud_exec_vkDestroyDevice(struct gpud_call *call, struct wire_args_vkDestroyDevice *a)
 {
    if (call->device)
-      gpud_lifetime_destroy(call->ctx, call->device, NULL);
+      destroy_all(call->ctx, call->device, NULL);
 }
 
 /* ---- memory --------------------------------------------------------------- */
@@ -1400,45 +1411,19 @@ refuse_pipelines(VkResult *ret, VkPipeline *pipelines, uint32_t count)
       pipelines[i] = VK_NULL_HANDLE;
 }
 
-bool
-gpud_pipelines_shaders_valid(struct gpud_context *ctx, uint32_t op, const void *args)
+void
+gpud_exec_vkCreateShaderModule(struct gpud_call *call, struct wire_args_vkCreateShaderModule *a)
 {
-#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
-   if (op == WIRE_OP_vkCreateRayTracingPipelinesKHR) {
-      const struct wire_args_vkCreateRayTracingPipelinesKHR *a = args;
-      for (uint32_t i = 0; i < a->createInfoCount; i++) {
-         if (!gpud_spirv_stages_valid(ctx, "vkCreateRayTracingPipelinesKHR",
-                                      a->pCreateInfos[i].pStages, a->pCreateInfos[i].stageCount))
-            return false;
-      }
-      return true;
+   /* validated and made on a compile thread (validation takes
+    * milliseconds for a big module) */
+   if (call->disp->CreateShaderModule &&
+       gpud_compile_defer(call, WIRE_OP_vkCreateShaderModule, a, false))
+      return;
+   if (!gpud_spirv_module_valid(call->ctx, "vkCreateShaderModule", a->pCreateInfo)) {
+      a->ret = VK_ERROR_INVALID_SHADER_NV;
+      return;
    }
-#endif
-   if (op == WIRE_OP_vkCreateComputePipelines) {
-      const struct wire_args_vkCreateComputePipelines *a = args;
-      for (uint32_t i = 0; i < a->createInfoCount; i++) {
-         if (!gpud_spirv_stages_valid(ctx, "vkCreateComputePipelines", &a->pCreateInfos[i].stage,
-                                      1))
-            return false;
-      }
-      return true;
-   }
-   const struct wire_args_vkCreateGraphicsPipelines *a = args;
-   for (uint32_t i = 0; i < a->createInfoCount; i++) {
-      const VkGraphicsPipelineCreateInfo *ci = &a->pCreateInfos[i];
-      if (!gpud_spirv_stages_valid(ctx, "vkCreateGraphicsPipelines", ci->pStages,
-                                   ci->stageCount))
-         return false;
-      /* VK_NV_device_generated_commands: the shader groups' stages too */
-      const VkGraphicsPipelineShaderGroupsCreateInfoNV *groups =
-         find_in_chain(ci->pNext, VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV);
-      for (uint32_t g = 0; groups && g < groups->groupCount; g++) {
-         if (!gpud_spirv_stages_valid(ctx, "vkCreateGraphicsPipelines",
-                                      groups->pGroups[g].pStages, groups->pGroups[g].stageCount))
-            return false;
-      }
-   }
-   return true;
+   gpud_gen_exec_vkCreateShaderModule(call, a);
 }
 
 /* Chained shader code is validated with the creation itself: on a compile
@@ -1457,7 +1442,7 @@ gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
    if (call->disp->CreateGraphicsPipelines &&
        gpud_compile_defer(call, WIRE_OP_vkCreateGraphicsPipelines, a, kept))
       return;
-   if (!gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateGraphicsPipelines, a)) {
+   if (!gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateGraphicsPipelines, a)) {
       refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
       return;
    }
@@ -1480,7 +1465,7 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
    if (call->disp->CreateComputePipelines &&
        gpud_compile_defer(call, WIRE_OP_vkCreateComputePipelines, a, kept))
       return;
-   if (!gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateComputePipelines, a)) {
+   if (!gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateComputePipelines, a)) {
       refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
       return;
    }
@@ -1577,7 +1562,7 @@ gpud_exec_vkCreateRayTracingPipelinesKHR(struct gpud_call *call,
    if (groups && call->disp->CreateRayTracingPipelinesKHR &&
        gpud_compile_defer(call, WIRE_OP_vkCreateRayTracingPipelinesKHR, a, false))
       return;
-   if (!gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateRayTracingPipelinesKHR, a)) {
+   if (!gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateRayTracingPipelinesKHR, a)) {
       refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
       return;
    }
@@ -1611,14 +1596,14 @@ binary_pipeline_info(struct gpud_call *call, const VkGraphicsPipelineCreateInfo 
       };
       if (!feedback_fits(call, graphics->pNext, graphics->stageCount))
          return NULL;
-      valid = gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateGraphicsPipelines, &g);
+      valid = gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateGraphicsPipelines, &g);
    } else if (compute) {
       const struct wire_args_vkCreateComputePipelines c = {
          .createInfoCount = 1, .pCreateInfos = compute,
       };
       if (!feedback_fits(call, compute->pNext, 1))
          return NULL;
-      valid = gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateComputePipelines, &c);
+      valid = gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateComputePipelines, &c);
    } else if (ray_tracing) {
       const struct wire_args_vkCreateRayTracingPipelinesKHR r = {
          .createInfoCount = 1, .pCreateInfos = ray_tracing,
@@ -1626,7 +1611,7 @@ binary_pipeline_info(struct gpud_call *call, const VkGraphicsPipelineCreateInfo 
       if (!feedback_fits(call, ray_tracing->pNext, ray_tracing->stageCount) ||
           !groups_fit(call, ray_tracing))
          return NULL;
-      valid = gpud_pipelines_shaders_valid(call->ctx, WIRE_OP_vkCreateRayTracingPipelinesKHR, &r);
+      valid = gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateRayTracingPipelinesKHR, &r);
    }
    if (!valid)
       return NULL; /* (gpud_spirv.c says why) */

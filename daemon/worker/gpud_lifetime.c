@@ -8,7 +8,6 @@
  * device, an instance or everything the client held, newest first, once
  * their waits are cancelled and their queues idle.
  */
-#include "gpud_compile.h"
 #include "gpud_lifetime.h"
 #include "gpud_pipecache.h"
 #include "gpud_queue.h"
@@ -262,9 +261,6 @@ gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
                              struct gpud_object *instance)
 {
    struct gpud_object *obj;
-   /* Pipelines being made first: they use what goes. */
-   gpud_compile_drain(ctx);
-   gpud_compile_reap(ctx);
    /* Let in-flight work end first. */
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type != VK_OBJECT_TYPE_DEVICE)

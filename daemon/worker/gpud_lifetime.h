@@ -12,6 +12,7 @@
 /* Forgets the children of a pool (vkResetDescriptorPool). */
 void gpud_lifetime_forget_children(struct gpud_context *ctx, struct gpud_object *pool);
 /* Destroys every host object of the client that belongs to device (or to
- * instance, or all when both are NULL), newest first. */
+ * instance, or all when both are NULL), newest first.  No compile job may
+ * run (gpud_compile_drain): they use what goes. */
 void gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
                            struct gpud_object *instance);

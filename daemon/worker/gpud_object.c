@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "util_futex.h"
 #include "util_macros.h"
 #include "wire_gen.h"
 
@@ -154,4 +155,22 @@ gpud_device_enables_op(const struct gpud_object *device, uint32_t op)
          return true;
    }
    return false;
+}
+
+/* What the job's host call did comes before the destroy that sees the
+ * hold gone (release, then acquire); the last hold wakes the waiter, whose
+ * object stays in the table meanwhile. */
+void
+gpud_object_release(struct gpud_object *obj)
+{
+   if (atomic_fetch_sub_explicit(&obj->compile_refs, 1, memory_order_release) == 1)
+      util_futex_wake(&obj->compile_refs);
+}
+
+void
+gpud_object_wait_released(struct gpud_object *obj)
+{
+   uint32_t holds;
+   while ((holds = atomic_load_explicit(&obj->compile_refs, memory_order_acquire)))
+      util_futex_wait(&obj->compile_refs, holds, 1000000000ull);
 }

@@ -62,7 +62,7 @@ struct gpud_object {
    /* made by a compile job that has not ended (gpud_compile.c): not usable
     * yet; and the jobs that use this object */
    atomic_bool pending;
-   atomic_uint compile_refs;
+   _Atomic uint32_t compile_refs; /* gpud_object_hold */
    atomic_bool lost;                 /* devices: an asynchronous call failed (or
                                       * gpudctl inject lose-device) */
    VkDebugUtilsMessengerEXT messenger; /* instances, when validating */
@@ -144,6 +144,16 @@ struct gpud_object {
 
 /* The object with this id, or NULL. */
 struct gpud_object *gpud_object_find(struct gpud_context *ctx, uint64_t id);
+/* A compile job's hold on an object it uses, from another thread
+ * (gpud_compile.c), let go when the job ends; a command that destroys the
+ * object waits for every hold to go first. */
+static inline void
+gpud_object_hold(struct gpud_object *obj)
+{
+   atomic_fetch_add_explicit(&obj->compile_refs, 1, memory_order_relaxed);
+}
+void gpud_object_release(struct gpud_object *obj);
+void gpud_object_wait_released(struct gpud_object *obj);
 /* Puts a new object in the table and counts it (-EEXIST: the id is taken;
  * -ENOMEM); takes it out again and uncounts it. */
 int gpud_object_insert(struct gpud_context *ctx, struct gpud_object *obj);

@@ -18,7 +18,7 @@
  * vendors, and a denied call they might make fails with EPERM instead of
  * killing the worker.  See docs/security.md.
  */
-#include "gpud_worker.h"
+#include "gpud_sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>

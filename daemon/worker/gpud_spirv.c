@@ -11,8 +11,7 @@
  * that is no whole number of words is refused in every mode: the module's
  * words are what the wire carries.
  */
-#include "gpud_call.h"
-#include "gpud_compile.h"
+#include "gpud_spirv.h"
 
 #include <spirv-tools/libspirv.h>
 #include <stdio.h>
@@ -98,6 +97,17 @@ code_valid(struct gpud_context *ctx, const char *command, const void *code, size
    return !strict;
 }
 
+/* A struct of the given type in a chain, or NULL. */
+static const void *
+chained(const void *chain, VkStructureType type)
+{
+   for (const VkBaseInStructure *c = chain; c; c = c->pNext) {
+      if (c->sType == type)
+         return c;
+   }
+   return NULL;
+}
+
 bool
 gpud_spirv_module_valid(struct gpud_context *ctx, const char *command,
                         const VkShaderModuleCreateInfo *info)
@@ -119,19 +129,45 @@ gpud_spirv_stages_valid(struct gpud_context *ctx, const char *command,
    return true;
 }
 
-void
-gpud_exec_vkCreateShaderModule(struct gpud_call *call, struct wire_args_vkCreateShaderModule *a)
+bool
+gpud_spirv_pipelines_valid(struct gpud_context *ctx, uint32_t op, const void *args)
 {
-   /* validated and made on a compile thread (validation takes
-    * milliseconds for a big module) */
-   if (call->disp->CreateShaderModule &&
-       gpud_compile_defer(call, WIRE_OP_vkCreateShaderModule, a, false))
-      return;
-   if (!gpud_spirv_module_valid(call->ctx, "vkCreateShaderModule", a->pCreateInfo)) {
-      a->ret = VK_ERROR_INVALID_SHADER_NV;
-      return;
+#ifdef WIRE_HAS_vkCreateRayTracingPipelinesKHR
+   if (op == WIRE_OP_vkCreateRayTracingPipelinesKHR) {
+      const struct wire_args_vkCreateRayTracingPipelinesKHR *a = args;
+      for (uint32_t i = 0; i < a->createInfoCount; i++) {
+         if (!gpud_spirv_stages_valid(ctx, "vkCreateRayTracingPipelinesKHR",
+                                      a->pCreateInfos[i].pStages, a->pCreateInfos[i].stageCount))
+            return false;
+      }
+      return true;
    }
-   gpud_gen_exec_vkCreateShaderModule(call, a);
+#endif
+   if (op == WIRE_OP_vkCreateComputePipelines) {
+      const struct wire_args_vkCreateComputePipelines *a = args;
+      for (uint32_t i = 0; i < a->createInfoCount; i++) {
+         if (!gpud_spirv_stages_valid(ctx, "vkCreateComputePipelines", &a->pCreateInfos[i].stage,
+                                      1))
+            return false;
+      }
+      return true;
+   }
+   const struct wire_args_vkCreateGraphicsPipelines *a = args;
+   for (uint32_t i = 0; i < a->createInfoCount; i++) {
+      const VkGraphicsPipelineCreateInfo *ci = &a->pCreateInfos[i];
+      if (!gpud_spirv_stages_valid(ctx, "vkCreateGraphicsPipelines", ci->pStages,
+                                   ci->stageCount))
+         return false;
+      /* VK_NV_device_generated_commands: the shader groups' stages too */
+      const VkGraphicsPipelineShaderGroupsCreateInfoNV *groups =
+         chained(ci->pNext, VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV);
+      for (uint32_t g = 0; groups && g < groups->groupCount; g++) {
+         if (!gpud_spirv_stages_valid(ctx, "vkCreateGraphicsPipelines",
+                                      groups->pGroups[g].pStages, groups->pGroups[g].stageCount))
+            return false;
+      }
+   }
+   return true;
 }
 
 /* VK_EXT_shader_module_identifier: the host reads the code here too. */

@@ -31,6 +31,7 @@
 
 #include "gpud_client.h"
 #include "gpud_limits.h"
+#include "gpud_sandbox.h"
 #include "gpud_sched_worker.h"
 #include "util_log.h"
 #include "util_memfd.h"

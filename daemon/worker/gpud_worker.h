@@ -41,6 +41,3 @@ int gpud_worker_process_main(const struct gpud_worker_options *opt);
 /* Thread isolation: serves one client on the calling thread with the
  * server's host driver, releases everything, closes control_fd, returns. */
 void gpud_worker_thread_main(int control_fd, const struct gpud_host *host);
-
-/* The worker's system-call filter and process hardening (gpud_sandbox.c). */
-int gpud_sandbox_enter(void);
