@@ -124,7 +124,8 @@ parse_render(const char *s, char out[32])
    size_t n = strspn(digits, "0123456789");
    if (!n || n > 6 || digits[n])
       return false;
-   snprintf(out, 32, "%s", s);
+   memcpy(out, s, 7 + n); /* renderD and at most 6 digits */
+   out[7 + n] = '\0';
    return true;
 }
 

@@ -3255,7 +3255,13 @@ def extension_report(gen):
     structs = {}
     for name, (e, cmds, types) in reg.extensions.items():
         for t in Gen.own_items(e, 'type'):
-            if t in reg.structs:
+            # an extension promoted later names its structures by aliases
+            # (VkPhysicalDeviceSwapchainMaintenance1FeaturesEXT), which is
+            # what vulkaninfo prints for it
+            target = t
+            while target in reg.type_alias:
+                target = reg.type_alias[target]
+            if target in reg.structs:
                 structs.setdefault(t, name)
     return {
         'vk_xml': reg.header_version,

@@ -93,7 +93,7 @@ static void
 write_text(const char *dir, const char *name, const char *text)
 {
    char path[512];
-   snprintf(path, sizeof(path), "%s/%s", dir, name);
+   CHECK(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path));
    FILE *f = fopen(path, "w");
    CHECK(f);
    fputs(text, f);
@@ -105,7 +105,8 @@ static void
 make_dir(const char *root, const char *a, const char *b)
 {
    char path[512];
-   snprintf(path, sizeof(path), "%s/%s%s%s", root, a, b ? "/" : "", b ? b : "");
+   CHECK(snprintf(path, sizeof(path), "%s/%s%s%s", root, a, b ? "/" : "", b ? b : "") <
+         (int)sizeof(path));
    CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
 }
 
@@ -115,12 +116,12 @@ fake_node(const char *root, const char *name, const char *dev, const char *ueven
 {
    char path[512];
    make_dir(root, "class/drm", name);
-   snprintf(path, sizeof(path), "%s/class/drm/%s", root, name);
+   CHECK(snprintf(path, sizeof(path), "%s/class/drm/%s", root, name) < (int)sizeof(path));
    if (dev)
       write_text(path, "dev", dev);
-   snprintf(path, sizeof(path), "%s/device", name);
+   CHECK(snprintf(path, sizeof(path), "%s/device", name) < (int)sizeof(path));
    make_dir(root, "class/drm", path);
-   snprintf(path, sizeof(path), "%s/class/drm/%s/device", root, name);
+   CHECK(snprintf(path, sizeof(path), "%s/class/drm/%s/device", root, name) < (int)sizeof(path));
    if (uevent)
       write_text(path, "uevent", uevent);
 }
@@ -334,7 +335,7 @@ test_libdrm_nodes(void)
    for (size_t i = 0; i < n; i++) {
       char path[64];
       struct stat st;
-      snprintf(path, sizeof(path), "/dev/dri/%s", nodes[i].name);
+      CHECK(snprintf(path, sizeof(path), "/dev/dri/%s", nodes[i].name) < (int)sizeof(path));
       CHECK_SYS(stat(path, &st));
       CHECK_INT(minor(st.st_rdev), ==, nodes[i].minor);
    }
