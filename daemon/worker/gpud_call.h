@@ -104,6 +104,16 @@ struct gpud_object *gpud_call_named(struct gpud_call *call, VkObjectType type, u
 /* The command the calling thread runs (for the validation messenger), or
  * NULL between commands. */
 struct gpud_call *gpud_call_current(void);
+/* A structure of the given type in a decoded (so writable) chain, or NULL. */
+static inline void *
+gpud_chain_find(const void *chain, VkStructureType type)
+{
+   for (VkBaseOutStructure *c = (VkBaseOutStructure *)chain; c; c = c->pNext) {
+      if (c->sType == type)
+         return c;
+   }
+   return NULL;
+}
 /* Marks a buffer or image bound to memory. */
 void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
                           uint64_t memory);

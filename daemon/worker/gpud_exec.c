@@ -27,17 +27,6 @@
 #include "util_macros.h"
 #include "util_memfd.h"
 
-/* A struct of the given type in a decoded (so writable) chain, or NULL. */
-static void *
-find_in_chain(const void *chain, VkStructureType type)
-{
-   for (VkBaseOutStructure *c = (VkBaseOutStructure *)chain; c; c = c->pNext) {
-      if (c->sType == type)
-         return c;
-   }
-   return NULL;
-}
-
 /* ---- instances and physical devices --------------------------------------- */
 
 /* An instance's or a device's objects go once the pipelines being made
@@ -686,9 +675,9 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
     * way out that does not hand it on), and whether the memory may be
     * exported. */
    VkImportMemoryFdInfoKHR *import =
-      find_in_chain(info->pNext, VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR);
+      gpud_chain_find(info->pNext, VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR);
    VkExportMemoryAllocateInfo *export =
-      find_in_chain(info->pNext, VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO);
+      gpud_chain_find(info->pNext, VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO);
    if (info->memoryTypeIndex >= host->memory.memoryTypeCount ||
        gpud_inject_fail_alloc(call->ctx)) {
       if (import)
@@ -1002,7 +991,7 @@ static void
 external_add(const void **pnext, VkStructureType stype, struct external_patch *p)
 {
    p->next = *pnext;
-   VkBaseOutStructure *theirs = (VkBaseOutStructure *)find_in_chain(*pnext, stype);
+   VkBaseOutStructure *theirs = (VkBaseOutStructure *)gpud_chain_find(*pnext, stype);
    if (theirs) {
       /* the application's own handle types stay; host-visible memory is a
        * host allocation besides (both structures keep them after pNext) */
@@ -1063,7 +1052,7 @@ image_info_patch(struct gpud_call *call, VkImageCreateInfo *info, struct externa
       return;
 #ifdef VK_NV_optical_flow
    /* an optical flow engine's images, as the video engines': made as asked */
-   if (find_in_chain(info->pNext, VK_STRUCTURE_TYPE_OPTICAL_FLOW_IMAGE_FORMAT_INFO_NV))
+   if (gpud_chain_find(info->pNext, VK_STRUCTURE_TYPE_OPTICAL_FLOW_IMAGE_FORMAT_INFO_NV))
       return;
 #endif
    /* only where the host can import memory for such an image */
@@ -1394,7 +1383,7 @@ static bool
 feedback_fits(struct gpud_call *call, const void *chain, uint32_t stages)
 {
    const VkPipelineCreationFeedbackCreateInfo *f =
-      find_in_chain(chain, VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO);
+      gpud_chain_find(chain, VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO);
    if (!f || f->pipelineStageCreationFeedbackCount == 0 ||
        f->pipelineStageCreationFeedbackCount == stages)
       return true;

@@ -239,3 +239,52 @@ gpud_exec_vkGetFenceFdKHR(struct gpud_call *call, struct wire_args_vkGetFenceFdK
    if (fence && a->ret == VK_SUCCESS)
       gpud_queue_fence_gone(fence, true);
 }
+
+/* ---- what can be asked about external memory ------------------------------------ */
+
+/* The memory handle types a client can use through gpud: fds.  A host
+ * allocation (VK_EXT_external_memory_host) is an address in the
+ * application's process, which gpud does not carry (it uses it itself, for
+ * host-visible memory), and the host's answers about it, or about handle
+ * types of other platforms, are not the client's: an application that took
+ * them would import a host pointer with commands it does not have. */
+#define CARRIED_MEMORY_HANDLES                                                                     \
+   (VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT | VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT)
+
+static void
+carried_memory_only(VkExternalMemoryProperties *p)
+{
+   p->exportFromImportedHandleTypes &= CARRIED_MEMORY_HANDLES;
+   p->compatibleHandleTypes &= CARRIED_MEMORY_HANDLES;
+}
+
+void
+gpud_exec_vkGetPhysicalDeviceExternalBufferProperties(
+   struct gpud_call *call, struct wire_args_vkGetPhysicalDeviceExternalBufferProperties *a)
+{
+   VkExternalMemoryProperties *p = &a->pExternalBufferProperties->externalMemoryProperties;
+   if (!(a->pExternalBufferInfo->handleType & CARRIED_MEMORY_HANDLES)) {
+      /* a handle type the implementation does not support: no features */
+      memset(p, 0, sizeof(*p));
+      return;
+   }
+   gpud_gen_exec_vkGetPhysicalDeviceExternalBufferProperties(call, a);
+   carried_memory_only(p);
+}
+
+void
+gpud_exec_vkGetPhysicalDeviceImageFormatProperties2(
+   struct gpud_call *call, struct wire_args_vkGetPhysicalDeviceImageFormatProperties2 *a)
+{
+   const VkPhysicalDeviceExternalImageFormatInfo *info = gpud_chain_find(
+      a->pImageFormatInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_IMAGE_FORMAT_INFO);
+   if (info && info->handleType && !(info->handleType & CARRIED_MEMORY_HANDLES)) {
+      a->ret = VK_ERROR_FORMAT_NOT_SUPPORTED;
+      return;
+   }
+   gpud_gen_exec_vkGetPhysicalDeviceImageFormatProperties2(call, a);
+   VkExternalImageFormatProperties *props = gpud_chain_find(
+      a->pImageFormatProperties->pNext, VK_STRUCTURE_TYPE_EXTERNAL_IMAGE_FORMAT_PROPERTIES);
+   if (a->ret == VK_SUCCESS && props)
+      carried_memory_only(&props->externalMemoryProperties);
+}

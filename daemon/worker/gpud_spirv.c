@@ -97,17 +97,6 @@ code_valid(struct gpud_context *ctx, const char *command, const void *code, size
    return !strict;
 }
 
-/* A struct of the given type in a chain, or NULL. */
-static const void *
-chained(const void *chain, VkStructureType type)
-{
-   for (const VkBaseInStructure *c = chain; c; c = c->pNext) {
-      if (c->sType == type)
-         return c;
-   }
-   return NULL;
-}
-
 bool
 gpud_spirv_module_valid(struct gpud_context *ctx, const char *command,
                         const VkShaderModuleCreateInfo *info)
@@ -160,7 +149,7 @@ gpud_spirv_pipelines_valid(struct gpud_context *ctx, uint32_t op, const void *ar
          return false;
       /* VK_NV_device_generated_commands: the shader groups' stages too */
       const VkGraphicsPipelineShaderGroupsCreateInfoNV *groups =
-         chained(ci->pNext, VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV);
+         gpud_chain_find(ci->pNext, VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV);
       for (uint32_t g = 0; groups && g < groups->groupCount; g++) {
          if (!gpud_spirv_stages_valid(ctx, "vkCreateGraphicsPipelines",
                                       groups->pGroups[g].pStages, groups->pGroups[g].stageCount))

@@ -14,7 +14,10 @@
  *              its own mapping and through a GPU copy.  B also checks that a
  *              successful import took its fd (the number is closed).  The
  *              buffers move between the two with queue family ownership
- *              transfers to and from VK_QUEUE_FAMILY_EXTERNAL.
+ *              transfers to and from VK_QUEUE_FAMILY_EXTERNAL.  Last, A
+ *              checks that the memory handle types of extensions the
+ *              device does not list (host allocations, dma-bufs) have no
+ *              features, for buffers and for images.
  *   forged     Imports of fds that are not memory a Vulkan implementation
  *              exported: a regular file, a pipe, /dev/null, a socket, a
  *              sealed memfd smaller than the allocation, a memfd of the
@@ -234,6 +237,70 @@ buffer_fd_features(const struct vkt_context *ctx)
       vkt_fail("opaque fd memory is not compatible with itself "
                "(compatibleHandleTypes 0x%x)", m->compatibleHandleTypes);
    return m->externalMemoryFeatures;
+}
+
+/* Handle types of extensions the device does not list are not supported:
+ * no features for a buffer, and no image format (libplacebo imports a host
+ * pointer where the query says it may, whether or not the extension is
+ * there).  Prints what it checked. */
+static void
+unlisted_handle_types(const struct vkt_context *ctx)
+{
+   static const struct {
+      VkExternalMemoryHandleTypeFlagBits type;
+      const char *extension;
+   } types[] = {
+      {VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, "VK_EXT_external_memory_host"},
+      {VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_MAPPED_FOREIGN_MEMORY_BIT_EXT,
+       "VK_EXT_external_memory_host"},
+      {VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT, "VK_EXT_external_memory_dma_buf"},
+   };
+   unsigned checked = 0;
+   for (size_t i = 0; i < VKT_ARRAY_SIZE(types); i++) {
+      if (vkt_device_has_extension(ctx->physical_device, types[i].extension))
+         continue;
+      const VkPhysicalDeviceExternalBufferInfo info = {
+         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO,
+         .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+         .handleType = types[i].type,
+      };
+      VkExternalBufferProperties props = {
+         .sType = VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES,
+      };
+      vkGetPhysicalDeviceExternalBufferProperties(ctx->physical_device, &info, &props);
+      if (props.externalMemoryProperties.externalMemoryFeatures)
+         vkt_fail("handle type 0x%x of %s, which the device does not list, has features 0x%x "
+                  "for a buffer", types[i].type, types[i].extension,
+                  props.externalMemoryProperties.externalMemoryFeatures);
+      const VkPhysicalDeviceExternalImageFormatInfo ext = {
+         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_IMAGE_FORMAT_INFO,
+         .handleType = types[i].type,
+      };
+      const VkPhysicalDeviceImageFormatInfo2 fmt = {
+         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_IMAGE_FORMAT_INFO_2,
+         .pNext = &ext,
+         .format = VK_FORMAT_R8G8B8A8_UNORM,
+         .type = VK_IMAGE_TYPE_2D,
+         .tiling = VK_IMAGE_TILING_LINEAR,
+         .usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT,
+      };
+      VkExternalImageFormatProperties ext_props = {
+         .sType = VK_STRUCTURE_TYPE_EXTERNAL_IMAGE_FORMAT_PROPERTIES,
+      };
+      VkImageFormatProperties2 fmt_props = {
+         .sType = VK_STRUCTURE_TYPE_IMAGE_FORMAT_PROPERTIES_2,
+         .pNext = &ext_props,
+      };
+      VkResult r = vkGetPhysicalDeviceImageFormatProperties2(ctx->physical_device, &fmt,
+                                                             &fmt_props);
+      if (r == VK_SUCCESS && ext_props.externalMemoryProperties.externalMemoryFeatures)
+         vkt_fail("handle type 0x%x of %s, which the device does not list, has features 0x%x "
+                  "for an image", types[i].type, types[i].extension,
+                  ext_props.externalMemoryProperties.externalMemoryFeatures);
+      checked++;
+   }
+   printf(PROG ": share: handle types: OK: %u of extensions the device does not list have "
+          "no features\n", checked);
 }
 
 /* A host-visible memory type for the requirements, coherent preferred. */
@@ -568,6 +635,7 @@ mode_share(void)
       share_round(&ctx, false, &readback);
    share_round(&ctx, true, &readback);
    vkt_buffer_destroy(&ctx, &readback);
+   unlisted_handle_types(&ctx);
    printf(PROG ": share: OK: on '%s'\n", ctx.props.deviceName);
    vkt_context_finish(&ctx);
    return 0;
