@@ -935,7 +935,8 @@ wsi_get_swapchain_images(VkSwapchainKHR swapchain, uint32_t *count, VkImage *ima
 static void
 deadline_of(uint64_t timeout, struct timespec *ts)
 {
-   uint64_t ns = timeout > UINT64_MAX - wsi_now_ns() ? UINT64_MAX : wsi_now_ns() + timeout;
+   const uint64_t now = util_now_ns();
+   uint64_t ns = timeout > UINT64_MAX - now ? UINT64_MAX : now + timeout;
    ts->tv_sec = (time_t)(ns / 1000000000ull);
    ts->tv_nsec = (long)(ns % 1000000000ull);
 }

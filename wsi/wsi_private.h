@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 
+#include "util_time.h"
 #include "wsi.h"
 
 #define WSI_MAX_IMAGES 16
@@ -101,8 +102,6 @@ void wsi_present_completed(struct wsi_swapchain *sc, uint64_t serial);
 void wsi_swapchain_set_status(struct wsi_swapchain *sc, VkResult status);
 /* Makes a present thread in wait_events() return. */
 void wsi_swapchain_wake(struct wsi_swapchain *sc);
-
-uint64_t wsi_now_ns(void);
 
 /* The window systems' halves. */
 extern const struct wsi_platform wsi_x11_platform;

@@ -7,16 +7,7 @@
  */
 #include "wsi_private.h"
 
-#include <time.h>
 #include <unistd.h>
-
-uint64_t
-wsi_now_ns(void)
-{
-   struct timespec ts;
-   clock_gettime(CLOCK_MONOTONIC, &ts);
-   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void
 wsi_image_released(struct wsi_swapchain *sc, struct wsi_image *image)

@@ -36,7 +36,7 @@ struct x11_data {
    uint32_t event_id;
    bool complete_pending; /* a present not yet shown (FIFO waits for it) */
    uint64_t last_msc;     /* the refresh of the last present shown */
-   uint64_t quiet_since;  /* no event since (wsi_now_ns()) */
+   uint64_t quiet_since;  /* no event since (util_now_ns()) */
 };
 
 static void
@@ -195,7 +195,7 @@ x11_init(struct wsi_swapchain *sc)
           (extent.width != sc->extent.width || extent.height != sc->extent.height))
          wsi_swapchain_set_status(sc, VK_ERROR_OUT_OF_DATE_KHR);
    }
-   x->quiet_since = wsi_now_ns();
+   x->quiet_since = util_now_ns();
    xcb_flush(x->conn);
    return xcb_connection_has_error(x->conn) ? VK_ERROR_SURFACE_LOST_KHR : VK_SUCCESS;
 }
@@ -353,7 +353,7 @@ static VkResult
 x11_wait_events(struct wsi_swapchain *sc, uint64_t timeout_ns)
 {
    struct x11_data *x = sc->platform_data;
-   uint64_t deadline = wsi_now_ns() + timeout_ns;
+   uint64_t deadline = util_now_ns() + timeout_ns;
    /* Busy: a present not shown yet, or the application may be waiting for
     * an image. Otherwise only a resize or the window's end can come, and
     * both can wait: the thread sleeps longer and asks the server nothing. */
@@ -373,7 +373,7 @@ x11_wait_events(struct wsi_swapchain *sc, uint64_t timeout_ns)
          handle_event(sc, x, event);
          handled = true;
       }
-      uint64_t now = wsi_now_ns();
+      uint64_t now = util_now_ns();
       if (handled)
          x->quiet_since = now;
       if (handled || now >= deadline) {

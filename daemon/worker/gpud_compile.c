@@ -497,11 +497,7 @@ gpud_compile_drain_for(struct gpud_context *ctx, uint64_t timeout_ns)
    struct gpud_compile *c = ctx->compile;
    if (!c)
       return;
-   struct timespec until;
-   clock_gettime(CLOCK_REALTIME, &until);
-   uint64_t ns = (uint64_t)until.tv_nsec + timeout_ns;
-   until.tv_sec += (time_t)(ns / 1000000000);
-   until.tv_nsec = (long)(ns % 1000000000);
+   const struct timespec until = util_realtime_after(timeout_ns);
    pthread_mutex_lock(&c->mutex);
    while ((c->queued || c->running) &&
           pthread_cond_timedwait(&c->ended, &c->mutex, &until) == 0)

@@ -2662,9 +2662,9 @@ def test_external(fx):
     imported by another (a plain and a dedicated allocation), each side
     checking the other's fill through its mapping and on its GPU, the
     import taking the importer's fd; handle types of extensions the device
-    does not list (gpud's: host allocations) have no features.  semaphore: a semaphore and a fence
-    passed the same way, as sync fds or else opaque fds (the NVIDIA driver
-    without DRM), where the device has them (on lavapipe 22.3 it has
+    does not list (gpud's: host allocations) have no features.  semaphore:
+    a semaphore and a fence passed the same way, as sync fds or else opaque
+    fds (the NVIDIA driver without DRM), where the device has them (on lavapipe 22.3 it has
     neither: skipped, but only where the host driver itself lacks them).
     forged (gpud only): fds that are no exported memory are refused with
     VK_ERROR_INVALID_EXTERNAL_HANDLE, each with a log line, the fd left to
@@ -2683,7 +2683,7 @@ def test_external(fx):
                     r"share: OK: on '[^']*%s" % name]
         # gpud lists no VK_EXT_external_memory_host: its handle types have
         # no features through it (libplacebo would import a host pointer)
-        expected.append(r'share: handle types: OK: %s' % ('\d+' if fx.direct else '[1-9]'))
+        expected.append(r'share: handle types: OK: %s' % (r'\d+' if fx.direct else '[1-9]'))
         if not re.search(r'^vk_external: share: plain: skipped', out, re.M):
             expected += [r'share: plain: OK: ', r'import: plain: OK: ']
         missing = [e for e in expected
