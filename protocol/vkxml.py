@@ -132,12 +132,12 @@ class Member:
                 continue
             text += (child.text or '') + (child.tail or '')
         self.text = text.strip()
-        before_name = text.split(self.name)[0]
+        # (the name as a word: VkMicromapCreateInfoEXT holds "pCreateInfo")
+        before_name, after_name = re.split(r'\b' + re.escape(self.name) + r'\b', text, 1)
         self.const = 'const' in before_name.split(self.type)[0] if self.type in before_name else False
         self.ptr = before_name.count('*')
         # For "const char* const*", the outer pointer is const too.
         self.const_ptr = self.ptr == 2 and before_name.count('const') >= 2
-        after_name = text.split(self.name, 1)[1]
         self.dims = re.findall(r'\[([^\]]+)\]', after_name)
         self.bitfield = ':' in after_name
         # a bitfield's width in bits
