@@ -4,8 +4,9 @@
 # Builds the project and runs gpud_bench against lavapipe directly and
 # through a private gpud started for the run.
 #
-#   bench/run_bench.sh [BUILD_DIR] [gpud_bench options...]
+#   bench/run_bench.sh [BUILD_DIR] [--gpu] [gpud_bench options...]
 #
+# --gpu runs gpu_bench (the GPU's own work) instead of gpud_bench.
 # BUILD_DIR defaults to ./build (an already configured Meson build dir).
 # Overrides: GPUD (daemon), GPUD_ARGS (more daemon options, for example
 # --isolation=thread or --validate), ICD_MANIFEST (gpud's build-dir manifest),
@@ -18,6 +19,11 @@ if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
    shift
 fi
 [ -d "$build" ] || { echo "run_bench.sh: no build directory $build" >&2; exit 1; }
+program=gpud_bench
+if [ "${1:-}" = "--gpu" ]; then
+   program=gpu_bench
+   shift
+fi
 
 meson compile -C "$build" >&2
 
@@ -97,4 +103,4 @@ else
    export VK_ICD_FILENAMES="$LAVAPIPE_MANIFEST:$ICD_MANIFEST"
 fi
 
-"$build/bench/gpud_bench" "$@"
+"$build/bench/$program" "$@"
