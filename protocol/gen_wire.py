@@ -2984,6 +2984,16 @@ def emit_alias_names(gen, w, commands, prefixes, more_prefixes):
                 w(f'#define {prefix}{alias} {prefix}{name}')
 
 
+def emit_alias_loads(gen, w, name, gpa, handle):
+    """A host driver answers a command promoted to a core version later than
+    the host instance's by the name its extension gave it (the host instance
+    has the application's API version): where the core name finds nothing,
+    the earlier names."""
+    for alias in gen.command_aliases(name):
+        w(f'   if (!d->{name[2:]})')
+        w(f'      d->{name[2:]} = (PFN_{name})d->{gpa}({handle}, "{alias}");')
+
+
 def emit_icd_header(gen, w):
     reg = gen.reg
     w('#pragma once')
@@ -3065,6 +3075,7 @@ def emit_gpud(gen, w, hw):
         if name in ('vkGetInstanceProcAddr', 'vkGetDeviceProcAddr') or name in gen.private or name in gen.wsi_commands:
             continue
         w(f'   d->{name[2:]} = (PFN_{name})d->GetInstanceProcAddr(instance, "{name}");')
+        emit_alias_loads(gen, w, name, 'GetInstanceProcAddr', 'instance')
     w('   d->GetDeviceProcAddr = (PFN_vkGetDeviceProcAddr)d->GetInstanceProcAddr(instance, "vkGetDeviceProcAddr");')
     w('}\n')
     w('void\ngpud_host_dispatch_load_device(struct gpud_host_dispatch *d, VkDevice device)\n{')
@@ -3074,6 +3085,7 @@ def emit_gpud(gen, w, hw):
         if t in ('VkDevice', 'VkQueue', 'VkCommandBuffer') and name != 'vkGetDeviceProcAddr' and \
                 name not in gen.private and name not in gen.wsi_commands:
             w(f'   d->{name[2:]} = (PFN_{name})d->GetDeviceProcAddr(device, "{name}");')
+            emit_alias_loads(gen, w, name, 'GetDeviceProcAddr', 'device')
     w('}\n')
     # default executors (none for gpud's own commands: the daemon has them)
     for name in gen.wire_commands:

@@ -48,6 +48,7 @@ struct gpud_call {
    uint32_t new_heap;
    /* validation messenger of a new instance */
    VkDebugUtilsMessengerEXT new_messenger;
+   uint32_t new_api_version; /* a new instance: its host apiVersion */
    char validation_error[256];
    /* create flags of a new buffer or image, and a buffer's size (a query
     * pool's queries, and values per query) */

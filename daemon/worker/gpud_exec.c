@@ -39,30 +39,39 @@ destroy_all(struct gpud_context *ctx, struct gpud_object *device, struct gpud_ob
    gpud_lifetime_destroy(ctx, device, instance);
 }
 
+/* The lowest API version of the host instance: what gpud's own calls
+ * need (properties and features structures, external memory). */
+#define HOST_API_FLOOR VK_API_VERSION_1_1
+
 void
 gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInstance *a)
 {
    const struct gpud_host *host = call->ctx->host;
-   /* The host instance is the daemon's: its own layers (none) and
-    * extensions (VK_EXT_debug_utils where the host has it, for object names
-    * and labels), and the highest version gpud carries. */
+   /* The host instance is made with the application's own application
+    * info (the host driver tunes by its names and versions, and compiles
+    * shaders by its API version: the NVIDIA driver's code for one shader
+    * differs between 1.3 and 1.4) at gpud's floor at least, with the
+    * daemon's extensions (VK_EXT_debug_utils where the host has it, for
+    * object names and labels) and no layers.  docs/architecture.md, "What
+    * the host driver receives". */
    static const char *const debug_utils = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
    VkApplicationInfo app = {
       .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-      .pApplicationName = call->ctx->info.name,
-      .pEngineName = "gpud",
-      .apiVersion = WIRE_API_VERSION,
+      .apiVersion = VK_API_VERSION_1_0,
    };
    if (a->pCreateInfo->pApplicationInfo) {
-      app.applicationVersion = a->pCreateInfo->pApplicationInfo->applicationVersion;
-      app.engineVersion = a->pCreateInfo->pApplicationInfo->engineVersion;
+      app = *a->pCreateInfo->pApplicationInfo;
+      app.pNext = NULL;
    }
+   if (app.apiVersion < HOST_API_FLOOR)
+      app.apiVersion = HOST_API_FLOOR;
    VkInstanceCreateInfo ci = {
       .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
       .pApplicationInfo = &app,
       .enabledExtensionCount = host->has_debug_utils ? 1 : 0,
       .ppEnabledExtensionNames = &debug_utils,
    };
+   call->new_api_version = app.apiVersion;
    VkDebugUtilsMessengerCreateInfoEXT messenger;
    gpud_validate_instance_info(call, &ci, &messenger);
    PFN_vkCreateInstance create =
@@ -384,6 +393,16 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
 
 /* ---- devices -------------------------------------------------------------- */
 
+static bool
+ext_listed(const char *const *exts, uint32_t n, const char *name)
+{
+   for (uint32_t i = 0; i < n; i++) {
+      if (!strcmp(exts[i], name))
+         return true;
+   }
+   return false;
+}
+
 /* The ICD's WSI waits for its present copies on a timeline semaphore: a
  * device with VK_KHR_swapchain gets the (Vulkan 1.2 core) feature whether
  * the application asked for it or not. The chain is the decoder's own
@@ -495,11 +514,8 @@ add_global_priority(struct gpud_call *call, int nice, VkDeviceCreateInfo *ci, co
       queues[i].pNext = &prio[i];
    }
    ci->pQueueCreateInfos = queues;
-   bool enabled = false;
-   for (uint32_t i = 0; i < *n_exts; i++)
-      enabled |= !strcmp(exts[i], VK_KHR_GLOBAL_PRIORITY_EXTENSION_NAME) ||
-                 !strcmp(exts[i], VK_EXT_GLOBAL_PRIORITY_EXTENSION_NAME);
-   if (!enabled)
+   if (!ext_listed(exts, *n_exts, VK_KHR_GLOBAL_PRIORITY_EXTENSION_NAME) &&
+       !ext_listed(exts, *n_exts, VK_EXT_GLOBAL_PRIORITY_EXTENSION_NAME))
       exts[(*n_exts)++] = ext;
    ci->enabledExtensionCount = *n_exts;
    ci->ppEnabledExtensionNames = exts;
@@ -512,7 +528,7 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    const struct gpud_host *host = call->ctx->host;
    const VkDeviceCreateInfo *in = a->pCreateInfo;
    keep_off_interrupt_cpus(call); /* before the host device starts its threads */
-   const char **exts = wire_dec_alloc(&call->dec, sizeof(char *) * (in->enabledExtensionCount + 3));
+   const char **exts = wire_dec_alloc(&call->dec, sizeof(char *) * (in->enabledExtensionCount + 4));
    if (!exts) {
       a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
       return;
@@ -584,10 +600,18 @@ gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice
    ci.enabledExtensionCount = n;
    ci.ppEnabledExtensionNames = exts;
    const struct wire_extension *swapchain = extension_carried(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
-   if (swapchain && enabled[swapchain - wire_extensions] &&
-       !enable_timeline_semaphores(call, &ci)) {
-      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
-      return;
+   if (swapchain && enabled[swapchain - wire_extensions]) {
+      if (!enable_timeline_semaphores(call, &ci)) {
+         a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+         return;
+      }
+      /* (below Vulkan 1.2 the feature is the extension's) */
+      if (call->instance->api_version < VK_API_VERSION_1_2 &&
+          host_has_extension(host_exts, n_host, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME) &&
+          !ext_listed(exts, n, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME)) {
+         exts[n++] = VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME;
+         ci.enabledExtensionCount = n;
+      }
    }
    /* what gpud reports off is never enabled on the host either, and what
     * gpud does itself is not asked of it */

@@ -77,6 +77,7 @@ adopt_dispatchable(struct gpud_call *call, struct gpud_object *obj)
       obj->instance = NULL;
       obj->messenger = call->new_messenger;
       call->new_messenger = VK_NULL_HANDLE;
+      obj->api_version = call->new_api_version;
       obj->disp->GetInstanceProcAddr = call->ctx->host->get_instance_proc_addr;
       gpud_host_dispatch_load_instance(obj->disp, (VkInstance)(uintptr_t)obj->handle);
    } else {

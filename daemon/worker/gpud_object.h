@@ -66,6 +66,7 @@ struct gpud_object {
    atomic_bool lost;                 /* devices: an asynchronous call failed (or
                                       * gpudctl inject lose-device) */
    VkDebugUtilsMessengerEXT messenger; /* instances, when validating */
+   uint32_t api_version;             /* instances: the host instance's */
    /* buffers and images: usable only once bound to memory (or sparse) */
    bool bound;
    bool sparse;
