@@ -176,6 +176,7 @@ class Fixture:
         self.daemon_ok = True
         self.extra_args = []   # more daemon options (a test's own)
         self.daemon_env = {}   # more of the daemon's environment (a test's own)
+        self.host_driver = args.lavapipe_manifest  # the daemon's --host-driver
 
     # -- environments --
 
@@ -232,7 +233,7 @@ class Fixture:
         env = dict(self.base_env(), **self.daemon_env)
         served = self.log_count('serving ')
         cmd = [self.args.gpud, '--socket', self.socket,
-               '--host-driver', self.args.lavapipe_manifest] + self.daemon_args()
+               '--host-driver', self.host_driver] + self.daemon_args()
         log('$ ' + ' '.join(cmd))
         with open(self.log_path, 'ab') as logf:
             logf.write(('--- %s\n' % ' '.join(cmd)).encode())
