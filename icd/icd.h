@@ -327,6 +327,7 @@ struct icd_device_memory {
    struct icd_object base;
    VkDeviceSize size;
    bool coherent;   /* flushes and invalidates need no daemon */
+   bool prefaulted; /* its pages were offered to the page tables (icd_memory.c) */
    void *map;       /* whole allocation mapped from the daemon's memfd */
    size_t map_size;
    /* a placed mapping (VK_EXT_map_memory_placed): the memfd (kept where

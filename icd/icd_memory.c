@@ -173,6 +173,25 @@ icd_vkImportFenceFdKHR(VkDevice device, const VkImportFenceFdInfoKHR *pImportFen
    return r;
 }
 
+/* A program fills what it maps: where the host driver made the pages
+ * already (the NVIDIA driver pins imported memory), they go into this
+ * process's page tables at its first map, in one call rather than one page
+ * fault a page (half the speed of filling them: docs/performance.md,
+ * "Mapped memory").  Small ranges fault as they are touched. */
+#define PREFAULT_MIN (256u << 10)
+
+static void
+prefault(struct icd_device_memory *mem, void *at, VkDeviceSize offset, VkDeviceSize size)
+{
+   if (mem->prefaulted)
+      return;
+   mem->prefaulted = true;
+   VkDeviceSize length = size == VK_WHOLE_SIZE || size > mem->size - offset ? mem->size - offset
+                                                                           : size;
+   if (length >= PREFAULT_MIN)
+      util_map_prefault(at, (size_t)length);
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkMapMemory(VkDevice device, VkDeviceMemory memory, VkDeviceSize offset, VkDeviceSize size,
                 VkMemoryMapFlags flags, void **ppData)
@@ -183,6 +202,7 @@ icd_vkMapMemory(VkDevice device, VkDeviceMemory memory, VkDeviceSize offset, VkD
    if (!mem->map || offset > mem->size)
       return VK_ERROR_MEMORY_MAP_FAILED;
    *ppData = (uint8_t *)mem->map + offset;
+   prefault(mem, *ppData, offset, size);
    return VK_SUCCESS;
 }
 
@@ -225,6 +245,8 @@ map_placed(struct icd_device_memory *mem, const VkMemoryMapInfoKHR *info, void *
    mem->placed = map;
    mem->placed_size = length;
    *ppData = map;
+   if (length >= PREFAULT_MIN)
+      util_map_prefault(map, length);
    return VK_SUCCESS;
 }
 

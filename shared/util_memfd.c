@@ -67,3 +67,26 @@ util_memfd_check(int fd, uint64_t size)
 
    return 0;
 }
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+bool
+util_map_prefault(void *addr, size_t length)
+{
+   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+   uintptr_t start = (uintptr_t)addr & ~(uintptr_t)(page - 1);
+   uintptr_t end = ((uintptr_t)addr + length + page - 1) & ~(uintptr_t)(page - 1);
+   if (!length || end <= start)
+      return false;
+   /* the first, a middle and the last page: there, or none is mapped */
+   const size_t pages = (end - start) / page;
+   const size_t samples[] = {0, pages / 2, pages - 1};
+   for (size_t i = 0; i < UTIL_ARRAY_SIZE(samples); i++) {
+      unsigned char resident = 0;
+      if (mincore((void *)(start + samples[i] * page), page, &resident) < 0 || !(resident & 1))
+         return false;
+   }
+   return madvise((void *)start, end - start, MADV_POPULATE_WRITE) == 0;
+}

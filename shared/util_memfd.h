@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Creates a memfd of the given size (MFD_CLOEXEC | MFD_ALLOW_SEALING),
@@ -13,3 +15,10 @@ int util_memfd_create(const char *name, uint64_t size, int *ret_fd);
  * fd it was sent (shared and writable).  -EPERM: it may shrink; -EACCES: it
  * is sealed against writing; -ERANGE: too small; else not a memfd. */
 int util_memfd_check(int fd, uint64_t size);
+
+/* Maps into this process's page tables, at once, the pages of a shared
+ * mapping [addr, addr+length) that already exist in its file (another
+ * process made them: a host driver that pinned them), so that the first
+ * writes take no page faults.  Allocates nothing: where the sampled pages
+ * are not there yet it does nothing.  Returns whether it mapped them. */
+bool util_map_prefault(void *addr, size_t length);
