@@ -233,6 +233,16 @@ print_statistics(const struct side *s)
       (PFN_vkGetPipelineExecutableStatisticsKHR)vkt_device_proc(
          &s->ctx, "vkGetPipelineExecutableStatisticsKHR");
    printf("%s:\n", s->ctx.props.deviceName);
+   const VkPhysicalDeviceMemoryProperties *m = &s->ctx.mem_props;
+   for (uint32_t i = 0; i < m->memoryTypeCount; i++)
+      printf("  memory type %u: flags 0x%x, heap %u (%llu MiB%s)\n", i,
+             m->memoryTypes[i].propertyFlags, m->memoryTypes[i].heapIndex,
+             (unsigned long long)(m->memoryHeaps[m->memoryTypes[i].heapIndex].size >> 20),
+             m->memoryHeaps[m->memoryTypes[i].heapIndex].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT
+                ? ", device-local" : "");
+   VkMemoryRequirements req;
+   vkGetBufferMemoryRequirements(dev, s->out.buffer, &req);
+   printf("  a storage buffer's memory types: 0x%x\n", req.memoryTypeBits);
    for (uint32_t i = 0; i < SHADER_COUNT; i++) {
       const VkPipelineExecutableInfoKHR info = {
          .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,

@@ -25,7 +25,7 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 
 programs="daemon/gpud daemon/gpudctl bench/gpud_bench bench/gpu_bench"
-for p in vk_compute vk_render vk_sync vk_pipelines vk_props vk_enum; do
+for p in vk_compute vk_render vk_sync vk_pipelines vk_props vk_enum vk_transfer; do
    [ -x "$build/tests/integration/$p" ] && programs="$programs tests/integration/$p"
 done
 # without their debugging sections (the bundle travels)

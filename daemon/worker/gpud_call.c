@@ -264,13 +264,14 @@ gpud_call_named(struct gpud_call *call, VkObjectType type, uint64_t handle)
 
 void
 gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
-                     uint64_t memory)
+                     uint64_t memory, uint64_t offset)
 {
    struct gpud_object *obj = gpud_call_named(call, type, handle);
    if (!obj)
       return;
    obj->bound = true;
    obj->memory = gpud_call_named(call, VK_OBJECT_TYPE_DEVICE_MEMORY, memory);
+   obj->memory_offset = offset;
 }
 
 /* Resets what one command left in call, keeping its buffers. */
@@ -293,6 +294,7 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->new_heap = 0;
    call->new_create_flags = 0;
    call->new_size = 0;
+   call->new_external = false;
    call->new_image_host_transfer = false;
    call->new_image_format = call->new_image_layers = call->new_image_levels = 0;
    memset(call->new_image_extent, 0, sizeof(call->new_image_extent));
@@ -308,6 +310,11 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
 static void
 call_cleanup(struct gpud_call *call)
 {
+   /* a buffer's twin whose buffer was never made */
+   if (call->new_twin && call->device)
+      call->device->disp->DestroyBuffer((VkDevice)(uintptr_t)call->device->handle,
+                                        (VkBuffer)(uintptr_t)call->new_twin, NULL);
+   call->new_twin = 0;
    /* an allocation whose object was never made */
    if (call->new_map) {
       munmap(call->new_map, call->new_map_size);

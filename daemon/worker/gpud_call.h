@@ -49,6 +49,9 @@ struct gpud_call {
    /* validation messenger of a new instance */
    VkDebugUtilsMessengerEXT new_messenger;
    uint32_t new_api_version; /* a new instance: its host apiVersion */
+   uint32_t new_host_type;   /* new memory: its host memory type */
+   bool new_external;        /* a new fence: exportable */
+   uint64_t new_twin;        /* a new buffer: its twin (gpud_exec.c) */
    char validation_error[256];
    /* create flags of a new buffer or image, and a buffer's size (a query
     * pool's queries, and values per query) */
@@ -115,9 +118,9 @@ gpud_chain_find(const void *chain, VkStructureType type)
    }
    return NULL;
 }
-/* Marks a buffer or image bound to memory. */
+/* Marks a buffer or image bound to memory, at offset. */
 void gpud_call_mark_bound(struct gpud_call *call, VkObjectType type, uint64_t handle,
-                          uint64_t memory);
+                          uint64_t memory, uint64_t offset);
 
 /* Recorded commands take no fds and make no objects: only what a command's
  * decoding changes is set again. */

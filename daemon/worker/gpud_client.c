@@ -186,6 +186,10 @@ log_profile(struct gpud_context *ctx)
                        (double)p->submit_ns[1] / 1e3 / (double)p->submits,
                        (double)p->submit_ns[2] / 1e3 / (double)p->submits,
                        (double)p->submit_ns[3] / 1e3 / (double)p->submits);
+   if (p->worker_copies)
+      gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                       "profile: %" PRIu64 " submissions of copies made by the worker",
+                       p->worker_copies);
    uint64_t jobs, jobs_ns;
    gpud_compile_profile(ctx, &jobs, &jobs_ns);
    if (jobs)

@@ -79,6 +79,7 @@ struct gpud_profile {
     * gpud's fence after it, the tracker's entry */
    uint64_t submit_ns[4];
    uint64_t submits;
+   uint64_t worker_copies; /* submissions of copies the worker made itself */
 };
 
 struct gpud_context {

@@ -13,6 +13,7 @@
 #include "gpud_queue.h"
 #include "gpud_sched_worker.h"
 #include "gpud_spirv.h"
+#include "gpud_transfer.h"
 #include "gpud_validate.h"
 #include "gpud_wait.h"
 
@@ -750,6 +751,7 @@ gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMe
    }
    call->new_bytes = size;
    call->new_heap = type->heapIndex;
+   call->new_host_type = info->memoryTypeIndex;
    if (!shared) {
       /* the host's own memory: its import and export as they are */
       if (export)
@@ -924,12 +926,17 @@ unbound(struct gpud_call *call, VkObjectType type, uint64_t handle)
    return obj && !obj->bound && !obj->sparse;
 }
 
-#define BOUND(type, handle, memory) \
-   gpud_call_mark_bound(call, type, (uint64_t)(uintptr_t)(handle), (uint64_t)(uintptr_t)(memory))
+static void twin_choose(struct gpud_call *call, VkBuffer *buffer, VkDeviceMemory memory);
+
+#define BOUND(type, handle, memory, offset)                                               \
+   gpud_call_mark_bound(call, type, (uint64_t)(uintptr_t)(handle), (uint64_t)(uintptr_t)(memory), \
+                        (offset))
 
 void
 gpud_exec_vkBindBufferMemory(struct gpud_call *call, struct wire_args_vkBindBufferMemory *a)
 {
+   if (unbound(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)a->buffer))
+      twin_choose(call, &a->buffer, a->memory);
    if (!unbound(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)a->buffer) ||
        !buffer_fits(call, a->buffer, a->memory, a->memoryOffset)) {
       gpud_call_fail(call, "the buffer is bound already or does not fit in its memory");
@@ -937,17 +944,19 @@ gpud_exec_vkBindBufferMemory(struct gpud_call *call, struct wire_args_vkBindBuff
    }
    gpud_gen_exec_vkBindBufferMemory(call, a);
    if (a->ret == VK_SUCCESS)
-      BOUND(VK_OBJECT_TYPE_BUFFER, a->buffer, a->memory);
+      BOUND(VK_OBJECT_TYPE_BUFFER, a->buffer, a->memory, a->memoryOffset);
 }
 
 void
 gpud_exec_vkBindBufferMemory2(struct gpud_call *call, struct wire_args_vkBindBufferMemory2 *a)
 {
    for (uint32_t i = 0; i < a->bindInfoCount; i++) {
-      const VkBindBufferMemoryInfo *b = &a->pBindInfos[i];
+      VkBindBufferMemoryInfo *b = (VkBindBufferMemoryInfo *)&a->pBindInfos[i]; /* ours */
       bool twice = false;
       for (uint32_t j = 0; j < i; j++)
          twice |= a->pBindInfos[j].buffer == b->buffer;
+      if (!twice && unbound(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)b->buffer))
+         twin_choose(call, &b->buffer, b->memory);
       if (twice || !unbound(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)b->buffer) ||
           !buffer_fits(call, b->buffer, b->memory, b->memoryOffset)) {
          gpud_call_fail(call, "a buffer is bound already or does not fit in its memory");
@@ -956,7 +965,8 @@ gpud_exec_vkBindBufferMemory2(struct gpud_call *call, struct wire_args_vkBindBuf
    }
    gpud_gen_exec_vkBindBufferMemory2(call, a);
    for (uint32_t i = 0; a->ret == VK_SUCCESS && i < a->bindInfoCount; i++)
-      BOUND(VK_OBJECT_TYPE_BUFFER, a->pBindInfos[i].buffer, a->pBindInfos[i].memory);
+      BOUND(VK_OBJECT_TYPE_BUFFER, a->pBindInfos[i].buffer, a->pBindInfos[i].memory,
+            a->pBindInfos[i].memoryOffset);
 }
 
 void
@@ -969,7 +979,7 @@ gpud_exec_vkBindImageMemory(struct gpud_call *call, struct wire_args_vkBindImage
    }
    gpud_gen_exec_vkBindImageMemory(call, a);
    if (a->ret == VK_SUCCESS)
-      BOUND(VK_OBJECT_TYPE_IMAGE, a->image, a->memory);
+      BOUND(VK_OBJECT_TYPE_IMAGE, a->image, a->memory, a->memoryOffset);
 }
 
 void
@@ -989,7 +999,8 @@ gpud_exec_vkBindImageMemory2(struct gpud_call *call, struct wire_args_vkBindImag
    }
    gpud_gen_exec_vkBindImageMemory2(call, a);
    for (uint32_t i = 0; a->ret == VK_SUCCESS && i < a->bindInfoCount; i++)
-      BOUND(VK_OBJECT_TYPE_IMAGE, a->pBindInfos[i].image, a->pBindInfos[i].memory);
+      BOUND(VK_OBJECT_TYPE_IMAGE, a->pBindInfos[i].image, a->pBindInfos[i].memory,
+            a->pBindInfos[i].memoryOffset);
 }
 
 /* Host-visible memory is imported host memory, and the API lets only
@@ -1129,16 +1140,101 @@ image_info_patch(struct gpud_call *call, VkImageCreateInfo *info, struct externa
 #endif
 }
 
+/* Whether a buffer gets a twin for imported host memory (gpud_object.h):
+ * where the host imports memfds, but not a sparse buffer (bound piece by
+ * piece by the host) nor one whose device address is replayed (a second
+ * buffer could not take the same address). */
+static bool
+wants_twin(struct gpud_call *call, const VkBufferCreateInfo *info)
+{
+   return call->ctx->host->has_external_memory_host &&
+          !(info->flags & (VK_BUFFER_CREATE_SPARSE_BINDING_BIT |
+                           VK_BUFFER_CREATE_DEVICE_ADDRESS_CAPTURE_REPLAY_BIT));
+}
+
+/* A buffer is made as asked, and (where it may be bound to host-visible
+ * memory) a twin able to take an imported host allocation: only its memory
+ * tells which one it needs, at its bind. */
 void
 gpud_exec_vkCreateBuffer(struct gpud_call *call, struct wire_args_vkCreateBuffer *a)
 {
    VkBufferCreateInfo *info = (VkBufferCreateInfo *)a->pCreateInfo; /* decoded: ours */
-   struct external_patch p;
-   buffer_info_patch(call, info, &p);
    call->new_create_flags = info->flags;
    call->new_size = info->size;
+   if (!wants_twin(call, info)) {
+      struct external_patch p;
+      buffer_info_patch(call, info, &p);
+      gpud_gen_exec_vkCreateBuffer(call, a);
+      external_restore(&info->pNext, &p);
+      return;
+   }
+   gpud_gen_exec_vkCreateBuffer(call, a);
+   if (a->ret != VK_SUCCESS)
+      return;
+   struct external_patch p;
+   buffer_info_patch(call, info, &p);
+   VkBuffer twin = VK_NULL_HANDLE;
+   VkResult r = call->disp->CreateBuffer((VkDevice)(uintptr_t)call->device->handle, info, NULL,
+                                         &twin);
+   external_restore(&info->pNext, &p);
+   if (r == VK_SUCCESS) {
+      call->new_twin = (uint64_t)(uintptr_t)twin;
+      return;
+   }
+   /* (no twin: the buffer is the host allocation's, as before) */
+   call->disp->DestroyBuffer((VkDevice)(uintptr_t)call->device->handle, *a->pBuffer, NULL);
+   *a->pBuffer = VK_NULL_HANDLE;
+   buffer_info_patch(call, info, &p);
    gpud_gen_exec_vkCreateBuffer(call, a);
    external_restore(&info->pNext, &p);
+}
+
+/* What a buffer with a twin needs of its memory: what either of the two
+ * takes (the bind keeps the one that takes it). */
+static void
+twin_requirements(struct gpud_call *call, const struct gpud_object *buf, VkMemoryRequirements *r)
+{
+   if (!buf || !buf->twin)
+      return;
+   VkMemoryRequirements t;
+   call->disp->GetBufferMemoryRequirements((VkDevice)(uintptr_t)call->device->handle,
+                                           (VkBuffer)(uintptr_t)buf->twin, &t);
+   r->size = UTIL_MAX(r->size, t.size);
+   r->alignment = UTIL_MAX(r->alignment, t.alignment);
+   r->memoryTypeBits |= t.memoryTypeBits;
+}
+
+/* At a buffer's bind: the twin it keeps, the one its memory takes (an
+ * imported host allocation: the twin; else the buffer as made); *buffer
+ * names the host buffer kept. */
+static void
+twin_choose(struct gpud_call *call, VkBuffer *buffer, VkDeviceMemory memory)
+{
+   struct gpud_object *buf =
+      gpud_call_named(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)*buffer);
+   const struct gpud_object *mem =
+      gpud_call_named(call, VK_OBJECT_TYPE_DEVICE_MEMORY, (uint64_t)(uintptr_t)memory);
+   if (!buf || !buf->twin || !mem)
+      return;
+   VkDevice dev = (VkDevice)(uintptr_t)call->device->handle;
+   if (mem->map) {
+      call->disp->DestroyBuffer(dev, (VkBuffer)(uintptr_t)buf->handle, NULL);
+      buf->handle = buf->twin;
+      *buffer = (VkBuffer)(uintptr_t)buf->twin;
+      /* (its name goes with it; private data was set on both) */
+      if (buf->name && buf->name[0] && call->disp->SetDebugUtilsObjectNameEXT) {
+         const VkDebugUtilsObjectNameInfoEXT name = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_OBJECT_NAME_INFO_EXT,
+            .objectType = VK_OBJECT_TYPE_BUFFER,
+            .objectHandle = buf->handle,
+            .pObjectName = buf->name,
+         };
+         call->disp->SetDebugUtilsObjectNameEXT(dev, &name);
+      }
+   } else {
+      call->disp->DestroyBuffer(dev, (VkBuffer)(uintptr_t)buf->twin, NULL);
+   }
+   buf->twin = 0;
 }
 
 void
@@ -1161,15 +1257,58 @@ gpud_exec_vkCreateImage(struct gpud_call *call, struct wire_args_vkCreateImage *
    external_restore(&info->pNext, &p);
 }
 
+/* A buffer's memory types as gpud_transfer.c steers them (not a sparse
+ * one's: its memory is bound piece by piece, by the host). */
+void
+gpud_exec_vkGetBufferMemoryRequirements(struct gpud_call *call,
+                                        struct wire_args_vkGetBufferMemoryRequirements *a)
+{
+   gpud_gen_exec_vkGetBufferMemoryRequirements(call, a);
+   const struct gpud_object *buf =
+      gpud_call_named(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)a->buffer);
+   twin_requirements(call, buf, a->pMemoryRequirements);
+   if (buf && !buf->sparse)
+      a->pMemoryRequirements->memoryTypeBits = gpud_transfer_buffer_types(
+         call->ctx->host, a->pMemoryRequirements->memoryTypeBits, buf->size);
+}
+
+void
+gpud_exec_vkGetBufferMemoryRequirements2(struct gpud_call *call,
+                                         struct wire_args_vkGetBufferMemoryRequirements2 *a)
+{
+   gpud_gen_exec_vkGetBufferMemoryRequirements2(call, a);
+   const struct gpud_object *buf =
+      gpud_call_named(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)a->pInfo->buffer);
+   VkMemoryRequirements *r = &a->pMemoryRequirements->memoryRequirements;
+   twin_requirements(call, buf, r);
+   if (buf && !buf->sparse)
+      r->memoryTypeBits = gpud_transfer_buffer_types(call->ctx->host, r->memoryTypeBits, buf->size);
+}
+
 void
 gpud_exec_vkGetDeviceBufferMemoryRequirements(
    struct gpud_call *call, struct wire_args_vkGetDeviceBufferMemoryRequirements *a)
 {
    VkBufferCreateInfo *info = (VkBufferCreateInfo *)a->pInfo->pCreateInfo;
    struct external_patch p;
-   buffer_info_patch(call, info, &p);
-   gpud_gen_exec_vkGetDeviceBufferMemoryRequirements(call, a);
-   external_restore(&info->pNext, &p);
+   VkMemoryRequirements *r = &a->pMemoryRequirements->memoryRequirements;
+   if (wants_twin(call, info)) {
+      /* a buffer made of it has a twin: what either takes */
+      gpud_gen_exec_vkGetDeviceBufferMemoryRequirements(call, a);
+      VkMemoryRequirements plain = *r;
+      buffer_info_patch(call, info, &p);
+      gpud_gen_exec_vkGetDeviceBufferMemoryRequirements(call, a);
+      external_restore(&info->pNext, &p);
+      r->size = UTIL_MAX(r->size, plain.size);
+      r->alignment = UTIL_MAX(r->alignment, plain.alignment);
+      r->memoryTypeBits |= plain.memoryTypeBits;
+   } else {
+      buffer_info_patch(call, info, &p);
+      gpud_gen_exec_vkGetDeviceBufferMemoryRequirements(call, a);
+      external_restore(&info->pNext, &p);
+   }
+   if (!(info->flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT))
+      r->memoryTypeBits = gpud_transfer_buffer_types(call->ctx->host, r->memoryTypeBits, info->size);
 }
 
 void
@@ -1243,18 +1382,71 @@ copies_fit(struct gpud_call *call, VkBuffer src, VkBuffer dst, uint32_t n,
 void
 gpud_exec_vkCmdCopyBuffer(struct gpud_call *call, struct wire_args_vkCmdCopyBuffer *a)
 {
-   if (copies_fit(call, a->srcBuffer, a->dstBuffer, a->regionCount, a->pRegions, NULL))
-      gpud_gen_exec_vkCmdCopyBuffer(call, a);
+   if (!copies_fit(call, a->srcBuffer, a->dstBuffer, a->regionCount, a->pRegions, NULL))
+      return;
+   gpud_gen_exec_vkCmdCopyBuffer(call, a);
+   gpud_transfer_note_copy(call, a->commandBuffer, a->srcBuffer, a->dstBuffer, a->regionCount,
+                           a->pRegions, NULL);
 }
 
 void
 gpud_exec_vkCmdCopyBuffer2(struct gpud_call *call, struct wire_args_vkCmdCopyBuffer2 *a)
 {
    const VkCopyBufferInfo2 *info = a->pCopyBufferInfo;
-   if (copies_fit(call, info->srcBuffer, info->dstBuffer, info->regionCount, NULL,
-                  info->pRegions))
-      gpud_gen_exec_vkCmdCopyBuffer2(call, a);
+   if (!copies_fit(call, info->srcBuffer, info->dstBuffer, info->regionCount, NULL,
+                   info->pRegions))
+      return;
+   gpud_gen_exec_vkCmdCopyBuffer2(call, a);
+   /* (a chain of its own, on the regions or the info: the GPU's) */
+   bool chained = info->pNext != NULL;
+   for (uint32_t i = 0; i < info->regionCount; i++)
+      chained |= info->pRegions[i].pNext != NULL;
+   if (chained)
+      gpud_transfer_note_barrier(call, a->commandBuffer, true);
+   else
+      gpud_transfer_note_copy(call, a->commandBuffer, info->srcBuffer, info->dstBuffer,
+                              info->regionCount, NULL, info->pRegions);
 }
+
+/* Barriers that only order buffers' memory leave a recording of copies the
+ * worker may make itself; one of images (a layout changes) or that moves a
+ * buffer between queue families is the GPU's. */
+static bool
+buffer_barrier_moves(uint32_t src_family, uint32_t dst_family)
+{
+   return src_family != dst_family;
+}
+
+void
+gpud_exec_vkCmdPipelineBarrier(struct gpud_call *call, struct wire_args_vkCmdPipelineBarrier *a)
+{
+   gpud_gen_exec_vkCmdPipelineBarrier(call, a);
+   bool gpu = a->imageMemoryBarrierCount != 0;
+   for (uint32_t i = 0; i < a->bufferMemoryBarrierCount; i++)
+      gpu |= buffer_barrier_moves(a->pBufferMemoryBarriers[i].srcQueueFamilyIndex,
+                                  a->pBufferMemoryBarriers[i].dstQueueFamilyIndex) ||
+             a->pBufferMemoryBarriers[i].pNext;
+   for (uint32_t i = 0; i < a->memoryBarrierCount; i++)
+      gpu |= a->pMemoryBarriers[i].pNext != NULL;
+   gpud_transfer_note_barrier(call, a->commandBuffer, gpu);
+}
+
+#ifdef WIRE_HAS_vkCmdPipelineBarrier2
+void
+gpud_exec_vkCmdPipelineBarrier2(struct gpud_call *call, struct wire_args_vkCmdPipelineBarrier2 *a)
+{
+   gpud_gen_exec_vkCmdPipelineBarrier2(call, a);
+   const VkDependencyInfo *d = a->pDependencyInfo;
+   bool gpu = d->imageMemoryBarrierCount != 0 || d->pNext;
+   for (uint32_t i = 0; i < d->bufferMemoryBarrierCount; i++)
+      gpu |= buffer_barrier_moves(d->pBufferMemoryBarriers[i].srcQueueFamilyIndex,
+                                  d->pBufferMemoryBarriers[i].dstQueueFamilyIndex) ||
+             d->pBufferMemoryBarriers[i].pNext;
+   for (uint32_t i = 0; i < d->memoryBarrierCount; i++)
+      gpu |= d->pMemoryBarriers[i].pNext != NULL;
+   gpud_transfer_note_barrier(call, a->commandBuffer, gpu);
+}
+#endif
 
 /* ---- descriptor sets against their layouts --------------------------------- */
 
@@ -1387,6 +1579,20 @@ gpud_exec_vkSetDebugUtilsObjectNameEXT(struct gpud_call *call,
    a->pNameInfo = &info;
    gpud_gen_exec_vkSetDebugUtilsObjectNameEXT(call, a);
    a->pNameInfo = given;
+}
+
+/* Private data of a buffer with a twin goes on both (either stays). */
+void
+gpud_exec_vkSetPrivateData(struct gpud_call *call, struct wire_args_vkSetPrivateData *a)
+{
+   gpud_gen_exec_vkSetPrivateData(call, a);
+   const struct gpud_object *buf = a->objectType == VK_OBJECT_TYPE_BUFFER
+                                      ? gpud_call_named(call, VK_OBJECT_TYPE_BUFFER,
+                                                        a->objectHandle)
+                                      : NULL;
+   if (a->ret == VK_SUCCESS && buf && buf->twin)
+      a->ret = call->disp->SetPrivateData(a->device, a->objectType, buf->twin,
+                                          a->privateDataSlot, a->data);
 }
 
 /* gpud's own: what the client's debug messengers take, so that nothing else

@@ -214,8 +214,11 @@ gpud_exec_vkImportFenceFdKHR(struct gpud_call *call, struct wire_args_vkImportFe
    /* its state is the imported payload's: the ICD asks (it said so) */
    struct gpud_object *fence =
       gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)info->fence);
-   if (fence && a->ret == VK_SUCCESS)
+   if (fence && a->ret == VK_SUCCESS) {
+      fence->fence_external = true;
+      atomic_store(&fence->fence_cpu_signaled, false);
       gpud_queue_fence_gone(fence, true);
+   }
 }
 
 void

@@ -65,10 +65,14 @@ gpud_inject_fail_alloc(struct gpud_context *ctx)
 void
 gpud_exec_vkGetFenceStatus(struct gpud_call *call, struct wire_args_vkGetFenceStatus *a)
 {
-   gpud_gen_exec_vkGetFenceStatus(call, a);
-   uint64_t delay = gpud_context_inject_delay_ns(call->ctx);
    struct gpud_object *fence =
       gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence);
+   if (fence && atomic_load(&fence->fence_cpu_signaled)) {
+      a->ret = VK_SUCCESS; /* signalled by the worker's own copies */
+      return;
+   }
+   gpud_gen_exec_vkGetFenceStatus(call, a);
+   uint64_t delay = gpud_context_inject_delay_ns(call->ctx);
    if (a->ret == VK_SUCCESS && fence && !delay) {
       /* the host's word on the page before the application hears it */
       gpud_queue_publish(call->device);
@@ -91,6 +95,7 @@ gpud_exec_vkResetFences(struct gpud_call *call, struct wire_args_vkResetFences *
       struct gpud_object *fence = call->touched[i];
       if (fence && fence->type == VK_OBJECT_TYPE_FENCE) {
          atomic_store(&fence->signal_seen_ns, 0);
+         atomic_store(&fence->fence_cpu_signaled, false);
          /* the ICD counted this reset too (the completion page) */
          fence->fence_generation++;
       }

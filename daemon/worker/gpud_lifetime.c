@@ -43,6 +43,12 @@ object_forget(struct gpud_context *ctx, struct gpud_object *obj)
          }
       }
    }
+   if (obj->type == VK_OBJECT_TYPE_BUFFER && obj->twin && obj->device &&
+       !atomic_load(&ctx->closing)) {
+      obj->device->disp->DestroyBuffer((VkDevice)(uintptr_t)obj->device->handle,
+                                       (VkBuffer)(uintptr_t)obj->twin, NULL);
+      obj->twin = 0;
+   }
    if (obj->type == VK_OBJECT_TYPE_FENCE)
       gpud_queue_fence_gone(obj, false);
    if (obj->type == VK_OBJECT_TYPE_SEMAPHORE)
@@ -135,6 +141,8 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    case VK_OBJECT_TYPE_BUFFER:
       obj->sparse = call->new_create_flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT;
       obj->size = call->new_size;
+      obj->twin = call->new_twin;
+      call->new_twin = 0;
       break;
    case VK_OBJECT_TYPE_IMAGE:
       obj->sparse = call->new_create_flags & VK_IMAGE_CREATE_SPARSE_BINDING_BIT;
@@ -158,6 +166,9 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       obj->set_layout = call->new_set_layout;
       call->new_set_layout = NULL;
       break;
+   case VK_OBJECT_TYPE_FENCE:
+      obj->fence_external = call->new_external;
+      break;
    case VK_OBJECT_TYPE_QUEUE:
       obj->queue_family = call->new_queue_family;
       obj->queue_index = call->new_queue_index;
@@ -168,6 +179,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       obj->fd = util_fd_move(&call->new_fd);
       obj->bytes = call->new_bytes;
       obj->heap = call->new_heap;
+      obj->host_type = call->new_host_type;
       call->new_map = NULL;
       call->new_bytes = 0;
       break;

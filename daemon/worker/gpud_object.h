@@ -77,6 +77,17 @@ struct gpud_object {
    uint32_t image_format, image_layers, image_levels;
    uint32_t image_extent[3];
    struct gpud_object *memory;       /* what a buffer or image is bound to */
+   uint64_t memory_offset;           /* ... and where in it */
+   /* buffers not bound yet: a second host buffer that can be bound to an
+    * imported host allocation (the first, made as asked, cannot: the
+    * NVIDIA driver leaves its mappable device memory out of a buffer made
+    * for both); the bind keeps the one its memory takes (gpud_exec.c) */
+   uint64_t twin;
+   /* memory: its host memory type, and the worker's own mapping of it where
+    * it is no memfd but the host lets the worker map it (made when a copy
+    * the worker makes needs it: gpud_transfer.c) */
+   uint32_t host_type;
+   void *host_map;
    uint64_t physical_device;         /* devices: the host physical device */
    struct gpud_queue_info *queues;   /* devices: the queues it was created with */
    uint32_t n_queues;
@@ -121,6 +132,15 @@ struct gpud_object {
     * writes (gpud_queue.c) */
    uint64_t *cmd_watched;
    uint32_t n_cmd_watched;
+   /* command buffers: what their recording copies, where it holds nothing
+    * else (gpud_transfer.c) */
+   struct gpud_transfer *transfer;
+   /* fences with a payload of the host's: imported, or exportable */
+   bool fence_external;
+   /* fences the worker signalled itself (its own copies, gpud_transfer.c):
+    * the host's stays unsignalled until the next reset, so the worker
+    * answers for it where it asks the host (gpud_wait.c, gpud_inject.c) */
+   atomic_bool fence_cpu_signaled;
    /* query pools: their queries (size) and values per query (0: a type
     * whose results the page does not show), and their results page */
    uint32_t query_values;

@@ -23,6 +23,7 @@
 #include "gpud_queue.h"
 #include "gpud_sched_worker.h"
 #include "gpud_timing.h"
+#include "gpud_transfer.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -1232,6 +1233,9 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
          a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
                   : NULL;                                                                   \
       struct track_gather g = {0};                                                          \
+      /* copies the worker makes itself (gpud_transfer.c) */                               \
+      if (q && cpu_##cmd(call, a))                                                          \
+         return;                                                                            \
       uint64_t t0 = call->ctx->profile ? util_now_ns() : 0;                                 \
       /* its turn on the GPU first (gpud_sched.c), before any lock of the tracker */        \
       gpud_sched_admit(call->ctx->sched);                                                   \
@@ -1309,9 +1313,51 @@ untracked_watched(struct gpud_device_track *t, struct track_gather *g)
 
 /* A submit's fence signals once all earlier work on the queue is done; a
  * sparse bind's covers the bind alone: gpud's own submit follows it. */
+#define cpu_vkQueueSubmit gpud_transfer_submit
+#define cpu_vkQueueSubmit2 gpud_transfer_submit2
+static bool
+cpu_vkQueueBindSparse(struct gpud_call *call, struct wire_args_vkQueueBindSparse *a)
+{
+   return false;
+}
+
 TRACKED_SUBMIT(vkQueueSubmit, true)
 TRACKED_SUBMIT(vkQueueSubmit2, true)
 TRACKED_SUBMIT(vkQueueBindSparse, false)
+
+bool
+gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence,
+                    bool (*run)(void *data), void *data)
+{
+   struct gpud_queue_track *q = queue->track;
+   struct gpud_device_track *t = queue->device ? queue->device->dtrack : NULL;
+   if (!q || !t || (app_fence && !app_fence->fence_tracked) ||
+       gpud_context_inject_delay_ns(t->ctx))
+      return false;
+   pthread_mutex_lock(&t->mutex);
+   bool idle = !t->lost && t->page;
+   struct gpud_queue_track *other;
+   util_list_for_each(other, &t->queues, link)
+      idle &= other->count == 0;
+   /* (the tracker retires nothing while nothing is in flight: the copies
+    * run under its lock, as short as they are) */
+   if (!idle || !run(data)) {
+      pthread_mutex_unlock(&t->mutex);
+      return false;
+   }
+   q->submitted++;
+   q->completed = q->submitted;
+   q->last_done_ns = util_now_ns();
+   if (app_fence) {
+      atomic_store(&app_fence->fence_cpu_signaled, true);
+      if (page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
+                     gpud_fence_value(app_fence->fence_generation, 1)))
+         gpud_completion_wake(t->page);
+   }
+   publish(q);
+   pthread_mutex_unlock(&t->mutex);
+   return true;
+}
 
 /* ---- the completion page ------------------------------------------------ */
 
@@ -1715,12 +1761,25 @@ gpud_exec_vkBeginCommandBuffer(struct gpud_call *call, struct wire_args_vkBeginC
 {
    struct gpud_object *cmd = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
                                              (uint64_t)(uintptr_t)a->commandBuffer);
-   if (cmd)
+   if (cmd) {
       cmd->n_cmd_watched = 0;
+      gpud_transfer_begin(cmd);
+   }
    gpud_gen_exec_vkBeginCommandBuffer(call, a);
    /* recorded: nobody waits for the result (the ICD answered at once) */
    if (a->ret < 0)
       gpud_call_async_error(call, a->ret);
+}
+
+/* A fence's payload may leave as a sync file or an fd: then its state is the
+ * host's to tell, which the worker's own copies never signal. */
+void
+gpud_exec_vkCreateFence(struct gpud_call *call, struct wire_args_vkCreateFence *a)
+{
+   const VkExportFenceCreateInfo *e =
+      gpud_chain_find(a->pCreateInfo->pNext, VK_STRUCTURE_TYPE_EXPORT_FENCE_CREATE_INFO);
+   call->new_external = e && e->handleTypes;
+   gpud_gen_exec_vkCreateFence(call, a);
 }
 
 /* ---- query pools ------------------------------------------------------------ */

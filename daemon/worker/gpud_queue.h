@@ -35,6 +35,13 @@ void gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_objec
  * host signalled, or said it has reached, value. */
 void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);
 void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t value);
+/* A submission the worker runs itself (gpud_transfer.c): where the
+ * queue's device has nothing in flight (and no completions are held back),
+ * run(data), then the queue counts it submitted and complete and the
+ * application's fence (tracked on the page, or none) is raised there.
+ * False, with nothing run: something is in flight, or run() said no. */
+bool gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence,
+                         bool (*run)(void *data), void *data);
 /* An event or a query pool destroyed (before the host destroys it: the
  * tracker reads it). */
 void gpud_queue_event_gone(struct gpud_object *event);

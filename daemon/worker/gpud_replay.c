@@ -35,6 +35,7 @@
 #include "gpud_call.h"
 #include "gpud_queue.h"
 #include "gpud_replay.h"
+#include "gpud_transfer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -186,6 +187,7 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
          return -1;
       }
       atomic_store_explicit(op_word, c.op, memory_order_relaxed);
+      gpud_transfer_note_op(cb, c.op);
       struct wire_dec *d = gpud_call_next_recorded(call, c.op, p + sizeof(c), c.size - sizeof(c));
       if (!gpud_gen_replay(call, d, c.op, host)) {
          gpud_context_protocol_error(ctx, "in %s: %s", wire_op_name(c.op),

@@ -239,7 +239,9 @@ def compare_unordered(xs, ys, rules, call):
     """The calls of one command as a multiset, for programs that make them
     on several threads: each of gpud's calls must equal one made directly."""
     left = list(xs)
-    for y in ys:
+    # (calls that may be gpud's own last: a twin takes no call of the
+    # program's from the buffer made as asked)
+    for y in sorted(ys, key=lambda b: is_kind(b, rules, 'own-call')):
         for k, x in enumerate(left):
             if same(x, y, rules):
                 del left[k]
@@ -255,11 +257,44 @@ def compare_unordered(xs, ys, rules, call):
     return []
 
 
+def align(xs, ys, rules):
+    """Whether the calls of one command line up: a path from the start of
+    both lists to their ends where each step pairs two calls the rules make
+    equal, passes over a call of gpud's own, or over one the ICD answers
+    itself.  None when they do, else (i, j), the furthest pair reached."""
+    own = [is_kind(y, rules, 'own-call') for y in ys]
+    icd = [is_kind(x, rules, 'icd-call') for x in xs]
+    memo = {}
+
+    def eq(i, j):
+        if (i, j) not in memo:
+            memo[(i, j)] = same(xs[i], ys[j], rules)
+        return memo[(i, j)]
+
+    stack, seen, far = [(0, 0)], set(), (0, 0)
+    while stack:
+        i, j = stack.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i + j > far[0] + far[1]:
+            far = (i, j)
+        if i == len(xs) and j == len(ys):
+            return None
+        # (the last pushed is tried first: a pair before a pass)
+        if i < len(xs) and icd[i]:
+            stack.append((i + 1, j))
+        if j < len(ys) and own[j]:
+            stack.append((i, j + 1))
+        if i < len(xs) and j < len(ys) and eq(i, j):
+            stack.append((i + 1, j + 1))
+    return far
+
+
 def compare(direct, gpud, rules, ordered=True):
-    """The differences left, as lines of text.  Each command's calls are
-    taken in order on both sides: a pair the rules make equal matches, a
-    call of gpud's own on its side is passed over, and so is a call the ICD
-    answers on the direct side."""
+    """The differences left, as lines of text: each command's calls in
+    order on both sides, lined up (align) or, for a program of several
+    threads, as a multiset."""
     by_call_d, by_call_g = {}, {}
     for b in direct:
         by_call_d.setdefault(b.call, []).append(b)
@@ -271,29 +306,22 @@ def compare(direct, gpud, rules, ordered=True):
         if not ordered:
             problems += compare_unordered(xs, ys, rules, call)
             continue
-        i = j = 0
-        while i < len(xs) or j < len(ys):
-            if i < len(xs) and j < len(ys) and same(xs[i], ys[j], rules):
-                i += 1
-                j += 1
-            elif j < len(ys) and is_kind(ys[j], rules, 'own-call'):
-                j += 1
-            elif i < len(xs) and is_kind(xs[i], rules, 'icd-call'):
-                i += 1
-            else:
-                if i < len(xs) and j < len(ys):
-                    x, y = pair_lines(xs[i], ys[j], rules)
-                    only_d = [line for line in x if line not in y]
-                    only_g = [line for line in y if line not in x]
-                    problems.append(f'{call} #{i + 1}: directly {only_d[:6]}, '
-                                    f'through gpud {only_g[:6]}')
-                elif i < len(xs):
-                    problems.append(f'{call}: {len(xs) - i} of {len(xs)} calls made directly '
-                                    'not made through gpud')
-                else:
-                    problems.append(f'{call}: {len(ys) - j} calls through gpud '
-                                    'that the program did not make')
-                break
+        far = align(xs, ys, rules)
+        if far is None:
+            continue
+        i, j = far
+        if i < len(xs) and j < len(ys):
+            x, y = pair_lines(xs[i], ys[j], rules)
+            only_d = [line for line in x if line not in y]
+            only_g = [line for line in y if line not in x]
+            problems.append(f'{call} #{i + 1}: directly {only_d[:6]}, '
+                            f'through gpud {only_g[:6]}')
+        elif i < len(xs):
+            problems.append(f'{call}: {len(xs) - i} of {len(xs)} calls made directly '
+                            'not made through gpud')
+        else:
+            problems.append(f'{call}: {len(ys) - j} calls through gpud '
+                            'that the program did not make')
     return problems
 
 

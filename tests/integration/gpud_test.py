@@ -3508,8 +3508,54 @@ def test_record(fx):
     record_kill_mid_recording(fx, 'replay threads')
 
 
+TRANSFER_SUBTESTS = ['upload', 'racing', 'semaphore', 'fences', 'queues']
+
+
+def test_transfer(fx):
+    """Buffer copies staged through host-visible memory, each submitted
+    alone and waited for, give the host driver's bytes: beside a compute job
+    on the same memory, behind binary and timeline semaphores, with fences
+    polled, reset and signalled again by the GPU; through gpud the worker
+    makes the copies it can itself (counted in its profile), with and
+    without replay threads."""
+    vk_transfer = fx.prog('vk_transfer')
+
+    def run_all(env, label):
+        _, out, _ = fx.run([vk_transfer, '--rounds', '6'], env, label=label)
+        missing = [name for name in TRANSFER_SUBTESTS
+                   if not re.search(r'^vk_transfer: %s: OK: ' % re.escape(name), out, re.M)]
+        if missing:
+            fail('vk_transfer exited 0 without an OK line for: %s' % ', '.join(missing))
+
+    if fx.direct:
+        run_all(fx.direct_env(VARIANTS[1]), 'lavapipe directly')
+        return
+    for threads in ([], ['--replay-threads', '2']):
+        fx.stop_daemon()
+        fx.extra_args = threads
+        fx.daemon_env = {'GPUD_PROFILE': '1'}
+        fx.start_daemon()
+        before = fx.log_count('made by the worker')
+        run_all(fx.gpud_env(VARIANTS[1]), 'replay threads' if threads else 'no replay threads')
+        # (the worker logs its profile as its client leaves)
+        deadline = time.monotonic() + 10
+        while fx.log_count('made by the worker') <= before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        fx.stop_daemon()
+        with open(fx.log_path, errors='replace') as f:
+            made = [int(m.group(1)) for m in
+                    re.finditer(r'profile: (\d+) submissions of copies made by the worker', f.read())]
+        if fx.log_count('made by the worker') <= before or not made or made[-1] < 6:
+            fail('the worker made none of the copies itself (%r)' % made)
+        log('the worker made %d submissions of copies itself' % made[-1])
+    fx.extra_args = []
+    fx.daemon_env = {}
+    fx.start_daemon()
+
+
 SUBCOMMANDS = {
     'enum': test_enum,
+    'transfer': test_transfer,
     'compute': test_compute,
     'pipelines': test_pipelines,
     'systemd': test_systemd,

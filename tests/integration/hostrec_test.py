@@ -49,6 +49,7 @@ def programs(fx):
         ('vk_sync', [fx.prog('vk_sync')], False),
         ('vk_raytrace', [fx.prog('vk_raytrace')], False),
         ('vk_pipelines', [fx.prog('vk_pipelines')], True),
+        ('vk_transfer', [fx.prog('vk_transfer'), '--rounds', '2'], False),
         # (not `address`: its push constants are device addresses, which
         # differ from run to run)
         ('vk_extensions', [fx.prog('vk_extensions')] +
@@ -82,7 +83,9 @@ def compare_programs(fx, recorder, rules, direct_dir, gpud_dir):
     fx.stop_daemon()
     fx.host_driver = recorder
     fx.daemon_env = {'GPUD_HOSTREC_DRIVER': fx.args.lavapipe_manifest,
-                     'GPUD_HOSTREC_DIR': gpud_dir}
+                     'GPUD_HOSTREC_DIR': gpud_dir,
+                     # (submissions of copies alone go to the host: the table)
+                     'GPUD_WORKER_COPIES': 'off'}
     fx.start_daemon()
 
     compared = 0
