@@ -1341,13 +1341,18 @@ gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence,
       idle &= other->count == 0;
    /* (the tracker retires nothing while nothing is in flight: the copies
     * run under its lock, as short as they are) */
+   uint64_t began = util_now_ns();
    if (!idle || !run(data)) {
       pthread_mutex_unlock(&t->mutex);
       return false;
    }
+   /* the copy had the queue busy, and was its work, for as long as it took */
+   uint64_t now = util_now_ns();
    q->submitted++;
    q->completed = q->submitted;
-   q->last_done_ns = util_now_ns();
+   q->busy_ns += now - began;
+   q->gpu_ns += now - began;
+   q->last_done_ns = now;
    if (app_fence) {
       atomic_store(&app_fence->fence_cpu_signaled, true);
       if (page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
