@@ -13,7 +13,7 @@ prints each figure and gpud/direct.
 Models: tiny and moe generate tokens (tg128), 1b processes a prompt and
 generates (pp512, tg128).  Each side first runs each model once unmeasured,
 so that both have their pipelines compiled: the driver's disk cache
-directly, gpud's pipeline cache (kept in DIR/gpud-cache) through gpud; a
+directly, gpud's pipeline cache (in DIR/gpud-cache/users/UID) through gpud; a
 run that compiles runs at whatever clock the GPU has dropped to by then
 (docs/performance.md, "llama.cpp").
 """
@@ -104,12 +104,15 @@ def main():
     for m in models:
         if m not in TESTS:
             fail('no model %r (%s)' % (m, ', '.join(TESTS)))
+    # the daemon's caches (each user's, owned by their workers' uid) and the
+    # uids it gave, kept from one run of the benchmark to the next
     cache = os.path.join(args.llama, 'gpud-cache')
-    os.makedirs(cache, exist_ok=True)
-    os.chmod(cache, 0o1777)   # workers may run as another user
+    state = os.path.join(args.llama, 'gpud-state')
+    for d in (cache, state):
+        os.makedirs(d, exist_ok=True)
+    os.chmod(cache, 0o755)   # (workers of other uids find their own below)
     tmp = tempfile.mkdtemp(prefix='llama-bench-')
-    # (the workers keep their pipeline caches there)
-    daemon = Daemon(args, tmp, env={'XDG_CACHE_HOME': cache})
+    daemon = Daemon(args, tmp, extra=['--cache-dir', cache, '--state-dir', state])
     sides = (('direct', client_env(args, None)), ('gpud', client_env(args, daemon)))
     try:
         print('host driver: %s' % args.host_driver)

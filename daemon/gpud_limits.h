@@ -54,6 +54,8 @@ struct gpud_limits {
    uint32_t crash_backoff_max_ms; /* ... up to this */
    uint32_t log_burst;            /* lines about one client before rate limiting */
    uint32_t log_per_second;       /* ... and the rate after that */
+   uint64_t cache_user_bytes;     /* one user's caches (gpud_cache.c) */
+   uint64_t cache_total_bytes;    /* ... every user's together */
 };
 
 #define GPUD_LIMITS_DEFAULT                                                                \
@@ -75,4 +77,6 @@ struct gpud_limits {
       .crash_backoff_max_ms = 5000,                                                        \
       .log_burst = 20,                                                                     \
       .log_per_second = 2,                                                                 \
+      .cache_user_bytes = 2ull << 30,                                                      \
+      .cache_total_bytes = 16ull << 30,                                                    \
    })

@@ -145,6 +145,7 @@ main(int argc, char **argv)
          .spirv = cfg.spirv,
          .sandbox = cfg.sandbox,
          .restart_grace_ms = cfg.limits.restart_grace_ms,
+         .base_identity = cfg.worker_base,
       };
       int r = gpud_worker_process_main(&opt);
       gpud_config_finish(&cfg);

@@ -62,7 +62,7 @@ struct gpud_status_lane {
 /* The layout of the page below; a server that adopts a worker of another
  * build (an upgrade) reads nothing else of a page of another layout.  Grows
  * with every change to struct gpud_status_page. */
-#define GPUD_STATUS_LAYOUT 3u
+#define GPUD_STATUS_LAYOUT 4u
 
 struct gpud_status_page {
    atomic_uint_least32_t layout;        /* GPUD_STATUS_LAYOUT, the server writes it: first */
@@ -84,6 +84,11 @@ struct gpud_status_page {
    /* the command the last compile job to start runs (gpud_compile.c); 0
     * once none runs */
    struct gpud_status_lane compile;
+   /* pipelines made with the pipeline cache the worker keeps
+    * (gpud_pipecache.c): those the cache had from an earlier run of the
+    * program, and those it had not */
+   atomic_uint_least64_t pipelines_cached;
+   atomic_uint_least64_t pipelines_compiled;
 };
 
 #define GPUD_STATUS_PAGE_SIZE 4096u

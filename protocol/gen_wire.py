@@ -69,7 +69,10 @@ DENIED_EXTENSIONS = {
 # ops after Vulkan's.  Applications never see them (no entrypoint); the ICD
 # calls icd_gen_<name> and the daemon implements gpud_exec_<name> (there is
 # no host command to default to).  One naming a type the registry lacks (the
-# host image copies' before 1.3.258) is left out.
+# host image copies' before 1.3.258) is left out.  vkTestSyscallGPUD runs a
+# system call in the worker, for the tests of what a worker taken over can
+# do: only a build with -Dtest_hooks=true runs it (and only its ICD hands
+# it to a test program), any other refuses it as a client's protocol error.
 PRIVATE_COMMANDS = """
 <commands>
   <command>
@@ -201,6 +204,17 @@ PRIVATE_COMMANDS = """
     <param><type>VkBool32</type> <name>convert</name></param>
     <param><type>uint64_t</type> <name>dstOffset</name></param>
     <param><type>uint64_t</type>* <name>pDstSize</name></param>
+  </command>
+  <command>
+    <proto><type>void</type> <name>vkTestSyscallGPUD</name></proto>
+    <param><type>VkDevice</type> <name>device</name></param>
+    <param><type>uint64_t</type> <name>number</name></param>
+    <param><type>uint32_t</type> <name>argCount</name></param>
+    <param len="argCount">const <type>uint64_t</type>* <name>pArgs</name></param>
+    <param><type>uint32_t</type> <name>dataArgs</name></param>
+    <param><type>uint32_t</type> <name>dataSize</name></param>
+    <param optional="true" len="dataSize">const <type>void</type>* <name>pData</name></param>
+    <param><type>int64_t</type>* <name>pResult</name></param>
   </command>
 </commands>
 """
@@ -1260,6 +1274,8 @@ def function_side(fname):
         return {'icd'}
     if fname.startswith('wire_enc_vk'):
         return {'icd'}
+    if fname.startswith('wire_key_'):
+        return {'gpud'}
     # struct encoders and decoders: requests, replies' outputs and write-backs
     # (the compiler drops a side's unused ones)
     return {'icd', 'gpud'}
@@ -2221,6 +2237,21 @@ def find_writeback_structs(gen):
         if not more:
             return found
         found |= more
+
+
+# Create infos whose encoding names what the worker keeps in its pipeline
+# cache (daemon/worker/gpud_pipecache.c hashes it, handles cleared).
+KEYED_STRUCTS = ('VkComputePipelineCreateInfo', 'VkGraphicsPipelineCreateInfo')
+
+
+def emit_struct_keys(gen, w, hw):
+    for sname in KEYED_STRUCTS:
+        if sname not in gen.structs_in:
+            continue
+        hw(f'void wire_key_{sname}(struct wire_enc *e, const {sname} *s);')
+        w(f'void\nwire_key_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
+        w(f'   wire_enc_{sname}(e, s);')
+        w('}\n')
 
 
 def emit_writeback(gen, w):
@@ -3474,6 +3505,7 @@ def main():
     # requests and decodes replies, the daemon the other way round.
     sw = Writer()
     emit_structs(gen, sw)
+    emit_struct_keys(gen, sw, hw)
     emit_writeback(gen, sw)
     emit_cmd_encoders(gen, sw, hw)
     emit_cmd_decoders(gen, sw, hw)

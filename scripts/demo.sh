@@ -9,8 +9,8 @@ set -eu
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
-# the unprivileged user gpud runs each client's worker as (and the render
-# group that may use a system daemon)
+# the unprivileged user gpud's workers start as, before each takes its
+# client user's own uid (and the render group that may use a system daemon)
 systemd-sysusers "$PWD/systemd/gpud.sysusers"
 # the Vulkan 1.4 headers and registry, beside the sources
 vulkan_headers=$(./scripts/vulkan-headers.sh)
@@ -73,8 +73,14 @@ wait "$compute"
 grep -v READY "$run/compute.out"
 
 echo
-echo "== an offscreen render (textured triangles, depth test, 4x MSAA resolve)"
+echo "== an offscreen render (textured triangles, depth test, 4x MSAA resolve), twice"
 build/tests/integration/vk_render --output "$run/render.pam"
+build/tests/integration/vk_render --output "$run/render.pam" >/dev/null
+sleep 0.3
+echo
+echo "== gpudctl cache: root's cache, kept for root's workers (a uid of their own);"
+echo "   the second render found its pipelines there (hits)"
+build/daemon/gpudctl --socket "$sock" cache
 
 echo
 echo "== device extensions at work (push descriptors, conditional rendering, custom border"

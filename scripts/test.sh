@@ -40,9 +40,11 @@ run() {
 }
 
 # the release build also builds, installs and purges the Debian package
+# (built without test hooks, as any build for use); the suite's own builds
+# have them, for the tests of what a worker taken over can reach
 test_args=
 export GPUD_TEST_PACKAGE=1 GPUD_TEST_LLAMA="$llama"
-run build-ci -Dwerror=true
+run build-ci -Dwerror=true -Dtest_hooks=true
 unset GPUD_TEST_PACKAGE GPUD_TEST_LLAMA
 
 # The fuzzers (clang, libFuzzer) for a bounded time, seeded from build-ci.
@@ -63,4 +65,4 @@ export GPUD_TEST_DAEMON_ARGS="--isolation=thread"
 # none of gpud's code (the release run has them)
 export GPUD_TEST_RACES=100
 test_args="--no-suite direct"
-run build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+run build-asan -Dwerror=true -Dtest_hooks=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug

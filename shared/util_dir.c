@@ -2,6 +2,7 @@
 #include "util_dir.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -108,4 +109,32 @@ util_write_file(const char *path, const char *tmp, const void *data, size_t size
    if (r < 0)
       unlink(tmp);
    return r;
+}
+
+void
+util_file_name_part(const char *name, char *out, size_t size)
+{
+   size_t n = 0;
+   for (const char *c = name; size && *c && n + 1 < size; c++, n++) {
+      bool plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                   (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.';
+      out[n] = plain && !(n == 0 && *c == '.') ? *c : '_';
+   }
+   if (size)
+      out[n] = '\0';
+}
+
+char *
+util_gpud_dir(const char *system, const char *xdg_var, const char *home_rel)
+{
+   char *dir = NULL;
+   if (geteuid() == 0)
+      return strdup(system);
+   const char *xdg = getenv(xdg_var);
+   const char *home = getenv("HOME");
+   if (xdg && xdg[0] == '/')
+      return asprintf(&dir, "%s/gpud", xdg) < 0 ? NULL : dir;
+   if (home && home[0] == '/')
+      return asprintf(&dir, "%s/%s/gpud", home, home_rel) < 0 ? NULL : dir;
+   return NULL;
 }

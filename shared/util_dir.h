@@ -28,3 +28,10 @@ int util_mkdirs(const char *dir, mode_t parents_mode, mode_t mode);
  * renames it onto path: a reader finds the old file or the new one whole,
  * never part of one.  0 or -errno (tmp is gone then). */
 int util_write_file(const char *path, const char *tmp, const void *data, size_t size);
+/* Name as a part of a file name: letters, digits, '-', '_' and '.' kept
+ * (no '.' first), anything else '_', cut to size - 1 bytes; "" stays "". */
+void util_file_name_part(const char *name, char *out, size_t size);
+/* gpud's folder of a kind: system (/var/cache/gpud) for root, else
+ * $XDG_VAR/gpud, else $HOME/home_rel/gpud (.cache, .local/state); malloc'ed,
+ * NULL where there is none. */
+char *util_gpud_dir(const char *system, const char *xdg_var, const char *home_rel);

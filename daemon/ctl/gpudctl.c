@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,15 @@ usage(FILE *f)
               "                        delay-completions MS  its waits end MS later (0: off)\n"
               "                        crash-worker       its worker crashes\n"
               "  renice ID N         a client's nice level (-20 to 19), and so its share of\n"
-              "                      the GPU; only root and the admin group may lower it\n\n"
+              "                      the GPU; only root and the admin group may lower it\n"
+              "  cache [--user U] [--program P]\n"
+              "                      what the users' caches hold, per user and program:\n"
+              "                      size, files, last use, pipelines found (hits) and\n"
+              "                      compiled (misses) in gpud's pipeline cache\n"
+              "  cache clear [--user U] [--program P]\n"
+              "                      remove that (a user their own; root and the admin\n"
+              "                      group anyone's); without --program the user's whole\n"
+              "                      cache, the host drivers' caches too\n\n"
               "Options:\n"
               "  -j, --json          print JSON, documents of version 1 (docs/gpudctl-json.md)\n"
               "  -s, --socket PATH   the daemon's socket (default: every daemon an\n"
@@ -208,6 +217,42 @@ socket_renice(struct gpudctl_daemon *base, uint64_t client_id, int nice)
    return ret;
 }
 
+static int
+socket_cache(struct gpudctl_daemon *base, const struct gpudctl_cache_query *q,
+             Gpud__CacheReply **ret)
+{
+   struct socket_daemon *d = (struct socket_daemon *)base;
+   Gpud__ControlMessage req = GPUD__CONTROL_MESSAGE__INIT;
+   Gpud__CacheRequest cr = GPUD__CACHE_REQUEST__INIT;
+   cr.user_given = q->user_given;
+   cr.uid = q->uid;
+   cr.program = (char *)q->program;
+   cr.clear = q->clear;
+   req.msg_case = GPUD__CONTROL_MESSAGE__MSG_CACHE_REQUEST;
+   req.cache_request = &cr;
+   Gpud__ControlMessage *reply = ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_CACHE_REPLY);
+   if (!reply)
+      return 1;
+   Gpud__CacheReply *c = reply->cache_reply;
+   if (c->error && c->error[0]) {
+      fprintf(stderr, "gpudctl: %s%s\n", c->denied ? "permission denied: " : "", c->error);
+      wire_control_free(reply);
+      return 1;
+   }
+   *ret = c;
+   reply->cache_reply = NULL; /* now the caller's */
+   reply->msg_case = GPUD__CONTROL_MESSAGE__MSG__NOT_SET;
+   wire_control_free(reply);
+   return 0;
+}
+
+static void
+socket_free_cache(struct gpudctl_daemon *base, Gpud__CacheReply *c)
+{
+   if (c)
+      gpud__cache_reply__free_unpacked(c, NULL);
+}
+
 static void
 socket_close(struct gpudctl_daemon *base)
 {
@@ -244,6 +289,8 @@ socket_open(const char *path)
       .disconnect = socket_disconnect,
       .inject = socket_inject,
       .renice = socket_renice,
+      .cache = socket_cache,
+      .free_cache = socket_free_cache,
       .close = socket_close,
    };
    Gpud__Hello hello = GPUD__HELLO__INIT;
@@ -368,7 +415,7 @@ parse_u64(const char *text, uint64_t *ret)
    return true;
 }
 
-enum command_kind { CMD_VIEW, CMD_DISCONNECT, CMD_INJECT, CMD_RENICE, CMD_TOP };
+enum command_kind { CMD_VIEW, CMD_DISCONNECT, CMD_INJECT, CMD_RENICE, CMD_TOP, CMD_CACHE };
 
 struct command {
    const char *name;
@@ -379,7 +426,57 @@ struct command {
    int nice;
    double interval;
    unsigned frames;
+   struct gpudctl_cache_query cache;
 };
+
+/* --user U: a user's name or uid; false with a message. */
+static bool
+parse_user(const char *text, uint32_t *ret)
+{
+   uint64_t uid;
+   const struct passwd *pw = getpwnam(text);
+   if (pw) {
+      *ret = (uint32_t)pw->pw_uid;
+      return true;
+   }
+   if (parse_u64(text, &uid) && uid < UINT32_MAX) {
+      *ret = (uint32_t)uid;
+      return true;
+   }
+   fprintf(stderr, "gpudctl: no user '%s' (a user name or a uid)\n", text);
+   return false;
+}
+
+/* cache [clear] [--user U] [--program P] [--json] */
+static int
+parse_cache(struct command *cmd, int argc, char **argv, bool *json)
+{
+   cmd->kind = CMD_CACHE;
+   cmd->cache.program = "";
+   for (int i = 0; i < argc; i++) {
+      const char *a = argv[i];
+      if (i == 0 && !strcmp(a, "clear")) {
+         cmd->cache.clear = true;
+      } else if (!strcmp(a, "--json") || !strcmp(a, "-j")) {
+         *json = true;
+      } else if ((!strcmp(a, "--user") || !strcmp(a, "-u")) && i + 1 < argc) {
+         if (!parse_user(argv[++i], &cmd->cache.uid))
+            return 2;
+         cmd->cache.user_given = true;
+      } else if ((!strcmp(a, "--program") || !strcmp(a, "-p")) && i + 1 < argc) {
+         cmd->cache.program = argv[++i];
+         if (!*cmd->cache.program) {
+            fprintf(stderr, "gpudctl: --program needs a program's name\n");
+            return 2;
+         }
+      } else {
+         fprintf(stderr, "gpudctl: unexpected argument '%s' to cache (cache [clear] "
+                         "[--user U] [--program P])\n", a);
+         return 2;
+      }
+   }
+   return 0;
+}
 
 /* The command's own arguments; 2 and a message when they are wrong. */
 static int
@@ -451,6 +548,8 @@ parse_command(struct command *cmd, int argc, char **argv, bool *json)
       cmd->nice = (int)n;
       return 0;
    }
+   if (!strcmp(name, "cache"))
+      return parse_cache(cmd, argc, argv, json);
    if (!strcmp(name, "top")) {
       cmd->kind = CMD_TOP;
       cmd->interval = 1.0;
@@ -501,6 +600,14 @@ run_on(struct gpudctl_daemon *d, const struct command *cmd, bool json)
       if (!r)
          printf("client %" PRIu64 ": nice %d\n", cmd->client_id, cmd->nice);
       return r;
+   }
+   case CMD_CACHE: {
+      Gpud__CacheReply *c = NULL;
+      if (d->cache(d, &cmd->cache, &c) != 0)
+         return 1;
+      gpudctl_print_cache(c, d->where, cmd->cache.clear, json);
+      d->free_cache(d, c);
+      return 0;
    }
    default: {
       Gpud__StatusReply *s = NULL;

@@ -15,6 +15,16 @@
  * member changes meaning or goes; new members do not bump it. */
 #define GPUDCTL_JSON_VERSION 1
 
+/* What gpudctl cache names: one user's (user_given) or every user the
+ * caller may see, one program's ("" every program's), and whether to
+ * clear it. */
+struct gpudctl_cache_query {
+   bool user_given;
+   uint32_t uid;
+   const char *program;
+   bool clear;
+};
+
 /* How gpudctl reaches one daemon. */
 struct gpudctl_daemon {
    const char *where; /* its socket, or its D-Bus object: in every JSON document */
@@ -26,6 +36,11 @@ struct gpudctl_daemon {
    int (*inject)(struct gpudctl_daemon *d, uint64_t client_id, const char *fault,
                  uint64_t value);
    int (*renice)(struct gpudctl_daemon *d, uint64_t client_id, int nice);
+   /* gpudctl cache [clear]: 0 and the reply (freed with free_cache), or 1
+    * with a message printed (denied, no cache) */
+   int (*cache)(struct gpudctl_daemon *d, const struct gpudctl_cache_query *q,
+                Gpud__CacheReply **ret);
+   void (*free_cache)(struct gpudctl_daemon *d, Gpud__CacheReply *c);
    void (*close)(struct gpudctl_daemon *d);
 };
 
@@ -35,6 +50,7 @@ void gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool js
  * for is not there (or not this user's to see) */
 int gpudctl_print_part(const Gpud__StatusReply *s, const char *where, const char *command,
                        uint64_t id, bool json);
+void gpudctl_print_cache(const Gpud__CacheReply *c, const char *where, bool cleared, bool json);
 /* One frame of `gpudctl top`: now against the sample before (NULL: none),
  * dt_ns apart. */
 void gpudctl_print_top(const Gpud__StatusReply *now, const Gpud__StatusReply *before,

@@ -124,6 +124,7 @@ client_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("pid", "u", c->pid)
    READ_NUMBER("uid", "u", c->uid)
    READ_NUMBER("worker_pid", "u", c->worker_pid)
+   READ_NUMBER("worker_uid", "u", c->worker_uid)
    READ_NUMBER("objects", "t", c->objects)
    READ_NUMBER("memory_bytes", "t", c->memory_bytes)
    READ_NUMBER("commands", "t", c->commands)
@@ -268,6 +269,8 @@ limits_member(sd_bus_message *m, const char *key, void *obj)
    READ_NUMBER("max_clients", "u", l->max_clients)
    READ_NUMBER("spare_workers", "u", l->spare_workers)
    READ_NUMBER("restart_grace_ms", "u", l->restart_grace_ms)
+   READ_NUMBER("cache_user_bytes", "t", l->cache_user_bytes)
+   READ_NUMBER("cache_total_bytes", "t", l->cache_total_bytes)
    if (!strcmp(key, "fair_share"))
       return read_bool(m, &l->fair_share);
    if (!strcmp(key, "validate"))
@@ -411,7 +414,11 @@ bus_status(struct gpudctl_daemon *base, Gpud__StatusReply **ret)
        get_string(d, "Version", &s->daemon_version) < 0 ||
        get_string(d, "Isolation", &s->isolation) < 0 ||
        get_number(d, "DaemonPid", 'u', &s->daemon_pid) < 0 ||
-       get_number(d, "UptimeMs", 't', &s->uptime_ms) < 0)
+       get_number(d, "UptimeMs", 't', &s->uptime_ms) < 0 ||
+       get_string(d, "WorkerIdentity", &s->worker_identity) < 0 ||
+       get_string(d, "IdentityState", &s->identity_state) < 0 ||
+       get_string(d, "CacheDirectory", &s->cache_dir) < 0 ||
+       get_string(d, "CacheState", &s->cache_state) < 0)
       goto fail;
 
    sd_bus_message *reply = call(d, "ListClients", NULL);
@@ -501,6 +508,78 @@ bus_renice(struct gpudctl_daemon *base, uint64_t client_id, int nice)
    return reply ? 0 : 1;
 }
 
+static int
+cache_member(sd_bus_message *m, const char *key, void *obj)
+{
+   Gpud__CacheEntry *e = obj;
+   READ_NUMBER("uid", "u", e->uid)
+   READ_NUMBER("bytes", "t", e->bytes)
+   READ_NUMBER("files", "t", e->files)
+   READ_NUMBER("last_use_s", "t", e->last_use_s)
+   READ_NUMBER("hits", "t", e->hits)
+   READ_NUMBER("misses", "t", e->misses)
+   if (!strcmp(key, "program"))
+      return read_string(m, &e->program);
+   return 0;
+}
+
+static void
+init_cache_entry(void *p)
+{
+   gpud__cache_entry__init(p);
+}
+
+static int
+bus_cache(struct gpudctl_daemon *base, const struct gpudctl_cache_query *q, Gpud__CacheReply **ret)
+{
+   struct bus_daemon *d = (struct bus_daemon *)base;
+   Gpud__CacheReply *c = calloc(1, sizeof(*c));
+   if (!c)
+      return 1;
+   gpud__cache_reply__init(c);
+   Gpud__Limits limits = GPUD__LIMITS__INIT;
+   sd_bus_message *reply = call(d, q->clear ? "ClearCache" : "ListCaches", "bus",
+                                (int)q->user_given, q->uid, q->program);
+   if (!reply)
+      goto fail;
+   int r = q->clear ? sd_bus_message_read(reply, "tt", &c->removed_bytes, &c->removed_files) : 0;
+   if (r >= 0)
+      r = read_list(reply, (void ***)&c->entries, &c->n_entries, sizeof(Gpud__CacheEntry),
+                    init_cache_entry, cache_member);
+   sd_bus_message_unref(reply);
+   if (r < 0) {
+      fprintf(stderr, "gpudctl: %s: malformed answer (%s)\n", d->name, strerror(-r));
+      goto fail;
+   }
+   if (get_string(d, "CacheDirectory", &c->cache_dir) < 0 ||
+       get_string(d, "CacheState", &c->cache_state) < 0 || !(reply = call(d, "GetLimits", NULL)))
+      goto fail;
+   r = read_dict(reply, limits_member, &limits);
+   sd_bus_message_unref(reply);
+   c->user_limit_bytes = limits.cache_user_bytes;
+   c->total_limit_bytes = limits.cache_total_bytes;
+   /* (the strings read into limits) */
+   for (char **str = (char *[]){limits.validate, limits.replay_threads, limits.spirv, NULL}; *str;
+        str++) {
+      if (*str != protobuf_c_empty_string)
+         free(*str);
+   }
+   if (r < 0)
+      goto fail;
+   *ret = c;
+   return 0;
+fail:
+   gpud__cache_reply__free_unpacked(c, NULL);
+   return 1;
+}
+
+static void
+bus_free_cache(struct gpudctl_daemon *base, Gpud__CacheReply *c)
+{
+   if (c)
+      gpud__cache_reply__free_unpacked(c, NULL);
+}
+
 static void
 bus_close(struct gpudctl_daemon *base)
 {
@@ -554,6 +633,8 @@ gpudctl_bus_daemons(const char *which)
          .disconnect = bus_disconnect,
          .inject = bus_inject,
          .renice = bus_renice,
+         .cache = bus_cache,
+         .free_cache = bus_free_cache,
          .close = bus_close,
       };
       /* named by its socket, as without the bus */

@@ -3,8 +3,10 @@
 #include "gpudctl.h"
 
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static void
 json_string(const char *s)
@@ -43,8 +45,10 @@ json_limits(const Gpud__Limits *l)
    json_string(l->replay_threads);
    printf(", \"spirv\": ");
    json_string(l->spirv);
-   printf(", \"restart_grace_ms\": %u, \"fair_share\": %s}", l->restart_grace_ms,
-          l->fair_share ? "true" : "false");
+   printf(", \"restart_grace_ms\": %u, \"fair_share\": %s, \"cache_user_bytes\": %" PRIu64
+          ", \"cache_total_bytes\": %" PRIu64 "}",
+          l->restart_grace_ms, l->fair_share ? "true" : "false", l->cache_user_bytes,
+          l->cache_total_bytes);
 }
 
 static void
@@ -64,7 +68,8 @@ json_client(const Gpud__ClientInfo *c)
    json_string(c->name);
    printf(", \"state\": ");
    json_string(c->state);
-   printf(", \"worker_pid\": %u, \"worker_version\": ", c->worker_pid);
+   printf(", \"worker_pid\": %u, \"worker_uid\": %u, \"worker_version\": ", c->worker_pid,
+          c->worker_uid);
    json_string(c->worker_version);
    printf(", \"adopted\": %s, \"details_unknown\": %s, \"objects\": %" PRIu64
           ", \"memory_bytes\": %" PRIu64 ", \"commands\": %" PRIu64 ", \"gpu_ns\": %" PRIu64
@@ -315,6 +320,14 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
       printf(", \"daemon_pid\": %u, \"uptime_ms\": %" PRIu64 ", \"isolation\": ",
              s->daemon_pid, s->uptime_ms);
       json_string(s->isolation);
+      printf(", \"worker_identity\": ");
+      json_string(s->worker_identity);
+      printf(", \"identity_state\": ");
+      json_string_or_null(s->identity_state);
+      printf(", \"cache_dir\": ");
+      json_string_or_null(s->cache_dir);
+      printf(", \"cache_state\": ");
+      json_string_or_null(s->cache_state);
       if (s->limits) {
          printf(", \"limits\": ");
          json_limits(s->limits);
@@ -354,6 +367,16 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
       printf("fair share:   %s\n", l->fair_share ? "on: submissions take turns by weighted GPU time"
                                                   : "off");
    }
+   printf("workers:      %s%s%s\n",
+          s->worker_identity && !strcmp(s->worker_identity, "per-user")
+             ? "each client user's run as a uid of their own"
+             : "run as one user",
+          s->identity_state && *s->identity_state ? "; not kept: " : "",
+          s->identity_state && *s->identity_state ? s->identity_state : "");
+   if (s->cache_state && *s->cache_state)
+      printf("caches:       none kept: %s\n", s->cache_state);
+   else
+      printf("caches:       %s (gpudctl cache)\n", s->cache_dir ? s->cache_dir : "");
    printf("clients:      %zu", s->n_clients);
    if (s->hidden_clients)
       printf(" (and %u of other users)", s->hidden_clients);
@@ -623,5 +646,72 @@ gpudctl_print_top(const Gpud__StatusReply *s, const Gpud__StatusReply *before, u
       const Gpud__FaultInfo *f = s->faults[s->n_faults - 1];
       printf("\nlast fault %.0f s ago: client %" PRIu64 " (%s): %s\n", (double)f->age_ms / 1000.0,
              f->client_id, f->name, f->reason);
+   }
+}
+
+/* ---- gpudctl cache ------------------------------------------------------- */
+
+void
+gpudctl_print_cache(const Gpud__CacheReply *c, const char *where, bool cleared, bool json)
+{
+   if (json) {
+      json_head(where);
+      printf(", \"cache_dir\": ");
+      json_string_or_null(c->cache_dir);
+      printf(", \"cache_state\": ");
+      json_string_or_null(c->cache_state);
+      printf(", \"user_limit_bytes\": %" PRIu64 ", \"total_limit_bytes\": %" PRIu64,
+             c->user_limit_bytes, c->total_limit_bytes);
+      if (cleared)
+         printf(", \"removed_bytes\": %" PRIu64 ", \"removed_files\": %" PRIu64,
+                c->removed_bytes, c->removed_files);
+      printf(", \"entries\": [");
+      for (size_t i = 0; i < c->n_entries; i++) {
+         const Gpud__CacheEntry *e = c->entries[i];
+         printf("%s{\"uid\": %u, \"program\": ", i ? ", " : "", e->uid);
+         json_string_or_null(e->program);
+         printf(", \"bytes\": %" PRIu64 ", \"files\": %" PRIu64 ", \"last_use_s\": %" PRIu64
+                ", \"hits\": %" PRIu64 ", \"misses\": %" PRIu64 "}",
+                e->bytes, e->files, e->last_use_s, e->hits, e->misses);
+      }
+      printf("]}\n");
+      return;
+   }
+   char a[32], b[32];
+   if (c->cache_state && *c->cache_state) {
+      printf("caches:   none kept: %s\n", c->cache_state);
+   } else {
+      printf("caches:   %s", c->cache_dir);
+      if (c->user_limit_bytes)
+         printf(" (a user's at most %s", human(c->user_limit_bytes, a, sizeof(a)));
+      if (c->total_limit_bytes)
+         printf("%s all together at most %s", c->user_limit_bytes ? "," : " (",
+                human(c->total_limit_bytes, b, sizeof(b)));
+      printf("%s\n", c->user_limit_bytes || c->total_limit_bytes ? ")" : "");
+   }
+   if (cleared)
+      printf("removed:  %" PRIu64 " files, %s\n", c->removed_files,
+             human(c->removed_bytes, a, sizeof(a)));
+   if (!c->n_entries) {
+      printf("(nothing cached)\n");
+      return;
+   }
+   printf("\n%-12s %-24s %10s %6s %-19s %7s %7s\n", "USER", "PROGRAM", "SIZE", "FILES",
+          "LAST USE", "HITS", "MISSES");
+   for (size_t i = 0; i < c->n_entries; i++) {
+      const Gpud__CacheEntry *e = c->entries[i];
+      char user[32], when[32] = "-";
+      const struct passwd *pw = getpwuid((uid_t)e->uid);
+      if (pw && strlen(pw->pw_name) < sizeof(user))
+         snprintf(user, sizeof(user), "%s", pw->pw_name);
+      else
+         snprintf(user, sizeof(user), "%u", e->uid);
+      time_t t = (time_t)e->last_use_s;
+      struct tm tm;
+      if (e->last_use_s && localtime_r(&t, &tm))
+         strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+      printf("%-12s %-24s %10s %6" PRIu64 " %-19s %7" PRIu64 " %7" PRIu64 "\n", user,
+             e->program && *e->program ? e->program : "(host drivers')",
+             human(e->bytes, a, sizeof(a)), e->files, when, e->hits, e->misses);
    }
 }

@@ -41,42 +41,6 @@ resolve_group(const char *name, gid_t *ret)
    return 0;
 }
 
-/* The workers' shader caches live in their user's home, /var/cache/gpud
- * for gpud, or in $XDG_CACHE_HOME where the server's environment names
- * one (the units name /var/cache/gpud/workers: their CacheDirectory=gpud
- * belongs to root, the server's user, and systemd hands it back to root
- * on each start if its owner changed, so the workers' own directory is
- * one below).  A directory under /var/cache that is missing is made, and
- * one owned by another user given, to the workers' user; never any other
- * (nobody's /nonexistent stays so). */
-static void
-make_cache_dir(const struct gpud_access *a, const char *dir, bool take)
-{
-   if (!dir || strncmp(dir, "/var/cache/", 11) != 0 || strstr(dir, "/..") || geteuid() != 0)
-      return;
-   struct stat st;
-   if (mkdir(dir, 0700) < 0) {
-      if (errno != EEXIST) {
-         util_warn("workers' cache directory %s: %s", dir, strerror(errno));
-         return;
-      }
-      if (!take || lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid == a->worker_uid)
-         return;
-   }
-   if (chown(dir, a->worker_uid, a->worker_gid) < 0)
-      util_warn("workers' cache directory %s: %s", dir, strerror(errno));
-}
-
-static void
-make_cache_home(const struct gpud_access *a)
-{
-   /* a home that exists is left as it is (systemd's CacheDirectory) */
-   make_cache_dir(a, a->worker_home, false);
-   const char *xdg = getenv("XDG_CACHE_HOME");
-   if (xdg && (!a->worker_home || strcmp(xdg, a->worker_home) != 0))
-      make_cache_dir(a, xdg, true);
-}
-
 static int
 resolve_user(struct gpud_access *a, const char *name)
 {
@@ -100,8 +64,6 @@ resolve_user(struct gpud_access *a, const char *name)
    }
    a->worker_uid = pw->pw_uid;
    a->worker_gid = pw->pw_gid;
-   a->worker_home = strdup(pw->pw_dir ? pw->pw_dir : "/");
-   make_cache_home(a);
    int n_groups = (int)(sizeof(a->worker_groups) / sizeof(a->worker_groups[0]));
    if (getgrouplist(pw->pw_name, pw->pw_gid, a->worker_groups, &n_groups) < 0) {
       /* more groups than we keep: the primary group and the first ones */
@@ -145,7 +107,6 @@ gpud_access_init(struct gpud_server *server)
           resolve_user(&a, cfg->user ? cfg->user : "gpud") < 0)
          return -ENOENT;
    }
-   free(server->access.worker_home);
    server->access = a;
    return 0;
 }
@@ -153,8 +114,7 @@ gpud_access_init(struct gpud_server *server)
 void
 gpud_access_finish(struct gpud_access *access)
 {
-   free(access->worker_home);
-   access->worker_home = NULL;
+   (void)access;
 }
 
 /* The peer's supplementary groups (SO_PEERGROUPS, Linux 4.13): their

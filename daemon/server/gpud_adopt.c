@@ -271,7 +271,9 @@ gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
    char hex[TOKEN_SIZE * 2 + 1];
    for (size_t i = 0; i < TOKEN_SIZE; i++)
       snprintf(hex + 2 * i, 3, "%02x", token[i]);
-   uid_t worker_uid = server->access.switch_user ? server->access.worker_uid : geteuid();
+   uid_t worker_uid = worker->uid                   ? worker->uid
+                      : server->access.switch_user ? server->access.worker_uid
+                                                   : geteuid();
    char text[512], name[64];
    snprintf(text, sizeof(text),
             "id=%" PRIu64 "\npid=%d\nuid=%u\nname=%s\nconnected_ns=%" PRIu64
@@ -435,6 +437,7 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
    snprintf(ad->a.version, sizeof(ad->a.version), "%s", w->version ? w->version : "");
    gpud_clean_text(ad->a.version);
    ad->a.control_version = w->control_version;
+   ad->a.worker_uid = ad->worker_uid;
    ad->a.n_heaps = (uint32_t)UTIL_MIN(w->n_heap_usage, (size_t)VK_MAX_MEMORY_HEAPS);
    for (uint32_t h = 0; h < ad->a.n_heaps; h++)
       ad->a.heap_usage[h] = w->heap_usage[h];

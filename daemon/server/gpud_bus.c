@@ -12,7 +12,9 @@
  */
 #include "gpud_bus.h"
 #include "gpud_access.h"
+#include "gpud_cache.h"
 #include "gpud_control.h"
+#include "gpud_identity.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -37,6 +39,7 @@
 #define BUS_ERROR_NO_CLIENT "org.gpud.Daemon1.Error.NoSuchClient"
 #define BUS_ERROR_CANNOT_INJECT "org.gpud.Daemon1.Error.CannotInject"
 #define BUS_ERROR_CANNOT_RENICE "org.gpud.Daemon1.Error.CannotRenice"
+#define BUS_ERROR_NO_CACHE "org.gpud.Daemon1.Error.NoCache"
 
 /* Who the bus says a connection is, asked once per connection: the
  * bus's answer (GetConnectionCredentials) comes back through the loop, and
@@ -409,6 +412,7 @@ put_client(sd_bus_message *m, const Gpud__ClientInfo *c)
    put_s(m, "name", c->name);
    put_s(m, "state", c->state);
    put_u(m, "worker_pid", c->worker_pid);
+   put_u(m, "worker_uid", c->worker_uid);
    put_s(m, "worker_version", c->worker_version);
    put_b(m, "adopted", c->adopted);
    put_b(m, "details_unknown", c->details_unknown);
@@ -603,6 +607,8 @@ fill_limits(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *c
    put_s(reply, "spirv", l->spirv);
    put_u(reply, "restart_grace_ms", l->restart_grace_ms);
    put_b(reply, "fair_share", l->fair_share);
+   put_t(reply, "cache_user_bytes", l->cache_user_bytes);
+   put_t(reply, "cache_total_bytes", l->cache_total_bytes);
    return sd_bus_message_close_container(reply);
 }
 
@@ -704,6 +710,72 @@ method_renice(sd_bus_message *m, void *userdata, sd_bus_error *error)
    return act_reply(m, r, id, why, BUS_ERROR_CANNOT_RENICE, error);
 }
 
+/* ListCaches(b user_given, u uid, s program) and ClearCache(...): what
+ * gpudctl cache shows and clears. */
+static int
+cache_call(sd_bus_message *m, void *userdata, sd_bus_error *error, bool clear)
+{
+   struct gpud_bus *b = userdata;
+   struct gpud_client viewer;
+   int user_given = 0;
+   uint32_t uid = 0;
+   const char *program = NULL;
+   if (!caller(b, m, &viewer, error))
+      return -EACCES;
+   int r = sd_bus_message_read(m, "bus", &user_given, &uid, &program);
+   if (r < 0)
+      return r;
+   const Gpud__CacheReply *c = NULL;
+   struct gpud_cache_view *v = gpud_control_cache(b->server, &viewer, user_given, (uid_t)uid,
+                                                  program, clear, "D-Bus", &c);
+   if (!v)
+      return -ENOMEM;
+   if (c->error && c->error[0]) {
+      r = sd_bus_error_setf(error, c->denied ? SD_BUS_ERROR_ACCESS_DENIED : BUS_ERROR_NO_CACHE,
+                            "%s", c->error);
+      gpud_control_cache_free(v);
+      return r;
+   }
+   sd_bus_message *reply = NULL;
+   r = sd_bus_message_new_method_return(m, &reply);
+   if (r >= 0 && clear)
+      r = sd_bus_message_append(reply, "tt", c->removed_bytes, c->removed_files);
+   if (r >= 0)
+      r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+   for (size_t i = 0; r >= 0 && i < c->n_entries; i++) {
+      const Gpud__CacheEntry *e = c->entries[i];
+      r = sd_bus_message_open_container(reply, 'a', "{sv}");
+      put_u(reply, "uid", e->uid);
+      put_s(reply, "program", e->program);
+      put_t(reply, "bytes", e->bytes);
+      put_t(reply, "files", e->files);
+      put_t(reply, "last_use_s", e->last_use_s);
+      put_t(reply, "hits", e->hits);
+      put_t(reply, "misses", e->misses);
+      if (r >= 0)
+         r = sd_bus_message_close_container(reply);
+   }
+   if (r >= 0)
+      r = sd_bus_message_close_container(reply);
+   if (r >= 0)
+      r = sd_bus_send(NULL, reply, NULL);
+   sd_bus_message_unref(reply);
+   gpud_control_cache_free(v);
+   return r;
+}
+
+static int
+method_list_caches(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   return cache_call(m, userdata, error, false);
+}
+
+static int
+method_clear_cache(sd_bus_message *m, void *userdata, sd_bus_error *error)
+{
+   return cache_call(m, userdata, error, true);
+}
+
 /* ---- properties ----------------------------------------------------------- */
 
 static int
@@ -733,6 +805,14 @@ get_property(sd_bus *bus, const char *path, const char *interface, const char *p
       return sd_bus_message_append(reply, "u", (uint32_t)getpid());
    if (!strcmp(property, "UptimeMs"))
       return sd_bus_message_append(reply, "t", (util_now_ns() - server->start_ns) / 1000000);
+   if (!strcmp(property, "WorkerIdentity"))
+      return sd_bus_message_append(reply, "s", gpud_identity_on(server) ? "per-user" : "shared");
+   if (!strcmp(property, "IdentityState"))
+      return sd_bus_message_append(reply, "s", gpud_identity_state(server));
+   if (!strcmp(property, "CacheDirectory"))
+      return sd_bus_message_append(reply, "s", gpud_cache_root(server));
+   if (!strcmp(property, "CacheState"))
+      return sd_bus_message_append(reply, "s", gpud_cache_state(server));
    /* the totals of what the caller may see */
    struct gpud_client viewer;
    sd_bus_message *m = sd_bus_get_current_message(bus);
@@ -769,6 +849,10 @@ static const sd_bus_vtable daemon_vtable[] = {
    SD_BUS_PROPERTY("Isolation", "s", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
    SD_BUS_PROPERTY("DaemonPid", "u", get_property, 0, SD_BUS_VTABLE_PROPERTY_CONST),
    SD_BUS_PROPERTY("UptimeMs", "t", get_property, 0, 0),
+   SD_BUS_PROPERTY("WorkerIdentity", "s", get_property, 0, 0),
+   SD_BUS_PROPERTY("IdentityState", "s", get_property, 0, 0),
+   SD_BUS_PROPERTY("CacheDirectory", "s", get_property, 0, 0),
+   SD_BUS_PROPERTY("CacheState", "s", get_property, 0, 0),
    SD_BUS_PROPERTY("Clients", "u", get_property, 0, 0),
    SD_BUS_PROPERTY("Objects", "t", get_property, 0, 0),
    SD_BUS_PROPERTY("MemoryBytes", "t", get_property, 0, 0),
@@ -792,6 +876,13 @@ static const sd_bus_vtable daemon_vtable[] = {
                             SD_BUS_VTABLE_UNPRIVILEGED),
    SD_BUS_METHOD_WITH_NAMES("Renice", "ti", SD_BUS_PARAM(id) SD_BUS_PARAM(nice), "", ,
                             method_renice, SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("ListCaches", "bus", SD_BUS_PARAM(user_given) SD_BUS_PARAM(uid)
+                            SD_BUS_PARAM(program), "aa{sv}", SD_BUS_PARAM(entries),
+                            method_list_caches, SD_BUS_VTABLE_UNPRIVILEGED),
+   SD_BUS_METHOD_WITH_NAMES("ClearCache", "bus", SD_BUS_PARAM(user_given) SD_BUS_PARAM(uid)
+                            SD_BUS_PARAM(program), "ttaa{sv}", SD_BUS_PARAM(removed_bytes)
+                            SD_BUS_PARAM(removed_files) SD_BUS_PARAM(entries),
+                            method_clear_cache, SD_BUS_VTABLE_UNPRIVILEGED),
    SD_BUS_SIGNAL_WITH_NAMES("ClientConnected", "tuus", SD_BUS_PARAM(id) SD_BUS_PARAM(pid)
                             SD_BUS_PARAM(uid) SD_BUS_PARAM(name), 0),
    SD_BUS_SIGNAL_WITH_NAMES("ClientDisconnected", "tuus", SD_BUS_PARAM(id) SD_BUS_PARAM(pid)

@@ -69,7 +69,18 @@ usage(FILE *f)
            "      --group GROUP        who may connect besides root, and the socket's group\n"
            "                           (default: render)\n"
            "      --admin-group GROUP  may see and disconnect every user's clients\n"
-           "      --user USER          workers run as USER (default: gpud)\n"
+           "      --user USER          workers run as USER before they have a client, and in\n"
+           "                           its groups (default: gpud)\n"
+           "      --worker-uids FIRST-LAST  each client user's workers run as a uid (and\n"
+           "                           gid) of their own from this range (default:\n"
+           "                           %u-%u); none: as USER\n"
+           "      --state-dir DIR      what the daemon keeps: the uids it gave (default:\n"
+           "                           /var/lib/gpud as root, else $XDG_STATE_HOME/gpud)\n"
+           "      --cache-dir DIR      the pipeline and shader caches it keeps for each\n"
+           "                           user (default: /var/cache/gpud as root, else\n"
+           "                           $XDG_CACHE_HOME/gpud)\n"
+           "      --cache-size-user SIZE    one user's caches at most (default: %" PRIu64 "M)\n"
+           "      --cache-size-total SIZE   every user's together (default: %" PRIu64 "M)\n"
            "\nLimits (SIZE: bytes with K, M, G or T, or 'none'; TIME: ms, or with s):\n"
            "      --client-memory SIZE memory one client may hold (default: the device's)\n"
            "      --uid-memory SIZE    memory one user's clients may hold (default: the\n"
@@ -110,7 +121,8 @@ usage(FILE *f)
            "      --fair-share=yes|no  submissions take turns by their clients' weighted GPU\n"
            "                           time (default: yes; no: as the host driver has them)\n",
            GPUD_LAVAPIPE_MANIFEST[0] ? GPUD_LAVAPIPE_MANIFEST : "lvp_icd*.json where the loader looks",
-           GPUD_CONFIG_FILE, d.client_objects, d.uid_connections, d.max_clients,
+           GPUD_CONFIG_FILE, (unsigned)GPUD_WORKER_UID_FIRST, (unsigned)GPUD_WORKER_UID_LAST,
+           d.cache_user_bytes >> 20, d.cache_total_bytes >> 20, d.client_objects, d.uid_connections, d.max_clients,
            d.handshake_timeout_ms, d.start_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms,
            d.restart_grace_ms, d.drain_timeout_ms, d.crash_backoff_ms, d.crash_backoff_max_ms, d.crash_limit,
            d.crash_cooldown_ms, d.log_burst, d.log_per_second);
@@ -196,6 +208,9 @@ enum {
    OPT_SPIRV,
    OPT_ISOLATION,
    OPT_USER,
+   OPT_WORKER_UIDS,
+   OPT_STATE_DIR,
+   OPT_CACHE_DIR,
    OPT_GROUP,
    OPT_ADMIN_GROUP,
    OPT_BUS,
@@ -204,6 +219,7 @@ enum {
    OPT_NO_SANDBOX,
    OPT_FAIR_SHARE,
    OPT_WORKER,
+   OPT_WORKER_BASE,
    OPT_SYSFS,
    OPT_LIST_DEVICES,
    OPT_LIMIT, /* OPT_LIMIT + i: limit_options[i] */
@@ -244,6 +260,8 @@ static const struct limit_option {
    LIMIT("crash-backoff-max", LIMIT_TIME, crash_backoff_max_ms, 0, 600000, "a time (such as 5s)"),
    LIMIT("log-burst", LIMIT_COUNT, log_burst, 1, 1u << 20, "a positive number"),
    LIMIT("log-rate", LIMIT_COUNT, log_per_second, 1, 1u << 20, "a positive number"),
+   LIMIT("cache-size-user", LIMIT_SIZE, cache_user_bytes, 0, UINT64_MAX, "a size (such as 2G) or 'none'"),
+   LIMIT("cache-size-total", LIMIT_SIZE, cache_total_bytes, 0, UINT64_MAX, "a size (such as 16G) or 'none'"),
 #undef LIMIT
 };
 
@@ -361,6 +379,33 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
       cfg->device = kept;
    } else if (!strcmp(name, "user")) {
       cfg->user = kept;
+   } else if (!strcmp(name, "worker-uids")) {
+      if (!strcmp(value, "none")) {
+         cfg->worker_uid_first = 1;
+         cfg->worker_uid_last = 0;
+      } else {
+         char *dash = strchr(kept, '-');
+         uint64_t first, last;
+         char head[32];
+         size_t len = dash ? (size_t)(dash - kept) : 0;
+         if (!dash || len >= sizeof(head))
+            return "FIRST-LAST (uids, as 2113929216-2113994751) or 'none'";
+         memcpy(head, kept, len);
+         head[len] = '\0';
+         if (parse_u64(head, UINT32_MAX - 2, &first) < 0 ||
+             parse_u64(dash + 1, UINT32_MAX - 2, &last) < 0 || first > last || first < 1000)
+            return "FIRST-LAST, uids from 1000 up (as 2113929216-2113994751), or 'none'";
+         cfg->worker_uid_first = (uid_t)first;
+         cfg->worker_uid_last = (uid_t)last;
+      }
+   } else if (!strcmp(name, "state-dir")) {
+      if (kept[0] != '/')
+         return "an absolute path";
+      cfg->state_dir = kept;
+   } else if (!strcmp(name, "cache-dir")) {
+      if (kept[0] != '/')
+         return "an absolute path";
+      cfg->cache_dir = kept;
    } else if (!strcmp(name, "group")) {
       cfg->group = kept;
    } else if (!strcmp(name, "admin-group")) {
@@ -613,6 +658,9 @@ static const struct option fixed_options[] = {
    {"spirv", required_argument, NULL, OPT_SPIRV},
    {"isolation", required_argument, NULL, OPT_ISOLATION},
    {"user", required_argument, NULL, OPT_USER},
+   {"worker-uids", required_argument, NULL, OPT_WORKER_UIDS},
+   {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+   {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
    {"group", required_argument, NULL, OPT_GROUP},
    {"admin-group", required_argument, NULL, OPT_ADMIN_GROUP},
    {"bus", required_argument, NULL, OPT_BUS},
@@ -621,6 +669,7 @@ static const struct option fixed_options[] = {
    {"no-sandbox", no_argument, NULL, OPT_NO_SANDBOX},
    {"fair-share", required_argument, NULL, OPT_FAIR_SHARE},
    {"worker", required_argument, NULL, OPT_WORKER},
+   {"worker-base", required_argument, NULL, OPT_WORKER_BASE},
    {"sysfs", required_argument, NULL, OPT_SYSFS},
    {"list-devices", no_argument, NULL, OPT_LIST_DEVICES},
    {"log-level", required_argument, NULL, 'l'},
@@ -644,6 +693,8 @@ config_defaults(struct gpud_config *cfg)
       .fair_share = true,
       .spare_workers = 1,
       .replay_threads = -1,
+      .worker_uid_first = GPUD_WORKER_UID_FIRST,
+      .worker_uid_last = GPUD_WORKER_UID_LAST,
       .limits = GPUD_LIMITS_DEFAULT,
       .log_level = -1,
    };
@@ -709,6 +760,9 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
       case OPT_SPIRV: name = "spirv"; break;
       case OPT_ISOLATION: name = "isolation"; break;
       case OPT_USER: name = "user"; break;
+      case OPT_WORKER_UIDS: name = "worker-uids"; break;
+      case OPT_STATE_DIR: name = "state-dir"; break;
+      case OPT_CACHE_DIR: name = "cache-dir"; break;
       case OPT_GROUP: name = "group"; break;
       case OPT_ADMIN_GROUP: name = "admin-group"; break;
       case OPT_BUS: name = "bus"; break;
@@ -725,6 +779,9 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
             return GPUD_CONFIG_USAGE;
          }
          *worker_parent = (pid_t)v;
+         continue;
+      case OPT_WORKER_BASE:
+         cfg->worker_base = optarg;
          continue;
       case OPT_SYSFS:
          cfg->sysfs_root = optarg;

@@ -14,6 +14,11 @@
 #include "gpud_select.h"
 #include "gpud_version.h"
 
+/* The workers' uids by default: in the range systemd's UIDS-GIDS.md leaves
+ * unused (1879048192-2147352575, below its foreign range), 65536 of them. */
+#define GPUD_WORKER_UID_FIRST ((uid_t)2113929216) /* 0x7e000000 */
+#define GPUD_WORKER_UID_LAST ((uid_t)2113994751)
+
 enum gpud_isolation {
    GPUD_ISOLATION_PROCESS, /* a worker process per client (the default) */
    GPUD_ISOLATION_THREAD,  /* contexts on threads of the server, for debugging */
@@ -46,7 +51,16 @@ struct gpud_config {
    enum gpud_isolation isolation;
    bool sandbox;
    bool fair_share;         /* the schedule page (gpud_share.c) */
-   const char *user;        /* workers run as this user (root daemons) */
+   const char *user;        /* workers run as this user before they have a client, and
+                             * as its groups (root daemons) */
+   /* a uid (and gid) of their own for each client user's workers, from
+    * this range (root daemons); first > last: none, every worker as user */
+   uid_t worker_uid_first, worker_uid_last;
+   const char *state_dir;   /* what the server keeps (the uids given); NULL: default */
+   const char *worker_base; /* a worker's: UID:GID:GROUP,... it runs as until it has
+                             * a client, keeping root's saved uid to take the
+                             * client user's identity then (gpud_worker.c) */
+   const char *cache_dir;   /* the caches it keeps for each user; NULL: default */
    const char *group;       /* socket group and who may connect (root daemons) */
    const char *admin_group; /* may see and act on every client */
    const char *bus;         /* D-Bus: system, session, none or an address;

@@ -6,6 +6,9 @@
  */
 #include "gpud_control.h"
 #include "gpud_access.h"
+#include "gpud_cache.h"
+#include "gpud_identity.h"
+#include "util_dir.h"
 #include "gpud_spawn.h"
 #include "gpud_share.h"
 
@@ -192,6 +195,17 @@ fill_injected(Gpud__ClientInfo *info, struct client_parts *parts,
    info->injected = parts->injected;
 }
 
+/* The uid a worker runs as: its user's, else the base user's (--user), else
+ * the daemon's own (a thread). */
+static uid_t
+worker_uid(const struct gpud_worker *w)
+{
+   const struct gpud_access *ac = &w->server->access;
+   if (w->uid)
+      return w->uid;
+   return ac->switch_user && w->pid ? ac->worker_uid : geteuid();
+}
+
 static void
 fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpud_client *c,
             uint64_t now)
@@ -218,6 +232,7 @@ fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpu
    const struct gpud_worker *w = c->worker;
    if (w) {
       info->worker_pid = (uint32_t)w->pid;
+      info->worker_uid = (uint32_t)worker_uid(w);
       info->worker_version = (char *)w->version;
       gpud_share_fill(c->server, c, info);
       info->adopted = w->adopted;
@@ -282,6 +297,8 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    limits->spare_workers = server->cfg.spare_workers;
    limits->restart_grace_ms = gpud_restart_grace_ms(server);
    limits->fair_share = server->sched != NULL;
+   limits->cache_user_bytes = l->cache_user_bytes == GPUD_UNLIMITED ? 0 : l->cache_user_bytes;
+   limits->cache_total_bytes = l->cache_total_bytes == GPUD_UNLIMITED ? 0 : l->cache_total_bytes;
    limits->spirv = (char *)gpud_spirv_mode_name(server->cfg.spirv);
    static const char *const validate[] = {"off", "report", "strict"};
    limits->validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
@@ -295,6 +312,10 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    reply->limits = limits;
    reply->daemon_version = (char *)gpud_version;
    reply->uptime_ms = (now - server->start_ns) / 1000000;
+   reply->cache_dir = (char *)gpud_cache_root(server);
+   reply->cache_state = (char *)gpud_cache_state(server);
+   reply->worker_identity = (char *)(gpud_identity_on(server) ? "per-user" : "shared");
+   reply->identity_state = (char *)gpud_identity_state(server);
    Gpud__HeapInfo *heaps = v->heaps;
    for (uint32_t h = 0; h < server->n_heaps && h < VK_MAX_MEMORY_HEAPS; h++) {
       gpud__heap_info__init(&heaps[h]);
@@ -586,6 +607,107 @@ renice(struct gpud_client *control, const Gpud__ReniceRequest *req)
    gpud_client_queue_control(control, &m);
 }
 
+/* ---- gpudctl cache ------------------------------------------------------- */
+
+struct gpud_cache_view {
+   Gpud__CacheReply reply;
+   struct gpud_cache_entry *entries;
+   Gpud__CacheEntry *out;
+   Gpud__CacheEntry **ptrs;
+};
+
+struct gpud_cache_view *
+gpud_control_cache(struct gpud_server *server, const struct gpud_client *viewer, bool user_given,
+                   uid_t uid, const char *program, bool clear, const char *via,
+                   const Gpud__CacheReply **ret)
+{
+   struct gpud_cache_view *v = calloc(1, sizeof(*v));
+   if (!v)
+      return NULL;
+   Gpud__CacheReply *reply = &v->reply;
+   gpud__cache_reply__init(reply);
+   reply->cache_dir = (char *)gpud_cache_root(server);
+   reply->cache_state = (char *)gpud_cache_state(server);
+   const struct gpud_limits *l = &server->cfg.limits;
+   reply->user_limit_bytes = l->cache_user_bytes == GPUD_UNLIMITED ? 0 : l->cache_user_bytes;
+   reply->total_limit_bytes = l->cache_total_bytes == GPUD_UNLIMITED ? 0 : l->cache_total_bytes;
+   *ret = reply;
+   const bool privileged = viewer->uid == 0 || viewer->admin;
+   if (user_given && uid != viewer->uid && !privileged) {
+      reply->denied = true;
+      reply->error = (char *)"only root and the admin group may see or clear another user's "
+                             "cache";
+      return v;
+   }
+   /* (a user sees their own; root and the admin group everyone's) */
+   uid_t who = user_given ? uid : privileged ? (uid_t)-1 : viewer->uid;
+   char name[64];
+   util_file_name_part(program ? program : "", name, sizeof(name));
+   const char *prog = program && program[0] ? name : NULL;
+   if (clear) {
+      uint64_t files = 0;
+      int64_t removed = gpud_cache_clear(server, who, prog, &files);
+      if (removed < 0) {
+         reply->error = (char *)"no cache is kept";
+      } else {
+         reply->removed_bytes = (uint64_t)removed;
+         reply->removed_files = files;
+         char user[24];
+         snprintf(user, sizeof(user), "%u", (unsigned)who);
+         util_notice("cache of %s%s%s%s cleared by uid %u (pid %d, %s): %" PRIu64
+                     " files, %" PRIu64 " bytes",
+                     who == (uid_t)-1 ? "every user" : "user ", who == (uid_t)-1 ? "" : user,
+                     prog ? ", program " : "", prog ? prog : "", (unsigned)viewer->uid,
+                     (int)viewer->pid, via, files, (uint64_t)removed);
+      }
+   }
+   int n = gpud_cache_list(server, who, prog, &v->entries);
+   v->out = n > 0 ? calloc((size_t)n, sizeof(*v->out)) : NULL;
+   v->ptrs = n > 0 ? calloc((size_t)n, sizeof(*v->ptrs)) : NULL;
+   for (int i = 0; v->out && v->ptrs && i < n; i++) {
+      const struct gpud_cache_entry *e = &v->entries[i];
+      Gpud__CacheEntry *o = &v->out[i];
+      gpud__cache_entry__init(o);
+      o->uid = (uint32_t)e->uid;
+      o->program = (char *)e->program;
+      o->bytes = e->bytes;
+      o->files = e->files;
+      o->last_use_s = e->last_use > 0 ? (uint64_t)e->last_use : 0;
+      o->hits = e->hits;
+      o->misses = e->misses;
+      v->ptrs[reply->n_entries++] = o;
+   }
+   reply->entries = v->ptrs;
+   return v;
+}
+
+void
+gpud_control_cache_free(struct gpud_cache_view *v)
+{
+   if (!v)
+      return;
+   free(v->entries);
+   free(v->out);
+   free(v->ptrs);
+   free(v);
+}
+
+static void
+cache(struct gpud_client *control, const Gpud__CacheRequest *req)
+{
+   const Gpud__CacheReply *reply = NULL;
+   struct gpud_cache_view *v =
+      gpud_control_cache(control->server, control, req->user_given, (uid_t)req->uid,
+                         req->program, req->clear, "gpudctl", &reply);
+   Gpud__CacheReply empty = GPUD__CACHE_REPLY__INIT;
+   empty.error = (char *)"out of memory";
+   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
+   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_CACHE_REPLY;
+   m.cache_reply = v ? (Gpud__CacheReply *)reply : &empty;
+   gpud_client_queue_control(control, &m);
+   gpud_control_cache_free(v);
+}
+
 int
 gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
 {
@@ -603,6 +725,9 @@ gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
       break;
    case GPUD__CONTROL_MESSAGE__MSG_RENICE_REQUEST:
       renice(control, m->renice_request);
+      break;
+   case GPUD__CONTROL_MESSAGE__MSG_CACHE_REQUEST:
+      cache(control, m->cache_request);
       break;
    case GPUD__CONTROL_MESSAGE__MSG_DISCONNECT:
       r = -ECONNRESET;

@@ -26,3 +26,14 @@ int gpud_control_inject(struct gpud_server *server, const struct gpud_client *vi
  * cannot be set so */
 int gpud_control_renice(struct gpud_server *server, const struct gpud_client *viewer,
                         uint64_t id, int nice, const char *via, const char **error);
+
+/* gpudctl cache [clear]: what the users' caches hold (only uid's where
+ * user_given, only program's where program is not ""), after removing it
+ * where clear says so; a user may name only their own (reply->denied);
+ * freed with gpud_control_cache_free. */
+struct gpud_cache_view;
+struct gpud_cache_view *gpud_control_cache(struct gpud_server *server,
+                                           const struct gpud_client *viewer, bool user_given,
+                                           uid_t uid, const char *program, bool clear,
+                                           const char *via, const Gpud__CacheReply **ret);
+void gpud_control_cache_free(struct gpud_cache_view *view);

@@ -41,7 +41,6 @@ struct gpud_access {
    gid_t worker_gid;
    gid_t worker_groups[32];
    int n_worker_groups;
-   char *worker_home;
 };
 
 /* Per-user accounting. */
@@ -105,6 +104,8 @@ struct gpud_worker {
    struct gpud_server *server;
    enum gpud_worker_state state;
    pid_t pid;             /* 0 for a thread */
+   uid_t uid;             /* the identity it took for its client (0: as started) */
+   bool can_become;       /* started as root, it can take its client user's uid */
    int fd;                /* control channel */
    struct event *read_ev;
    struct event *write_ev;
@@ -132,6 +133,12 @@ struct gpud_worker {
    bool adopted;          /* from an earlier server: not this one's child */
    int pidfd;             /* an adopted worker's, to signal it; -1 */
    bool details_unknown;  /* its status page is of another layout: not read */
+   /* whom it served (a client was assigned or adopted), for the caches'
+    * counts when it ends: its client's uid and program (as a file name
+    * part, as the pipeline caches name it) */
+   bool served;
+   uid_t served_uid;
+   char served_program[64];
 };
 
 struct gpud_fault {
@@ -145,6 +152,8 @@ struct gpud_fault {
 };
 
 struct gpud_bus;
+struct gpud_identities;
+struct gpud_caches;
 struct gpud_adoption;
 struct gpud_sched_page;
 
@@ -158,6 +167,7 @@ struct gpud_adopted {
    char name[64];
    uint64_t connected_ns;  /* CLOCK_MONOTONIC, one clock for every process */
    pid_t worker_pid;
+   uid_t worker_uid;       /* the uid it runs as (its record's, its socket's) */
    int pidfd;
    int control_fd;         /* the connection adopted on, its control channel now */
    int client_fd;          /* the client's socket, as the worker has it */
@@ -218,6 +228,8 @@ struct gpud_server {
    struct gpud_host host; /* --isolation=thread: loaded here */
 
    struct gpud_access access;
+   struct gpud_identities *ids; /* the workers' uids (gpud_identity.c) */
+   struct gpud_caches *caches;  /* the users' caches (gpud_cache.c) */
    struct gpud_bus *bus;  /* org.gpud.Daemon1 on D-Bus; NULL: not on a bus */
    struct event *bus_retry; /* a lost bus connection is made again */
    unsigned bus_retry_ms;   /* after this long, doubling to 30 s */

@@ -14,6 +14,8 @@
 #include "gpud_adopt.h"
 #include "gpud_bus.h"
 #include "gpud_control.h"
+#include "gpud_cache.h"
+#include "gpud_identity.h"
 #include "gpud_share.h"
 #include "gpud_spawn.h"
 #include "gpud_worker.h"
@@ -491,6 +493,15 @@ worker_free(struct gpud_worker *worker)
    util_msg_queue_finish(&worker->out);
    util_msg_reader_finish(&worker->reader);
    util_fd_close(&worker->fd);
+   if (worker->served && worker->status) {
+      /* its pipelines, found in its user's cache and not */
+      const struct gpud_status_page *page = worker->status;
+      gpud_cache_count(server, worker->served_uid, worker->served_program,
+                       atomic_load(&page->pipelines_cached),
+                       atomic_load(&page->pipelines_compiled));
+   }
+   if (worker->served && !server->stopping)
+      gpud_cache_trim(server);
    if (worker->status)
       munmap(worker->status, GPUD_STATUS_PAGE_SIZE);
    util_fd_close(&worker->status_fd);
@@ -610,10 +621,64 @@ release(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
    client->account->memory -= bytes;
 }
 
+/* The worker serves client from now on (for the caches' counts). */
+static void
+worker_serves(struct gpud_worker *worker, const struct gpud_client *client)
+{
+   worker->served = true;
+   worker->served_uid = client->uid;
+   util_file_name_part(client->name, worker->served_program, sizeof(worker->served_program));
+   if (!worker->served_program[0])
+      snprintf(worker->served_program, sizeof(worker->served_program), "_");
+}
+
+/* The identity a worker takes for its client (a uid of the client user's
+ * workers, in the groups of the GPU's nodes) and its user's cache
+ * directory; false: the client is refused (why says why). */
+static bool
+worker_identity(struct gpud_worker *worker, struct gpud_client *client, gid_t *groups,
+                size_t *n_groups, char *cache, size_t cache_size, const char **why)
+{
+   struct gpud_server *server = worker->server;
+   const struct gpud_access *ac = &server->access;
+   worker->uid = 0;
+   *n_groups = 0;
+   if (worker->can_become) {
+      int r = gpud_identity_for(server, client->uid, &worker->uid);
+      if (r < 0) {
+         *why = r == -EPERM ? "its uid is one gpud gives its workers"
+                            : "gpud has no uid left for its user's workers (--worker-uids)";
+         return false;
+      }
+      /* the base user's groups (of the GPU's nodes), not its own group */
+      for (int i = 0; i < ac->n_worker_groups && *n_groups < 32; i++) {
+         if (ac->worker_groups[i] != ac->worker_gid)
+            groups[(*n_groups)++] = ac->worker_groups[i];
+      }
+   }
+   uid_t owner = worker->uid ? worker->uid
+                 : ac->switch_user && worker->pid ? ac->worker_uid
+                                                  : geteuid();
+   gid_t group = worker->uid ? (gid_t)worker->uid
+                 : ac->switch_user && worker->pid ? ac->worker_gid
+                                                  : getegid();
+   if (gpud_cache_user_dir(server, client->uid, owner, group, cache, cache_size) < 0)
+      cache[0] = '\0';
+   return true;
+}
+
 static void
 assign(struct gpud_worker *worker, struct gpud_client *client)
 {
    struct gpud_server *server = worker->server;
+   gid_t groups[32];
+   size_t n_groups;
+   char cache[1024];
+   const char *why = NULL;
+   if (!worker_identity(worker, client, groups, &n_groups, cache, sizeof(cache), &why)) {
+      refuse(client, "%s", why);
+      return;
+   }
    int status_fd = -1;
    void *page = MAP_FAILED;
    if (util_memfd_create("gpud-status", GPUD_STATUS_PAGE_SIZE, &status_fd) == 0)
@@ -635,6 +700,7 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
    worker->status = page;
    worker->status_fd = status_fd;
    worker->state = GPUD_WORKER_BUSY;
+   worker_serves(worker, client);
    worker->client = client;
    client->worker = worker;
    client->state = GPUD_CLIENT_SERVING;
@@ -658,6 +724,14 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
    budget(worker, usage, total);
    a.heap_budget = total;
    a.n_heap_budget = server->n_heaps;
+   a.worker_uid = (uint32_t)worker->uid;
+   a.worker_gid = (uint32_t)worker->uid;
+   uint32_t groups32[32];
+   for (size_t i = 0; i < n_groups; i++)
+      groups32[i] = (uint32_t)groups[i];
+   a.worker_groups = groups32;
+   a.n_worker_groups = n_groups;
+   a.cache_dir = cache;
    int fds[4] = {client->fd, status_fd};
    unsigned n_fds = 2;
    if (gpud_share_take(server, client) == 0) {
@@ -1132,6 +1206,11 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
    worker->server = server;
    worker->state = GPUD_WORKER_BUSY;
    worker->pid = a->worker_pid;
+   /* a uid of its user's own (else the base user's or the server's) */
+   if (a->worker_uid != server->access.worker_uid && a->worker_uid != geteuid()) {
+      worker->uid = a->worker_uid;
+      gpud_identity_learn(server, a->client_uid, a->worker_uid);
+   }
    worker->pidfd = util_fd_move(&a->pidfd);
    worker->fd = util_fd_move(&a->control_fd);
    worker->status_fd = util_fd_move(&a->status_fd);
@@ -1150,6 +1229,7 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
       munmap(page, GPUD_STATUS_PAGE_SIZE);
       worker->details_unknown = true;
    }
+   worker_serves(worker, client);
    worker->client = client;
    client->worker = worker;
    fcntl(worker->fd, F_SETFL, O_NONBLOCK);
@@ -1373,6 +1453,8 @@ reload(struct gpud_server *server)
       {"host-driver", offsetof(struct gpud_config, manifest)},
       {"device", offsetof(struct gpud_config, device)},
       {"bus", offsetof(struct gpud_config, bus)},
+      {"state-dir", offsetof(struct gpud_config, state_dir)},
+      {"cache-dir", offsetof(struct gpud_config, cache_dir)},
    };
    for (size_t i = 0; i < sizeof(restart_strings) / sizeof(restart_strings[0]); i++) {
       const char **was = (const char **)((char *)&server->cfg + restart_strings[i].offset);
@@ -1385,6 +1467,11 @@ reload(struct gpud_server *server)
    if (next.isolation != server->cfg.isolation || next.sandbox != server->cfg.sandbox ||
        next.fair_share != server->cfg.fair_share)
       util_warn("reload: isolation, sandbox and fair-share take effect when gpud restarts");
+   if (next.worker_uid_first != server->cfg.worker_uid_first ||
+       next.worker_uid_last != server->cfg.worker_uid_last)
+      util_warn("reload: worker-uids takes effect when gpud restarts");
+   next.worker_uid_first = server->cfg.worker_uid_first;
+   next.worker_uid_last = server->cfg.worker_uid_last;
    next.isolation = server->cfg.isolation;
    next.sandbox = server->cfg.sandbox;
    next.fair_share = server->cfg.fair_share;
@@ -1608,6 +1695,8 @@ server_finish(struct gpud_server *server)
    free(server->socket_path);
    free(server->manifest);
    gpud_access_finish(&server->access);
+   gpud_identity_finish(server);
+   gpud_cache_finish(server);
    util_fd_close(&server->closer_fd);
    gpud_host_finish(&server->host);
 }
@@ -1632,6 +1721,8 @@ gpud_server_run(const struct gpud_config *cfg)
    int status = 1;
    if (gpud_access_init(server) < 0)
       goto out;
+   gpud_identity_init(server);
+   gpud_cache_init(server);
    /* In process isolation without --host-driver the first worker picks
     * the driver: the server never loads one. */
    if (cfg->manifest)

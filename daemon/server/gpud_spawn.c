@@ -8,6 +8,7 @@
  * using the server's host driver.
  */
 #include "gpud_spawn.h"
+#include "gpud_identity.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,36 +55,46 @@ validate_name(enum gpud_validate_mode mode)
    }
 }
 
-/* The worker's environment: the server's, with the home of the user it
- * runs as (drivers keep shader caches there) and without systemd's
- * notification and socket variables. */
+/* The worker's environment: the server's, without systemd's notification
+ * and socket variables.  A worker that runs as another user than the
+ * server keeps nothing of the server's home and caches: its own cache
+ * directory comes with its client (gpud_become_cache_dir), and until
+ * then (a spare loading the host driver) nothing is cached. */
 static char **
 worker_environ(struct gpud_server *server)
 {
    size_t n = 0;
    while (environ[n])
       n++;
-   char **env = calloc(n + 2, sizeof(char *));
+   char **env = calloc(n + 4, sizeof(char *));
    if (!env)
       return NULL;
    size_t j = 0;
    static const char *const dropped[] = {
       /* systemd's, for the server alone */
       "NOTIFY_SOCKET=", "WATCHDOG_USEC=", "WATCHDOG_PID=", "LISTEN_FDS=", "LISTEN_PID=",
-      "LISTEN_FDNAMES=",
+      "LISTEN_FDNAMES=", "GPUD_WORKER_CACHE=",
    };
+   static const char *const server_own[] = {"HOME=", "XDG_CACHE_HOME="};
+   const bool other = server->access.switch_user;
+   bool mesa_off = false;
    for (size_t i = 0; i < n; i++) {
-      if (server->access.worker_home && !strncmp(environ[i], "HOME=", 5))
-         continue;
       bool drop = false;
       for (size_t k = 0; k < sizeof(dropped) / sizeof(dropped[0]); k++)
          drop |= !strncmp(environ[i], dropped[k], strlen(dropped[k]));
+      for (size_t k = 0; other && k < sizeof(server_own) / sizeof(server_own[0]); k++)
+         drop |= !strncmp(environ[i], server_own[k], strlen(server_own[k]));
+      mesa_off |= !strncmp(environ[i], "MESA_SHADER_CACHE_DISABLE=", 26);
       if (!drop)
          env[j++] = environ[i];
    }
-   char *home = NULL;
-   if (server->access.worker_home && asprintf(&home, "HOME=%s", server->access.worker_home) >= 0)
-      env[j++] = home;
+   if (other) {
+      env[j++] = (char *)"HOME=/nonexistent";
+      /* (what the administrator set stays, with the client too) */
+      if (!mesa_off)
+         env[j++] = (char *)"MESA_SHADER_CACHE_DISABLE=true";
+      env[j++] = (char *)(mesa_off ? "GPUD_WORKER_CACHE=pending" : "GPUD_WORKER_CACHE=pending-mesa");
+   }
    env[j] = NULL;
    return env;
 }
@@ -91,19 +102,14 @@ worker_environ(struct gpud_server *server)
 static void
 free_environ(struct gpud_server *server, char **env)
 {
-   if (!env)
-      return;
-   for (char **e = env; *e; e++) {
-      if (server->access.worker_home && !strncmp(*e, "HOME=", 5))
-         free(*e);
-   }
+   (void)server;
    free(env);
 }
 
 static int
 spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_fd)
 {
-   char parent[32], level[16], device[128], grace[40];
+   char parent[32], level[16], device[128], grace[40], base[48 + 12 * 32];
    snprintf(parent, sizeof(parent), "--worker=%d", (int)getpid());
    snprintf(level, sizeof(level), "--log-level=%d", (int)util_log_get_max_level());
    const char *argv[20];
@@ -138,6 +144,19 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
    argv[n++] = grace;
    if (!server->cfg.sandbox)
       argv[n++] = "--no-sandbox";
+   /* each client user's own uid: started as root, the worker waits as the
+    * base user with root as its saved uid (gpud_become.c) */
+   const bool become = gpud_identity_on(server);
+   if (become) {
+      const struct gpud_access *ac = &server->access;
+      int len = snprintf(base, sizeof(base), "--worker-base=%u:%u:", (unsigned)ac->worker_uid,
+                         (unsigned)ac->worker_gid);
+      for (int i = 0, k = 0; i < ac->n_worker_groups && len < (int)sizeof(base) - 12; i++)
+         len += snprintf(base + len, sizeof(base) - (size_t)len, "%s%u", k++ ? "," : "",
+                         (unsigned)ac->worker_groups[i]);
+      argv[n++] = base;
+   }
+   worker->can_become = become;
    argv[n] = NULL;
    char **env = worker_environ(server);
    if (!env)
@@ -176,7 +195,7 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
          dup2(null, 0);
          close(null);
       }
-      if (server->access.switch_user &&
+      if (server->access.switch_user && !become &&
           (setgroups((size_t)server->access.n_worker_groups, server->access.worker_groups) < 0 ||
            setgid(server->access.worker_gid) < 0 || setuid(server->access.worker_uid) < 0))
          _exit(126);

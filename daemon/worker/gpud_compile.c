@@ -60,6 +60,7 @@ struct compile_job {
    uint32_t op;
    uint32_t seq;
    bool kept_cache;
+   const uint64_t *cache_keys; /* ... and the keys of its pipelines there (in arena) */
    struct wire_arena *arena; /* the decoded arguments */
    union {
       struct wire_args_vkCreateComputePipelines compute;
@@ -292,10 +293,11 @@ job_finish(struct gpud_compile *c, struct compile_job *job)
    if (run) {
       atomic_store_explicit(&ctx->status->compile.op, job->op, memory_order_relaxed);
       r = job_run(job);
-      if (job->kept_cache && r >= 0)
-         gpud_pipecache_created(ctx, job->device);
    }
    uint64_t *handles = made_by(job->op, &job->a).handles;
+   if (run && job->kept_cache && r >= 0)
+      gpud_pipecache_made(ctx, job->device, job->cache_keys, (const VkPipeline *)handles,
+                          job->n_objs);
    unsigned dead = 0;
    for (uint32_t i = 0; i < job->n_objs; i++) {
       if (r < 0)
@@ -380,7 +382,8 @@ compile_main(void *data)
 }
 
 bool
-gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool kept_cache)
+gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool kept_cache,
+                   const uint64_t *cache_keys)
 {
    struct gpud_context *ctx = call->ctx;
    if (!call->reply || !call->device || ctx->host->validate != GPUD_VALIDATE_OFF ||
@@ -422,6 +425,7 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
    job->op = op;
    job->seq = call->seq;
    job->kept_cache = kept_cache;
+   job->cache_keys = cache_keys;
    job->n_objs = n;
 
    /* what the command names, held */

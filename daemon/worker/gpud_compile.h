@@ -20,8 +20,10 @@ struct gpud_object;
  * job): its new ids are in the table, not usable until the job ends, and
  * the job sends the reply.  args is the command's decoded arguments, kept
  * (with the call's arena) until then; kept_cache whether its pipeline cache
- * is the device's kept one.  False: the caller runs it here. */
-bool gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool kept_cache);
+ * is the device's kept one, and cache_keys its pipelines' keys there (in
+ * the arena: gpud_pipecache_keys).  False: the caller runs it here. */
+bool gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool kept_cache,
+                        const uint64_t *cache_keys);
 /* Waits until every compile job has ended (or for at most timeout_ns). */
 void gpud_compile_drain(struct gpud_context *ctx);
 void gpud_compile_drain_for(struct gpud_context *ctx, uint64_t timeout_ns);

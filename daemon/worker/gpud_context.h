@@ -61,6 +61,10 @@ struct gpud_context_info {
    uint32_t log_burst;
    uint32_t log_per_second;
    int replay_threads; /* replay lanes; -1: by the CPUs */
+   /* its user's cache directory, which the server made for it (""):
+    * none handed, the environment's */
+   bool cache_kept;
+   char cache_dir[1024];
 };
 
 struct gpud_call;

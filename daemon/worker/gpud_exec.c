@@ -1635,8 +1635,10 @@ gpud_exec_vkCreateShaderModule(struct gpud_call *call, struct wire_args_vkCreate
 {
    /* validated and made on a compile thread (validation takes
     * milliseconds for a big module) */
+   if (call->device && call->device->pipecache && a->pCreateInfo)
+      call->new_code_hash = gpud_pipecache_code_hash(a->pCreateInfo);
    if (call->disp->CreateShaderModule &&
-       gpud_compile_defer(call, WIRE_OP_vkCreateShaderModule, a, false))
+       gpud_compile_defer(call, WIRE_OP_vkCreateShaderModule, a, false, NULL))
       return;
    if (!gpud_spirv_module_valid(call->ctx, "vkCreateShaderModule", a->pCreateInfo)) {
       a->ret = VK_ERROR_INVALID_SHADER_NV;
@@ -1656,10 +1658,13 @@ gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
          return;
    }
    bool kept = a->pipelineCache == VK_NULL_HANDLE;
-   if (kept)
+   const uint64_t *keys = NULL;
+   if (kept) {
       a->pipelineCache = gpud_pipecache_use(call->device);
+      keys = gpud_pipecache_keys(call, WIRE_OP_vkCreateGraphicsPipelines, a);
+   }
    if (call->disp->CreateGraphicsPipelines &&
-       gpud_compile_defer(call, WIRE_OP_vkCreateGraphicsPipelines, a, kept))
+       gpud_compile_defer(call, WIRE_OP_vkCreateGraphicsPipelines, a, kept, keys))
       return;
    if (!gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateGraphicsPipelines, a)) {
       refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
@@ -1667,7 +1672,7 @@ gpud_exec_vkCreateGraphicsPipelines(struct gpud_call *call,
    }
    gpud_gen_exec_vkCreateGraphicsPipelines(call, a);
    if (kept)
-      gpud_pipecache_created(call->ctx, call->device);
+      gpud_pipecache_made(call->ctx, call->device, keys, a->pPipelines, a->createInfoCount);
 }
 
 void
@@ -1679,10 +1684,13 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
          return;
    }
    bool kept = a->pipelineCache == VK_NULL_HANDLE;
-   if (kept)
+   const uint64_t *keys = NULL;
+   if (kept) {
       a->pipelineCache = gpud_pipecache_use(call->device);
+      keys = gpud_pipecache_keys(call, WIRE_OP_vkCreateComputePipelines, a);
+   }
    if (call->disp->CreateComputePipelines &&
-       gpud_compile_defer(call, WIRE_OP_vkCreateComputePipelines, a, kept))
+       gpud_compile_defer(call, WIRE_OP_vkCreateComputePipelines, a, kept, keys))
       return;
    if (!gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateComputePipelines, a)) {
       refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);
@@ -1690,7 +1698,7 @@ gpud_exec_vkCreateComputePipelines(struct gpud_call *call,
    }
    gpud_gen_exec_vkCreateComputePipelines(call, a);
    if (kept)
-      gpud_pipecache_created(call->ctx, call->device);
+      gpud_pipecache_made(call->ctx, call->device, keys, a->pPipelines, a->createInfoCount);
 }
 
 /* The shader groups of each new ray tracing pipeline (groups[i] of
@@ -1779,7 +1787,7 @@ gpud_exec_vkCreateRayTracingPipelinesKHR(struct gpud_call *call,
    /* on a compile thread, the SPIR-V checked there (gpud_compile.c) */
    call->new_pending_groups = groups;
    if (groups && call->disp->CreateRayTracingPipelinesKHR &&
-       gpud_compile_defer(call, WIRE_OP_vkCreateRayTracingPipelinesKHR, a, false))
+       gpud_compile_defer(call, WIRE_OP_vkCreateRayTracingPipelinesKHR, a, false, NULL))
       return;
    if (!gpud_spirv_pipelines_valid(call->ctx, WIRE_OP_vkCreateRayTracingPipelinesKHR, a)) {
       refuse_pipelines(&a->ret, a->pPipelines, a->createInfoCount);

@@ -158,6 +158,9 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
             obj->rt_groups = call->new_rt_groups[i].groups;
       }
       break;
+   case VK_OBJECT_TYPE_SHADER_MODULE:
+      obj->code_hash = call->new_code_hash;
+      break;
    case VK_OBJECT_TYPE_QUERY_POOL:
       obj->size = call->new_size;
       obj->query_values = call->new_query_values;

@@ -94,6 +94,8 @@ struct gpud_object {
    bool *extensions;                 /* devices: which of wire_extensions it enabled */
    bool host_image_copy;             /* devices: hostImageCopy enabled */
    uint32_t rt_groups;               /* ray tracing pipelines: their shader groups */
+   uint64_t code_hash;               /* shader modules: their code's, where the device keeps
+                                      * a pipeline cache (gpud_pipecache.c) */
    uint32_t staging_heap;            /* devices: what their staging memory is charged to */
    /* memory: its mapping; devices: the host copies' staging memory
     * (gpud_hostcopy.c) */

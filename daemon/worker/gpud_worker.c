@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpud_become.h"
 #include "gpud_client.h"
 #include "gpud_limits.h"
 #include "gpud_sandbox.h"
@@ -62,6 +63,7 @@ struct worker {
    uint8_t token[32];     /* what an adopting server must know */
    size_t token_len;
    uid_t server_uid;      /* who may adopt it: its first server's user */
+   bool process;          /* a process of its own (not a thread of the server) */
    uint32_t restart_grace_ms;
    atomic_bool orphaned;  /* its server is gone (the same rules) */
    _Atomic uint64_t orphaned_ns; /* ... since */
@@ -351,6 +353,20 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
    w->status = page;
    w->status_fd = util_fd_move(&fds[1]);
    const Gpud__WorkerAssign *a = m->assign;
+   /* its client user's identity before a byte of the client is read */
+   if (a->worker_uid) {
+      gid_t groups[32];
+      size_t n = a->n_worker_groups < 32 ? a->n_worker_groups : 32;
+      for (size_t i = 0; i < n; i++)
+         groups[i] = (gid_t)a->worker_groups[i];
+      r = gpud_become_client((uid_t)a->worker_uid, (gid_t)a->worker_gid, groups, n);
+      if (r < 0) {
+         util_err("worker: cannot become uid %u: %s", a->worker_uid, strerror(-r));
+         goto out;
+      }
+   }
+   if (w->process)
+      gpud_become_cache_dir(a->cache_dir);
    w->client_id = a->client_id;
    pthread_mutex_lock(&w->mutex);
    note_budget(w, NULL, 0, a->heap_budget, a->n_heap_budget);
@@ -376,6 +392,7 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
    }
    struct gpud_context_info info = {
       .id = a->client_id,
+      .cache_kept = a->cache_dir && a->cache_dir[0],
       .pid = (pid_t)a->pid,
       .uid = (uid_t)a->uid,
       .max_objects = a->max_objects,
@@ -386,6 +403,7 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
                            ? (int)UTIL_MIN(a->replay_threads, 64u) : -1,
    };
    snprintf(info.name, sizeof(info.name), "%s", a->name ? a->name : "");
+   snprintf(info.cache_dir, sizeof(info.cache_dir), "%s", a->cache_dir ? a->cache_dir : "");
    const struct gpud_context_ops ops = {
       .reserve_memory = reserve_memory,
       .release_memory = release_memory,
@@ -734,6 +752,14 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
    if (opt->control_fd > 3)
       close_range(3, (unsigned)opt->control_fd - 1, 0);
    close_range((unsigned)opt->control_fd + 1, ~0u, 0);
+   /* started as root: the base user's identity until its client's */
+   if (opt->base_identity) {
+      int r = gpud_become_base(opt->base_identity);
+      if (r < 0) {
+         util_err("worker: cannot take the identity %s: %s", opt->base_identity, strerror(-r));
+         return 1;
+      }
+   }
    /* Another process of the same user (another client's worker) cannot
     * read this one's memory or attach to it. */
    prctl(PR_SET_DUMPABLE, 0);
@@ -762,6 +788,7 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
    static struct worker w;
    worker_init(&w, opt->control_fd, &host);
    w.server_uid = server.uid;
+   w.process = true;
    w.restart_grace_ms = opt->restart_grace_ms;
    struct gpud_context *ctx = NULL;
    if (send_ready(&w) < 0)

@@ -26,6 +26,10 @@ struct gpud_worker_options {
    enum gpud_spirv_mode spirv;
    bool sandbox; /* the system-call filter (off only for debugging) */
    uint32_t restart_grace_ms; /* serve on this long without a server; 0: end with it */
+   /* started as root: the identity it takes until it has a client, keeping
+    * root as its saved uid to take its client user's then (NULL: it runs
+    * as it was started, for good) */
+   const char *base_identity;
 };
 
 /* A worker's (and the daemon's) exit status when the host driver has no

@@ -176,7 +176,15 @@ class Fixture:
         self.daemon_ok = True
         self.extra_args = []   # more daemon options (a test's own)
         self.daemon_env = {}   # more of the daemon's environment (a test's own)
+        self.daemon_prefix = []  # what runs the daemon (setpriv ...; a test's own)
         self.host_driver = args.lavapipe_manifest  # the daemon's --host-driver
+        # the daemon's caches and state (--cache-dir, --state-dir), kept
+        # across its restarts: directories of their own, which workers of
+        # other uids can reach (the cache) as under /var/cache
+        self.cache_dir = tempfile.mkdtemp(prefix='gpud-test-cache-')
+        os.chmod(self.cache_dir, 0o755)
+        self.state_dir = tempfile.mkdtemp(prefix='gpud-test-state-')
+        os.chmod(self.state_dir, 0o755)   # (as /var/lib/gpud)
 
     # -- environments --
 
@@ -232,8 +240,8 @@ class Fixture:
             os.unlink(self.socket)   # left by a daemon we killed
         env = dict(self.base_env(), **self.daemon_env)
         served = self.log_count('serving ')
-        cmd = [self.args.gpud, '--socket', self.socket,
-               '--host-driver', self.host_driver] + self.daemon_args()
+        cmd = self.daemon_prefix + [self.args.gpud, '--socket', self.socket,
+                                    '--host-driver', self.host_driver] + self.daemon_args()
         log('$ ' + ' '.join(cmd))
         with open(self.log_path, 'ab') as logf:
             logf.write(('--- %s\n' % ' '.join(cmd)).encode())
@@ -260,6 +268,7 @@ class Fixture:
         gpud user where it exists, else nobody); GPUD_TEST_DAEMON_ARGS
         (the sanitizer run's isolation, say); then the test's own."""
         args = ['--user', self.worker_user()] if self.worker_user() else []
+        args += ['--cache-dir', self.cache_dir, '--state-dir', self.state_dir]
         args += os.environ.get('GPUD_TEST_DAEMON_ARGS', '').split()
         return (args + DAEMON_ARGS.get(self.args.subcommand, []) + self.extra_args +
                 list(extra))
@@ -351,7 +360,8 @@ class Fixture:
             if os.environ.get('GPUD_TEST_KEEP'):
                 log('keeping %s' % self.tmp)
             else:
-                shutil.rmtree(self.tmp, ignore_errors=True)
+                for d in (self.tmp, self.cache_dir, self.state_dir):
+                    shutil.rmtree(d, ignore_errors=True)
 
     # -- programs --
 
@@ -517,13 +527,13 @@ class LineReader:
                 self.cond.wait(left)
             return True
 
-    def wait_for_prefix(self, prefix, timeout):
-        """The first line that starts with prefix, once read; None when the
-        stream ended or timeout seconds passed first."""
+    def wait_for_prefix(self, prefix, timeout, start=0):
+        """The first line (from line start on) that starts with prefix, once
+        read; None when the stream ended or timeout seconds passed first."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
-                for line in self.lines:
+                for line in self.lines[start:]:
                     if line.startswith(prefix):
                         return line
                 left = deadline - time.monotonic()
@@ -2499,19 +2509,36 @@ def test_render(fx):
         render_pipeline_cache(fx, vk_render, outputs[0])
 
 
+def pipeline_cache_file(path):
+    """A pipeline cache file of gpud's (daemon/worker/gpud_pipecache.c):
+    the keys of its pipelines and the host driver's data, or None."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    if len(data) < 16 or data[:6] != b'GPUDPC':
+        return None
+    version, n_keys = struct.unpack_from('<HI', data, 6)
+    if version != 1 or len(data) < 16 + 8 * n_keys:
+        return None
+    keys = struct.unpack_from('<%dQ' % n_keys, data, 16)
+    return keys, data[16 + 8 * n_keys:]
+
+
+def user_cache(fx, uid=None):
+    """A client user's cache directory, as the daemon keeps it."""
+    return os.path.join(fx.cache_dir, 'users', str(os.getuid() if uid is None else uid))
+
+
 def render_pipeline_cache(fx, vk_render, reference):
     """The pipelines a program's device compiled are kept for its next run
-    (daemon/worker/gpud_pipecache.c): a file in the workers' cache
+    (daemon/worker/gpud_pipecache.c): a file in its user's cache
     directory, a valid host pipeline cache, read by the next run, which
     renders the same pixels; GPUD_PIPELINE_CACHE=off keeps none."""
-    # (workers may run as another user: a directory anyone may write)
-    cache = tempfile.mkdtemp(prefix='gpud-test-cache-')
-    os.chmod(cache, 0o1777)
+    d = os.path.join(user_cache(fx), 'gpud', 'pipelines')
     try:
         for setting in ('off', ''):
-            shutil.rmtree(os.path.join(cache, 'gpud'), ignore_errors=True)
             fx.stop_daemon()
-            fx.daemon_env = {'XDG_CACHE_HOME': cache, 'GPUD_PIPELINE_CACHE': setting}
+            shutil.rmtree(d, ignore_errors=True)
+            fx.daemon_env = {'GPUD_PIPELINE_CACHE': setting}
             fx.extra_args = ['--log-level', 'debug']
             fx.start_daemon()
             for run in (1, 2):
@@ -2521,7 +2548,6 @@ def render_pipeline_cache(fx, vk_render, reference):
                 compare_images(reference[0], reference[1], out,
                                'gpud output with the pipeline cache %s, run %d' %
                                (setting or 'on', run))
-            d = os.path.join(cache, 'gpud', 'pipelines')
             files = [f for f in (os.listdir(d) if os.path.isdir(d) else [])
                      if '-vk_render-' in f and f.endswith('.bin')]
             if setting == 'off':
@@ -2531,17 +2557,22 @@ def render_pipeline_cache(fx, vk_render, reference):
             if len(files) != 1:
                 fail('one pipeline cache of vk_render expected in %s, found %s' %
                      (d, os.listdir(d) if os.path.isdir(d) else 'no such directory'))
-            with open(os.path.join(d, files[0]), 'rb') as f:
-                data = f.read()
+            path = os.path.join(d, files[0])
+            parsed = pipeline_cache_file(path)
+            if not parsed:
+                fail('%s is no pipeline cache of gpud\'s' % files[0])
+            keys, data = parsed
             # VkPipelineCacheHeaderVersionOne: its size, version 1, vendor,
             # device, the pipelineCacheUUID that names the file
             size, version = struct.unpack_from('<II', data) if len(data) >= 8 else (0, 0)
             if len(data) < 32 or size < 32 or version != 1 or \
                     data[16:32].hex() not in files[0]:
-                fail('%s is no pipeline cache of the host device (%d bytes)' %
+                fail('%s holds no pipeline cache of the host device (%d bytes)' %
                      (files[0], len(data)))
-            read = fx.log_count('pipeline cache %s: %d bytes read' %
-                                (os.path.join(d, files[0]), len(data)))
+            if not keys:
+                fail('%s names none of the pipelines vk_render made' % files[0])
+            read = fx.log_count('pipeline cache %s: %d bytes, %d pipelines read' %
+                                (path, len(data), len(keys)))
             if read < 1:
                 fail('the second run did not read the pipeline cache the first wrote')
             log('pipeline cache kept: %s, %d bytes, read by the next run' %
@@ -2551,7 +2582,6 @@ def render_pipeline_cache(fx, vk_render, reference):
         fx.daemon_env = {}
         fx.extra_args = []
         fx.start_daemon()
-        shutil.rmtree(cache, ignore_errors=True)
 
 
 def test_sync(fx):

@@ -182,7 +182,8 @@ def test_restart(fx, xvfb):
             after = clients_by_pid(status)
             for label, p in procs:
                 b, a = before[p.pid], after[p.pid]
-                for key in ('id', 'worker_pid', 'uid', 'name', 'memory_bytes', 'heaps'):
+                for key in ('id', 'worker_pid', 'worker_uid', 'uid', 'name', 'memory_bytes',
+                            'heaps'):
                     if a[key] != b[key]:
                         fail('%s after %s: %s %r, before %r' % (label, how, key, a[key], b[key]))
                 if a['worker_version'] != version:

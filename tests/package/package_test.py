@@ -174,6 +174,16 @@ def serve_installed(work):
         log(out)
         if 'device:       llvmpipe' not in out:
             fail('the installed gpudctl does not see the daemon')
+        # root's workers ran as a uid of their own, which the daemon keeps
+        if 'each client user\'s run as a uid of their own' not in out:
+            fail('the installed daemon does not give workers uids of their own')
+        with open('/var/lib/gpud/worker-uids') as f:
+            table = f.read()
+        log('/var/lib/gpud/worker-uids:\n' + table)
+        if not any(line.split()[:1] == ['0'] for line in table.splitlines()):
+            fail('/var/lib/gpud/worker-uids does not keep root\'s workers\' uid')
+        if not os.path.isdir('/var/cache/gpud/users/0'):
+            fail('the installed daemon made no cache for root\'s workers')
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
@@ -222,6 +232,9 @@ def main():
                 run(['apt-get', 'purge', '-y', '-q', 'gpud'], env=env, check=False)
         if installed():
             fail('apt-get purge left gpud installed')
+        for left in ('/var/cache/gpud', '/var/lib/gpud'):
+            if os.path.exists(left):
+                fail('apt-get purge left %s' % left)
         log('the package built, passed lintian, installed, served vulkaninfo and went again')
         return 0
     finally:
