@@ -34,6 +34,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "gpud_registry.h"
 #include "util_dir.h"
 #include "util_log.h"
@@ -54,7 +56,13 @@ struct gpud_caches {
    char state[320];  /* why caches are not kept; "" kept */
    struct cache_stat *stats;
    size_t n_stats, cap_stats;
+   struct event *trim; /* a trim soon (gpud_cache_trim_soon) */
 };
+
+/* how long after a client ends its user's cache is trimmed: out of the
+ * way of the next client's start, and one walk for clients ending
+ * together */
+#define TRIM_DELAY_MS 1000
 
 /* The server's file-system identity while it handles what owner owns
  * (a root server's; a user's own daemon is that user already): the
@@ -167,6 +175,8 @@ gpud_cache_finish(struct gpud_server *server)
    struct gpud_caches *c = server->caches;
    if (!c)
       return;
+   if (c->trim)
+      event_free(c->trim);
    free(c->root);
    free(c->users);
    free(c->stats);
@@ -689,4 +699,24 @@ gpud_cache_trim(struct gpud_server *server)
    free(totals);
    close(users);
    free(w.files);
+}
+
+static void
+on_trim(evutil_socket_t fd, short what, void *data)
+{
+   gpud_cache_trim(data);
+}
+
+void
+gpud_cache_trim_soon(struct gpud_server *server)
+{
+   struct gpud_caches *c = server->caches;
+   if (!c || c->state[0] || !server->base)
+      return;
+   if (!c->trim)
+      c->trim = evtimer_new(server->base, on_trim, server);
+   if (!c->trim || evtimer_pending(c->trim, NULL))
+      return;
+   const struct timeval tv = {TRIM_DELAY_MS / 1000, (TRIM_DELAY_MS % 1000) * 1000};
+   evtimer_add(c->trim, &tv);
 }

@@ -54,6 +54,8 @@ int64_t gpud_cache_clear(struct gpud_server *server, uid_t uid, const char *prog
  * together, least recently used files first (a user whose workers are
  * running is left for later). */
 void gpud_cache_trim(struct gpud_server *server);
+/* ... a second from now (a client ended), once for clients ending together. */
+void gpud_cache_trim_soon(struct gpud_server *server);
 /* A client's pipelines made with gpud's cache, found there and not. */
 void gpud_cache_count(struct gpud_server *server, uid_t uid, const char *program, uint64_t hits,
                       uint64_t misses);

@@ -501,7 +501,7 @@ worker_free(struct gpud_worker *worker)
                        atomic_load(&page->pipelines_compiled));
    }
    if (worker->served && !server->stopping)
-      gpud_cache_trim(server);
+      gpud_cache_trim_soon(server);
    if (worker->status)
       munmap(worker->status, GPUD_STATUS_PAGE_SIZE);
    util_fd_close(&worker->status_fd);
@@ -1686,6 +1686,7 @@ server_finish(struct gpud_server *server)
       event_free(server->spawn_timer);
    if (server->backoff_timer)
       event_free(server->backoff_timer);
+   gpud_cache_finish(server); /* (its timer before the loop) */
    if (server->base)
       event_base_free(server->base);
    if (server->listen_fd >= 0)
@@ -1696,7 +1697,6 @@ server_finish(struct gpud_server *server)
    free(server->manifest);
    gpud_access_finish(&server->access);
    gpud_identity_finish(server);
-   gpud_cache_finish(server);
    util_fd_close(&server->closer_fd);
    gpud_host_finish(&server->host);
 }

@@ -151,9 +151,13 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
       const struct gpud_access *ac = &server->access;
       int len = snprintf(base, sizeof(base), "--worker-base=%u:%u:", (unsigned)ac->worker_uid,
                          (unsigned)ac->worker_gid);
-      for (int i = 0, k = 0; i < ac->n_worker_groups && len < (int)sizeof(base) - 12; i++)
-         len += snprintf(base + len, sizeof(base) - (size_t)len, "%s%u", k++ ? "," : "",
-                         (unsigned)ac->worker_groups[i]);
+      /* the groups its client's identity has too (the base user's own
+       * group is its gid): the worker then keeps them as they are */
+      for (int i = 0, k = 0; i < ac->n_worker_groups && len < (int)sizeof(base) - 12; i++) {
+         if (ac->worker_groups[i] != ac->worker_gid)
+            len += snprintf(base + len, sizeof(base) - (size_t)len, "%s%u", k++ ? "," : "",
+                            (unsigned)ac->worker_groups[i]);
+      }
       argv[n++] = base;
    }
    worker->can_become = become;

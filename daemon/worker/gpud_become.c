@@ -111,8 +111,13 @@ gpud_become_client(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups)
    if (!can_become || uid == 0 || gid == 0 || n_groups > MAX_GROUPS)
       return -EPERM;
    can_become = false;
-   /* root in effect for the changes, then nothing of it anywhere */
-   if (setresuid((uid_t)-1, 0, (uid_t)-1) < 0 || setgroups(n_groups, groups) < 0 ||
+   /* root in effect for the changes, then nothing of it anywhere (each
+    * change runs on every thread: the groups, the base's already, are
+    * left as they are) */
+   gid_t have[MAX_GROUPS];
+   int n_have = getgroups(MAX_GROUPS, have);
+   bool same = n_have == (int)n_groups && !memcmp(have, groups, n_groups * sizeof(gid_t));
+   if (setresuid((uid_t)-1, 0, (uid_t)-1) < 0 || (!same && setgroups(n_groups, groups) < 0) ||
        setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
       return -errno;
    /* (a change of uids resets it to the system's suid_dumpable) */
