@@ -370,7 +370,8 @@ gpudctl_print_status(const Gpud__StatusReply *s, const char *where, bool json)
    printf("workers:      %s%s%s\n",
           s->worker_identity && !strcmp(s->worker_identity, "per-user")
              ? "each client user's run as a uid of their own"
-             : "run as one user",
+          : s->isolation && !strcmp(s->isolation, "thread") ? "threads of the daemon, as its user"
+                                                            : "every client's run as one user",
           s->identity_state && *s->identity_state ? "; not kept: " : "",
           s->identity_state && *s->identity_state ? s->identity_state : "");
    if (s->cache_state && *s->cache_state)
