@@ -36,6 +36,7 @@
 
 #include <event2/event.h>
 
+#include "gpud_identity.h"
 #include "gpud_registry.h"
 #include "util_dir.h"
 #include "util_log.h"
@@ -84,6 +85,44 @@ as_server(uid_t previous)
 
 static int open_dir_at(int at, const char *name);
 static void remove_below(int fd, unsigned depth);
+
+/* Whether a worker running as uid and gid reaches dir, every directory
+ * above it searchable for it (a --cache-dir in a home of mode 0700 is
+ * not): 0, or the error its open gets. */
+static int
+reachable_as(const char *dir, uid_t uid, gid_t gid)
+{
+   if (geteuid() != 0 || uid == 0)
+      return 0;
+   uid_t was = as_owner(uid);
+   gid_t was_gid = (gid_t)setfsgid(gid);
+   int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+   int r = fd < 0 ? -errno : 0;
+   if (fd >= 0)
+      close(fd);
+   setfsgid(was_gid);
+   as_server(was);
+   return r;
+}
+
+/* The uid and gid a worker of the next client runs as, for the check at
+ * start: a uid of the range (one no directory above the cache is
+ * owned by), or the workers' one user. */
+static bool
+some_worker(const struct gpud_server *server, uid_t *uid, gid_t *gid)
+{
+   if (gpud_identity_on(server)) {
+      *uid = server->cfg.worker_uid_first;
+      *gid = (gid_t)server->cfg.worker_uid_first;
+      return true;
+   }
+   if (server->access.switch_user && server->cfg.isolation == GPUD_ISOLATION_PROCESS) {
+      *uid = server->access.worker_uid;
+      *gid = server->access.worker_gid;
+      return true;
+   }
+   return false;
+}
 
 /* A root daemon's caches are root's: CACHE_DIR and CACHE_DIR/users owned by
  * root, written by nobody else, searchable by the workers that own what
@@ -158,8 +197,16 @@ gpud_cache_init(struct gpud_server *server)
          r = take_root(c, !server->cfg.cache_dir);
       if (r == 0 && access(c->users, W_OK | X_OK) < 0)
          r = -errno;
+      uid_t uid;
+      gid_t gid;
+      int reach = 0;
       if (r < 0)
          snprintf(c->state, sizeof(c->state), "cannot write %s: %s", c->users, strerror(-r));
+      else if (some_worker(server, &uid, &gid) && (reach = reachable_as(c->users, uid, gid)) < 0)
+         snprintf(c->state, sizeof(c->state),
+                  "the workers (uid %u) cannot reach %s: %s (a directory above it is not "
+                  "searchable for them)",
+                  (unsigned)uid, c->users, strerror(-reach));
    }
    if (c->state[0])
       util_warn("pipelines and shaders are not cached across runs: %s (clients are served "
@@ -446,6 +493,12 @@ gpud_cache_user_dir(struct gpud_server *server, uid_t client, uid_t owner, gid_t
       return r;
    }
    snprintf(path, size, "%s/%s", server->caches->users, name);
+   if ((r = reachable_as(path, owner, group)) < 0) {
+      util_warn("cache of user %u: its workers (uid %u) cannot reach %s: %s", (unsigned)client,
+                (unsigned)owner, path, strerror(-r));
+      path[0] = '\0';
+      return r;
+   }
    return 0;
 }
 

@@ -446,6 +446,20 @@ def test_cache(fx):
             if doc['entries'] or not doc['cache_state']:
                 fail('gpudctl cache without a cache: %r' % doc)
             log('no cache: "%s"; clients served' % status['cache_state'])
+
+            # one in a directory the workers cannot search (a home of mode
+            # 0700): the server could write it, the workers could not
+            fx.stop_daemon()
+            private = os.path.join(fx.tmp, 'private-home')
+            os.makedirs(private, mode=0o700, exist_ok=True)
+            os.chmod(private, 0o700)
+            fx.cache_dir = os.path.join(private, 'cache')
+            fx.start_daemon()
+            state = fx.gpudctl_status().get('cache_state') or ''
+            if 'cannot reach' not in state or 'private-home' not in state:
+                fail('a cache the workers cannot reach is not reported: %r' % state)
+            run_as(fx, pub, user_a, ['vk_render', '--output', '/dev/null'], 'cache unreachable')
+            log('unreachable cache: "%s"; clients served' % state)
         finally:
             fx.stop_daemon()
             fx.cache_dir = saved
