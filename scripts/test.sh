@@ -10,6 +10,15 @@
 set -eu
 cd "$(dirname "$0")/.."
 
+# how long each part took (the suite is to stay well under 30 minutes)
+began=$(date +%s)
+last=$began
+took() {
+   now=$(date +%s)
+   echo "test.sh: $1: $((now - last)) s ($((now - began)) s so far)"
+   last=$now
+}
+
 ./scripts/install-deps.sh
 # workers of a root daemon run as gpud (the tests fall back to nobody)
 systemd-sysusers "$PWD/systemd/gpud.sysusers"
@@ -22,6 +31,7 @@ old_lavapipe=$(./scripts/lavapipe-22.sh)
 # its programs carry their own C library, into which the sanitizer run's
 # runtimes cannot be preloaded)
 llama=$(./scripts/llama.sh --programs build-llama)
+took "packages, headers, llama.cpp"
 
 jobs=$(nproc)
 run() {
@@ -35,6 +45,7 @@ run() {
          -Dold_lavapipe_manifest="$old_lavapipe" "$@"
    fi
    meson compile -C "$dir"
+   took "$dir: set up and built"
    # shellcheck disable=SC2086
    meson test -C "$dir" --num-processes "$jobs" --print-errorlogs $test_args
 }
@@ -45,10 +56,12 @@ run() {
 test_args=
 export GPUD_TEST_PACKAGE=1 GPUD_TEST_LLAMA="$llama"
 run build-ci -Dwerror=true -Dtest_hooks=true
+took "build-ci: the tests"
 unset GPUD_TEST_PACKAGE GPUD_TEST_LLAMA
 
 # The fuzzers (clang, libFuzzer) for a bounded time, seeded from build-ci.
 GPUD_FUZZ_SEED_BUILD=build-ci ./scripts/fuzz.sh 60
+took "the fuzzers"
 
 # Leaks inside the host driver (lavapipe, LLVM) are not ours to fix.
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"

@@ -17,13 +17,12 @@ skipped without it.
     result of every case through gpud is the one lavapipe gives directly.
 
 ggml compiles a pipeline for each kernel it needs, and lavapipe's compiling
-is nearly all of this test's time: the daemon's workers and the direct runs
-share one Mesa shader cache, and lavapipe skips LLVM's optimisation passes
-(GALLIVM_PERF=nopt) on both sides.
+is nearly all of this test's time: what the direct runs compiled goes into
+the cache the daemon keeps for the workers of this user, and lavapipe skips
+LLVM's optimisation passes (GALLIVM_PERF=nopt) on both sides.
 """
 
 import os
-import pwd
 import re
 import shutil
 import sys
@@ -87,20 +86,24 @@ def test_llama(fx):
         shutil.rmtree(cache, ignore_errors=True)
 
 
-def give_to_workers(fx, cache):
-    """The workers' user (a daemon run as root has them run as another)
-    takes over the shader cache."""
-    if not fx.worker_user():
-        return
-    uid = pwd.getpwnam(fx.worker_user()).pw_uid
-    for root, dirs, files in os.walk(cache):
-        for name in [root] + [os.path.join(root, f) for f in files]:
-            os.chown(name, uid, -1)
+def give_to_workers(fx, cache, env):
+    """What the direct runs compiled into Mesa's shader cache, in the cache
+    the daemon keeps for this user's workers (made by a first client), owned
+    by the uid they run as: they find it there as they would have had they
+    compiled it."""
+    fx.run([fx.prog('vk_enum')], env, show_output=False)
+    mine = os.path.join(fx.cache_dir, 'users', str(os.getuid()))
+    if not os.path.isdir(mine):
+        fail('the daemon made no cache directory for user %d (%s)' % (os.getuid(), mine))
+    st = os.stat(mine)
+    shutil.copytree(cache, mine, dirs_exist_ok=True)
+    for root, dirs, files in os.walk(mine):
+        for name in [os.path.join(root, n) for n in dirs + files]:
+            os.chown(name, st.st_uid, st.st_gid)
 
 
 def llama_models_and_ops(fx, llama, cache):
     host = {'GALLIVM_PERF': 'nopt', 'MESA_SHADER_CACHE_DIR': cache}
-    give_to_workers(fx, cache)
     fx.stop_daemon()
     fx.daemon_env = host
     fx.start_daemon()
@@ -111,7 +114,7 @@ def llama_models_and_ops(fx, llama, cache):
 
     direct = backend_ops(fx, llama, direct_env, 'lavapipe directly')
     # the workers take over what the direct runs compiled
-    give_to_workers(fx, cache)
+    give_to_workers(fx, cache, gpud_env)
 
     # whole models, through gpud only (they compare with the CPU)
     rc, out, err = fx.run([os.path.join(llama, 'run.sh'), os.path.join(llama, 'test-llama-archs'),
