@@ -88,7 +88,8 @@ static void remove_below(int fd, unsigned depth);
 
 /* Whether a worker running as uid and gid reaches dir, every directory
  * above it searchable for it (a --cache-dir in a home of mode 0700 is
- * not): 0, or the error its open gets. */
+ * not): 0, or the error its open gets.  Checked once, at start: below
+ * CACHE_DIR/users the server makes every directory itself. */
 static int
 reachable_as(const char *dir, uid_t uid, gid_t gid)
 {
@@ -493,12 +494,6 @@ gpud_cache_user_dir(struct gpud_server *server, uid_t client, uid_t owner, gid_t
       return r;
    }
    snprintf(path, size, "%s/%s", server->caches->users, name);
-   if ((r = reachable_as(path, owner, group)) < 0) {
-      util_warn("cache of user %u: its workers (uid %u) cannot reach %s: %s", (unsigned)client,
-                (unsigned)owner, path, strerror(-r));
-      path[0] = '\0';
-      return r;
-   }
    return 0;
 }
 
