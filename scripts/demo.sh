@@ -74,9 +74,21 @@ grep -v READY "$run/compute.out"
 
 echo
 echo "== an offscreen render (textured triangles, depth test, 4x MSAA resolve), twice"
+# (a worker writes its pipelines as its client ends: each run's are
+# waited for, up to 5 s, before the next look)
+cache_has() {
+   i=0
+   until build/daemon/gpudctl --socket "$sock" cache | awk -v want="$1" \
+      '$2 == "vk_render" && (want == "file" || $(NF-1) > 0) { found = 1 } END { exit !found }'; do
+      [ $i -ge 50 ] && return 0
+      sleep 0.1
+      i=$((i + 1))
+   done
+}
 build/tests/integration/vk_render --output "$run/render.pam"
+cache_has file
 build/tests/integration/vk_render --output "$run/render.pam" >/dev/null
-sleep 0.3
+cache_has hits
 echo
 echo "== gpudctl cache: root's cache, kept for root's workers (a uid of their own);"
 echo "   the second render found its pipelines there (hits)"

@@ -32,7 +32,7 @@ if [ ! -d "$seeds" ]; then
    [ -d "$b" ] || meson setup "$b" -Dvulkan_headers="$vulkan_headers" >/dev/null
    meson compile -C "$b" >/dev/null
    GPUD_RECORD_STREAMS=$PWD/$seeds "$b/daemon/gpud" --socket "$tmp/gpud.sock" \
-      --isolation=thread \
+      --isolation=thread --cache-dir "$tmp/cache" --state-dir "$tmp/state" \
       --bus=none >"$tmp/log" 2>&1 &
    pid=$!
    for _ in $(seq 50); do [ -S "$tmp/gpud.sock" ] && break; sleep 0.1; done
