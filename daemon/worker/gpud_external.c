@@ -208,12 +208,14 @@ gpud_exec_vkImportFenceFdKHR(struct gpud_call *call, struct wire_args_vkImportFe
       a->ret = refuse(call, &info->fd, "vkImportFenceFdKHR", why);
       return;
    }
+   struct gpud_object *fence =
+      gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)info->fence);
+   if (fence)
+      fence->fence_owed_queue = VK_NULL_HANDLE; /* the payload is the imported one now */
    gpud_gen_exec_vkImportFenceFdKHR(call, a);
    if (a->ret != VK_SUCCESS || call->dec.fatal)
       util_fd_close(&info->fd);
    /* its state is the imported payload's: the ICD asks (it said so) */
-   struct gpud_object *fence =
-      gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)info->fence);
    if (fence && a->ret == VK_SUCCESS) {
       fence->fence_external = true;
       atomic_store(&fence->fence_cpu_signaled, false);

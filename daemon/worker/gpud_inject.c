@@ -71,6 +71,7 @@ gpud_exec_vkGetFenceStatus(struct gpud_call *call, struct wire_args_vkGetFenceSt
       a->ret = VK_SUCCESS; /* signalled by the worker's own copies */
       return;
    }
+   gpud_queue_fence_settle(fence);
    gpud_gen_exec_vkGetFenceStatus(call, a);
    uint64_t delay = gpud_context_inject_delay_ns(call->ctx);
    if (a->ret == VK_SUCCESS && fence && !delay) {
@@ -96,6 +97,7 @@ gpud_exec_vkResetFences(struct gpud_call *call, struct wire_args_vkResetFences *
       if (fence && fence->type == VK_OBJECT_TYPE_FENCE) {
          atomic_store(&fence->signal_seen_ns, 0);
          atomic_store(&fence->fence_cpu_signaled, false);
+         fence->fence_owed_queue = VK_NULL_HANDLE; /* unsignalled all the same */
          /* the ICD counted this reset too (the completion page) */
          fence->fence_generation++;
       }

@@ -143,6 +143,10 @@ struct gpud_object {
     * the host's stays unsignalled until the next reset, so the worker
     * answers for it where it asks the host (gpud_wait.c, gpud_inject.c) */
    atomic_bool fence_cpu_signaled;
+   /* fences whose last submission carried gpud's fence in their place
+    * (gpud_queue.c): the host queue on which their own signal is owed,
+    * submitted where the host's word on them counts again */
+   VkQueue fence_owed_queue;
    /* query pools: their queries (size) and values per query (0: a type
     * whose results the page does not show), and their results page */
    uint32_t query_values;

@@ -1217,9 +1217,24 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
    (void)saved;
 }
 
+/* GPUD_FENCE_IN_PLACE=off in the daemon's environment: an empty submission
+ * with gpud's fence after each submission that names a fence of the
+ * application's, as before (to compare). */
+static bool
+fence_in_place_off(void)
+{
+   static int off = -1;
+   if (off < 0) {
+      const char *v = getenv("GPUD_FENCE_IN_PLACE");
+      off = v && (!strcmp(v, "off") || !strcmp(v, "0"));
+   }
+   return off;
+}
+
 /* Runs a submit with tracking: fence is the application's (a pointer into
  * the args, swapped for gpud's own while the host runs the submit when the
- * application named none).  The events it changes are pending on the page
+ * application named none, or one the page answers for: "Fences in place"
+ * in docs/architecture.md).  The events it changes are pending on the page
  * before the host has it. */
 #define TRACKED_SUBMIT(cmd, fence_covers_earlier)                                           \
    void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
@@ -1248,7 +1263,13 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
       VkFence fence = t ? track_begin(t, q, &g, timed, &timing, &timing_cbs[0],             \
                                       &timing_cbs[1])                                       \
                         : VK_NULL_HANDLE;                                                   \
-      bool own = fence && a->fence == VK_NULL_HANDLE && (fence_covers_earlier);             \
+      /* gpud's fence in place of the application's where the page answers for              \
+       * it (its own is owed: gpud_queue_fence_settle) */                                   \
+      VkFence app_host_fence = a->fence;                                                    \
+      bool in_place = fence && a->fence && app_fence && app_fence->fence_tracked &&         \
+                      !app_fence->fence_external && !fence_in_place_off() &&                \
+                      (fence_covers_earlier);                                               \
+      bool own = fence && (!a->fence || in_place) && (fence_covers_earlier);                \
       if (own)                                                                              \
          a->fence = fence;                                                                  \
       struct timed_##cmd saved = {0};                                                       \
@@ -1267,8 +1288,10 @@ untime_vkQueueBindSparse(struct wire_args_vkQueueBindSparse *a,
       if (timing >= 0)                                                                      \
          untime_##cmd(a, &saved);                                                           \
       if (own)                                                                              \
-         a->fence = VK_NULL_HANDLE;                                                         \
+         a->fence = app_host_fence;                                                         \
       bool used = own && a->ret == VK_SUCCESS;                                              \
+      if (in_place && used)                                                                 \
+         ((struct gpud_object *)app_fence)->fence_owed_queue = a->queue;                    \
       if (fence && !own && a->ret == VK_SUCCESS)                                            \
          used = t->disp->QueueSubmit(a->queue, 0, NULL, fence) == VK_SUCCESS;              \
       if (prof)                                                                             \
@@ -1421,26 +1444,50 @@ gpud_exec_vkSetFenceSlotGPUD(struct gpud_call *call, struct wire_args_vkSetFence
     * business, nothing of the daemon's at stake) */
    if (!fence || !t || a->slot >= GPUD_COMPLETION_FENCE_SLOTS)
       return;
+   struct gpud_object *settle = NULL; /* the fence the slot was, now asked about */
    pthread_mutex_lock(&t->mutex);
    if (t->page && !fence->fence_tracked) {
       /* the ICD hands out the slots: a slot it gives again is no longer
        * the earlier fence's */
       struct gpud_object *earlier =
          t->owner[a->slot] ? gpud_object_find(call->ctx, t->owner[a->slot]) : NULL;
-      if (earlier && earlier->type == VK_OBJECT_TYPE_FENCE)
+      if (earlier && earlier->type == VK_OBJECT_TYPE_FENCE) {
          earlier->fence_tracked = false;
+         settle = earlier;
+      }
       t->owner[a->slot] = fence->id;
       fence->fence_tracked = true;
       fence->fence_slot = a->slot;
       fence->fence_generation = a->generation;
    }
    pthread_mutex_unlock(&t->mutex);
+   gpud_queue_fence_settle(settle);
+}
+
+void
+gpud_queue_fence_settle(struct gpud_object *fence)
+{
+   VkQueue queue = fence ? fence->fence_owed_queue : VK_NULL_HANDLE;
+   struct gpud_device_track *t = fence && fence->device ? fence->device->dtrack : NULL;
+   if (!queue || !t)
+      return;
+   fence->fence_owed_queue = VK_NULL_HANDLE;
+   /* after everything before it on that queue, the submission it was
+    * owed for included (or it will be asked about in vain) */
+   VkResult r = t->disp->QueueSubmit(queue, 0, NULL, (VkFence)(uintptr_t)fence->handle);
+   if (r != VK_SUCCESS)
+      gpud_context_log(t->ctx, UTIL_LOG_WARNING, "a fence's own signal could not be submitted (%d)",
+                       r);
 }
 
 void
 gpud_queue_fence_gone(struct gpud_object *fence, bool ask)
 {
    struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
+   if (ask)
+      gpud_queue_fence_settle(fence);
+   else
+      fence->fence_owed_queue = VK_NULL_HANDLE; /* destroyed: nothing waits for it */
    if (!fence->fence_tracked || !t)
       return;
    pthread_mutex_lock(&t->mutex);
@@ -1456,6 +1503,7 @@ void
 gpud_queue_fence_ask(struct gpud_object *fence)
 {
    struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
+   gpud_queue_fence_settle(fence);
    if (!fence->fence_tracked || !t)
       return;
    pthread_mutex_lock(&t->mutex);

@@ -20,6 +20,11 @@ void gpud_queue_fence_gone(struct gpud_object *fence, bool ask);
 /* This signal of the fence is the host driver's to tell: its slot says
  * "ask" (until the ICD resets it). */
 void gpud_queue_fence_ask(struct gpud_object *fence);
+/* A fence whose last submission carried gpud's fence in its place, the
+ * page answering for it: where the host's word on it counts again (a wait
+ * or a status the host answers, the fence leaving the page), an empty
+ * submission with it on that queue, after everything before it. */
+void gpud_queue_fence_settle(struct gpud_object *fence);
 void gpud_queue_device_lost(struct gpud_object *device);
 /* What completed is on the page now: before a wait answered by the host
  * (idle, fences, semaphores) replies, so that the application never sees a

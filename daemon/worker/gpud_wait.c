@@ -325,6 +325,10 @@ fences_signaled_here(struct gpud_call *call, struct wire_args_vkWaitForFences *a
 void
 gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFences *a)
 {
+   /* the host waits: each fence's own signal on the host first */
+   for (uint32_t i = 0; i < a->fenceCount; i++)
+      gpud_queue_fence_settle(
+         gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->pFences[i]));
    if (fences_signaled_here(call, a)) {
       a->ret = VK_SUCCESS;
       return;

@@ -7,7 +7,9 @@
  *             waits on a value signalled from the host only later, WAIT_ANY,
  *             timeouts, vkQueueSubmit2
  *   fences    status, waits, timeouts, reset, pre-signalled fences, binary
- *             semaphores between submits, an empty submit with a fence
+ *             semaphores between submits, an empty submit with a fence, more
+ *             fences than gpud's completion page has slots (a wait for a
+ *             fence of the page and one past it together)
  *   events    host set/reset/status, vkCmdSetEvent / vkCmdResetEvent, a
  *             vkCmdWaitEvents on a host-set event, the host polling an event
  *             a submission sets before it waits for the host (the answer
@@ -411,6 +413,33 @@ test_fences(const struct vkt_context *ctx)
    VKT_EXPECT(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 10 * SECOND),
               VK_SUCCESS);
    check_filled(ctx, &buf, 0x87654321, "semaphore chain");
+
+   /* More fences than gpud's completion page has slots (8192): the last
+    * ones are the host driver's alone, and a wait for one of them together
+    * with a fence of the page goes to the daemon, whose host driver must
+    * know that one signalled too. */
+   enum { MANY = 8300 };
+   VkFence *many = calloc(MANY, sizeof(*many));
+   if (!many)
+      vkt_fail("fences: out of memory");
+   for (unsigned i = 0; i < MANY; i++)
+      many[i] = fence_create(ctx, false);
+   const VkFence mixed[] = { many[0], many[MANY - 1] };
+   for (unsigned round = 0; round < 2; round++) {
+      VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, mixed[0]));
+      VKT_CHECK(vkQueueSubmit(ctx->queue, 0, NULL, mixed[1]));
+      VKT_EXPECT(vkWaitForFences(ctx->device, 2, mixed, VK_TRUE, 10 * SECOND),
+                 VK_SUCCESS);
+      VKT_EXPECT(vkGetFenceStatus(ctx->device, mixed[0]), VK_SUCCESS);
+      VKT_EXPECT(vkGetFenceStatus(ctx->device, mixed[1]), VK_SUCCESS);
+      check_filled(ctx, &buf, 0x12345678, "fenced beside a fence past the slots");
+      VKT_CHECK(vkResetFences(ctx->device, 2, mixed));
+      VKT_EXPECT(vkWaitForFences(ctx->device, 2, mixed, VK_FALSE, 0),
+                 VK_TIMEOUT);
+   }
+   for (unsigned i = 0; i < MANY; i++)
+      vkDestroyFence(ctx->device, many[i], NULL);
+   free(many);
 
    VKT_CHECK(vkDeviceWaitIdle(ctx->device));
    vkDestroySemaphore(ctx->device, binary, NULL);
