@@ -77,6 +77,14 @@
 #define TRACK_EXPECT_EARLY_NS (250ull * 1000)
 #define TRACK_EXPECT_LATE_NS (1ull * 1000 * 1000)
 #define TRACK_EXPECT_LATE_MAX_NS (4ull * 1000 * 1000)
+/* Of a queue's short submissions (expected under TIMING_ALWAYS_NS, or not
+ * known) one in TIMING_EVERY gets timestamps; the others are charged their
+ * busy time in the proportion of GPU time to busy time the timed ones
+ * showed.  Timestamps on every one cost 8 processes' frame loops 4 % on the
+ * NVIDIA driver (docs/performance.md, "Fences in place, timestamps
+ * sampled"), where a long job pays nothing worth saying for them. */
+#define TIMING_EVERY 8u
+#define TIMING_ALWAYS_NS (200ull * 1000)
 /* Command buffers whose last time a queue keeps (direct-mapped). */
 #define TRACK_EXPECT_SLOTS 64u
 
@@ -117,6 +125,10 @@ struct gpud_query_pool_page {
    uint32_t pending, host_resets;
 };
 
+/* A submission's timing slot when it was left untimed among timed ones:
+ * its GPU time is estimated (TIMING_EVERY). */
+#define TIMING_ESTIMATED (-2)
+
 /* What a submission changes that the page shows. */
 struct track_gather {
    struct track_signal *signals;
@@ -144,7 +156,7 @@ struct track_entry {
    uint64_t *pools; /* query pools whose queries it changes */
    unsigned n_pools;
    bool published; /* on the page already (a wait the host answered) */
-   int32_t timing;   /* its timing slot (gpud_timing.h); -1: untimed */
+   int32_t timing;   /* its timing slot (gpud_timing.h); -1: untimed, TIMING_ESTIMATED */
    uint64_t submitted_ns; /* when it went to the host (the call began) */
    bool charged;     /* the schedule knows its end (gpud_sched_worker.h) */
    uint64_t key;     /* its first command buffer: what it takes, expected */
@@ -163,6 +175,11 @@ struct gpud_queue_track {
    struct gpud_queue_timing *timing;
    uint32_t family;
    bool timing_tried;
+   /* short submissions since the last timed one; GPU time over busy time
+    * of the timed ones, in 1/65536 (TIMING_EVERY), once one was timed */
+   uint32_t untimed_run;
+   uint32_t timing_ratio;
+   bool timing_ratio_known;
    uint64_t gpu_ns;
    uint64_t last_done_ns;
    /* what the last submission each command buffer began took */
@@ -360,11 +377,20 @@ entry_gpu_time(struct gpud_device_track *t, struct gpud_queue_track *q, struct t
 {
    uint64_t ns = 0;
    uint64_t wall = e->done_ns > e->submitted_ns ? e->done_ns - e->submitted_ns : 0;
+   uint64_t from = UTIL_MAX(e->submitted_ns, q->last_done_ns);
+   uint64_t busy = e->done_ns > from ? e->done_ns - from : 0;
    if (e->timing >= 0 && gpud_timing_read(q->timing, e->timing, &ns)) {
       ns = UTIL_MIN(ns, wall);
+      if (busy) {
+         uint64_t r = UTIL_MIN(ns, busy) * 65536 / busy;
+         q->timing_ratio = q->timing_ratio_known ? (uint32_t)((q->timing_ratio * 7ull + r) / 8)
+                                                 : (uint32_t)r;
+         q->timing_ratio_known = true;
+      }
+   } else if (e->timing == TIMING_ESTIMATED && q->timing_ratio_known) {
+      ns = busy * q->timing_ratio / 65536;
    } else {
-      uint64_t from = UTIL_MAX(e->submitted_ns, q->last_done_ns);
-      ns = e->done_ns > from ? e->done_ns - from : 0;
+      ns = busy;
    }
    e->timing = -1;
    q->gpu_ns += ns;
@@ -757,7 +783,8 @@ gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue)
 /* A fence for the next submission on q, or VK_NULL_HANDLE when it goes
  * untracked; the events it changes are pending on the page from now (or,
  * untracked, asked about).  timed: a tracked one gets a timing slot where
- * there is one (*ret_timing, -1: none) and its command buffers. */
+ * there is one (*ret_timing, -1: none, TIMING_ESTIMATED: its time estimated)
+ * and its command buffers. */
 static VkFence
 track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct track_gather *g,
             bool timed, int *ret_timing, VkCommandBuffer *ret_begin, VkCommandBuffer *ret_end)
@@ -793,7 +820,16 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct trac
                                         (VkPhysicalDevice)(uintptr_t)t->device->physical_device,
                                         t->dev, q->family);
       }
-      *ret_timing = gpud_timing_take(q->timing, ret_begin, ret_end);
+      /* a short one among the others of its kind is estimated */
+      const struct track_expect *x = expect_slot(q, g->key);
+      bool long_one = g->key && x->key == g->key && x->ns >= TIMING_ALWAYS_NS;
+      if (q->timing && q->timing_ratio_known && !long_one &&
+          ++q->untimed_run < TIMING_EVERY) {
+         *ret_timing = TIMING_ESTIMATED;
+      } else {
+         q->untimed_run = 0;
+         *ret_timing = gpud_timing_take(q->timing, ret_begin, ret_end);
+      }
    }
    if (watched_submitted(t, g->events, g->n_events, g->pools, g->n_pools,
                          fence != VK_NULL_HANDLE))
