@@ -9,6 +9,7 @@ prints each figure and gpud/direct.
   bench/llama_bench.py --llama DIR [--build DIR] [--host-driver MANIFEST]
                        [--models tiny,moe,1b] [--rounds N] [--repetitions N]
                        [--ops OP,OP,...] [--ops-timeout S]
+                       [--also NAME:VAR=VALUE[,VAR=VALUE...]]...
 
 Models: tiny and moe generate tokens (tg128), 1b processes a prompt and
 generates (pp512, tg128).  Each side first runs each model once unmeasured,
@@ -16,6 +17,10 @@ so that both have their pipelines compiled: the driver's disk cache
 directly, gpud's pipeline cache (in DIR/gpud-cache/users/UID) through gpud; a
 run that compiles runs at whatever clock the GPU has dropped to by then
 (docs/performance.md, "llama.cpp").
+
+--also adds a side: gpud again, with more variables in the application's
+environment (GPUD_ICD_UPLOADS=off, say), alternated with the others and
+compared with the direct side too.
 """
 
 import argparse
@@ -94,7 +99,16 @@ def main():
     ap.add_argument('--repetitions', type=int, default=3, help="llama-bench's -r")
     ap.add_argument('--ops', default='', help='test-backend-ops operators, comma-separated')
     ap.add_argument('--ops-timeout', type=int, default=600)
+    ap.add_argument('--also', action='append', default=[], metavar='NAME:VAR=VALUE,...',
+                    help='another gpud side, with these in the application environment')
     args = ap.parse_args()
+    also = []
+    for a in args.also:
+        name, _, assigns = a.partition(':')
+        pairs = [kv.partition('=') for kv in assigns.split(',') if kv]
+        if not name or name in ('direct', 'gpud') or not pairs or any(not k or not e for k, e, _ in pairs):
+            fail('--also %r: NAME:VAR=VALUE[,VAR=VALUE...] (NAME neither direct nor gpud)' % a)
+        also.append((name, {k: v for k, _, v in pairs}))
     resolve_daemon_args(args)
     args.llama = os.path.abspath(args.llama)
     for path in (args.gpud, args.icd, os.path.join(args.llama, 'run.sh')):
@@ -113,7 +127,8 @@ def main():
     os.chmod(cache, 0o755)   # (workers of other uids find their own below)
     tmp = tempfile.mkdtemp(prefix='llama-bench-')
     daemon = Daemon(args, tmp, extra=['--cache-dir', cache, '--state-dir', state])
-    sides = (('direct', client_env(args, None)), ('gpud', client_env(args, daemon)))
+    sides = [('direct', client_env(args, None)), ('gpud', client_env(args, daemon))]
+    sides += [(name, dict(client_env(args, daemon), **extra)) for name, extra in also]
     try:
         print('host driver: %s' % args.host_driver)
         for m in models:
@@ -128,21 +143,22 @@ def main():
                         figures.setdefault((m, test, name), []).append(ts)
                         print('round %d: %-4s %-6s %-6s %10.1f tokens/s' %
                               (r + 1, m, test, name, ts), flush=True)
-        print('\n| model | test | direct (tokens/s) | gpud (tokens/s) | gpud/direct |')
-        print('| --- | --- | ---: | ---: | ---: |')
-        for (m, test, side) in sorted(figures):
-            if side != 'direct' or (m, test, 'gpud') not in figures:
-                continue
-            d, g = figures[(m, test, 'direct')], figures[(m, test, 'gpud')]
-            print('| %s | %s | %s | %s | %.2fx |' % (
-                m, test, ' '.join('%.0f' % x for x in d), ' '.join('%.0f' % x for x in g),
-                statistics.median(g) / statistics.median(d)))
+        for side in ['gpud'] + [name for name, _ in also]:
+            print('\n| model | test | direct (tokens/s) | %s (tokens/s) | %s/direct |' % (side, side))
+            print('| --- | --- | ---: | ---: | ---: |')
+            for (m, test, s) in sorted(figures):
+                if s != 'direct' or (m, test, side) not in figures:
+                    continue
+                d, g = figures[(m, test, 'direct')], figures[(m, test, side)]
+                print('| %s | %s | %s | %s | %.2fx |' % (
+                    m, test, ' '.join('%.0f' % x for x in d), ' '.join('%.0f' % x for x in g),
+                    statistics.median(g) / statistics.median(d)))
         ops = [o for o in args.ops.split(',') if o]
         if ops:
             print('\n| test-backend-ops -o | direct (s) | gpud (s) | gpud/direct | results |')
             print('| --- | ---: | ---: | ---: | --- |')
         for op in ops:
-            (td, cd, sd), (tg, cg, sg) = (backend_ops(args, env, op) for _, env in sides)
+            (td, cd, sd), (tg, cg, sg) = (backend_ops(args, env, op) for _, env in sides[:2])
             same = 'the same' if cd == cg else 'DIFFER (direct: %s; gpud: %s)' % (sd, sg)
             print('| %s | %.1f | %.1f | %.2fx | %s, %s |' % (op, td, tg, tg / td, sd, same),
                   flush=True)

@@ -134,6 +134,9 @@ icd_connection_new_id(struct icd_connection *conn)
 }
 /* Sends whatever async commands are queued. */
 VkResult icd_connection_flush(struct icd_connection *conn);
+/* Whether the daemon is gone (lost, or its end of the socket closed: a
+ * look without waiting); the connection is lost from then on. */
+bool icd_connection_gone(struct icd_connection *conn);
 /* Sends a separately recorded stream (a command buffer) after the queue. */
 VkResult icd_connection_send_stream(struct icd_connection *conn, const void *data,
                                     size_t size);
@@ -245,7 +248,25 @@ struct icd_device {
    struct icd_host_image **host_images;
    void *staging;
    uint64_t staging_size;
+   /* the submissions sent (vkQueueSubmit, vkQueueSubmit2,
+    * vkQueueBindSparse), against the page's `settled` (icd_queue.c), and
+    * the memory each buffer is bound to (icd_buffer.c, with buffers_mutex) */
+   _Atomic uint64_t submits;
+   pthread_mutex_t buffers_mutex;
+   struct icd_buffer_binding *buffers;
+   uint32_t buffers_cap, buffers_n;
 };
+
+/* Buffers (icd_buffer.c): their ids are their handles; the ICD keeps where
+ * each is bound, for the copies it makes itself (icd_queue.c). */
+struct icd_buffer_binding {
+   uint64_t id; /* 0: an empty entry */
+   struct icd_device_memory *memory;
+   VkDeviceSize offset;
+};
+bool icd_buffer_binding(struct icd_device *dev, VkBuffer buffer,
+                        struct icd_buffer_binding *ret);
+void icd_device_buffers_finish(struct icd_device *dev);
 
 /* Host image copies: what a device keeps for them, freed with it. */
 void icd_device_hostcopy_finish(struct icd_device *dev);
@@ -291,6 +312,10 @@ void icd_device_completion_finish(struct icd_device *dev);
 /* The fence's next signal is the host driver's to tell (a window system's
  * acquire): its state is asked about until it is reset. */
 void icd_fence_ask(VkFence fence);
+/* Whether the page answers for the fence; it signalled there, by the ICD
+ * (a submission the ICD made itself: icd_queue.c). */
+bool icd_fence_here(VkFence fence);
+void icd_fence_signal_here(VkFence fence);
 /* Its payload was imported or exported: asked about from now on. */
 void icd_fence_untrack(VkFence fence);
 void icd_semaphore_untrack(VkSemaphore semaphore);
@@ -308,12 +333,26 @@ struct icd_command_pool {
    struct icd_command_buffer *buffers;
 };
 
+/* Copies a recording may note for the ICD to make itself (icd_queue.c). */
+#define ICD_UPLOAD_MAX_COPIES 16u
+/* A command of a recording, or the start of one (icd_queue.c notes which
+ * keep it to copies). */
+void icd_upload_note_op(struct icd_command_buffer *cb, uint32_t op);
+
 struct icd_command_buffer {
    struct icd_object base;
    struct icd_device *device;
    struct icd_command_pool *pool;
    struct icd_command_buffer *prev, *next; /* in the pool */
    VkCommandBufferLevel level;
+   /* what the recording copies while it holds only copies between buffers
+    * and barriers of memory (icd_queue.c); upload_no: it holds more */
+   bool upload_no;
+   uint32_t n_upload;
+   struct icd_upload_copy {
+      uint64_t src, dst;
+      VkDeviceSize src_offset, dst_offset, size;
+   } upload[ICD_UPLOAD_MAX_COPIES];
    /* the recording: the chunk being recorded (a struct wire_chunk_header,
     * then the commands), the chunks sent before it, the last command's
     * start; recording between vkBeginCommandBuffer and vkEndCommandBuffer */
@@ -328,6 +367,7 @@ struct icd_device_memory {
    VkDeviceSize size;
    bool coherent;   /* flushes and invalidates need no daemon */
    bool prefaulted; /* its pages were offered to the page tables (icd_memory.c) */
+   bool external;   /* imported or exportable: others may see it */
    void *map;       /* whole allocation mapped from the daemon's memfd */
    size_t map_size;
    /* a placed mapping (VK_EXT_map_memory_placed): the memfd (kept where

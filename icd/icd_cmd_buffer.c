@@ -68,6 +68,7 @@ discard_recording(struct icd_command_buffer *cb)
    wire_enc_reset(&cb->stream);
    cb->recording = false;
    cb->chunk = 0;
+   cb->upload_no = true;
 }
 
 struct wire_enc *
@@ -79,6 +80,7 @@ icd_cmd_stream(VkCommandBuffer commandBuffer, uint32_t op)
     * recording */
    if (!cb->recording)
       return NULL;
+   icd_upload_note_op(cb, op);
    chunk_start(cb);
    cb->cmd_offset = wire_enc_begin_cmd(&cb->stream, op, 0, 0);
    return &cb->stream;
@@ -99,6 +101,7 @@ icd_cmd_reserve(VkCommandBuffer commandBuffer, uint32_t op, uint32_t params)
    struct icd_command_buffer *cb = command_buffer(commandBuffer);
    if (!cb->recording)
       return NULL;
+   icd_upload_note_op(cb, op);
    if (cb->stream.size >= chunk_bytes && !cb->stream.oom)
       send_chunk(cb, 0);
    chunk_start(cb);
@@ -170,6 +173,9 @@ icd_vkBeginCommandBuffer(VkCommandBuffer commandBuffer, const VkCommandBufferBeg
     * first chunk of the new one starts with it. */
    discard_recording(cb);
    cb->recording = true;
+   cb->upload_no = cb->level != VK_COMMAND_BUFFER_LEVEL_PRIMARY ||
+                   (pBeginInfo->flags & VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT);
+   cb->n_upload = 0;
    VkCommandBufferBeginInfo info = *pBeginInfo;
    /* A primary command buffer ignores its inheritance info. */
    if (cb->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY)

@@ -385,6 +385,19 @@ flush_locked(struct icd_connection *conn)
    return VK_SUCCESS;
 }
 
+bool
+icd_connection_gone(struct icd_connection *conn)
+{
+   if (icd_connection_is_lost(conn))
+      return true;
+   struct pollfd p = {.fd = conn->fd, .events = 0};
+   if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
+      icd_connection_hung_up(conn);
+      return true;
+   }
+   return false;
+}
+
 VkResult
 icd_connection_flush(struct icd_connection *conn)
 {

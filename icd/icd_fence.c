@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +236,21 @@ icd_fence_ask(VkFence fence)
       atomic_store(slot_of(f), GPUD_FENCE_ASK);
 }
 
+bool
+icd_fence_here(VkFence fence)
+{
+   const struct icd_fence *f = (const struct icd_fence *)fence;
+   return f && f->device && atomic_load(slot_of(f)) != GPUD_FENCE_ASK;
+}
+
+void
+icd_fence_signal_here(VkFence fence)
+{
+   struct icd_fence *f = (struct icd_fence *)fence;
+   atomic_store(slot_of(f), gpud_fence_value(atomic_load(&f->generation), 1));
+   gpud_completion_wake(f->device->completion);
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkGetFenceFdKHR(VkDevice device, const VkFenceGetFdInfoKHR *pGetFdInfo, int *pFd)
 {
@@ -273,20 +287,6 @@ fence_state(const struct icd_fence *f)
                                                                 : FENCE_UNSIGNALED;
 }
 
-/* Whether the daemon is gone (its end of the socket closed): the page will
- * never change again. */
-static bool
-daemon_gone(struct icd_connection *conn)
-{
-   if (icd_connection_is_lost(conn))
-      return true;
-   struct pollfd p = {.fd = conn->fd, .events = 0};
-   if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
-      icd_connection_hung_up(conn);
-      return true;
-   }
-   return false;
-}
 
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkGetFenceStatus(VkDevice device, VkFence fence)
@@ -307,7 +307,7 @@ icd_vkGetFenceStatus(VkDevice device, VkFence fence)
       break;
    }
    /* what would signal it may still be queued here */
-   if (icd_connection_flush(dev->base.conn) != VK_SUCCESS || daemon_gone(dev->base.conn))
+   if (icd_connection_flush(dev->base.conn) != VK_SUCCESS || icd_connection_gone(dev->base.conn))
       return VK_ERROR_DEVICE_LOST;
    return VK_NOT_READY;
 }
@@ -401,7 +401,7 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
       if (atomic_load(&h->seq) == seq)
          util_futex_wait(&h->seq, seq, slice);
       atomic_fetch_sub(&h->waiters, 1);
-      if (daemon_gone(conn))
+      if (icd_connection_gone(conn))
          return VK_ERROR_DEVICE_LOST;
    }
 }
@@ -626,7 +626,7 @@ icd_vkGetEventStatus(VkDevice device, VkEvent event)
       return VK_EVENT_SET;
    /* what would set it may still be queued here; a poll must see the
     * daemon go */
-   if (icd_connection_flush(dev->base.conn) != VK_SUCCESS || daemon_gone(dev->base.conn))
+   if (icd_connection_flush(dev->base.conn) != VK_SUCCESS || icd_connection_gone(dev->base.conn))
       return VK_ERROR_DEVICE_LOST;
    return VK_EVENT_RESET;
 }

@@ -45,6 +45,11 @@ allocate_memory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
    if (!mem)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    mem->size = pAllocateInfo->allocationSize;
+   for (const VkBaseInStructure *c = pAllocateInfo->pNext; c; c = c->pNext) {
+      mem->external |= c->sType == VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO ||
+                       c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR ||
+                       c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
+   }
    /* Flushes and invalidates of coherent memory need no daemon. */
    struct icd_device *dev = (struct icd_device *)device;
    VkPhysicalDeviceMemoryProperties props;

@@ -53,6 +53,7 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
       dev->physical_device = (struct icd_physical_device *)parent;
       pthread_mutex_init(&dev->mutex, NULL);
       pthread_mutex_init(&dev->hostcopy_mutex, NULL);
+      pthread_mutex_init(&dev->buffers_mutex, NULL);
       return (uint64_t)(uintptr_t)dev;
    }
    case VK_OBJECT_TYPE_QUEUE: {
@@ -132,8 +133,10 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
       }
       icd_device_completion_finish(dev);
       icd_device_hostcopy_finish(dev);
+      icd_device_buffers_finish(dev);
       pthread_mutex_destroy(&dev->mutex);
       pthread_mutex_destroy(&dev->hostcopy_mutex);
+      pthread_mutex_destroy(&dev->buffers_mutex);
       icd_object_free(dev);
       break;
    }

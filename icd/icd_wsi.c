@@ -31,6 +31,7 @@ queue_submit_queued(VkQueue queue, uint32_t count, const VkSubmitInfo *submits, 
 {
    struct icd_connection *conn = icd_object(queue)->conn;
    struct icd_call call;
+   atomic_fetch_add(&((struct icd_queue *)queue)->device->submits, 1);
    struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_vkQueueSubmit, false, false);
    wire_enc_vkQueueSubmit(e, queue, count, submits, fence);
    icd_call_end(&call);

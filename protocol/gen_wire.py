@@ -93,6 +93,18 @@ PRIVATE_COMMANDS = """
     <param><type>int</type>* <name>pFd</name></param>
   </command>
   <command>
+    <proto><type>void</type> <name>vkQueueUploadGPUD</name></proto>
+    <param><type>VkQueue</type> <name>queue</name></param>
+    <param optional="true"><type>VkFence</type> <name>fence</name></param>
+    <param optional="true"><type>uint32_t</type> <name>regionCount</name></param>
+    <param len="regionCount">const <type>VkBuffer</type>* <name>pBuffers</name></param>
+    <param len="regionCount">const <type>VkBufferCopy</type>* <name>pRegions</name></param>
+    <param optional="true"><type>uint32_t</type> <name>dataSize</name></param>
+    <param len="dataSize">const <type>void</type>* <name>pData</name></param>
+    <param><type>VkBool32</type> <name>counted</name></param>
+    <param><type>uint64_t</type> <name>copyNs</name></param>
+  </command>
+  <command>
     <proto><type>void</type> <name>vkSetFenceSlotGPUD</name></proto>
     <param><type>VkDevice</type> <name>device</name></param>
     <param><type>VkFence</type> <name>fence</name></param>

@@ -40,6 +40,15 @@
  * command buffers took last time: a waiter may sleep until a little before
  * and poll from then, so that a long job's end costs it no wake-up.  A hint
  * only: waits end on the slots alone.
+ *
+ * `settled` is how many of the device's submissions (vkQueueSubmit,
+ * vkQueueSubmit2, vkQueueBindSparse, counted in stream order) the worker had
+ * run when it last found every one of them complete, stored before the
+ * fence of the last of them: when it equals the ICD's own count of the
+ * submissions it sent, nothing the application submitted is in flight
+ * (icd_queue.c makes copy-only submissions then, docs/architecture.md).
+ * `hold` is non-zero while gpudctl has the client's completions held back
+ * (inject delay-completions): the ICD then makes no submission itself.
  */
 
 #include <stdatomic.h>
@@ -62,7 +71,9 @@ struct gpud_completion_header {
    uint32_t event_slots;
    uint32_t reserved0;
    _Atomic uint64_t expect_ns;
-   uint32_t reserved[6];
+   _Atomic uint64_t settled;
+   _Atomic uint32_t hold; /* non-zero: completions are held back (gpudctl inject) */
+   uint32_t reserved[3];
 };
 _Static_assert(sizeof(struct gpud_completion_header) == 64, "the page's layout");
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "gpud_sched.h"
+#include "util_futex.h"
 #include "util_log.h"
 #include "wire_control.h"
 #include "wire_gen.h"
@@ -503,6 +504,8 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
    struct gpud_status_inject *in = &w->status->inject;
    if (!strcmp(fault, "lose-device")) {
       atomic_store(&in->lose_device, 1);
+      /* (the worker's thread that tells the ICD sleeps on delay_ms) */
+      util_futex_wake((_Atomic uint32_t *)&in->delay_ms);
    } else if (!strcmp(fault, "fail-alloc")) {
       if (!value || value > UINT32_MAX) {
          *error = "fail-alloc needs a count from 1 to 4294967295";
@@ -515,6 +518,8 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
          return -EINVAL;
       }
       atomic_store(&in->delay_ms, (uint32_t)value);
+      /* (the worker's thread that tells the ICD sleeps on it) */
+      util_futex_wake((_Atomic uint32_t *)&in->delay_ms);
    } else if (!strcmp(fault, "crash-worker")) {
       if (!w->pid) {
          *error = "crash-worker needs process isolation (this daemon runs clients on threads)";

@@ -10,6 +10,7 @@
 
 #include "gpud_call.h"
 #include "gpud_compile.h"
+#include "gpud_hold.h"
 #include "gpud_lifetime.h"
 #include "gpud_pipecache.h"
 #include "gpud_replay.h"
@@ -190,6 +191,11 @@ log_profile(struct gpud_context *ctx)
       gpud_context_log(ctx, UTIL_LOG_NOTICE,
                        "profile: %" PRIu64 " submissions of copies made by the worker",
                        p->worker_copies);
+   if (p->icd_copies)
+      gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                       "profile: %" PRIu64 " submissions of copies made by the ICD, %" PRIu64
+                       " with bytes for the worker to write, %" PRIu64 " of them on the GPU",
+                       p->icd_copies, p->icd_copies_sent, p->icd_copies_gpu);
    uint64_t jobs, jobs_ns;
    gpud_compile_profile(ctx, &jobs, &jobs_ns);
    if (jobs)
@@ -309,6 +315,7 @@ gpud_client_destroy(struct gpud_context *ctx)
    gpud_lifetime_destroy(ctx, NULL, NULL);
    gpud_compile_destroy(ctx);
    gpud_waiters_cancel(ctx, NULL, 0);
+   gpud_hold_end(ctx);
    if (objects)
       gpud_context_log(ctx, UTIL_LOG_INFO,
                        "released %" PRIu64 " objects and %" PRIu64 " bytes of memory", objects,

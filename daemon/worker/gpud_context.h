@@ -84,6 +84,10 @@ struct gpud_profile {
    uint64_t submit_ns[4];
    uint64_t submits;
    uint64_t worker_copies; /* submissions of copies the worker made itself */
+   /* submissions of copies the ICD made itself (vkQueueUploadGPUD): all of
+    * them, those that sent bytes for device memory, those the worker wrote
+    * on the GPU */
+   uint64_t icd_copies, icd_copies_sent, icd_copies_gpu;
 };
 
 struct gpud_context {
@@ -132,6 +136,10 @@ struct gpud_context {
    pthread_mutex_t cpus_mutex;
    cpu_set_t cpus, cpus_avoided;
    _Atomic uint32_t cpus_gen;
+
+   /* the thread that tells the completion pages about injected delay
+    * (gpud_hold.c); NULL until the first page */
+   struct gpud_hold *hold;
 
    /* GPUD_PROFILE: where the decoding thread's time went (logged when the
     * client leaves); NULL when not profiling */

@@ -14,6 +14,8 @@
  *   and vkGetFenceStatus says VK_NOT_READY for MS after it first saw the
  *   fence signalled;
  * - crash-worker is the server's: it kills the worker with SIGSEGV.
+ *
+ * Completions the ICD answers itself are held back too (gpud_hold.c).
  */
 #include "gpud_call.h"
 #include "gpud_inject.h"
@@ -21,6 +23,7 @@
 
 #include <stdio.h>
 
+#include "util_futex.h"
 #include "util_time.h"
 
 void
@@ -31,6 +34,8 @@ gpud_inject_before_command(struct gpud_call *call)
    if (!page || !atomic_load_explicit(&page->inject.lose_device, memory_order_relaxed) ||
        !atomic_exchange(&page->inject.lose_device, 0))
       return;
+   /* (the completion pages' hold follows: gpud_hold.c) */
+   util_futex_wake((_Atomic uint32_t *)&page->inject.delay_ms);
    struct gpud_object *obj;
    unsigned n = 0;
    util_list_for_each(obj, &ctx->object_list, link) {

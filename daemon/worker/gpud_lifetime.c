@@ -9,8 +9,10 @@
  * their waits are cancelled and their queues idle.
  */
 #include "gpud_lifetime.h"
+
 #include "gpud_pipecache.h"
 #include "gpud_queue.h"
+#include "gpud_transfer.h"
 #include "gpud_validate.h"
 #include "gpud_wait.h"
 
@@ -286,6 +288,7 @@ gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
       gpud_waiters_cancel(ctx, obj, 0);
       obj->disp->DeviceWaitIdle((VkDevice)(uintptr_t)obj->handle);
       gpud_queue_track_device_end(ctx, obj);
+      gpud_transfer_device_end(obj);
    }
    /* Device children, newest first.  Pool children go with their pool; a
     * pool's children may sit anywhere, so start over after each pool. */

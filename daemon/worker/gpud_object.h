@@ -137,6 +137,9 @@ struct gpud_object {
    /* command buffers: what their recording copies, where it holds nothing
     * else (gpud_transfer.c) */
    struct gpud_transfer *transfer;
+   /* devices: what the worker records the ICD's copies into where it makes
+    * them on the GPU (gpud_transfer.c) */
+   struct gpud_upload *upload;
    /* fences with a payload of the host's: imported, or exportable */
    bool fence_external;
    /* fences the worker signalled itself (its own copies, gpud_transfer.c):

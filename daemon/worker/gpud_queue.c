@@ -20,6 +20,7 @@
  * semaphores and fence.
  */
 #include "gpud_call.h"
+#include "gpud_hold.h"
 #include "gpud_queue.h"
 #include "gpud_sched_worker.h"
 #include "gpud_timing.h"
@@ -206,6 +207,12 @@ struct gpud_device_track {
    pthread_t thread;
    bool started, stop, lost;
    _Atomic uint64_t submissions; /* tracked so far: what the idle poll watches */
+   /* the page's `settled`: submissions run (each tracked, or done at once),
+    * those tracked that are not yet on the page, and whether one went to
+    * the host untracked (then the page never says the device settled) */
+   uint64_t processed;
+   uint64_t unpublished;
+   bool unsettled;
    uint64_t poll_ns;
    /* the tracker's: how long it polls for the next submission, and since
     * when it has had nothing in flight (0: something is) */
@@ -434,6 +441,15 @@ entry_done(struct gpud_device_track *t, struct track_entry *e, uint64_t now)
    return true;
 }
 
+/* With the mutex held: when every submission run is complete, the page
+ * says how many (before the fence of the last of them). */
+static void
+settle(struct gpud_device_track *t)
+{
+   if (!t->unpublished && !t->unsettled && !t->lost && t->page)
+      atomic_store(&t->page->settled, t->processed);
+}
+
 /* With the mutex held: a done entry's semaphores and fence on the page. */
 static bool
 entry_publish(struct gpud_device_track *t, struct track_entry *e)
@@ -441,6 +457,9 @@ entry_publish(struct gpud_device_track *t, struct track_entry *e)
    if (e->published)
       return false;
    e->published = true;
+   if (t->unpublished)
+      t->unpublished--;
+   settle(t);
    /* the events and semaphores first: a fence signals after its batch's
     * work */
    bool wrote = false;
@@ -885,6 +904,8 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       *g = (struct track_gather){0};
       tracked_app = false;
       q->count++;
+      t->unpublished++;
+      t->processed++;
       atomic_fetch_add(&t->submissions, 1);
       if (!t->started)
          t->started = pthread_create(&t->thread, NULL, tracker_thread, t) == 0;
@@ -900,11 +921,18 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
          uncharge_all(t); /* (this one, and any before) */
       }
       pthread_cond_signal(&t->cond);
-   } else if (fence) {
-      if (t->n_free < t->cap_free)
+   } else {
+      if (fence && t->n_free < t->cap_free)
          t->free_fences[t->n_free++] = fence;
-      else
+      else if (fence)
          t->disp->DestroyFence(t->dev, fence, NULL);
+      /* a submission that failed left nothing in flight; one the host has
+       * without gpud's fence leaves the page unable to say when it ends */
+      if (submitted)
+         t->unsettled = true;
+      else
+         t->processed++;
+      settle(t);
    }
    /* a slot no entry took is free again, unless the host has its command
     * buffers (the submit went, gpud's fence after it did not): then it is
@@ -963,6 +991,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
       t->disp->DestroyFence(t->dev, t->free_fences[i], NULL);
    if (t->page) {
       page_lost(t); /* nothing signals any more: waiters stop */
+      gpud_hold_unwatch_page(t->ctx, t->page);
       munmap(t->page, GPUD_COMPLETION_SIZE);
    }
    util_fd_close(&t->page_fd);
@@ -1360,6 +1389,7 @@ static void
 untracked_watched(struct gpud_device_track *t, struct track_gather *g)
 {
    pthread_mutex_lock(&t->mutex);
+   t->unsettled = true; /* the page cannot say when it ends */
    if (watched_submitted(t, g->events, g->n_events, g->pools, g->n_pools, false))
       gpud_completion_wake(t->page);
    pthread_mutex_unlock(&t->mutex);
@@ -1385,7 +1415,7 @@ TRACKED_SUBMIT(vkQueueSubmit2, true)
 TRACKED_SUBMIT(vkQueueBindSparse, false)
 
 bool
-gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence,
+gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
                     bool (*run)(void *data), void *data)
 {
    struct gpud_queue_track *q = queue->track;
@@ -1412,6 +1442,9 @@ gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence,
    q->busy_ns += now - began;
    q->gpu_ns += now - began;
    q->last_done_ns = now;
+   if (submission)
+      t->processed++;
+   settle(t);
    if (app_fence) {
       atomic_store(&app_fence->fence_cpu_signaled, true);
       if (page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
@@ -1421,6 +1454,48 @@ gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence,
    publish(q);
    pthread_mutex_unlock(&t->mutex);
    return true;
+}
+
+/* With the mutex held: copies made outside the host (by the ICD, or the
+ * worker on the GPU) had the queue busy, and were its work, for ns; one
+ * more submission where count.  Counted only while nothing is in flight
+ * on the queue: otherwise its busy time runs already, and its submissions
+ * count in order (a race of the application's threads, rare). */
+static void
+charge(struct gpud_queue_track *q, bool count, uint64_t ns)
+{
+   if (!q || q->count)
+      return;
+   uint64_t now = util_now_ns();
+   if (count) {
+      q->submitted++;
+      q->completed = q->submitted;
+   }
+   q->busy_ns += ns;
+   q->gpu_ns += ns;
+   q->last_done_ns = UTIL_MAX(q->last_done_ns, now);
+   publish(q);
+}
+
+void
+gpud_queue_ran(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
+               bool count, uint64_t ns)
+{
+   struct gpud_device_track *t = queue->device ? queue->device->dtrack : NULL;
+   if (!t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   charge(queue->track, count, ns);
+   if (submission)
+      t->processed++;
+   settle(t);
+   if (app_fence && app_fence->fence_tracked) {
+      atomic_store(&app_fence->fence_cpu_signaled, true);
+      if (page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
+                     gpud_fence_value(app_fence->fence_generation, 1)))
+         gpud_completion_wake(t->page);
+   }
+   pthread_mutex_unlock(&t->mutex);
 }
 
 /* ---- the completion page ------------------------------------------------ */
@@ -1456,6 +1531,7 @@ gpud_exec_vkGetCompletionPageGPUD(struct gpud_call *call,
          h->semaphore_slots = GPUD_COMPLETION_SEMAPHORE_SLOTS;
          h->event_slots = GPUD_COMPLETION_EVENT_SLOTS;
          atomic_store(&h->lost, atomic_load(&call->device->lost) ? 1 : 0);
+         gpud_hold_watch_page(call->ctx, h);
          t->page = h;
          t->page_fd = fd;
          t->owner = owner;

@@ -44,9 +44,19 @@ void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t valu
  * queue's device has nothing in flight (and no completions are held back),
  * run(data), then the queue counts it submitted and complete and the
  * application's fence (tracked on the page, or none) is raised there.
- * False, with nothing run: something is in flight, or run() said no. */
-bool gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence,
+ * submission: it is one of the application's vkQueueSubmit (counted for
+ * the page's `settled`), not copies the ICD sent.  False, with nothing run:
+ * something is in flight, or run() said no. */
+bool gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
                          bool (*run)(void *data), void *data);
+/* Copies the ICD made or sent, done (by the ICD, by the worker on the GPU
+ * and waited for, or by run_idle): the queue's busy and GPU time grow by
+ * ns, its submissions by one where count; counted for the page's `settled`
+ * where the ICD counted them (submission); the application's fence
+ * (tracked on the page) raised there, answered for by the worker while the
+ * host's stays unsignalled. */
+void gpud_queue_ran(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
+                    bool count, uint64_t ns);
 /* An event or a query pool destroyed (before the host destroys it: the
  * tracker reads it). */
 void gpud_queue_event_gone(struct gpud_object *event);

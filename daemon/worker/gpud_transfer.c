@@ -21,11 +21,14 @@
  */
 #include "gpud_transfer.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpud_queue.h"
 #include "util_macros.h"
+#include "util_time.h"
+#include "wire_copies.h"
 
 /* Regions a recording may note (beyond that it is the GPU's). */
 #define TRANSFER_MAX_REGIONS 64u
@@ -63,19 +66,9 @@ gpud_transfer_begin(struct gpud_object *cb)
 void
 gpud_transfer_note_op(struct gpud_object *cb, uint32_t op)
 {
-   switch (op) {
-   case WIRE_OP_vkBeginCommandBuffer:
-   case WIRE_OP_vkCmdCopyBuffer:
-   case WIRE_OP_vkCmdPipelineBarrier:
-#ifdef WIRE_HAS_vkCmdCopyBuffer2
-   case WIRE_OP_vkCmdCopyBuffer2:
-   case WIRE_OP_vkCmdPipelineBarrier2:
-#endif
-      return; /* (their executors note the rest) */
-   default:
-      if (cb->transfer)
-         cb->transfer->gpu = true;
-   }
+   /* (the copies' and barriers' executors note the rest) */
+   if (!wire_op_copies_only(op) && cb->transfer)
+      cb->transfer->gpu = true;
 }
 
 void
@@ -132,11 +125,10 @@ struct run {
 /* Where the worker reads (cached: a memfd) or writes (also coherent device
  * memory the host maps for it, mapped now) a buffer's bytes; NULL: not. */
 static uint8_t *
-buffer_bytes(struct run *r, uint64_t id, bool write)
+object_bytes(struct run *r, struct gpud_object *buf, bool write)
 {
-   struct gpud_object *buf = gpud_object_find(r->call->ctx, id);
    struct gpud_object *mem = buf && buf->type == VK_OBJECT_TYPE_BUFFER ? buf->memory : NULL;
-   if (!mem || !buf->bound)
+   if (!mem || !buf->bound || buf->sparse)
       return NULL;
    if (mem->map)
       return (uint8_t *)mem->map + buf->memory_offset;
@@ -156,6 +148,12 @@ buffer_bytes(struct run *r, uint64_t id, bool write)
       mem->host_map = p;
    }
    return (uint8_t *)mem->host_map + buf->memory_offset;
+}
+
+static uint8_t *
+buffer_bytes(struct run *r, uint64_t id, bool write)
+{
+   return object_bytes(r, gpud_object_find(r->call->ctx, id), write);
 }
 
 /* Every copy's ends first, then the copies, in the order recorded. */
@@ -207,7 +205,7 @@ run_idle(struct gpud_call *call, VkQueue queue, VkFence fence,
       .cbs = cbs,
       .n_cbs = n_cbs,
    };
-   if (!r.disp->MapMemory || !gpud_queue_run_idle(q, f, run_copies, &r))
+   if (!r.disp->MapMemory || !gpud_queue_run_idle(q, f, true, run_copies, &r))
       return false;
    if (call->ctx->profile)
       call->ctx->profile->worker_copies++;
@@ -289,6 +287,254 @@ gpud_transfer_submit2(struct gpud_call *call, struct wire_args_vkQueueSubmit2 *a
    return true;
 }
 
+/* ---- copies the ICD made a submission of ----------------------------------- */
+
+/* What the ICD may send at once (icd_queue.c sends less). */
+#define UPLOAD_MAX_REGIONS 64u
+#define UPLOAD_MAX_BYTES (1u << 20)
+/* The time the ICD may say its copies took, at most. */
+#define UPLOAD_MAX_ICD_NS (1000ull * 1000 * 1000)
+
+struct gpud_upload {
+   struct gpud_upload *next;
+   uint32_t family;
+   VkCommandPool pool;
+   VkCommandBuffer cb;
+   VkFence fence;
+};
+
+struct upload_run {
+   struct run r;
+   const struct wire_args_vkQueueUploadGPUD *a;
+   struct gpud_object **bufs;
+};
+
+/* The copies into memory the worker maps, once nothing is in flight. */
+static bool
+upload_cpu(void *data)
+{
+   struct upload_run *u = data;
+   for (int pass = 0; pass < 2; pass++) {
+      for (uint32_t i = 0; i < u->a->regionCount; i++) {
+         const VkBufferCopy *c = &u->a->pRegions[i];
+         uint8_t *dst = object_bytes(&u->r, u->bufs[i], true);
+         if (!dst)
+            return false;
+         if (pass)
+            memcpy(dst + c->dstOffset, (const uint8_t *)u->a->pData + c->srcOffset, c->size);
+      }
+   }
+   return true;
+}
+
+static struct gpud_upload *
+upload_of(struct run *r, struct gpud_object *device, uint32_t family)
+{
+   for (struct gpud_upload *u = device->upload; u; u = u->next) {
+      if (u->family == family)
+         return u;
+   }
+   const struct gpud_host_dispatch *d = r->disp;
+   if (!d->CreateCommandPool || !d->AllocateCommandBuffers || !d->CreateFence ||
+       !d->CmdUpdateBuffer || !d->CmdPipelineBarrier || !d->WaitForFences || !d->ResetFences ||
+       !d->ResetCommandPool || !d->DestroyCommandPool || !d->DestroyFence)
+      return NULL;
+   struct gpud_upload *u = calloc(1, sizeof(*u));
+   if (!u)
+      return NULL;
+   u->family = family;
+   const VkCommandPoolCreateInfo pi = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+      .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+      .queueFamilyIndex = family,
+   };
+   const VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   if (d->CreateCommandPool(r->dev, &pi, NULL, &u->pool) != VK_SUCCESS) {
+      free(u);
+      return NULL;
+   }
+   const VkCommandBufferAllocateInfo ai = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = u->pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+   };
+   if (d->AllocateCommandBuffers(r->dev, &ai, &u->cb) != VK_SUCCESS ||
+       d->CreateFence(r->dev, &fi, NULL, &u->fence) != VK_SUCCESS) {
+      d->DestroyCommandPool(r->dev, u->pool, NULL);
+      free(u);
+      return NULL;
+   }
+   u->next = device->upload;
+   device->upload = u;
+   return u;
+}
+
+void
+gpud_transfer_device_end(struct gpud_object *device)
+{
+   const struct gpud_host_dispatch *d = device->disp;
+   VkDevice dev = (VkDevice)(uintptr_t)device->handle;
+   while (device->upload) {
+      struct gpud_upload *u = device->upload;
+      device->upload = u->next;
+      d->DestroyFence(dev, u->fence, NULL);
+      d->DestroyCommandPool(dev, u->pool, NULL); /* (its command buffer with it) */
+      free(u);
+   }
+}
+
+/* How long the worker waits for its own copies on the GPU before it takes
+ * the device for lost. */
+#define UPLOAD_WAIT_NS (10ull * 1000 * 1000 * 1000)
+
+/* The copies on the GPU, after everything submitted to the queue before
+ * and before everything after (barriers of all memory on both sides), and
+ * waited for: when the worker runs the next command they are done. */
+static bool
+upload_gpu(struct upload_run *u, struct gpud_object *queue)
+{
+   const struct gpud_host_dispatch *d = u->r.disp;
+   struct gpud_upload *up = upload_of(&u->r, queue->device, queue->queue_family);
+   if (!up)
+      return false;
+   const VkCommandBufferBeginInfo bi = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+   };
+   const VkMemoryBarrier mb = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+      .srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT,
+      .dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT,
+   };
+   if (d->ResetCommandPool(u->r.dev, up->pool, 0) != VK_SUCCESS ||
+       d->BeginCommandBuffer(up->cb, &bi) != VK_SUCCESS)
+      return false;
+   d->CmdPipelineBarrier(up->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+   for (uint32_t i = 0; i < u->a->regionCount; i++) {
+      const VkBufferCopy *c = &u->a->pRegions[i];
+      for (VkDeviceSize at = 0; at < c->size; at += 65536) {
+         VkDeviceSize n = UTIL_MIN(c->size - at, 65536);
+         d->CmdUpdateBuffer(up->cb, u->a->pBuffers[i], c->dstOffset + at, n,
+                            (const uint8_t *)u->a->pData + c->srcOffset + at);
+      }
+   }
+   d->CmdPipelineBarrier(up->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+   if (d->EndCommandBuffer(up->cb) != VK_SUCCESS)
+      return false;
+   const VkSubmitInfo si = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &up->cb,
+   };
+   VkResult res = d->QueueSubmit(u->a->queue, 1, &si, up->fence);
+   if (res == VK_SUCCESS)
+      res = d->WaitForFences(u->r.dev, 1, &up->fence, VK_TRUE, UPLOAD_WAIT_NS);
+   if (res == VK_SUCCESS)
+      res = d->ResetFences(u->r.dev, 1, &up->fence);
+   if (res != VK_SUCCESS) {
+      /* (the application took the copies for done: its device is lost) */
+      queue->device->lost = true;
+      return false;
+   }
+   return true;
+}
+
+/* GPUD_TEST_UPLOAD=gpu (the tests, a build with test hooks): the copies on
+ * the GPU even where the worker could make them. */
+static bool
+upload_gpu_always(void)
+{
+#ifdef GPUD_TEST_HOOKS
+   static int on = -1;
+   if (on < 0) {
+      const char *v = getenv("GPUD_TEST_UPLOAD");
+      on = v && !strcmp(v, "gpu");
+   }
+   return on;
+#else
+   return false;
+#endif
+}
+
+void
+gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUploadGPUD *a)
+{
+   struct gpud_object *queue =
+      gpud_call_named(call, VK_OBJECT_TYPE_QUEUE, (uint64_t)(uintptr_t)a->queue);
+   struct gpud_object *fence =
+      a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence)
+               : NULL;
+   if (!queue || !queue->device || (a->fence && !fence)) {
+      gpud_call_fail(call, "vkQueueUploadGPUD: no such queue or fence");
+      return;
+   }
+   if (a->regionCount > UPLOAD_MAX_REGIONS || a->dataSize > UPLOAD_MAX_BYTES) {
+      gpud_call_fail(call, "vkQueueUploadGPUD: too many copies");
+      return;
+   }
+   struct gpud_object *bufs[UPLOAD_MAX_REGIONS];
+   for (uint32_t i = 0; i < a->regionCount; i++) {
+      const VkBufferCopy *c = &a->pRegions[i];
+      bufs[i] = gpud_call_named(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)a->pBuffers[i]);
+      const struct gpud_object *b = bufs[i];
+      /* what vkCmdUpdateBuffer takes, inside the bytes sent and the buffer */
+      if (!b || b->device != queue->device || !b->bound || b->sparse || !c->size ||
+          (c->dstOffset | c->size) & 3 || c->srcOffset > a->dataSize ||
+          c->size > a->dataSize - c->srcOffset || c->dstOffset > b->size ||
+          c->size > b->size - c->dstOffset) {
+         gpud_call_fail(call, "vkQueueUploadGPUD: a copy outside its buffer");
+         return;
+      }
+   }
+   if (queue->device->lost)
+      return;
+   struct upload_run u = {
+      .r =
+         {
+            .call = call,
+            .disp = call->disp,
+            .dev = (VkDevice)(uintptr_t)queue->device->handle,
+         },
+      .a = a,
+      .bufs = bufs,
+   };
+   bool tracked = fence && fence->fence_tracked && !fence->fence_external;
+   struct gpud_object *app_fence = tracked ? fence : NULL;
+   /* (counted: the ICD counts it among its submissions, and waits for the
+    * page to count it before it reads the memory it writes) */
+   bool counted = a->counted && a->regionCount;
+   bool cpu = false;
+   /* the client's own word, on its own time alone: bounded, so that no sum
+    * wraps */
+   a->copyNs = UTIL_MIN(a->copyNs, UPLOAD_MAX_ICD_NS);
+   if (!a->regionCount) {
+      /* the ICD made every copy: the queue counts them */
+      gpud_queue_ran(queue, app_fence, false, true, a->copyNs);
+   } else if (!upload_gpu_always() && u.r.disp->MapMemory &&
+              gpud_queue_run_idle(queue, app_fence, counted, upload_cpu, &u)) {
+      /* (the submission counted, and the worker's time; the ICD's too) */
+      cpu = true;
+      gpud_queue_ran(queue, NULL, false, false, a->copyNs);
+   } else {
+      uint64_t began = util_now_ns();
+      if (!upload_gpu(&u, queue))
+         return;
+      gpud_queue_ran(queue, app_fence, counted, true, a->copyNs + (util_now_ns() - began));
+   }
+   struct gpud_profile *prof = call->ctx->profile;
+   if (prof) {
+      prof->icd_copies++;
+      prof->icd_copies_sent += a->regionCount > 0;
+      prof->icd_copies_gpu += a->regionCount > 0 && !cpu;
+   }
+   /* a fence the page does not answer for is the host's to signal */
+   if (fence && !tracked && call->disp->QueueSubmit(a->queue, 0, NULL, a->fence) != VK_SUCCESS)
+      queue->device->lost = true;
+}
+
 /* ---- buffers' memory types ---------------------------------------------------- */
 
 /* Buffers up to this size are steered: the GPU reads a large one, a model's
@@ -298,10 +544,29 @@ gpud_transfer_submit2(struct gpud_call *call, struct wire_args_vkQueueSubmit2 *a
  * its inputs into. */
 #define STEER_MAX_BYTES (64ull << 20)
 
+/* GPUD_STEER_MAX_MB=N in the daemon's environment steers buffers of up to
+ * N MiB instead (0: none; to measure). */
+static uint64_t
+steer_max(void)
+{
+   static _Atomic uint64_t max = UINT64_MAX;
+   uint64_t m = atomic_load(&max);
+   if (m == UINT64_MAX) {
+      m = STEER_MAX_BYTES;
+      const char *v = getenv("GPUD_STEER_MAX_MB");
+      char *end;
+      unsigned long long mb = v && *v ? strtoull(v, &end, 10) : 0;
+      if (v && *v && !*end && mb < (1ull << 40))
+         m = mb << 20;
+      atomic_store(&max, m);
+   }
+   return m;
+}
+
 uint32_t
 gpud_transfer_buffer_types(const struct gpud_host *host, uint32_t types, uint64_t size)
 {
-   if (size > STEER_MAX_BYTES)
+   if (size > steer_max() || !steer_max())
       return types;
    const VkPhysicalDeviceMemoryProperties *m = &host->memory;
    const VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |

@@ -34,6 +34,10 @@ void gpud_transfer_free(struct gpud_object *cb);
 bool gpud_transfer_submit(struct gpud_call *call, struct wire_args_vkQueueSubmit *a);
 bool gpud_transfer_submit2(struct gpud_call *call, struct wire_args_vkQueueSubmit2 *a);
 
+/* What a device kept for the copies the ICD sends (vkQueueUploadGPUD),
+ * freed once it is idle, before it is destroyed. */
+void gpud_transfer_device_end(struct gpud_object *device);
+
 /* Buffers' memory types for the application: where the host has device
  * memory it lets the worker map in the same heap as device memory it does
  * not (resizable BAR), the requirements of a buffer of up to 64 MiB name

@@ -3552,13 +3552,15 @@ def test_transfer(fx):
     """Buffer copies staged through host-visible memory, each submitted
     alone and waited for, give the host driver's bytes: beside a compute job
     on the same memory, behind binary and timeline semaphores, with fences
-    polled, reset and signalled again by the GPU; through gpud the worker
-    makes the copies it can itself (counted in its profile), with and
-    without replay threads."""
+    polled, reset and signalled again by the GPU.  Through gpud the ICD
+    makes those it can itself when nothing is in flight (into the memory it
+    maps, or sending the bytes for the worker to write into its own mapping
+    or on the GPU), and the worker the others it can (each counted in the
+    worker's profile), with and without replay threads."""
     vk_transfer = fx.prog('vk_transfer')
 
-    def run_all(env, label):
-        _, out, _ = fx.run([vk_transfer, '--rounds', '6'], env, label=label)
+    def run_all(env, label, rounds='6'):
+        _, out, _ = fx.run([vk_transfer, '--rounds', rounds], env, label=label)
         missing = [name for name in TRANSFER_SUBTESTS
                    if not re.search(r'^vk_transfer: %s: OK: ' % re.escape(name), out, re.M)]
         if missing:
@@ -3567,24 +3569,50 @@ def test_transfer(fx):
     if fx.direct:
         run_all(fx.direct_env(VARIANTS[1]), 'lavapipe directly')
         return
-    for threads in ([], ['--replay-threads', '2']):
-        fx.stop_daemon()
-        fx.extra_args = threads
-        fx.daemon_env = {'GPUD_PROFILE': '1'}
-        fx.start_daemon()
-        before = fx.log_count('made by the worker')
-        run_all(fx.gpud_env(VARIANTS[1]), 'replay threads' if threads else 'no replay threads')
-        # (the worker logs its profile as its client leaves)
+
+    def profile(pattern, before):
+        """The numbers of the last profile line of the pattern (the worker
+        logs its profile as its client leaves)."""
         deadline = time.monotonic() + 10
-        while fx.log_count('made by the worker') <= before and time.monotonic() < deadline:
+        while fx.log_count('profile: ') <= before and time.monotonic() < deadline:
             time.sleep(0.05)
-        fx.stop_daemon()
         with open(fx.log_path, errors='replace') as f:
-            made = [int(m.group(1)) for m in
-                    re.finditer(r'profile: (\d+) submissions of copies made by the worker', f.read())]
-        if fx.log_count('made by the worker') <= before or not made or made[-1] < 6:
-            fail('the worker made none of the copies itself (%r)' % made)
-        log('the worker made %d submissions of copies itself' % made[-1])
+            found = re.findall(pattern, f.read())
+        if not found:
+            return []
+        last = found[-1]
+        return [int(x) for x in (last if isinstance(last, tuple) else (last,))]
+
+    icd = r'profile: (\d+) submissions of copies made by the ICD, (\d+) with bytes for ' \
+          r'the worker to write, (\d+) of them on the GPU'
+    worker = r'profile: (\d+) submissions of copies made by the worker'
+    # (ICD uploads, the daemon's environment, the profile line, its minimum
+    # counts, rounds)
+    modes = [
+        ({}, {}, icd, [6, 0, 0], '6'),
+        ({'GPUD_ICD_UPLOADS': 'worker'}, {}, icd, [6, 6, 0], '2'),
+        ({'GPUD_ICD_UPLOADS': 'worker'}, {'GPUD_TEST_UPLOAD': 'gpu'}, icd, [6, 6, 6], '2'),
+        ({'GPUD_ICD_UPLOADS': 'off'}, {}, worker, [6], '6'),
+    ]
+    for threads in ([], ['--replay-threads', '2']):
+        for client_env, daemon_env, pattern, least, rounds in modes:
+            if threads and client_env:
+                continue  # (the default alone with replay threads)
+            fx.stop_daemon()
+            fx.extra_args = threads
+            fx.daemon_env = dict(daemon_env, GPUD_PROFILE='1')
+            fx.start_daemon()
+            before = fx.log_count('profile: ')
+            label = '%s, %s%s' % ('replay threads' if threads else 'no replay threads',
+                                  ' '.join('%s=%s' % kv for kv in client_env.items()) or
+                                  'ICD uploads', ' ' + ' '.join(
+                                      '%s=%s' % kv for kv in daemon_env.items()))
+            run_all(dict(fx.gpud_env(VARIANTS[1]), **client_env), label, rounds)
+            fx.stop_daemon()
+            made = profile(pattern, before)
+            if len(made) != len(least) or any(m < n for m, n in zip(made, least)):
+                fail('%s: the copies made were %r, not at least %r' % (label, made, least))
+            log('%s: copies made %r' % (label, made))
     fx.extra_args = []
     fx.daemon_env = {}
     fx.start_daemon()

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue submissions, and the copies the ICD makes of one itself.
+ *
+ * A program that stages what it writes to the GPU submits a command
+ * buffer of copies alone and waits for it (llama.cpp's ggml, for every
+ * token's inputs, where it has no device memory it can map).  When such a
+ * submission reaches the ICD while nothing the application submitted is in
+ * flight (the completion page's `settled` equals the submissions sent), the
+ * ICD makes it at once: a copy into memory the application maps is
+ * memmove() here; one into device memory is sent with the bytes it reads
+ * (vkQueueUploadGPUD), which the worker writes before anything that
+ * follows on the connection (into its own mapping of that memory, or on
+ * the GPU), and the fence is signalled on the page here.  Nothing can tell
+ * the difference: the copies' sources were read after every earlier write
+ * to them was done, as the GPU would have read them; their destinations
+ * are only seen through what comes later, which the worker runs after
+ * them; the memory is no other process's (neither imported nor
+ * exportable).  Everything else goes to the daemon as before.
+ */
+#include "icd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util_macros.h"
+#include "util_time.h"
+#include "wire_completion.h"
+#include "wire_copies.h"
+
+/* The bytes of device memory one submission may send (it waits for the GPU
+ * beyond that). */
+#define UPLOAD_MAX_BYTES (256u << 10)
+
+/* ---- what a recording copies ----------------------------------------------- */
+
+void
+icd_upload_note_op(struct icd_command_buffer *cb, uint32_t op)
+{
+   /* (the copies' and barriers' entry points below note the rest) */
+   if (!wire_op_copies_only(op))
+      cb->upload_no = true;
+}
+
+static void
+note_copy(VkCommandBuffer commandBuffer, VkBuffer src, VkBuffer dst, uint32_t n,
+          const VkBufferCopy *regions, const VkBufferCopy2 *regions2)
+{
+   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
+   if (cb->upload_no || !cb->recording)
+      return;
+   if (n > ICD_UPLOAD_MAX_COPIES - cb->n_upload) {
+      cb->upload_no = true;
+      return;
+   }
+   for (uint32_t i = 0; i < n; i++) {
+      cb->upload[cb->n_upload++] = (struct icd_upload_copy){
+         .src = (uint64_t)src,
+         .dst = (uint64_t)dst,
+         .src_offset = regions ? regions[i].srcOffset : regions2[i].srcOffset,
+         .dst_offset = regions ? regions[i].dstOffset : regions2[i].dstOffset,
+         .size = regions ? regions[i].size : regions2[i].size,
+      };
+   }
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdCopyBuffer(VkCommandBuffer commandBuffer, VkBuffer srcBuffer, VkBuffer dstBuffer,
+                    uint32_t regionCount, const VkBufferCopy *pRegions)
+{
+   note_copy(commandBuffer, srcBuffer, dstBuffer, regionCount, pRegions, NULL);
+   icd_gen_vkCmdCopyBuffer(commandBuffer, srcBuffer, dstBuffer, regionCount, pRegions);
+}
+
+/* A barrier of images, or one that moves a buffer between queue families,
+ * is the GPU's. */
+static void
+note_barrier(VkCommandBuffer commandBuffer, uint32_t n_images, bool ownership)
+{
+   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
+   if (n_images || ownership)
+      cb->upload_no = true;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdPipelineBarrier(VkCommandBuffer commandBuffer, VkPipelineStageFlags srcStageMask,
+                         VkPipelineStageFlags dstStageMask, VkDependencyFlags dependencyFlags,
+                         uint32_t memoryBarrierCount, const VkMemoryBarrier *pMemoryBarriers,
+                         uint32_t bufferMemoryBarrierCount,
+                         const VkBufferMemoryBarrier *pBufferMemoryBarriers,
+                         uint32_t imageMemoryBarrierCount,
+                         const VkImageMemoryBarrier *pImageMemoryBarriers)
+{
+   bool ownership = false;
+   for (uint32_t i = 0; i < bufferMemoryBarrierCount; i++)
+      ownership |= pBufferMemoryBarriers[i].srcQueueFamilyIndex !=
+                   pBufferMemoryBarriers[i].dstQueueFamilyIndex;
+   note_barrier(commandBuffer, imageMemoryBarrierCount, ownership);
+   icd_gen_vkCmdPipelineBarrier(commandBuffer, srcStageMask, dstStageMask, dependencyFlags,
+                                memoryBarrierCount, pMemoryBarriers, bufferMemoryBarrierCount,
+                                pBufferMemoryBarriers, imageMemoryBarrierCount,
+                                pImageMemoryBarriers);
+}
+
+#ifdef WIRE_HAS_vkCmdCopyBuffer2
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdCopyBuffer2(VkCommandBuffer commandBuffer, const VkCopyBufferInfo2 *pCopyBufferInfo)
+{
+   if (pCopyBufferInfo->pNext)
+      ((struct icd_command_buffer *)commandBuffer)->upload_no = true;
+   for (uint32_t i = 0; i < pCopyBufferInfo->regionCount; i++) {
+      if (pCopyBufferInfo->pRegions[i].pNext)
+         ((struct icd_command_buffer *)commandBuffer)->upload_no = true;
+   }
+   note_copy(commandBuffer, pCopyBufferInfo->srcBuffer, pCopyBufferInfo->dstBuffer,
+             pCopyBufferInfo->regionCount, NULL, pCopyBufferInfo->pRegions);
+   icd_gen_vkCmdCopyBuffer2(commandBuffer, pCopyBufferInfo);
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdPipelineBarrier2(VkCommandBuffer commandBuffer, const VkDependencyInfo *pDependencyInfo)
+{
+   bool ownership = pDependencyInfo->pNext != NULL;
+   for (uint32_t i = 0; i < pDependencyInfo->bufferMemoryBarrierCount; i++)
+      ownership |= pDependencyInfo->pBufferMemoryBarriers[i].srcQueueFamilyIndex !=
+                   pDependencyInfo->pBufferMemoryBarriers[i].dstQueueFamilyIndex;
+   note_barrier(commandBuffer, pDependencyInfo->imageMemoryBarrierCount, ownership);
+   icd_gen_vkCmdPipelineBarrier2(commandBuffer, pDependencyInfo);
+}
+#endif
+
+/* ---- making them ------------------------------------------------------------- */
+
+/* GPUD_ICD_UPLOADS=off in the application's environment sends every
+ * submission to the daemon (to compare); =worker (a build with test hooks)
+ * sends the copies into memory the ICD maps to the worker too, as those
+ * into device memory go. */
+enum upload_mode { UPLOAD_ON, UPLOAD_OFF, UPLOAD_WORKER };
+
+static enum upload_mode
+upload_mode(void)
+{
+   static _Atomic int mode = -1;
+   int m = atomic_load(&mode);
+   if (m < 0) {
+      const char *v = getenv("GPUD_ICD_UPLOADS");
+      m = UPLOAD_ON;
+      if (v && (!strcmp(v, "off") || !strcmp(v, "0")))
+         m = UPLOAD_OFF;
+#ifdef GPUD_TEST_HOOKS
+      if (v && !strcmp(v, "worker"))
+         m = UPLOAD_WORKER;
+#endif
+      atomic_store(&mode, m);
+   }
+   return (enum upload_mode)m;
+}
+
+/* Where a copy reads or writes (in memory the ICD maps), or NULL. */
+static uint8_t *
+mapped(const struct icd_buffer_binding *b, VkDeviceSize offset, VkDeviceSize size)
+{
+   const struct icd_device_memory *m = b->memory;
+   if (!m->map || b->offset > m->map_size || offset > m->map_size - b->offset ||
+       size > m->map_size - b->offset - offset)
+      return NULL;
+   return (uint8_t *)m->map + b->offset + offset;
+}
+
+struct upload_copy {
+   const uint8_t *src;
+   uint8_t *dst; /* NULL: sent for the worker to write */
+   bool visible; /* sent, into memory the application maps */
+   VkBuffer buffer;
+   VkDeviceSize offset, size;
+};
+
+/* The copies of the command buffers, resolved; false: not the ICD's. */
+static bool
+resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t n_cbs,
+        struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_sent, uint32_t *ret_bytes)
+{
+   const bool to_worker = upload_mode() == UPLOAD_WORKER;
+   uint32_t n = 0, sent = 0;
+   uint64_t bytes = 0;
+   for (uint32_t i = 0; i < n_cbs; i++) {
+      const struct icd_command_buffer *cb = cbs[i];
+      if (!cb || cb->recording || cb->upload_no || cb->stream.oom ||
+          cb->level != VK_COMMAND_BUFFER_LEVEL_PRIMARY || cb->n_upload > ICD_UPLOAD_MAX_COPIES - n)
+         return false;
+      for (uint32_t k = 0; k < cb->n_upload; k++) {
+         const struct icd_upload_copy *c = &cb->upload[k];
+         struct icd_buffer_binding s, d;
+         if (!c->size || !icd_buffer_binding(dev, (VkBuffer)c->src, &s) ||
+             !icd_buffer_binding(dev, (VkBuffer)c->dst, &d) || s.memory->external ||
+             d.memory->external)
+            return false;
+         struct upload_copy *u = &out[n++];
+         *u = (struct upload_copy){
+            .src = mapped(&s, c->src_offset, c->size),
+            .dst = d.memory->map ? mapped(&d, c->dst_offset, c->size) : NULL,
+            .buffer = (VkBuffer)c->dst,
+            .offset = c->dst_offset,
+            .size = c->size,
+         };
+         if (!u->src || (d.memory->map && !u->dst))
+            return false;
+         if (to_worker && u->dst && !((c->dst_offset | c->size) & 3)) {
+            u->dst = NULL;
+            u->visible = true;
+         }
+         if (!u->dst) {
+            /* what vkCmdUpdateBuffer takes (the worker may make it so) */
+            if ((c->dst_offset | c->size) & 3 || c->size > UPLOAD_MAX_BYTES - bytes)
+               return false;
+            bytes += c->size;
+            sent++;
+         }
+      }
+   }
+   *ret_n = n;
+   *ret_sent = sent;
+   *ret_bytes = (uint32_t)bytes;
+   return n > 0;
+}
+
+/* Whether the ICD made the submission itself (*ret its result). */
+static bool
+upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cbs, VkFence fence,
+       VkResult *ret)
+{
+   struct icd_device *dev = q->device;
+   const struct gpud_completion_header *h = dev->completion;
+   if (!h || !n_cbs || upload_mode() == UPLOAD_OFF || atomic_load(&h->lost) ||
+       atomic_load(&h->hold))
+      return false;
+   /* nothing submitted is in flight: every earlier write to the sources is
+    * done (the page says so before the fence of the last submission) */
+   if (atomic_load(&h->settled) != atomic_load(&dev->submits))
+      return false;
+   if (fence && !icd_fence_here(fence))
+      return false;
+   /* a worker that is gone answers nothing: the submission goes the way
+    * that says the device is lost (a look at the socket, no wake-up) */
+   if (icd_connection_gone(dev->base.conn))
+      return false;
+   struct upload_copy copies[ICD_UPLOAD_MAX_COPIES];
+   uint32_t n = 0, n_sent = 0, bytes = 0;
+   if (!resolve(dev, cbs, n_cbs, copies, &n, &n_sent, &bytes))
+      return false;
+   VkBuffer buffers[ICD_UPLOAD_MAX_COPIES];
+   VkBufferCopy regions[ICD_UPLOAD_MAX_COPIES];
+   uint8_t *data = bytes ? malloc(bytes) : NULL;
+   if (bytes && !data)
+      return false;
+   /* in the order recorded: a copy reads what the ones before it wrote */
+   uint64_t began = util_now_ns();
+   uint32_t k = 0, at = 0;
+   bool visible = false;
+   for (uint32_t i = 0; i < n; i++) {
+      const struct upload_copy *c = &copies[i];
+      visible |= c->visible;
+      if (c->dst) {
+         memmove(c->dst, c->src, c->size);
+         continue;
+      }
+      memcpy(data + at, c->src, c->size);
+      buffers[k] = c->buffer;
+      regions[k++] = (VkBufferCopy){.srcOffset = at, .dstOffset = c->offset, .size = c->size};
+      at += (uint32_t)c->size;
+   }
+   /* copies the worker makes into memory mapped here (the tests'): later
+    * copies made here wait for the page to count them */
+   bool counted = k && upload_mode() == UPLOAD_WORKER;
+   if (counted)
+      atomic_fetch_add(&dev->submits, 1);
+   /* Sent even with nothing for the worker to write: the queue counts the
+    * submission and the time the copies took (gpudctl), and the worker
+    * raises the fence as well (the generation it has counted). */
+   icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, at, data, counted,
+                             util_now_ns() - began);
+   icd_connection_flush(dev->base.conn);
+   free(data);
+   /* The fence is signalled here where nothing the application reads is
+    * left to write: device memory is only seen through later commands,
+    * which the worker runs after these.  Bytes the worker writes into
+    * memory mapped here (the tests' mode) are the worker's to signal. */
+   if (fence && !visible)
+      icd_fence_signal_here(fence);
+   *ret = icd_connection_is_lost(dev->base.conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
+   return true;
+}
+
+/* ---- submissions ------------------------------------------------------------- */
+
+#define MAX_UPLOAD_CBS 8u
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubmits,
+                  VkFence fence)
+{
+   struct icd_queue *q = (struct icd_queue *)queue;
+   struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
+   uint32_t n = 0;
+   bool plain = submitCount > 0;
+   for (uint32_t i = 0; i < submitCount && plain; i++) {
+      const VkSubmitInfo *s = &pSubmits[i];
+      /* a chain of timeline values for no semaphores is as none */
+      for (const VkBaseInStructure *c = s->pNext; c && plain; c = c->pNext)
+         plain = c->sType == VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+      plain &= !s->waitSemaphoreCount && !s->signalSemaphoreCount &&
+               s->commandBufferCount <= MAX_UPLOAD_CBS - n;
+      for (uint32_t k = 0; k < s->commandBufferCount && plain; k++)
+         cbs[n++] = (struct icd_command_buffer *)s->pCommandBuffers[k];
+   }
+   VkResult r;
+   if (plain && upload(q, cbs, n, fence, &r))
+      return r;
+   atomic_fetch_add(&q->device->submits, 1);
+   return icd_gen_vkQueueSubmit(queue, submitCount, pSubmits, fence);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSubmits,
+                   VkFence fence)
+{
+   struct icd_queue *q = (struct icd_queue *)queue;
+   struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
+   uint32_t n = 0;
+   bool plain = submitCount > 0;
+   for (uint32_t i = 0; i < submitCount && plain; i++) {
+      const VkSubmitInfo2 *s = &pSubmits[i];
+      plain &= !s->pNext && !s->flags && !s->waitSemaphoreInfoCount &&
+               !s->signalSemaphoreInfoCount && s->commandBufferInfoCount <= MAX_UPLOAD_CBS - n;
+      for (uint32_t k = 0; k < s->commandBufferInfoCount && plain; k++) {
+         const VkCommandBufferSubmitInfo *c = &s->pCommandBufferInfos[k];
+         plain = !c->pNext && c->deviceMask <= 1;
+         cbs[n++] = (struct icd_command_buffer *)c->commandBuffer;
+      }
+   }
+   VkResult r;
+   if (plain && upload(q, cbs, n, fence, &r))
+      return r;
+   atomic_fetch_add(&q->device->submits, 1);
+   return icd_gen_vkQueueSubmit2(queue, submitCount, pSubmits, fence);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkQueueBindSparse(VkQueue queue, uint32_t bindInfoCount, const VkBindSparseInfo *pBindInfo,
+                      VkFence fence)
+{
+   atomic_fetch_add(&((struct icd_queue *)queue)->device->submits, 1);
+   return icd_gen_vkQueueBindSparse(queue, bindInfoCount, pBindInfo, fence);
+}
