@@ -29,11 +29,12 @@
 /* How long a connection waits for the process's next instance. */
 #define ICD_IDLE_CONNECTION_MS 2000
 
-/* Debug output: GPUD_DEBUG=wire,sync,all... on stderr. */
+/* Debug output: GPUD_DEBUG=wire,sync,init,waits,all... on stderr. */
 enum icd_debug_flags {
    ICD_DEBUG_WIRE = 1u << 0,
    ICD_DEBUG_SYNC = 1u << 1,
    ICD_DEBUG_INIT = 1u << 2,
+   ICD_DEBUG_WAITS = 1u << 3, /* each device's waits on its page, summed at its end */
 };
 extern uint32_t icd_debug;
 void icd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -252,6 +253,9 @@ struct icd_device {
     * vkQueueBindSparse), against the page's `settled` (icd_queue.c), and
     * the memory each buffer is bound to (icd_buffer.c, with buffers_mutex) */
    _Atomic uint64_t submits;
+   /* GPUD_DEBUG=waits: the waits on the page, those that slept, their
+    * time; the submissions the ICD made itself */
+   _Atomic uint64_t dbg_waits, dbg_slept, dbg_wait_ns, dbg_uploads;
    pthread_mutex_t buffers_mutex;
    struct icd_buffer_binding *buffers;
    uint32_t buffers_cap, buffers_n;

@@ -2,6 +2,8 @@
 /* Devices and queues: a queue handle is fetched once and kept. */
 #include "icd.h"
 
+#include <inttypes.h>
+
 #include <stdlib.h>
 
 static VkQueue
@@ -80,6 +82,26 @@ submit_idle_fence(struct icd_queue *q)
    if (icd_vkQueueSubmit((VkQueue)q, 0, NULL, q->idle_fence) != VK_SUCCESS)
       return VK_NULL_HANDLE;
    return q->idle_fence;
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkDestroyDevice(VkDevice device, const VkAllocationCallbacks *pAllocator)
+{
+   struct icd_device *dev = (struct icd_device *)device;
+   if (!dev)
+      return;
+   icd_dbg(ICD_DEBUG_WAITS,
+           "device %" PRIu64 ": %" PRIu64 " waits on the page, %" PRIu64
+           " of them slept, %.2f us each; %" PRIu64 " submissions sent, %" PRIu64
+           " made by the ICD",
+           dev->base.id, atomic_load(&dev->dbg_waits), atomic_load(&dev->dbg_slept),
+           atomic_load(&dev->dbg_waits) ? (double)atomic_load(&dev->dbg_wait_ns) / 1e3 /
+                                             (double)atomic_load(&dev->dbg_waits)
+                                        : 0.0,
+           atomic_load(&dev->submits), atomic_load(&dev->dbg_uploads));
+   icd_gen_vkDestroyDevice(device, pAllocator);
+   /* the ICD's own part of it: its queues, page, tables */
+   icd_handle_destroy(VK_OBJECT_TYPE_DEVICE, (uint64_t)(uintptr_t)device);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

@@ -353,7 +353,7 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
    struct icd_connection *conn = dev->base.conn;
    uint64_t start = util_now_ns();
    uint64_t deadline = timeout > UINT64_MAX - start ? UINT64_MAX : start + timeout;
-   bool flushed = false;
+   bool flushed = false, slept = false;
    struct util_spin_window *window = &fence_window;
    if (!window->base_ns)
       util_spin_window_init(window, FENCE_SPIN_NS, FENCE_SPIN_MAX_NS);
@@ -366,6 +366,12 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
          if (looked) {
             uint64_t now = util_now_ns();
             util_spin_window_note(window, now - start, now);
+         }
+         if (icd_debug & ICD_DEBUG_WAITS) {
+            atomic_fetch_add_explicit(&dev->dbg_waits, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&dev->dbg_slept, slept, memory_order_relaxed);
+            atomic_fetch_add_explicit(&dev->dbg_wait_ns, util_now_ns() - start,
+                                      memory_order_relaxed);
          }
          return VK_SUCCESS;
       }
@@ -398,8 +404,10 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
          }
       }
       atomic_fetch_add(&h->waiters, 1);
-      if (atomic_load(&h->seq) == seq)
+      if (atomic_load(&h->seq) == seq) {
          util_futex_wait(&h->seq, seq, slice);
+         slept = true;
+      }
       atomic_fetch_sub(&h->waiters, 1);
       if (icd_connection_gone(conn))
          return VK_ERROR_DEVICE_LOST;

@@ -31,6 +31,8 @@ init_debug(void)
       icd_debug |= ICD_DEBUG_SYNC;
    if (strstr(env, "init"))
       icd_debug |= ICD_DEBUG_INIT;
+   if (strstr(env, "waits"))
+      icd_debug |= ICD_DEBUG_WAITS;
    if (strstr(env, "all"))
       icd_debug = ~0u;
 }

@@ -281,6 +281,8 @@ upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cb
                              util_now_ns() - began);
    icd_connection_flush(dev->base.conn);
    free(data);
+   if (icd_debug & ICD_DEBUG_WAITS)
+      atomic_fetch_add_explicit(&dev->dbg_uploads, 1, memory_order_relaxed);
    /* The fence is signalled here where nothing the application reads is
     * left to write: device memory is only seen through later commands,
     * which the worker runs after these.  Bytes the worker writes into

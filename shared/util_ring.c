@@ -136,10 +136,13 @@ wait_for(struct util_ring *r, const struct util_ring_wait *w, struct util_spin_w
    /* the clock as last read: what the window notes once the wait is over
     * (reading it again would delay the message by as much) */
    uint64_t now = start;
+   bool slept = false;
    for (bool looked = false;; looked = true) {
       if (ready(r)) {
          if (window && looked)
             util_spin_window_note(window, now - start, now);
+         if (slept && w->slept)
+            (*w->slept)++;
          return 0;
       }
       now = util_now_ns();
@@ -163,6 +166,7 @@ wait_for(struct util_ring *r, const struct util_ring_wait *w, struct util_spin_w
       uint64_t slice = deadline - now < w->slice_ns ? deadline - now : w->slice_ns;
       util_futex_wait(state, UTIL_RING_SLEEPING, slice);
       atomic_store(state, UTIL_RING_AWAKE);
+      slept = true;
       now = util_now_ns(); /* after a sleep, the clock is cheap */
    }
 }

@@ -115,6 +115,9 @@ struct util_ring_wait {
    /* util_ring_send: when it began to wait for room (CLOCK_MONOTONIC ns),
     * 0 when it does not wait (NULL: not noted) */
    _Atomic uint64_t *blocked_since;
+   /* NULL, or counts the waits that slept before what they waited for came
+    * (profiles) */
+   uint64_t *slept;
 };
 
 /* One end's view of one direction. */

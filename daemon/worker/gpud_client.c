@@ -142,6 +142,7 @@ setup_rings(struct gpud_context *ctx)
       .window = &ctx->ring_window,
       .slice_ns = GPUD_RING_SLICE_NS,
       .blocked_since = &ctx->status->send_blocked_since_ns,
+      .slept = ctx->profile ? &ctx->profile->slept : NULL,
    };
    util_ring_init(&ctx->commands, map, command_size, reply_size, true, false,
                   GPUD_MAX_MESSAGE_SIZE);
@@ -169,8 +170,10 @@ log_profile(struct gpud_context *ctx)
    uint64_t busy = 0;
    for (unsigned i = 0; i <= GPUD_PROFILE_CHUNKS; i++)
       busy += p->ns[i];
-   gpud_context_log(ctx, UTIL_LOG_NOTICE, "profile: %.3f s busy, %.3f s waiting for commands",
-                    (double)busy / 1e9, (double)p->wait_ns / 1e9);
+   gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                    "profile: %.3f s busy, %.3f s waiting for commands; %" PRIu64
+                    " messages, %" PRIu64 " of them after a sleep",
+                    (double)busy / 1e9, (double)p->wait_ns / 1e9, p->messages, p->slept);
    uint64_t lane_ns, lane_commands;
    gpud_replay_profile(ctx->replay, &lane_ns, &lane_commands);
    if (lane_commands)
@@ -237,8 +240,10 @@ serve(struct gpud_context *ctx)
        * ring polls before it sleeps. */
       const uint64_t t0 = ctx->profile ? util_now_ns() : 0;
       int r = util_ring_recv(&ctx->commands, &ctx->ring_wait, &msg);
-      if (ctx->profile)
+      if (ctx->profile) {
          ctx->profile->wait_ns += util_now_ns() - t0;
+         ctx->profile->messages++;
+      }
       if (r == -ECONNRESET || (r < 0 && atomic_load(&ctx->closing))) {
          gpud_context_end(ctx, false, "disconnected");
          return;

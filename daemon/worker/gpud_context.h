@@ -79,6 +79,7 @@ struct gpud_profile {
    uint64_t count[GPUD_PROFILE_CHUNKS + 1];
    uint64_t recorded; /* commands in the chunks */
    uint64_t wait_ns;  /* for the next message */
+   uint64_t messages, slept; /* messages received; those the thread slept for */
    /* a tracked submit's phases: before the host has it, the host's submit,
     * gpud's fence after it, the tracker's entry */
    uint64_t submit_ns[4];

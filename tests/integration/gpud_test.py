@@ -605,6 +605,20 @@ def test_enum(fx):
                  names[0])
         fx.check_daemon()
 
+    # A device made and destroyed again and again leaves nothing mapped
+    # behind (the completion page of each, say).
+    _, out, _ = fx.run([vk_enum, '--devices', '30'], fx.gpud_env(VARIANTS[1]),
+                       label='30 devices', show_output=False)
+    m = re.search(r'^mappings: (\d+) (\d+)$', out, re.M)
+    if not m:
+        fail('vk_enum --devices printed no mappings')
+    first, last = int(m.group(1)), int(m.group(2))
+    log('30 devices made and destroyed: %d mappings after the first, %d after the last'
+        % (first, last))
+    if last > first + 2:
+        fail('each device destroyed leaves mappings behind: %d after the first, %d after 30'
+             % (first, last))
+
     if fx.direct:
         return
     # Instances one after another reuse the first one's connection (and
