@@ -194,6 +194,12 @@ log_profile(struct gpud_context *ctx)
       gpud_context_log(ctx, UTIL_LOG_NOTICE,
                        "profile: %" PRIu64 " submissions of copies made by the worker",
                        p->worker_copies);
+   if (p->track_fences_made)
+      gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                       "profile: %" PRIu64 " fences made for submissions on their way, "
+                       "%.2f us each",
+                       p->track_fences_made,
+                       (double)p->track_fences_ns / 1e3 / (double)p->track_fences_made);
    if (p->icd_copies)
       gpud_context_log(ctx, UTIL_LOG_NOTICE,
                        "profile: %" PRIu64 " submissions of copies made by the ICD, %" PRIu64

@@ -85,6 +85,9 @@ struct gpud_profile {
    uint64_t submit_ns[4];
    uint64_t submits;
    uint64_t worker_copies; /* submissions of copies the worker made itself */
+   /* fences the tracker had the host make for a submission on its way (its
+    * pool was empty), and the time they took */
+   uint64_t track_fences_made, track_fences_ns;
    /* submissions of copies the ICD made itself (vkQueueUploadGPUD): all of
     * them, those that sent bytes for device memory, those the worker wrote
     * on the GPU */

@@ -51,6 +51,11 @@
 #define TRACK_FIRST_RING 64u
 /* Fences kept for reuse per device */
 #define TRACK_POOL 256u
+/* Fences the tracker makes ahead, from the device's start, so that a burst
+ * of submissions (a model's first graph: dozens without a wait) takes them
+ * from the pool instead of the host making each on the way (tens to
+ * hundreds of microseconds each on some drivers). */
+#define TRACK_PREFILL 48u
 /* The tracker sleeps at most this long in one host wait. */
 #define TRACK_SLICE_NS (50ull * 1000 * 1000)
 /* Before it sleeps (in the host driver's fence wait, or for the next
@@ -646,6 +651,31 @@ poll_for_submission(struct gpud_device_track *t)
    pthread_mutex_lock(&t->mutex);
 }
 
+/* Without the mutex: the pool of free fences filled to TRACK_PREFILL (the
+ * host makes them while nothing waits for one). */
+static void
+prefill(struct gpud_device_track *t)
+{
+   const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   for (;;) {
+      pthread_mutex_lock(&t->mutex);
+      bool more = !t->stop && !t->lost && t->n_free < TRACK_PREFILL && t->n_free < t->cap_free;
+      pthread_mutex_unlock(&t->mutex);
+      VkFence fence = VK_NULL_HANDLE;
+      if (!more || t->disp->CreateFence(t->dev, &info, NULL, &fence) != VK_SUCCESS)
+         return;
+      pthread_mutex_lock(&t->mutex);
+      bool kept = t->n_free < t->cap_free;
+      if (kept)
+         t->free_fences[t->n_free++] = fence;
+      pthread_mutex_unlock(&t->mutex);
+      if (!kept) {
+         t->disp->DestroyFence(t->dev, fence, NULL);
+         return;
+      }
+   }
+}
+
 static void *
 tracker_thread(void *data)
 {
@@ -654,6 +684,7 @@ tracker_thread(void *data)
    VkFence fences[64];
    uint64_t release = 0; /* a completion held back by injected delay goes then */
    bool polled = false;
+   prefill(t);
    pthread_mutex_lock(&t->mutex);
    while (!t->stop) {
       /* what is done retires, also what another thread published (it
@@ -761,6 +792,9 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    util_list_init(&t->queues);
    util_list_init(&t->pools);
    device->dtrack = t;
+   /* from the start: it makes the fences ahead (else at the first
+    * submission) */
+   t->started = pthread_create(&t->thread, NULL, tracker_thread, t) == 0;
    return t;
 }
 
@@ -828,8 +862,14 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct trac
          fence = t->free_fences[--t->n_free];
       } else {
          const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+         uint64_t began = util_now_ns();
          if (t->disp->CreateFence(t->dev, &info, NULL, &fence) != VK_SUCCESS)
             fence = VK_NULL_HANDLE;
+         struct gpud_profile *prof = t->ctx->profile;
+         if (prof) {
+            prof->track_fences_made++;
+            prof->track_fences_ns += util_now_ns() - began;
+         }
       }
    }
    if (fence && timed) {
