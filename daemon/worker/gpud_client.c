@@ -212,6 +212,24 @@ log_profile(struct gpud_context *ctx)
                        "profile: the compile threads made %" PRIu64
                        " pipelines and shader modules in %.3f s: %.2f ms a creation",
                        jobs, (double)jobs_ns / 1e9, (double)jobs_ns / 1e6 / (double)jobs);
+   /* the recorded commands whose replay took longest, host call included */
+   bool rec_shown[WIRE_OP_COUNT] = {0};
+   for (unsigned k = 0; k < 8; k++) {
+      unsigned top = 0;
+      for (unsigned i = 1; i < WIRE_OP_COUNT; i++) {
+         if (!rec_shown[i] && atomic_load(&p->rec_ns[i]) > atomic_load(&p->rec_ns[top]))
+            top = i;
+      }
+      if (!atomic_load(&p->rec_ns[top]))
+         break;
+      rec_shown[top] = true;
+      gpud_context_log(ctx, UTIL_LOG_NOTICE,
+                       "profile: replayed %" PRIu64 " %s: %.0f ns each, %.3f s in all",
+                       atomic_load(&p->rec_count[top]), wire_op_name(top),
+                       (double)atomic_load(&p->rec_ns[top]) /
+                          (double)atomic_load(&p->rec_count[top]),
+                       (double)atomic_load(&p->rec_ns[top]) / 1e9);
+   }
    bool shown[GPUD_PROFILE_CHUNKS + 1] = {0};
    for (unsigned k = 0; k < 12; k++) {
       unsigned top = 0;

@@ -78,6 +78,9 @@ struct gpud_profile {
    uint64_t ns[GPUD_PROFILE_CHUNKS + 1];
    uint64_t count[GPUD_PROFILE_CHUNKS + 1];
    uint64_t recorded; /* commands in the chunks */
+   /* each recorded command's replay (the decoding thread's and the
+    * lanes'), by op: its time and count; vkEndCommandBuffer's too */
+   _Atomic uint64_t rec_ns[WIRE_OP_COUNT], rec_count[WIRE_OP_COUNT];
    uint64_t wait_ns;  /* for the next message */
    uint64_t messages, slept; /* messages received; those the thread slept for */
    /* a tracked submit's phases: before the host has it, the host's submit,

@@ -188,8 +188,15 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
       }
       atomic_store_explicit(op_word, c.op, memory_order_relaxed);
       gpud_transfer_note_op(cb, c.op);
+      uint64_t t0 = ctx->profile ? util_now_ns() : 0;
       struct wire_dec *d = gpud_call_next_recorded(call, c.op, p + sizeof(c), c.size - sizeof(c));
-      if (!gpud_gen_replay(call, d, c.op, host)) {
+      bool ok = gpud_gen_replay(call, d, c.op, host);
+      if (ctx->profile) {
+         atomic_fetch_add_explicit(&ctx->profile->rec_ns[c.op], util_now_ns() - t0,
+                                   memory_order_relaxed);
+         atomic_fetch_add_explicit(&ctx->profile->rec_count[c.op], 1, memory_order_relaxed);
+      }
+      if (!ok) {
          gpud_context_protocol_error(ctx, "in %s: %s", wire_op_name(c.op),
                                      d->error ? d->error : "bad command");
          return -1;
@@ -200,7 +207,14 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
    }
    if (h.cmd.flags & WIRE_CHUNK_END) {
       atomic_store_explicit(op_word, WIRE_OP_vkEndCommandBuffer, memory_order_relaxed);
+      uint64_t t0 = ctx->profile ? util_now_ns() : 0;
       end_recording(call, cb);
+      if (ctx->profile) {
+         atomic_fetch_add_explicit(&ctx->profile->rec_ns[WIRE_OP_vkEndCommandBuffer],
+                                   util_now_ns() - t0, memory_order_relaxed);
+         atomic_fetch_add_explicit(&ctx->profile->rec_count[WIRE_OP_vkEndCommandBuffer], 1,
+                                   memory_order_relaxed);
+      }
       n++;
    }
    atomic_store_explicit(op_word, 0, memory_order_relaxed);
