@@ -48,6 +48,9 @@ struct gpud_status_inject {
    atomic_uint_least32_t lose_device;  /* non-zero: lose every device now */
    atomic_uint_least32_t fail_alloc;   /* the next this many allocations fail */
    atomic_uint_least32_t delay_ms;     /* completions are seen this much later */
+   /* one more after every change of the above (a futex word: the worker's
+    * thread that tells the completion pages sleeps on it, gpud_hold.c) */
+   atomic_uint_least32_t seq;
 };
 
 /* Replay lanes (threads replaying recordings), at most. */
@@ -62,7 +65,7 @@ struct gpud_status_lane {
 /* The layout of the page below; a server that adopts a worker of another
  * build (an upgrade) reads nothing else of a page of another layout.  Grows
  * with every change to struct gpud_status_page. */
-#define GPUD_STATUS_LAYOUT 4u
+#define GPUD_STATUS_LAYOUT 5u
 
 struct gpud_status_page {
    atomic_uint_least32_t layout;        /* GPUD_STATUS_LAYOUT, the server writes it: first */

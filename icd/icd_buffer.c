@@ -106,8 +106,9 @@ icd_vkBindBufferMemory2(VkDevice device, uint32_t bindInfoCount,
    for (uint32_t i = 0; i < bindInfoCount; i++) {
       VkResult one = r;
 #ifdef VK_KHR_maintenance6
-      /* each bind's own result, where the application asked for them */
-      for (const VkBaseInStructure *c = pBindInfos[i].pNext; c; c = c->pNext) {
+      /* where the call failed, each bind's own result, where the
+       * application asked for them (the daemon wrote them) */
+      for (const VkBaseInStructure *c = pBindInfos[i].pNext; c && r != VK_SUCCESS; c = c->pNext) {
          if (c->sType == VK_STRUCTURE_TYPE_BIND_MEMORY_STATUS_KHR)
             one = *((const VkBindMemoryStatusKHR *)c)->pResult;
       }

@@ -277,17 +277,18 @@ upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cb
    /* Sent even with nothing for the worker to write: the queue counts the
     * submission and the time the copies took (gpudctl), and the worker
     * raises the fence as well (the generation it has counted). */
-   icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, at, data, counted,
+   /* The fence is signalled here where nothing the application reads is
+    * left to write: device memory is only seen through later commands,
+    * which the worker runs after these.  Bytes the worker writes into
+    * memory mapped here (the tests' mode) are the worker's to signal. */
+   bool here = fence && !visible;
+   icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, at, data, counted, here,
                              util_now_ns() - began);
    icd_connection_flush(dev->base.conn);
    free(data);
    if (icd_debug & ICD_DEBUG_WAITS)
       atomic_fetch_add_explicit(&dev->dbg_uploads, 1, memory_order_relaxed);
-   /* The fence is signalled here where nothing the application reads is
-    * left to write: device memory is only seen through later commands,
-    * which the worker runs after these.  Bytes the worker writes into
-    * memory mapped here (the tests' mode) are the worker's to signal. */
-   if (fence && !visible)
+   if (here)
       icd_fence_signal_here(fence);
    *ret = icd_connection_is_lost(dev->base.conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
    return true;

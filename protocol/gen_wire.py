@@ -102,6 +102,7 @@ PRIVATE_COMMANDS = """
     <param optional="true"><type>uint32_t</type> <name>dataSize</name></param>
     <param len="dataSize">const <type>void</type>* <name>pData</name></param>
     <param><type>VkBool32</type> <name>counted</name></param>
+    <param><type>VkBool32</type> <name>signalled</name></param>
     <param><type>uint64_t</type> <name>copyNs</name></param>
   </command>
   <command>

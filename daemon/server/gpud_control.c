@@ -504,8 +504,6 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
    struct gpud_status_inject *in = &w->status->inject;
    if (!strcmp(fault, "lose-device")) {
       atomic_store(&in->lose_device, 1);
-      /* (the worker's thread that tells the ICD sleeps on delay_ms) */
-      util_futex_wake((_Atomic uint32_t *)&in->delay_ms);
    } else if (!strcmp(fault, "fail-alloc")) {
       if (!value || value > UINT32_MAX) {
          *error = "fail-alloc needs a count from 1 to 4294967295";
@@ -518,8 +516,6 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
          return -EINVAL;
       }
       atomic_store(&in->delay_ms, (uint32_t)value);
-      /* (the worker's thread that tells the ICD sleeps on it) */
-      util_futex_wake((_Atomic uint32_t *)&in->delay_ms);
    } else if (!strcmp(fault, "crash-worker")) {
       if (!w->pid) {
          *error = "crash-worker needs process isolation (this daemon runs clients on threads)";
@@ -533,6 +529,9 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
       *error = "unknown fault (lose-device, fail-alloc N, delay-completions MS, crash-worker)";
       return -EINVAL;
    }
+   /* (the worker's thread that tells the ICD sleeps on seq) */
+   atomic_fetch_add(&in->seq, 1);
+   util_futex_wake((_Atomic uint32_t *)&in->seq);
    gpud_client_log(c, UTIL_LOG_NOTICE,
                    "fault injected by uid %u (pid %d, %s): %s %" PRIu64,
                    (unsigned)viewer->uid, (int)viewer->pid, via, fault, value);

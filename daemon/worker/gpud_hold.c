@@ -11,7 +11,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "gpud_status.h"
 #include "util_futex.h"
@@ -21,7 +20,7 @@ struct gpud_hold {
    pthread_mutex_t mutex;
    pthread_t thread;
    bool started;
-   _Atomic bool stop, stopped;
+   _Atomic bool stop;
    struct gpud_completion_header **pages; /* under mutex */
    uint32_t n_pages, cap_pages;
 };
@@ -40,18 +39,18 @@ watch(void *data)
 {
    struct gpud_context *ctx = data;
    struct gpud_hold *w = ctx->hold;
-   _Atomic uint32_t *delay = (_Atomic uint32_t *)&ctx->status->inject.delay_ms;
+   struct gpud_status_inject *in = &ctx->status->inject;
+   _Atomic uint32_t *seq = (_Atomic uint32_t *)&in->seq;
    while (!atomic_load(&w->stop)) {
-      uint32_t ms = atomic_load(delay);
+      /* the word first: a change after this look wakes the sleep below */
+      uint32_t seen = atomic_load(seq);
+      bool hold = atomic_load(&in->delay_ms) || atomic_load(&in->lose_device);
       pthread_mutex_lock(&w->mutex);
-      hold_all(w, ms || atomic_load(&ctx->status->inject.lose_device));
+      hold_all(w, hold);
       pthread_mutex_unlock(&w->mutex);
-      /* (the server wakes the word when it writes it; the hour is a
-       * backstop) */
       if (!atomic_load(&w->stop))
-         util_futex_wait(delay, ms, 3600ull * 1000000000ull);
+         util_futex_wait(seq, seen, 3600ull * 1000000000ull); /* (a backstop) */
    }
-   atomic_store(&w->stopped, true);
    return NULL;
 }
 
@@ -116,12 +115,9 @@ gpud_hold_end(struct gpud_context *ctx)
       return;
    if (w->started) {
       atomic_store(&w->stop, true);
-      /* (a wake may come between its look at stop and its sleep: again) */
-      while (!atomic_load(&w->stopped)) {
-         util_futex_wake((_Atomic uint32_t *)&ctx->status->inject.delay_ms);
-         struct timespec ts = {0, 1000000};
-         nanosleep(&ts, NULL);
-      }
+      /* (the word moves, so a thread about to sleep on it does not) */
+      atomic_fetch_add(&ctx->status->inject.seq, 1);
+      util_futex_wake((_Atomic uint32_t *)&ctx->status->inject.seq);
       pthread_join(w->thread, NULL);
    }
    pthread_mutex_destroy(&w->mutex);

@@ -35,7 +35,8 @@ gpud_inject_before_command(struct gpud_call *call)
        !atomic_exchange(&page->inject.lose_device, 0))
       return;
    /* (the completion pages' hold follows: gpud_hold.c) */
-   util_futex_wake((_Atomic uint32_t *)&page->inject.delay_ms);
+   atomic_fetch_add(&page->inject.seq, 1);
+   util_futex_wake((_Atomic uint32_t *)&page->inject.seq);
    struct gpud_object *obj;
    unsigned n = 0;
    util_list_for_each(obj, &ctx->object_list, link) {

@@ -384,9 +384,9 @@ gpud_transfer_device_end(struct gpud_object *device)
    }
 }
 
-/* How long the worker waits for its own copies on the GPU before it takes
- * the device for lost. */
-#define UPLOAD_WAIT_NS (10ull * 1000 * 1000 * 1000)
+/* The worker waits for its own copies on the GPU in slices of this, until
+ * the host says they are done or the device lost, or the client leaves. */
+#define UPLOAD_WAIT_NS (1000ull * 1000 * 1000)
 
 /* The copies on the GPU, after everything submitted to the queue before
  * and before everything after (barriers of all memory on both sides), and
@@ -430,16 +430,28 @@ upload_gpu(struct upload_run *u, struct gpud_object *queue)
       .pCommandBuffers = &up->cb,
    };
    VkResult res = d->QueueSubmit(u->a->queue, 1, &si, up->fence);
-   if (res == VK_SUCCESS)
-      res = d->WaitForFences(u->r.dev, 1, &up->fence, VK_TRUE, UPLOAD_WAIT_NS);
+   if (res == VK_SUCCESS) {
+      /* (the queue may wait behind another queue's long work) */
+      do
+         res = d->WaitForFences(u->r.dev, 1, &up->fence, VK_TRUE, UPLOAD_WAIT_NS);
+      while (res == VK_TIMEOUT && !atomic_load(&u->r.call->ctx->closing));
+   }
    if (res == VK_SUCCESS)
       res = d->ResetFences(u->r.dev, 1, &up->fence);
-   if (res != VK_SUCCESS) {
-      /* (the application took the copies for done: its device is lost) */
-      queue->device->lost = true;
-      return false;
-   }
-   return true;
+   return res == VK_SUCCESS;
+}
+
+/* Copies the ICD took for made that the worker could not make: the
+ * application's bytes are not where it was told they are, so its device is
+ * lost (every wait on the page ends). */
+static void
+upload_lost(struct gpud_call *call, struct gpud_object *device, const char *why)
+{
+   if (atomic_exchange(&device->lost, true))
+      return;
+   gpud_queue_device_lost(device);
+   gpud_context_log(call->ctx, UTIL_LOG_WARNING,
+                    "copies the ICD sent could not be made (%s): the device is lost", why);
 }
 
 /* GPUD_TEST_UPLOAD=gpu (the tests, a build with test hooks): the copies on
@@ -502,7 +514,10 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
       .bufs = bufs,
    };
    bool tracked = fence && fence->fence_tracked && !fence->fence_external;
-   struct gpud_object *app_fence = tracked ? fence : NULL;
+   /* the fence the worker raises on the page: not one the ICD signalled
+    * there (by now the application may have reset it, or destroyed it and
+    * given its slot to another) */
+   struct gpud_object *app_fence = tracked && !a->signalled ? fence : NULL;
    /* (counted: the ICD counts it among its submissions, and waits for the
     * page to count it before it reads the memory it writes) */
    bool counted = a->counted && a->regionCount;
@@ -520,10 +535,15 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
       gpud_queue_ran(queue, NULL, false, false, a->copyNs);
    } else {
       uint64_t began = util_now_ns();
-      if (!upload_gpu(&u, queue))
+      if (!upload_gpu(&u, queue)) {
+         upload_lost(call, queue->device, "on the GPU");
          return;
+      }
       gpud_queue_ran(queue, app_fence, counted, true, a->copyNs + (util_now_ns() - began));
    }
+   /* the host's fence stays unsignalled: the worker answers for it */
+   if (tracked && a->signalled)
+      atomic_store(&fence->fence_cpu_signaled, true);
    struct gpud_profile *prof = call->ctx->profile;
    if (prof) {
       prof->icd_copies++;
@@ -532,7 +552,7 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
    }
    /* a fence the page does not answer for is the host's to signal */
    if (fence && !tracked && call->disp->QueueSubmit(a->queue, 0, NULL, a->fence) != VK_SUCCESS)
-      queue->device->lost = true;
+      upload_lost(call, queue->device, "its fence");
 }
 
 /* ---- buffers' memory types ---------------------------------------------------- */

@@ -329,6 +329,37 @@ test_fences(struct state *s, uint32_t round)
    free_cmd(s, c, s->ctx.queue);
    free_cmd(s, job, s->ctx.queue);
    vkDestroyFence(s->ctx.device, f, NULL);
+
+   /* A copy's fence destroyed as soon as it signalled, and one made
+    * signalled right after (in its place, where a driver reuses places);
+    * then a fence reset and signalled by a copy twice: each reads as it
+    * should, also once the device has caught up with everything sent. */
+   VkFence g = fence_new(s);
+   VkCommandBuffer c2 = submit_copy(s, s->ctx.queue, &s->stage, 0, &s->back, 0, ELEMENTS, g, NULL);
+   wait(s, g);
+   vkDestroyFence(s->ctx.device, g, NULL);
+   const VkFenceCreateInfo signalled = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
+                                        .flags = VK_FENCE_CREATE_SIGNALED_BIT};
+   VkFence h;
+   VKT_CHECK(vkCreateFence(s->ctx.device, &signalled, NULL, &h));
+   VKT_EXPECT(vkGetFenceStatus(s->ctx.device, h), VK_SUCCESS);
+   VKT_CHECK(vkDeviceWaitIdle(s->ctx.device));
+   VKT_EXPECT(vkGetFenceStatus(s->ctx.device, h), VK_SUCCESS);
+   VKT_EXPECT(vkWaitForFences(s->ctx.device, 1, &h, VK_TRUE, 0), VK_SUCCESS);
+   VkCommandBuffer c3[2];
+   for (unsigned i = 0; i < 2; i++) {
+      VKT_CHECK(vkResetFences(s->ctx.device, 1, &h));
+      c3[i] = submit_copy(s, s->ctx.queue, &s->stage, 0, &s->back, 0, ELEMENTS, h, NULL);
+      wait(s, h);
+   }
+   VKT_EXPECT(vkGetFenceStatus(s->ctx.device, h), VK_SUCCESS);
+   VKT_CHECK(vkDeviceWaitIdle(s->ctx.device));
+   VKT_EXPECT(vkGetFenceStatus(s->ctx.device, h), VK_SUCCESS);
+   check(s, "fences", &s->back, ELEMENTS, round);
+   free_cmd(s, c2, s->ctx.queue);
+   free_cmd(s, c3[0], s->ctx.queue);
+   free_cmd(s, c3[1], s->ctx.queue);
+   vkDestroyFence(s->ctx.device, h, NULL);
 }
 
 static void
