@@ -3603,10 +3603,10 @@ def test_transfer(fx):
     # (ICD uploads, the daemon's environment, the profile line, its minimum
     # counts, rounds)
     modes = [
-        ({}, {}, icd, [6, 0, 0], '6'),
+        ({}, {}, icd, [8, 0, 0], '6'),
         ({'GPUD_ICD_UPLOADS': 'worker'}, {}, icd, [6, 6, 0], '2'),
         ({'GPUD_ICD_UPLOADS': 'worker'}, {'GPUD_TEST_UPLOAD': 'gpu'}, icd, [6, 6, 6], '2'),
-        ({'GPUD_ICD_UPLOADS': 'off'}, {}, worker, [6], '6'),
+        ({'GPUD_ICD_UPLOADS': 'off'}, {}, worker, [2], '2'),
     ]
     for threads in ([], ['--replay-threads', '2']):
         for client_env, daemon_env, pattern, least, rounds in modes:
@@ -3621,7 +3621,8 @@ def test_transfer(fx):
                                   ' '.join('%s=%s' % kv for kv in client_env.items()) or
                                   'ICD uploads', ' ' + ' '.join(
                                       '%s=%s' % kv for kv in daemon_env.items()))
-            run_all(dict(fx.gpud_env(VARIANTS[1]), **client_env), label, rounds)
+            run_all(dict(fx.gpud_env(VARIANTS[1]), **client_env), label,
+                    '2' if threads else rounds)
             fx.stop_daemon()
             made = profile(pattern, before)
             if len(made) != len(least) or any(m < n for m, n in zip(made, least)):
