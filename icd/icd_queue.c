@@ -178,10 +178,10 @@ struct upload_copy {
 /* The copies of the command buffers, resolved; false: not the ICD's. */
 static bool
 resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t n_cbs,
-        struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_sent, uint32_t *ret_bytes)
+        struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_bytes)
 {
    const bool to_worker = upload_mode() == UPLOAD_WORKER;
-   uint32_t n = 0, sent = 0;
+   uint32_t n = 0;
    uint64_t bytes = 0;
    for (uint32_t i = 0; i < n_cbs; i++) {
       const struct icd_command_buffer *cb = cbs[i];
@@ -214,12 +214,10 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
             if ((c->dst_offset | c->size) & 3 || c->size > UPLOAD_MAX_BYTES - bytes)
                return false;
             bytes += c->size;
-            sent++;
          }
       }
    }
    *ret_n = n;
-   *ret_sent = sent;
    *ret_bytes = (uint32_t)bytes;
    return n > 0;
 }
@@ -240,13 +238,14 @@ upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cb
       return false;
    if (fence && !icd_fence_here(fence))
       return false;
-   /* a worker that is gone answers nothing: the submission goes the way
-    * that says the device is lost (a look at the socket, no wake-up) */
-   if (icd_connection_gone(dev->base.conn))
-      return false;
    struct upload_copy copies[ICD_UPLOAD_MAX_COPIES];
-   uint32_t n = 0, n_sent = 0, bytes = 0;
-   if (!resolve(dev, cbs, n_cbs, copies, &n, &n_sent, &bytes))
+   uint32_t n = 0, bytes = 0;
+   if (!resolve(dev, cbs, n_cbs, copies, &n, &bytes))
+      return false;
+   /* a worker that is gone answers nothing: the submission goes the way
+    * that says the device is lost (a look at the socket, no wake-up; only
+    * for submissions the ICD would make, not every one) */
+   if (icd_connection_gone(dev->base.conn))
       return false;
    VkBuffer buffers[ICD_UPLOAD_MAX_COPIES];
    VkBufferCopy regions[ICD_UPLOAD_MAX_COPIES];
@@ -274,13 +273,12 @@ upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cb
    bool counted = k && upload_mode() == UPLOAD_WORKER;
    if (counted)
       atomic_fetch_add(&dev->submits, 1);
-   /* Sent even with nothing for the worker to write: the queue counts the
-    * submission and the time the copies took (gpudctl), and the worker
-    * raises the fence as well (the generation it has counted). */
    /* The fence is signalled here where nothing the application reads is
     * left to write: device memory is only seen through later commands,
     * which the worker runs after these.  Bytes the worker writes into
-    * memory mapped here (the tests' mode) are the worker's to signal. */
+    * memory mapped here (the tests' mode) are the worker's to signal.  Sent
+    * even with nothing for the worker to write: the queue counts the
+    * submission and the time the copies took (gpudctl). */
    bool here = fence && !visible;
    icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, at, data, counted, here,
                              util_now_ns() - began);

@@ -1454,9 +1454,41 @@ TRACKED_SUBMIT(vkQueueSubmit, true)
 TRACKED_SUBMIT(vkQueueSubmit2, true)
 TRACKED_SUBMIT(vkQueueBindSparse, false)
 
+/* With the mutex held: copies made outside the host (by the worker, the
+ * ICD, or the worker on the GPU) are done.  They had the queue busy, and
+ * were its work, for ns, and count as one submission more.  Counted only
+ * while nothing is in flight on the queue: otherwise its busy time runs
+ * already, and its submissions count in order (a race of the application's
+ * threads, rare).  submission: one of those the ICD counts (the page's
+ * `settled`).  The application's fence (tracked on the page, or none) is
+ * raised there, answered for by the worker while the host's stays
+ * unsignalled. */
+static void
+copies_done(struct gpud_device_track *t, struct gpud_queue_track *q,
+            struct gpud_object *app_fence, bool submission, uint64_t ns)
+{
+   if (q && !q->count) {
+      q->submitted++;
+      q->completed = q->submitted;
+      q->busy_ns += ns;
+      q->gpu_ns += ns;
+      q->last_done_ns = UTIL_MAX(q->last_done_ns, util_now_ns());
+      publish(q);
+   }
+   if (submission)
+      t->processed++;
+   settle(t);
+   if (app_fence && app_fence->fence_tracked) {
+      atomic_store(&app_fence->fence_cpu_signaled, true);
+      if (page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
+                     gpud_fence_value(app_fence->fence_generation, 1)))
+         gpud_completion_wake(t->page);
+   }
+}
+
 bool
 gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
-                    bool (*run)(void *data), void *data)
+                    uint64_t more_ns, bool (*run)(void *data), void *data)
 {
    struct gpud_queue_track *q = queue->track;
    struct gpud_device_track *t = queue->device ? queue->device->dtrack : NULL;
@@ -1475,66 +1507,20 @@ gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence, bo
       pthread_mutex_unlock(&t->mutex);
       return false;
    }
-   /* the copy had the queue busy, and was its work, for as long as it took */
-   uint64_t now = util_now_ns();
-   q->submitted++;
-   q->completed = q->submitted;
-   q->busy_ns += now - began;
-   q->gpu_ns += now - began;
-   q->last_done_ns = now;
-   if (submission)
-      t->processed++;
-   settle(t);
-   if (app_fence) {
-      atomic_store(&app_fence->fence_cpu_signaled, true);
-      if (page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
-                     gpud_fence_value(app_fence->fence_generation, 1)))
-         gpud_completion_wake(t->page);
-   }
-   publish(q);
+   copies_done(t, q, app_fence, submission, util_now_ns() - began + more_ns);
    pthread_mutex_unlock(&t->mutex);
    return true;
 }
 
-/* With the mutex held: copies made outside the host (by the ICD, or the
- * worker on the GPU) had the queue busy, and were its work, for ns; one
- * more submission where count.  Counted only while nothing is in flight
- * on the queue: otherwise its busy time runs already, and its submissions
- * count in order (a race of the application's threads, rare). */
-static void
-charge(struct gpud_queue_track *q, bool count, uint64_t ns)
-{
-   if (!q || q->count)
-      return;
-   uint64_t now = util_now_ns();
-   if (count) {
-      q->submitted++;
-      q->completed = q->submitted;
-   }
-   q->busy_ns += ns;
-   q->gpu_ns += ns;
-   q->last_done_ns = UTIL_MAX(q->last_done_ns, now);
-   publish(q);
-}
-
 void
 gpud_queue_ran(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
-               bool count, uint64_t ns)
+               uint64_t ns)
 {
    struct gpud_device_track *t = queue->device ? queue->device->dtrack : NULL;
    if (!t)
       return;
    pthread_mutex_lock(&t->mutex);
-   charge(queue->track, count, ns);
-   if (submission)
-      t->processed++;
-   settle(t);
-   if (app_fence && app_fence->fence_tracked) {
-      atomic_store(&app_fence->fence_cpu_signaled, true);
-      if (page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
-                     gpud_fence_value(app_fence->fence_generation, 1)))
-         gpud_completion_wake(t->page);
-   }
+   copies_done(t, queue->track, app_fence, submission, ns);
    pthread_mutex_unlock(&t->mutex);
 }
 

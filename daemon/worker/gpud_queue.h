@@ -40,23 +40,19 @@ void gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_objec
  * host signalled, or said it has reached, value. */
 void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);
 void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t value);
-/* A submission the worker runs itself (gpud_transfer.c): where the
- * queue's device has nothing in flight (and no completions are held back),
- * run(data), then the queue counts it submitted and complete and the
- * application's fence (tracked on the page, or none) is raised there.
- * submission: it is one of the application's vkQueueSubmit (counted for
- * the page's `settled`), not copies the ICD sent.  False, with nothing run:
+/* Copies the worker makes itself instead of the host: where the queue's
+ * device has nothing in flight (and no completions are held back),
+ * run(data), then the queue counts it submitted and complete, busy and at
+ * work for the time it took and more_ns more, and the application's fence
+ * (tracked on the page, or none) is raised there.  submission: it is one
+ * the ICD counts (the page's `settled`).  False, with nothing run:
  * something is in flight, or run() said no. */
 bool gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
-                         bool (*run)(void *data), void *data);
-/* Copies the ICD made or sent, done (by the ICD, by the worker on the GPU
- * and waited for, or by run_idle): the queue's busy and GPU time grow by
- * ns, its submissions by one where count; counted for the page's `settled`
- * where the ICD counted them (submission); the application's fence
- * (tracked on the page) raised there, answered for by the worker while the
- * host's stays unsignalled. */
+                         uint64_t more_ns, bool (*run)(void *data), void *data);
+/* Copies the ICD made or sent, done otherwise (by the ICD, or by the
+ * worker on the GPU and waited for): the same counts, for ns. */
 void gpud_queue_ran(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
-                    bool count, uint64_t ns);
+                    uint64_t ns);
 /* An event or a query pool destroyed (before the host destroys it: the
  * tracker reads it). */
 void gpud_queue_event_gone(struct gpud_object *event);

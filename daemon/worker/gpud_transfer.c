@@ -205,7 +205,7 @@ run_idle(struct gpud_call *call, VkQueue queue, VkFence fence,
       .cbs = cbs,
       .n_cbs = n_cbs,
    };
-   if (!r.disp->MapMemory || !gpud_queue_run_idle(q, f, true, run_copies, &r))
+   if (!r.disp->MapMemory || !gpud_queue_run_idle(q, f, true, 0, run_copies, &r))
       return false;
    if (call->ctx->profile)
       call->ctx->profile->worker_copies++;
@@ -527,19 +527,17 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
    a->copyNs = UTIL_MIN(a->copyNs, UPLOAD_MAX_ICD_NS);
    if (!a->regionCount) {
       /* the ICD made every copy: the queue counts them */
-      gpud_queue_ran(queue, app_fence, false, true, a->copyNs);
+      gpud_queue_ran(queue, app_fence, false, a->copyNs);
    } else if (!upload_gpu_always() && u.r.disp->MapMemory &&
-              gpud_queue_run_idle(queue, app_fence, counted, upload_cpu, &u)) {
-      /* (the submission counted, and the worker's time; the ICD's too) */
-      cpu = true;
-      gpud_queue_ran(queue, NULL, false, false, a->copyNs);
+              gpud_queue_run_idle(queue, app_fence, counted, a->copyNs, upload_cpu, &u)) {
+      cpu = true; /* (counted with the ICD's time and the worker's) */
    } else {
       uint64_t began = util_now_ns();
       if (!upload_gpu(&u, queue)) {
          upload_lost(call, queue->device, "on the GPU");
          return;
       }
-      gpud_queue_ran(queue, app_fence, counted, true, a->copyNs + (util_now_ns() - began));
+      gpud_queue_ran(queue, app_fence, counted, a->copyNs + (util_now_ns() - began));
    }
    /* the host's fence stays unsignalled: the worker answers for it */
    if (tracked && a->signalled)
