@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 
+#include "util_trace.h"
 /* A chunk goes out once the stream passes this size (GPUD_CHUNK_BYTES,
  * for measuring: docs/performance.md). */
 #define ICD_CHUNK_BYTES (64u * 1024u)
@@ -133,6 +134,7 @@ icd_cmd_buffer_end(VkCommandBuffer commandBuffer)
       discard_recording(cb);
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    }
+   util_trace(UTIL_TRACE_END, (uint32_t)cb->stream.size);
    VkResult r = send_chunk(cb, WIRE_CHUNK_END);
    cb->recording = false;
    cb->chunk = 0;

@@ -30,6 +30,7 @@
 
 #include "util_spin.h"
 #include "util_time.h"
+#include "util_trace.h"
 
 /* How long a waiter polls the page before it sleeps (longer for a thread
  * whose recent waits were short: a frame loop, util_spin.h), and the
@@ -300,12 +301,14 @@ icd_vkGetFenceStatus(VkDevice device, VkFence fence)
       return VK_ERROR_DEVICE_LOST;
    switch (fence_state(f)) {
    case FENCE_SIGNALED:
+      util_trace_fence_status((uint64_t)fence, true);
       return VK_SUCCESS;
    case FENCE_ASK:
       return icd_gen_vkGetFenceStatus(device, fence);
    case FENCE_UNSIGNALED:
       break;
    }
+   util_trace_fence_status((uint64_t)fence, false);
    /* what would signal it may still be queued here */
    if (icd_connection_flush(dev->base.conn) != VK_SUCCESS || icd_connection_gone(dev->base.conn))
       return VK_ERROR_DEVICE_LOST;
@@ -421,8 +424,10 @@ icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences
    struct icd_device *dev = (struct icd_device *)device;
    const struct fence_wait w = {.n = fenceCount, .fences = pFences, .all = waitAll};
    uint64_t left = timeout;
+   util_trace(UTIL_TRACE_WAIT, fenceCount);
    VkResult r = page_of(dev) ? page_wait(dev, fences_reached, &w, timeout, &left)
                              : VK_NOT_READY;
+   util_trace(UTIL_TRACE_WAITED, (uint32_t)r);
    /* the daemon knows: ask it, for what is left of the timeout */
    return r == VK_NOT_READY ? icd_gen_vkWaitForFences(device, fenceCount, pFences, waitAll, left)
                             : r;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "util_macros.h"
+#include "util_trace.h"
 
 /* The application's VkInstance id; each connection's host instance has an
  * id of its own (conn->instance_id). */
@@ -22,6 +23,7 @@ static pthread_once_t debug_once = PTHREAD_ONCE_INIT;
 static void
 init_debug(void)
 {
+   util_trace_init("icd");
    const char *env = getenv("GPUD_DEBUG");
    if (!env)
       return;

@@ -25,6 +25,7 @@
 
 #include "util_macros.h"
 #include "util_time.h"
+#include "util_trace.h"
 #include "wire_completion.h"
 #include "wire_copies.h"
 
@@ -315,10 +316,15 @@ icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubm
          cbs[n++] = (struct icd_command_buffer *)s->pCommandBuffers[k];
    }
    VkResult r;
-   if (plain && upload(q, cbs, n, fence, &r))
+   util_trace(UTIL_TRACE_SUBMIT, n);
+   if (plain && upload(q, cbs, n, fence, &r)) {
+      util_trace(UTIL_TRACE_SUBMITTED, 1);
       return r;
+   }
    atomic_fetch_add(&q->device->submits, 1);
-   return icd_gen_vkQueueSubmit(queue, submitCount, pSubmits, fence);
+   r = icd_gen_vkQueueSubmit(queue, submitCount, pSubmits, fence);
+   util_trace(UTIL_TRACE_SUBMITTED, 0);
+   return r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
@@ -340,10 +346,15 @@ icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSu
       }
    }
    VkResult r;
-   if (plain && upload(q, cbs, n, fence, &r))
+   util_trace(UTIL_TRACE_SUBMIT, n);
+   if (plain && upload(q, cbs, n, fence, &r)) {
+      util_trace(UTIL_TRACE_SUBMITTED, 1);
       return r;
+   }
    atomic_fetch_add(&q->device->submits, 1);
-   return icd_gen_vkQueueSubmit2(queue, submitCount, pSubmits, fence);
+   r = icd_gen_vkQueueSubmit2(queue, submitCount, pSubmits, fence);
+   util_trace(UTIL_TRACE_SUBMITTED, 0);
+   return r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

@@ -28,6 +28,7 @@
 
 #include "gpud_limits.h"
 #include "util_time.h"
+#include "util_trace.h"
 #include "wire_control.h"
 
 static const char *
@@ -80,6 +81,7 @@ gpud_client_create(const struct gpud_context_info *info, const struct gpud_host 
    wire_enc_init(&ctx->reply);
    if (getenv("GPUD_PROFILE"))
       ctx->profile = calloc(1, sizeof(*ctx->profile));
+   util_trace_init("worker");
    ctx->log_tokens = info->log_burst;
    ctx->log_last_ns = util_now_ns();
    /* (the call's arena: a compile job takes it and leaves another) */
@@ -268,6 +270,7 @@ serve(struct gpud_context *ctx)
          ctx->profile->wait_ns += util_now_ns() - t0;
          ctx->profile->messages++;
       }
+      util_trace(UTIL_TRACE_MSG, r < 0 ? 0 : msg.size);
       if (r == -ECONNRESET || (r < 0 && atomic_load(&ctx->closing))) {
          gpud_context_end(ctx, false, "disconnected");
          return;
@@ -322,6 +325,7 @@ gpud_client_run(struct gpud_context *ctx)
    }
    if (ctx->profile)
       log_profile(ctx);
+   util_trace_finish();
 }
 
 void

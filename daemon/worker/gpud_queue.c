@@ -42,6 +42,7 @@
 #include "util_memfd.h"
 #include "util_spin.h"
 #include "util_time.h"
+#include "util_trace.h"
 #include "wire_completion.h"
 
 /* Submissions tracked at once per queue (the ring grows to this); more
@@ -462,6 +463,7 @@ entry_publish(struct gpud_device_track *t, struct track_entry *e)
    if (e->published)
       return false;
    e->published = true;
+   util_trace(UTIL_TRACE_DONE, (uint32_t)e->seq);
    if (t->unpublished)
       t->unpublished--;
    settle(t);
@@ -1387,7 +1389,9 @@ fence_in_place_off(void)
       uint64_t began_ns = util_now_ns();                                                    \
       struct gpud_profile *prof = call->ctx->profile;                                       \
       uint64_t pt[4] = {began_ns};                                                          \
+      util_trace(UTIL_TRACE_HOST_SUBMIT, 0);                                                \
       gpud_gen_exec_##cmd(call, a);                                                         \
+      util_trace(UTIL_TRACE_HOST_SUBMITTED, 0);                                             \
       if (prof)                                                                             \
          pt[1] = util_now_ns();                                                             \
       if (timing >= 0)                                                                      \

@@ -45,6 +45,7 @@
 #include "gpud_limits.h"
 #include "util_spin.h"
 #include "util_time.h"
+#include "util_trace.h"
 #include "wire_gen.h"
 
 /* A chunk a lane replays: a copy of the whole command. */
@@ -148,6 +149,7 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
    struct gpud_context *ctx = call->ctx;
    struct wire_chunk_header h;
    memcpy(&h, data, sizeof(h));
+   util_trace(UTIL_TRACE_CHUNK, (uint32_t)size);
    if (!gpud_call_begin_recorded(call, cb)) {
       gpud_context_protocol_error(ctx, "out of memory");
       return -1;
@@ -219,6 +221,7 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
    }
    atomic_store_explicit(op_word, 0, memory_order_relaxed);
    gpud_call_finish_recorded(call);
+   util_trace(UTIL_TRACE_CHUNK_DONE, (uint32_t)n);
    return n;
 }
 

@@ -18,6 +18,8 @@
  */
 #include "hostrec.h"
 
+#include "util_trace.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -105,9 +107,103 @@ load(void)
       so, "vk_icdGetPhysicalDeviceProcAddr");
 }
 
+/* ---- timed commands -------------------------------------------------------
+ * With GPUD_TRACE (util_trace.h) the recorder times submissions, ends of
+ * recordings and fence waits instead, as gpud's ICD does: the same
+ * program directly and through gpud, side by side. */
+
+static PFN_vkQueueSubmit next_submit;
+static PFN_vkQueueSubmit2 next_submit2;
+static PFN_vkEndCommandBuffer next_end;
+static PFN_vkWaitForFences next_wait;
+static PFN_vkGetFenceStatus next_status;
+
+static uint32_t
+cbs_of(uint32_t n, const VkSubmitInfo *s)
+{
+   uint32_t cbs = 0;
+   for (uint32_t i = 0; i < n; i++)
+      cbs += s[i].commandBufferCount;
+   return cbs;
+}
+
+static uint32_t
+cbs_of2(uint32_t n, const VkSubmitInfo2 *s)
+{
+   uint32_t cbs = 0;
+   for (uint32_t i = 0; i < n; i++)
+      cbs += s[i].commandBufferInfoCount;
+   return cbs;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL
+timed_QueueSubmit(VkQueue queue, uint32_t n, const VkSubmitInfo *submits, VkFence fence)
+{
+   util_trace(UTIL_TRACE_SUBMIT, cbs_of(n, submits));
+   VkResult r = next_submit(queue, n, submits, fence);
+   util_trace(UTIL_TRACE_SUBMITTED, 0);
+   return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL
+timed_QueueSubmit2(VkQueue queue, uint32_t n, const VkSubmitInfo2 *submits, VkFence fence)
+{
+   util_trace(UTIL_TRACE_SUBMIT, cbs_of2(n, submits));
+   VkResult r = next_submit2(queue, n, submits, fence);
+   util_trace(UTIL_TRACE_SUBMITTED, 0);
+   return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL
+timed_EndCommandBuffer(VkCommandBuffer cb)
+{
+   util_trace(UTIL_TRACE_END, 0);
+   return next_end(cb);
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL
+timed_WaitForFences(VkDevice device, uint32_t n, const VkFence *fences, VkBool32 all,
+                    uint64_t timeout)
+{
+   util_trace(UTIL_TRACE_WAIT, n);
+   VkResult r = next_wait(device, n, fences, all, timeout);
+   util_trace(UTIL_TRACE_WAITED, (uint32_t)r);
+   return r;
+}
+
+static VKAPI_ATTR VkResult VKAPI_CALL
+timed_GetFenceStatus(VkDevice device, VkFence fence)
+{
+   VkResult r = next_status(device, fence);
+   util_trace_fence_status((uint64_t)fence, r == VK_SUCCESS);
+   return r;
+}
+
+static const struct hostrec_command timed_commands[] = {
+   {"vkQueueSubmit", (PFN_vkVoidFunction)timed_QueueSubmit, (PFN_vkVoidFunction *)&next_submit,
+    true},
+   {"vkQueueSubmit2", (PFN_vkVoidFunction)timed_QueueSubmit2,
+    (PFN_vkVoidFunction *)&next_submit2, true},
+   {"vkQueueSubmit2KHR", (PFN_vkVoidFunction)timed_QueueSubmit2,
+    (PFN_vkVoidFunction *)&next_submit2, true},
+   {"vkEndCommandBuffer", (PFN_vkVoidFunction)timed_EndCommandBuffer,
+    (PFN_vkVoidFunction *)&next_end, true},
+   {"vkWaitForFences", (PFN_vkVoidFunction)timed_WaitForFences, (PFN_vkVoidFunction *)&next_wait,
+    true},
+   {"vkGetFenceStatus", (PFN_vkVoidFunction)timed_GetFenceStatus,
+    (PFN_vkVoidFunction *)&next_status, true},
+};
+
 static const struct hostrec_command *
 find(const char *name)
 {
+   if (util_trace_init("hostrec")) {
+      for (size_t i = 0; i < UTIL_ARRAY_SIZE(timed_commands); i++) {
+         if (!strcmp(timed_commands[i].name, name))
+            return &timed_commands[i];
+      }
+      return NULL;
+   }
    for (size_t i = 0; i < hostrec_command_count; i++) {
       if (!strcmp(hostrec_commands[i].name, name))
          return &hostrec_commands[i];

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* GPUD_TRACE: events kept in memory, written at the process's end
+ * (util_trace.h). */
+#include "util_trace.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util_time.h"
+
+#define TRACE_ENTRIES (4u << 20)
+
+struct util_trace_entry *util_trace_buf;
+static _Atomic size_t trace_n;
+static FILE *trace_file;
+static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
+static const char *trace_name;
+static __thread uint16_t trace_tid;
+
+static const char *const event_names[UTIL_TRACE_EVENT_COUNT] = {
+   [UTIL_TRACE_SUBMIT] = "submit",
+   [UTIL_TRACE_SUBMITTED] = "submitted",
+   [UTIL_TRACE_END] = "end",
+   [UTIL_TRACE_WAIT] = "wait",
+   [UTIL_TRACE_WAITED] = "waited",
+   [UTIL_TRACE_POLL] = "poll",
+   [UTIL_TRACE_POLLED] = "polled",
+   [UTIL_TRACE_MSG] = "msg",
+   [UTIL_TRACE_CHUNK] = "chunk",
+   [UTIL_TRACE_CHUNK_DONE] = "chunk_done",
+   [UTIL_TRACE_HOST_SUBMIT] = "host_submit",
+   [UTIL_TRACE_HOST_SUBMITTED] = "host_submitted",
+   [UTIL_TRACE_DONE] = "done",
+};
+
+void
+util_trace_finish(void)
+{
+   struct util_trace_entry *buf = util_trace_buf;
+   if (!buf || !trace_file)
+      return;
+   util_trace_buf = NULL;
+   size_t n = atomic_load(&trace_n);
+   if (n > TRACE_ENTRIES)
+      n = TRACE_ENTRIES;
+   for (size_t i = 0; i < n; i++)
+      fprintf(trace_file, "%llu %s %u %u\n", (unsigned long long)buf[i].ns,
+              buf[i].event < UTIL_TRACE_EVENT_COUNT ? event_names[buf[i].event] : "?",
+              buf[i].arg, buf[i].tid);
+   fclose(trace_file);
+   trace_file = NULL;
+}
+
+static void
+trace_start(void)
+{
+   const char *dir = getenv("GPUD_TRACE");
+   if (!dir || !*dir)
+      return;
+   char path[PATH_MAX];
+   snprintf(path, sizeof(path), "%s/trace-%d-%s", dir, (int)getpid(), trace_name);
+   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+   trace_file = fd >= 0 ? fdopen(fd, "w") : NULL;
+   if (!trace_file) {
+      if (fd >= 0)
+         close(fd);
+      return;
+   }
+   util_trace_buf = calloc(TRACE_ENTRIES, sizeof(*util_trace_buf));
+   if (util_trace_buf)
+      atexit(util_trace_finish);
+}
+
+bool
+util_trace_init(const char *name)
+{
+   trace_name = name;
+   pthread_once(&trace_once, trace_start);
+   return util_trace_buf != NULL;
+}
+
+void
+util_trace_add(unsigned event, uint32_t arg)
+{
+   struct util_trace_entry *buf = util_trace_buf;
+   size_t i = atomic_fetch_add_explicit(&trace_n, 1, memory_order_relaxed);
+   if (!buf || i >= TRACE_ENTRIES)
+      return;
+   if (!trace_tid)
+      trace_tid = (uint16_t)syscall(SYS_gettid);
+   buf[i] = (struct util_trace_entry){
+      .ns = util_now_ns(), .arg = arg, .event = (uint16_t)event, .tid = trace_tid};
+}
+
+void
+util_trace_fence_status(uint64_t fence, bool signalled)
+{
+   static __thread uint64_t polling;
+   if (!util_trace_buf)
+      return;
+   if (!signalled && polling != fence) {
+      polling = fence;
+      util_trace_add(UTIL_TRACE_POLL, 0);
+   } else if (signalled && polling == fence) {
+      polling = 0;
+      util_trace_add(UTIL_TRACE_POLLED, 0);
+   }
+}
