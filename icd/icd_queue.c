@@ -16,7 +16,10 @@
  * to them was done, as the GPU would have read them; their destinations
  * are only seen through what comes later, which the worker runs after
  * them; the memory is no other process's (neither imported nor
- * exportable).  Everything else goes to the daemon as before.
+ * exportable).  An empty submission with a fence (ggml's wait for what it
+ * submitted, and for such copies) is made the same way: with nothing in
+ * flight its fence is signalled at once.  Everything else goes to the
+ * daemon as before.
  */
 #include "icd.h"
 
@@ -220,7 +223,8 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
    }
    *ret_n = n;
    *ret_bytes = (uint32_t)bytes;
-   return n > 0;
+   /* an empty submission (a fence alone) is made here too */
+   return n > 0 || !n_cbs;
 }
 
 /* Whether the ICD made the submission itself (*ret its result). */
@@ -230,7 +234,7 @@ upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cb
 {
    struct icd_device *dev = q->device;
    const struct gpud_completion_header *h = dev->completion;
-   if (!h || !n_cbs || upload_mode() == UPLOAD_OFF || atomic_load(&h->lost) ||
+   if (!h || (!n_cbs && !fence) || upload_mode() == UPLOAD_OFF || atomic_load(&h->lost) ||
        atomic_load(&h->hold))
       return false;
    /* nothing submitted is in flight: every earlier write to the sources is
@@ -304,7 +308,7 @@ icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubm
    struct icd_queue *q = (struct icd_queue *)queue;
    struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
    uint32_t n = 0;
-   bool plain = submitCount > 0;
+   bool plain = submitCount > 0 || fence;
    for (uint32_t i = 0; i < submitCount && plain; i++) {
       const VkSubmitInfo *s = &pSubmits[i];
       /* a chain of timeline values for no semaphores is as none */
@@ -334,7 +338,7 @@ icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSu
    struct icd_queue *q = (struct icd_queue *)queue;
    struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
    uint32_t n = 0;
-   bool plain = submitCount > 0;
+   bool plain = submitCount > 0 || fence;
    for (uint32_t i = 0; i < submitCount && plain; i++) {
       const VkSubmitInfo2 *s = &pSubmits[i];
       plain &= !s->pNext && !s->flags && !s->waitSemaphoreInfoCount &&

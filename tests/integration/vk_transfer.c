@@ -21,6 +21,11 @@
  *              compute job signals
  *   fences     a fence a copy signalled is reset and signalled again by a
  *              compute job; vkGetFenceStatus and zero-timeout waits
+ *   empty      a fence given to an empty submission (ggml's wait for what it
+ *              submitted): after a long compute job, whose output must be
+ *              complete once it signals; after copies submitted without a
+ *              fence, while nothing else is in flight (the ICD makes both
+ *              itself then); one submit of no command buffers too
  *   queues     the same copies on every queue the device has
  */
 #include <stdio.h>
@@ -303,6 +308,56 @@ test_semaphore(struct state *s, uint32_t round)
    vkDestroySemaphore(s->ctx.device, timeline, NULL);
 }
 
+/* An empty submission with a fence, the fence polled as ggml polls it. */
+static void
+submit_empty(struct state *s, uint32_t submit_count, VkFence f)
+{
+   const VkSubmitInfo none = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+   VKT_CHECK(vkQueueSubmit(s->ctx.queue, submit_count, submit_count ? &none : NULL, f));
+   uint64_t start = vkt_now_ns();
+   VkResult r;
+   while ((r = vkGetFenceStatus(s->ctx.device, f)) == VK_NOT_READY) {
+      if (vkt_now_ns() - start > 60000000000ull)
+         vkt_fail("empty: an empty submission's fence did not signal within 60 s");
+   }
+   VKT_CHECK(r);
+}
+
+static void
+test_empty(struct state *s, uint32_t round)
+{
+   VkFence f = fence_new(s);
+   /* behind a long job: the fence signals once the job's output is all
+    * there */
+   VkCommandBuffer job = submit_job(s, round, VK_NULL_HANDLE, NULL);
+   submit_empty(s, 0, f);
+   VKT_CHECK(vkResetFences(s->ctx.device, 1, &f));
+   VkCommandBuffer out = submit_copy(s, s->ctx.queue, &s->job_out, JOB_ELEMENTS - ELEMENTS,
+                                     &s->back, 0, ELEMENTS, f, NULL);
+   wait(s, f);
+   check_job(s, "empty (after a job)", &s->back, JOB_ELEMENTS - ELEMENTS, ELEMENTS, round);
+   /* copies without a fence (nothing in flight), then the empty one: the
+    * bytes are where the copies put them */
+   fill(s, &s->stage, ELEMENTS, round);
+   memset(s->back.map, 0, (size_t)ELEMENTS * 4);
+   vkt_buffer_flush(&s->ctx, &s->back);
+   VkCommandBuffer up = submit_copy(s, s->ctx.queue, &s->stage, 0, &s->device, 0, ELEMENTS,
+                                    VK_NULL_HANDLE, NULL);
+   VkCommandBuffer down = submit_copy(s, s->ctx.queue, &s->device, 0, &s->back, 0, ELEMENTS,
+                                      VK_NULL_HANDLE, NULL);
+   VKT_CHECK(vkResetFences(s->ctx.device, 1, &f));
+   submit_empty(s, 1, f);
+   check(s, "empty (after copies)", &s->back, ELEMENTS, round);
+   /* and with nothing at all before it */
+   VKT_CHECK(vkResetFences(s->ctx.device, 1, &f));
+   submit_empty(s, 0, f);
+   free_cmd(s, job, s->ctx.queue);
+   free_cmd(s, out, s->ctx.queue);
+   free_cmd(s, up, s->ctx.queue);
+   free_cmd(s, down, s->ctx.queue);
+   vkDestroyFence(s->ctx.device, f, NULL);
+}
+
 static void
 test_fences(struct state *s, uint32_t round)
 {
@@ -513,6 +568,12 @@ main(int argc, char **argv)
    for (uint32_t r = 0; r < rounds; r++)
       test_fences(&s, r);
    printf("vk_transfer: fences: OK: %u rounds\n", rounds);
+   /* (each round a long job: two are enough) */
+   const uint32_t empty_rounds = rounds < 2 ? rounds : 2;
+   for (uint32_t r = 0; r < empty_rounds; r++)
+      test_empty(&s, r);
+   printf("vk_transfer: empty: OK: %u rounds of empty submissions with a fence\n",
+          empty_rounds);
    for (uint32_t q = 0; q < s.n_queues; q++) {
       for (uint32_t r = 0; r < rounds; r++)
          round_trip(&s, s.queues[q], rounds + r, "queues");
