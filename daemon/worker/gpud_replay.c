@@ -48,6 +48,11 @@
 #include "util_trace.h"
 #include "wire_gen.h"
 
+/* Large recordings of two pools this close together are replayed side by
+ * side on lanes, and for this long after (solo_pool). */
+#define REPLAY_SIDE_BY_SIDE_NS (5ull * 1000 * 1000)
+#define REPLAY_SIDE_BY_SIDE_HOLD_NS (1000ull * 1000 * 1000)
+
 /* A chunk a lane replays: a copy of the whole command. */
 struct replay_job {
    struct util_list link;
@@ -105,6 +110,11 @@ struct gpud_replay {
    atomic_bool look; /* submit_ready: someone found the lock taken */
    struct gpud_call *submit_call;
    struct wire_arena *submit_arena;
+   /* the decoding thread's: the pool of the last large recording and
+    * when it came, and until when large ones are replayed side by side
+    * (solo_pool) */
+   uint64_t big_pool;
+   uint64_t big_ns, side_by_side_until_ns;
 };
 
 /* ---- checks of a recording ------------------------------------------------------ */
@@ -606,6 +616,23 @@ executes_secondaries(const uint8_t *data, size_t size)
    return false;
 }
 
+/* Notes a large chunk of the pool; whether, if it is the recording's last,
+ * the decoding thread may replay it: no other pool had one within REPLAY_SIDE_BY_SIDE_NS, for
+ * REPLAY_SIDE_BY_SIDE_HOLD_NS (threads recording in pools of their own,
+ * or one thread recording the next frame in another pool while the last
+ * is replayed, have lanes replay them side by side; one pool's recordings
+ * are replayed one after the other on any thread). */
+static bool
+solo_pool(struct gpud_replay *r, const struct gpud_object *pool)
+{
+   uint64_t now = util_now_ns();
+   if (r->big_pool && r->big_pool != pool->id && now - r->big_ns < REPLAY_SIDE_BY_SIDE_NS)
+      r->side_by_side_until_ns = now + REPLAY_SIDE_BY_SIDE_HOLD_NS;
+   r->big_pool = pool->id;
+   r->big_ns = now;
+   return now >= r->side_by_side_until_ns;
+}
+
 /* Replays a chunk on the decoding thread. */
 static int
 replay_here(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, uint32_t size)
@@ -658,12 +685,17 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
       return replay_here(call, cb, data, size);
 
    bool secondaries = executes_secondaries(data, size);
-   if ((h.cmd.flags & WIRE_CHUNK_END) && size <= GPUD_REPLAY_INLINE_MAX && cb->pool &&
-       !secondaries && pool_done(r, cb->pool)) {
-      /* A small last chunk, its pool's lane done with the pool: replayed
-       * here. The submission that usually follows waits for it anyway,
-       * and its lane, asleep while the application waited for its last
-       * job, would have to wake first. */
+   bool big = size > GPUD_REPLAY_INLINE_MAX;
+   bool solo = big && cb->pool && solo_pool(r, cb->pool); /* (notes each large one) */
+   if ((h.cmd.flags & WIRE_CHUNK_END) && cb->pool && !secondaries && pool_done(r, cb->pool) &&
+       (!big || solo)) {
+      /* A last chunk, its pool's lane done with the pool, small or of the
+       * only pool recording large ones lately: replayed here.  The
+       * submission that usually follows waits for it anyway, and its lane,
+       * asleep while the application waited for its last job, would have to
+       * wake first (tens of microseconds, its core's caches cold: a lane
+       * replayed llama.cpp's recordings at 1.3-1.5x the decoding thread's
+       * time a command, docs/performance.md). */
       if (replay_here(call, cb, data, size) < 0)
          return -EPROTO;
       cb->chunks_routed++;
