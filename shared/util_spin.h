@@ -63,3 +63,23 @@ void util_spin_window_init(struct util_spin_window *w, uint64_t base_ns, uint64_
 /* A wait that polled or slept ended at now_ns with an arrival, waited_ns
  * after it began. */
 void util_spin_window_note(struct util_spin_window *w, uint64_t waited_ns, uint64_t now_ns);
+
+/* Sleeping in short slices at first keeps the CPU in a shallow idle state
+ * (the kernel's idle governor looks at the next timer): a wait that ends
+ * soon is woken without the tens to hundreds of microseconds a deep one
+ * takes to leave, while a long wait soon sleeps in long slices (a quarter
+ * of what it waited so far, at least UTIL_SLEEP_SLICE_MIN_NS, at most
+ * max_ns).  Not where polls yield: there every wake-up takes a CPU another
+ * thread needs. */
+#define UTIL_SLEEP_SLICE_MIN_NS (50ull * 1000)
+
+static inline uint64_t
+util_sleep_slice(uint64_t waited_ns, uint64_t max_ns)
+{
+   if (util_spin_yields())
+      return max_ns;
+   uint64_t slice = waited_ns / 4;
+   if (slice < UTIL_SLEEP_SLICE_MIN_NS)
+      slice = UTIL_SLEEP_SLICE_MIN_NS;
+   return slice < max_ns ? slice : max_ns;
+}
