@@ -16,6 +16,7 @@
 #define TRACE_ENTRIES (4u << 20)
 
 struct util_trace_entry *util_trace_buf;
+static struct util_trace_entry *trace_all;
 static _Atomic size_t trace_n;
 static FILE *trace_file;
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
@@ -71,7 +72,9 @@ trace_start(void)
          close(fd);
       return;
    }
-   util_trace_buf = calloc(TRACE_ENTRIES, sizeof(*util_trace_buf));
+   /* (kept in trace_all too: reachable after the events stop, as threads
+    * that read util_trace_buf before may still write) */
+   util_trace_buf = trace_all = calloc(TRACE_ENTRIES, sizeof(*util_trace_buf));
    if (util_trace_buf)
       atexit(util_trace_finish);
 }

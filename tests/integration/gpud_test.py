@@ -3559,7 +3559,7 @@ def test_record(fx):
     record_kill_mid_recording(fx, 'replay threads')
 
 
-TRANSFER_SUBTESTS = ['upload', 'racing', 'semaphore', 'fences', 'queues']
+TRANSFER_SUBTESTS = ['upload', 'racing', 'semaphore', 'fences', 'empty', 'queues']
 
 
 def test_transfer(fx):
@@ -3629,8 +3629,36 @@ def test_transfer(fx):
                 fail('%s: the copies made were %r, not at least %r' % (label, made, least))
             log('%s: copies made %r' % (label, made))
     fx.extra_args = []
+    transfer_trace(fx, run_all)
     fx.daemon_env = {}
     fx.start_daemon()
+
+
+def transfer_trace(fx, run_all):
+    """GPUD_TRACE (a measuring aid): the ICD and the worker each write what
+    happened when, and bench/trace_timeline.py lines the two up."""
+    trace_dir = tempfile.mkdtemp(prefix='gpud-test-trace-')
+    try:
+        os.chmod(trace_dir, 0o777)  # (the workers' user writes there too)
+        fx.daemon_env = {'GPUD_TRACE': trace_dir}
+        fx.start_daemon()
+        run_all(dict(fx.gpud_env(VARIANTS[1]), GPUD_TRACE=trace_dir), 'GPUD_TRACE', '1')
+        fx.stop_daemon()
+        kinds = sorted(re.sub(r'^trace-\d+-', '', n) for n in os.listdir(trace_dir))
+        if 'icd' not in kinds or 'worker' not in kinds:
+            fail('GPUD_TRACE: the files written were %r, not an ICD\'s and a worker\'s' % kinds)
+        tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'bench',
+                            'trace_timeline.py')
+        p = subprocess.run([sys.executable, tool, trace_dir], capture_output=True, text=True,
+                           timeout=120)
+        for want in (r'^icd \d+: ', r'^  replay a command, decoding thread +\d+ ',
+                     r'^  host submitted to the tracker finding it done +\d+ '):
+            if p.returncode != 0 or not re.search(want, p.stdout, re.M):
+                fail('GPUD_TRACE: trace_timeline.py (exit %d) printed no line like %r:\n%s%s'
+                     % (p.returncode, want, p.stdout, p.stderr))
+        log('GPUD_TRACE: %s lined up' % ', '.join(kinds))
+    finally:
+        shutil.rmtree(trace_dir, ignore_errors=True)
 
 
 SUBCOMMANDS = {
