@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -13,15 +14,17 @@
 
 #include "util_time.h"
 
-#define TRACE_ENTRIES (4u << 20)
+#define TRACE_ENTRIES (2u << 20)
 
 struct util_trace_entry *util_trace_buf;
 static struct util_trace_entry *trace_all;
 static _Atomic size_t trace_n;
 static FILE *trace_file;
+static pid_t trace_pid; /* the process that writes it (not a forked child) */
+static atomic_bool trace_written;
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
-static const char *trace_name;
-static __thread uint16_t trace_tid;
+static __thread const char *trace_name; /* the first caller's, for trace_start */
+static __thread uint32_t trace_tid;
 
 static const char *const event_names[UTIL_TRACE_EVENT_COUNT] = {
    [UTIL_TRACE_SUBMIT] = "submit",
@@ -43,16 +46,19 @@ void
 util_trace_finish(void)
 {
    struct util_trace_entry *buf = util_trace_buf;
-   if (!buf || !trace_file)
+   if (!buf || !trace_file || getpid() != trace_pid || atomic_exchange(&trace_written, true))
       return;
    util_trace_buf = NULL;
    size_t n = atomic_load(&trace_n);
    if (n > TRACE_ENTRIES)
       n = TRACE_ENTRIES;
-   for (size_t i = 0; i < n; i++)
+   for (size_t i = 0; i < n; i++) {
+      if (!buf[i].ns)
+         continue; /* taken by a thread that had not written it yet */
       fprintf(trace_file, "%llu %s %u %u\n", (unsigned long long)buf[i].ns,
               buf[i].event < UTIL_TRACE_EVENT_COUNT ? event_names[buf[i].event] : "?",
               buf[i].arg, buf[i].tid);
+   }
    fclose(trace_file);
    trace_file = NULL;
 }
@@ -65,6 +71,7 @@ trace_start(void)
       return;
    char path[PATH_MAX];
    snprintf(path, sizeof(path), "%s/trace-%d-%s", dir, (int)getpid(), trace_name);
+   trace_pid = getpid();
    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
    trace_file = fd >= 0 ? fdopen(fd, "w") : NULL;
    if (!trace_file) {
@@ -95,9 +102,9 @@ util_trace_add(unsigned event, uint32_t arg)
    if (!buf || i >= TRACE_ENTRIES)
       return;
    if (!trace_tid)
-      trace_tid = (uint16_t)syscall(SYS_gettid);
+      trace_tid = (uint32_t)syscall(SYS_gettid);
    buf[i] = (struct util_trace_entry){
-      .ns = util_now_ns(), .arg = arg, .event = (uint16_t)event, .tid = trace_tid};
+      .ns = util_now_ns(), .arg = arg, .event = event, .tid = trace_tid};
 }
 
 void

@@ -36,10 +36,10 @@ enum util_trace_event {
 };
 
 struct util_trace_entry {
-   uint64_t ns;
+   uint64_t ns; /* 0: not written yet */
    uint32_t arg;
-   uint16_t event;
-   uint16_t tid;
+   uint32_t event;
+   uint32_t tid;
 };
 
 extern struct util_trace_entry *util_trace_buf;

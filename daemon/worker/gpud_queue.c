@@ -466,9 +466,10 @@ entry_publish(struct gpud_device_track *t, struct track_entry *e)
    util_trace(UTIL_TRACE_DONE, (uint32_t)e->seq);
    if (t->unpublished)
       t->unpublished--;
-   settle(t);
    /* the events and semaphores first: a fence signals after its batch's
-    * work */
+    * work; then the count of submissions settled, which lets the ICD
+    * signal a later fence itself (an empty submission's: everything of
+    * this batch must show by then), then this batch's fence */
    bool wrote = false;
    for (unsigned i = 0; i < e->n_events; i++)
       wrote |= event_write(t, e->events[i].slot, e->events[i].owner, e->events[i].event, -1,
@@ -482,6 +483,7 @@ entry_publish(struct gpud_device_track *t, struct track_entry *e)
    e->pools = NULL;
    e->n_pools = 0;
    wrote |= entry_signals(t, e, false);
+   settle(t);
    return page_write(t, e->slot, e->owner, e->value) || wrote;
 }
 

@@ -108,9 +108,9 @@ load(void)
 }
 
 /* ---- timed commands -------------------------------------------------------
- * With GPUD_TRACE (util_trace.h) the recorder times submissions, ends of
- * recordings and fence waits instead, as gpud's ICD does: the same
- * program directly and through gpud, side by side. */
+ * With GPUD_TRACE (util_trace.h) and no GPUD_HOSTREC_DIR the recorder
+ * times submissions, ends of recordings and fence waits instead, as gpud's
+ * ICD does: the same program directly and through gpud, side by side. */
 
 static PFN_vkQueueSubmit next_submit;
 static PFN_vkQueueSubmit2 next_submit2;
@@ -197,7 +197,7 @@ static const struct hostrec_command timed_commands[] = {
 static const struct hostrec_command *
 find(const char *name)
 {
-   if (util_trace_init("hostrec")) {
+   if (!getenv("GPUD_HOSTREC_DIR") && util_trace_init("hostrec")) {
       for (size_t i = 0; i < UTIL_ARRAY_SIZE(timed_commands); i++) {
          if (!strcmp(timed_commands[i].name, name))
             return &timed_commands[i];
