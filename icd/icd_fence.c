@@ -395,9 +395,7 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
          util_spin_pause(util_spin_yields());
          continue;
       }
-      uint64_t slice = util_sleep_slice(now - start, FENCE_SLICE_NS);
-      if (deadline - now < slice)
-         slice = deadline - now;
+      uint64_t slice = util_sleep_slice(now - start, FENCE_SLICE_NS, deadline - now);
       uint64_t expect = atomic_load_explicit(&h->expect_ns, memory_order_relaxed);
       if (expect && !util_spin_yields()) {
          if (now + FENCE_EXPECT_EARLY_NS < expect) {

@@ -163,9 +163,7 @@ wait_for(struct util_ring *r, const struct util_ring_wait *w, struct util_spin_w
          atomic_store(state, UTIL_RING_AWAKE);
          continue; /* noted above */
       }
-      uint64_t slice = util_sleep_slice(now - start, w->slice_ns);
-      if (deadline - now < slice)
-         slice = deadline - now;
+      uint64_t slice = util_sleep_slice(now - start, w->slice_ns, deadline - now);
       util_futex_wait(state, UTIL_RING_SLEEPING, slice);
       atomic_store(state, UTIL_RING_AWAKE);
       slept = true;

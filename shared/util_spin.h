@@ -69,17 +69,18 @@ void util_spin_window_note(struct util_spin_window *w, uint64_t waited_ns, uint6
  * soon is woken without the tens to hundreds of microseconds a deep one
  * takes to leave, while a long wait soon sleeps in long slices (a quarter
  * of what it waited so far, at least UTIL_SLEEP_SLICE_MIN_NS, at most
- * max_ns).  Not where polls yield: there every wake-up takes a CPU another
- * thread needs. */
+ * max_ns, and never past the left_ns the wait has left).  Not where polls
+ * yield: there every wake-up takes a CPU another thread needs. */
 #define UTIL_SLEEP_SLICE_MIN_NS (50ull * 1000)
 
 static inline uint64_t
-util_sleep_slice(uint64_t waited_ns, uint64_t max_ns)
+util_sleep_slice(uint64_t waited_ns, uint64_t max_ns, uint64_t left_ns)
 {
-   if (util_spin_yields())
-      return max_ns;
-   uint64_t slice = waited_ns / 4;
-   if (slice < UTIL_SLEEP_SLICE_MIN_NS)
-      slice = UTIL_SLEEP_SLICE_MIN_NS;
-   return slice < max_ns ? slice : max_ns;
+   uint64_t slice = max_ns;
+   if (!util_spin_yields()) {
+      slice = waited_ns / 4 > UTIL_SLEEP_SLICE_MIN_NS ? waited_ns / 4 : UTIL_SLEEP_SLICE_MIN_NS;
+      if (slice > max_ns)
+         slice = max_ns;
+   }
+   return slice < left_ns ? slice : left_ns;
 }

@@ -149,6 +149,15 @@ end_recording(struct gpud_call *call, struct gpud_object *cb)
       gpud_call_async_error(call, a.ret);
 }
 
+/* GPUD_PROFILE: a recorded command's replay of op, begun at t0. */
+static void
+note_replayed(struct gpud_context *ctx, uint32_t op, uint64_t t0)
+{
+   atomic_fetch_add_explicit(&ctx->profile->rec_ns[op], util_now_ns() - t0,
+                             memory_order_relaxed);
+   atomic_fetch_add_explicit(&ctx->profile->rec_count[op], 1, memory_order_relaxed);
+}
+
 /* Replays the commands of a chunk the decoding thread checked (whole, header
  * included) into cb, reporting each on *op_word; the commands replayed, or
  * -1 when one broke the protocol (the client is ended). */
@@ -203,11 +212,8 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
       uint64_t t0 = ctx->profile ? util_now_ns() : 0;
       struct wire_dec *d = gpud_call_next_recorded(call, c.op, p + sizeof(c), c.size - sizeof(c));
       bool ok = gpud_gen_replay(call, d, c.op, host);
-      if (ctx->profile) {
-         atomic_fetch_add_explicit(&ctx->profile->rec_ns[c.op], util_now_ns() - t0,
-                                   memory_order_relaxed);
-         atomic_fetch_add_explicit(&ctx->profile->rec_count[c.op], 1, memory_order_relaxed);
-      }
+      if (ctx->profile)
+         note_replayed(ctx, c.op, t0);
       if (!ok) {
          gpud_context_protocol_error(ctx, "in %s: %s", wire_op_name(c.op),
                                      d->error ? d->error : "bad command");
@@ -221,12 +227,8 @@ replay(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data, size
       atomic_store_explicit(op_word, WIRE_OP_vkEndCommandBuffer, memory_order_relaxed);
       uint64_t t0 = ctx->profile ? util_now_ns() : 0;
       end_recording(call, cb);
-      if (ctx->profile) {
-         atomic_fetch_add_explicit(&ctx->profile->rec_ns[WIRE_OP_vkEndCommandBuffer],
-                                   util_now_ns() - t0, memory_order_relaxed);
-         atomic_fetch_add_explicit(&ctx->profile->rec_count[WIRE_OP_vkEndCommandBuffer], 1,
-                                   memory_order_relaxed);
-      }
+      if (ctx->profile)
+         note_replayed(ctx, WIRE_OP_vkEndCommandBuffer, t0);
       n++;
    }
    atomic_store_explicit(op_word, 0, memory_order_relaxed);

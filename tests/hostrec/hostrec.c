@@ -84,9 +84,14 @@ manifest_library(const char *manifest)
    return path;
 }
 
+/* GPUD_TRACE without GPUD_HOSTREC_DIR: the timed commands below instead of
+ * the recorded ones (load() decides) */
+static bool timing;
+
 static void
 load(void)
 {
+   timing = !getenv("GPUD_HOSTREC_DIR") && util_trace_init("hostrec");
    const char *manifest = getenv("GPUD_HOSTREC_DRIVER");
    if (!manifest) {
       fprintf(stderr, "gpud-hostrec: GPUD_HOSTREC_DRIVER names no driver manifest\n");
@@ -197,7 +202,7 @@ static const struct hostrec_command timed_commands[] = {
 static const struct hostrec_command *
 find(const char *name)
 {
-   if (!getenv("GPUD_HOSTREC_DIR") && util_trace_init("hostrec")) {
+   if (timing) {
       for (size_t i = 0; i < UTIL_ARRAY_SIZE(timed_commands); i++) {
          if (!strcmp(timed_commands[i].name, name))
             return &timed_commands[i];

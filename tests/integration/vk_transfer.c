@@ -308,19 +308,26 @@ test_semaphore(struct state *s, uint32_t round)
    vkDestroySemaphore(s->ctx.device, timeline, NULL);
 }
 
-/* An empty submission with a fence, the fence polled as ggml polls it. */
+/* Polls the fence as ggml polls (vkGetFenceStatus) until it signals. */
+static void
+poll_fence(struct state *s, VkFence f, const char *what)
+{
+   uint64_t start = vkt_now_ns();
+   VkResult r;
+   while ((r = vkGetFenceStatus(s->ctx.device, f)) == VK_NOT_READY) {
+      if (vkt_now_ns() - start > 60000000000ull)
+         vkt_fail("%s did not signal within 60 s", what);
+   }
+   VKT_CHECK(r);
+}
+
+/* An empty submission with a fence, the fence polled. */
 static void
 submit_empty(struct state *s, uint32_t submit_count, VkFence f)
 {
    const VkSubmitInfo none = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
    VKT_CHECK(vkQueueSubmit(s->ctx.queue, submit_count, submit_count ? &none : NULL, f));
-   uint64_t start = vkt_now_ns();
-   VkResult r;
-   while ((r = vkGetFenceStatus(s->ctx.device, f)) == VK_NOT_READY) {
-      if (vkt_now_ns() - start > 60000000000ull)
-         vkt_fail("empty: an empty submission's fence did not signal within 60 s");
-   }
-   VKT_CHECK(r);
+   poll_fence(s, f, "empty: an empty submission's fence");
 }
 
 static void
@@ -364,14 +371,7 @@ test_fences(struct state *s, uint32_t round)
    VkFence f = fence_new(s);
    fill(s, &s->stage, ELEMENTS, round);
    VkCommandBuffer c = submit_copy(s, s->ctx.queue, &s->stage, 0, &s->back, 0, ELEMENTS, f, NULL);
-   /* polled as ggml polls */
-   uint64_t start = vkt_now_ns();
-   VkResult r;
-   while ((r = vkGetFenceStatus(s->ctx.device, f)) == VK_NOT_READY) {
-      if (vkt_now_ns() - start > 60000000000ull)
-         vkt_fail("fences: a copy's fence did not signal within 60 s");
-   }
-   VKT_CHECK(r);
+   poll_fence(s, f, "fences: a copy's fence");
    VKT_EXPECT(vkWaitForFences(s->ctx.device, 1, &f, VK_TRUE, 0), VK_SUCCESS);
    check(s, "fences", &s->back, ELEMENTS, round);
    /* the same fence, reset, signalled by the GPU's work */
