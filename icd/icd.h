@@ -86,6 +86,11 @@ struct icd_connection {
    struct util_ring_wait ring_wait;
    struct util_ring commands; /* under send_mutex */
    struct util_ring replies;  /* the leader's */
+   /* recordings' chunks and full queues go without waking the worker
+    * (util_ring_send_quiet): on a machine of few CPUs, where the woken
+    * worker takes the application's CPU, the submission or wait that
+    * follows wakes it once for all */
+   bool quiet_streams;
 
    /* send side: queued async commands and the sequence counter */
    pthread_mutex_t send_mutex;
@@ -135,6 +140,9 @@ icd_connection_new_id(struct icd_connection *conn)
 }
 /* Sends whatever async commands are queued. */
 VkResult icd_connection_flush(struct icd_connection *conn);
+/* Sends what is queued without waking the worker (util_ring_send_quiet):
+ * for what nothing waits on until a later flush. */
+VkResult icd_connection_flush_quiet(struct icd_connection *conn);
 /* Whether the daemon is gone (lost, or its end of the socket closed: a
  * look without waiting); the connection is lost from then on. */
 bool icd_connection_gone(struct icd_connection *conn);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "util_macros.h"
+#include "util_spin.h"
 #include "wire_control.h"
 #include "wire_gen.h"
 #include "util_time.h"
@@ -264,6 +265,12 @@ send_ring_setup(struct icd_connection *conn, uint64_t deadline_ns)
       .spin_ns = ICD_REPLY_SPIN_NS,
       .slice_ns = ICD_RING_SLICE_NS,
    };
+   /* GPUD_QUIET_STREAMS=0 or 1 overrides the machine's choice (for
+    * measuring) */
+   const char *quiet = getenv("GPUD_QUIET_STREAMS");
+   conn->quiet_streams = quiet && (!strcmp(quiet, "0") || !strcmp(quiet, "1"))
+                            ? quiet[0] == '1'
+                            : util_spin_yields();
    uint64_t now = util_now_ns();
    int ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000) : 0;
    r = wire_control_send_ring_setup(conn->fd, ICD_COMMAND_RING_SIZE, ICD_REPLY_RING_SIZE, fd, ms);
@@ -363,9 +370,10 @@ icd_connection_set_lost(struct icd_connection *conn, const char *why)
    pthread_mutex_unlock(&conn->recv_mutex);
 }
 
-/* Called with send_mutex held. */
+/* Called with send_mutex held.  quiet: without waking the worker (what is
+ * queued waits for the next flush that does). */
 static VkResult
-flush_locked(struct icd_connection *conn)
+flush_locked(struct icd_connection *conn, bool quiet)
 {
    if (conn->stream.size == 0)
       return VK_SUCCESS;
@@ -375,8 +383,12 @@ flush_locked(struct icd_connection *conn)
    }
    icd_dbg(ICD_DEBUG_WIRE, "send %zu bytes, %u fds", conn->stream.size, conn->stream.n_fds);
    /* the application's fds the commands name (the daemon gets copies) */
-   int r = util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, conn->stream.data,
-                          conn->stream.size, conn->stream.fds, conn->stream.n_fds, UINT64_MAX);
+   int r = quiet && !conn->stream.n_fds
+              ? util_ring_send_quiet(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM,
+                                     conn->stream.data, conn->stream.size)
+              : util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM,
+                               conn->stream.data, conn->stream.size, conn->stream.fds,
+                               conn->stream.n_fds, UINT64_MAX);
    wire_enc_reset(&conn->stream);
    if (r < 0) {
       icd_connection_set_lost(conn, strerror(-r));
@@ -402,7 +414,16 @@ VkResult
 icd_connection_flush(struct icd_connection *conn)
 {
    pthread_mutex_lock(&conn->send_mutex);
-   VkResult r = flush_locked(conn);
+   VkResult r = flush_locked(conn, false);
+   pthread_mutex_unlock(&conn->send_mutex);
+   return r;
+}
+
+VkResult
+icd_connection_flush_quiet(struct icd_connection *conn)
+{
+   pthread_mutex_lock(&conn->send_mutex);
+   VkResult r = flush_locked(conn, true);
    pthread_mutex_unlock(&conn->send_mutex);
    return r;
 }
@@ -412,10 +433,13 @@ VkResult
 icd_connection_send_stream(struct icd_connection *conn, const void *data, size_t size)
 {
    pthread_mutex_lock(&conn->send_mutex);
-   VkResult result = flush_locked(conn);
+   VkResult result = flush_locked(conn, conn->quiet_streams);
    if (result == VK_SUCCESS && size) {
-      int r = util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data, size,
-                             NULL, 0, UINT64_MAX);
+      int r = conn->quiet_streams
+                 ? util_ring_send_quiet(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data,
+                                        size)
+                 : util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data, size,
+                                  NULL, 0, UINT64_MAX);
       if (r < 0) {
          icd_connection_set_lost(conn, strerror(-r));
          result = VK_ERROR_DEVICE_LOST;
@@ -685,7 +709,7 @@ icd_call_end(struct icd_call *call)
       if (icd_connection_is_lost(conn))
          wire_enc_reset(e);
       else if (e->size >= ICD_FLUSH_THRESHOLD)
-         r = flush_locked(conn);
+         r = flush_locked(conn, conn->quiet_streams);
       pthread_mutex_unlock(&conn->send_mutex);
       (void)r;
       return VK_SUCCESS;
@@ -720,7 +744,7 @@ icd_call_end(struct icd_call *call)
    conn->pending = call;
    pthread_mutex_unlock(&conn->recv_mutex);
 
-   VkResult r = flush_locked(conn);
+   VkResult r = flush_locked(conn, false);
    pthread_mutex_unlock(&conn->send_mutex);
    if (r == VK_SUCCESS)
       r = wait_reply(call);

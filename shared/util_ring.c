@@ -249,10 +249,10 @@ has_room(struct util_ring *r)
    return r->size - used >= r->want;
 }
 
-int
-util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t type,
-               const void *data, size_t size, const int *fds, unsigned n_fds,
-               uint64_t timeout_ns)
+static int
+send_message(struct util_ring *r, const struct util_ring_wait *w, uint32_t type,
+             const void *data, size_t size, const int *fds, unsigned n_fds,
+             uint64_t timeout_ns, bool wake_consumer)
 {
    if (n_fds) {
       int ms = timeout_ns == UINT64_MAX ? -1 : (int)(timeout_ns / 1000000u);
@@ -304,7 +304,8 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
       /* a fragment goes out at once: the consumer drains while we write */
       atomic_store(tag_word(r, at), util_ring_tag(at));
       atomic_store_explicit(&r->ctrl->head, r->pos, memory_order_relaxed);
-      wake(&r->ctrl->consumer_state);
+      if (wake_consumer)
+         wake(&r->ctrl->consumer_state);
       p += n;
       left -= n;
       first = false;
@@ -312,6 +313,21 @@ util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t typ
    if (start && w->blocked_since)
       atomic_store(w->blocked_since, 0);
    return 0;
+}
+
+int
+util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t type,
+               const void *data, size_t size, const int *fds, unsigned n_fds,
+               uint64_t timeout_ns)
+{
+   return send_message(r, w, type, data, size, fds, n_fds, timeout_ns, true);
+}
+
+int
+util_ring_send_quiet(struct util_ring *r, const struct util_ring_wait *w, uint32_t type,
+                     const void *data, size_t size)
+{
+   return send_message(r, w, type, data, size, NULL, 0, UINT64_MAX, false);
 }
 
 /* ---- consuming ------------------------------------------------------------------ */

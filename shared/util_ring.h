@@ -162,6 +162,14 @@ int util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t
                    const void *data, size_t size, const int *fds, unsigned n_fds,
                    uint64_t timeout_ns);
 
+/* util_ring_send without waking a sleeping consumer but to make room: the
+ * message waits for the next util_ring_send (or the consumer's next look,
+ * at the end of its sleep's slice).  For messages nothing waits on yet,
+ * where waking the consumer would cost more than it gains: on a machine of
+ * few CPUs the woken consumer takes the producer's own CPU. */
+int util_ring_send_quiet(struct util_ring *r, const struct util_ring_wait *w, uint32_t type,
+                         const void *data, size_t size);
+
 /* Takes the next whole message, waiting for it as long as the peer lives
  * (msg's payload stays valid until the next call; its fds are the
  * caller's).  -ECONNRESET: the peer is gone or closing was set; -EPROTO:

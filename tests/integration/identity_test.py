@@ -574,6 +574,11 @@ def test_takeover(fx):
             # the victim's cache holds something; its worker serves on
             run_as(fx, pub, victim, ['vk_render', '--output', '/dev/null'], 'victim\'s run')
             run_as(fx, pub, attacker, ['vk_render', '--output', '/dev/null'], 'attacker\'s run')
+            # (a worker keeps its client's pipelines as the client ends,
+            # after the program's exit)
+            for who in (victim, attacker):
+                wait_for('uid %d\'s pipeline cache' % who[1],
+                         lambda: pipelines_of(fx, who[1], 'vk_render'))
             victim_cache = os.path.join(fx.cache_dir, 'users', str(victim[1]))
             own_cache = os.path.join(fx.cache_dir, 'users', str(attacker[1]))
             victim_file = os.path.join(victim_cache, 'gpud', 'pipelines',

@@ -451,6 +451,76 @@ test_stale_laps(void)
    pair_close(&p);
 }
 
+/* Waits until the consumer of r sleeps. */
+static void
+wait_consumer_sleeps(struct util_ring *r)
+{
+   uint64_t deadline = util_now_ns() + 5000000000ull;
+   while (atomic_load(&r->ctrl->consumer_state) != UTIL_RING_SLEEPING)
+      CHECK(util_now_ns() < deadline);
+}
+
+/* A quiet message leaves a sleeping consumer asleep: it comes, in its
+ * place, with the next message sent as usual.  Quiet messages many times
+ * the ring's size still get through (the producer wakes the consumer for
+ * room). */
+static void
+test_quiet(void)
+{
+   struct pair p;
+   pair_open(&p, SMALL, 1u << 20);
+   int told[2];
+   CHECK_SYS(pipe(told));
+   pid_t pid = fork();
+   CHECK_SYS(pid);
+   if (pid == 0) {
+      close(p.sv[0]);
+      close(told[0]);
+      /* slices longer than the test: only a wake-up ends the sleep */
+      p.worker_wait.spin_ns = 0;
+      p.worker_wait.slice_ns = 60ull * 1000000000ull;
+      struct util_msg m;
+      if (util_ring_recv(&p.worker_in, &p.worker_wait, &m) < 0 || m.size != 5 ||
+          memcmp(m.data, "quiet", 5))
+         _exit(1);
+      if (write(told[1], "q", 1) != 1)
+         _exit(2);
+      if (util_ring_recv(&p.worker_in, &p.worker_wait, &m) < 0 || m.size != 4 ||
+          memcmp(m.data, "loud", 4))
+         _exit(3);
+      /* then quiet messages of 64 times the ring, in order */
+      for (unsigned i = 0; i < 256; i++) {
+         if (util_ring_recv(&p.worker_in, &p.worker_wait, &m) < 0 || m.size != SMALL / 4 - 16 ||
+             ((const uint8_t *)m.data)[0] != (uint8_t)i)
+            _exit(4);
+      }
+      _exit(0);
+   }
+   close(told[1]);
+   wait_consumer_sleeps(&p.client_out);
+   CHECK_OK(util_ring_send_quiet(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, "quiet", 5));
+   /* still asleep, the message unread */
+   struct pollfd pfd = {.fd = told[0], .events = POLLIN};
+   CHECK_EQ(poll(&pfd, 1, 200), 0);
+   CHECK_EQ(atomic_load(&p.client_out.ctrl->consumer_state), UTIL_RING_SLEEPING);
+   CHECK_OK(util_ring_send(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, "loud", 4, NULL, 0,
+                           UINT64_MAX));
+   CHECK_EQ(poll(&pfd, 1, 5000), 1);
+   static uint8_t buf[SMALL / 4 - 16];
+   wait_consumer_sleeps(&p.client_out);
+   for (unsigned i = 0; i < 256; i++) {
+      memset(buf, (int)i, sizeof(buf));
+      CHECK_OK(util_ring_send_quiet(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, buf,
+                                    sizeof(buf)));
+   }
+   /* the last few wait for the next message as usual */
+   CHECK_OK(util_ring_send(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, NULL, 0, NULL, 0,
+                           UINT64_MAX));
+   CHECK_EQ(wait_child(pid), 0);
+   close(told[0]);
+   pair_close(&p);
+}
+
 /* What the worker checks before it maps a client's memfd. */
 static void
 test_map_checks(void)
@@ -475,4 +545,4 @@ test_map_checks(void)
 UNIT_MAIN(UNIT_TEST(test_wrap_and_fragments), UNIT_TEST(test_full_ring_and_sleep),
           UNIT_TEST(test_fds), UNIT_TEST(test_peer_dies), UNIT_TEST(test_timeout),
           UNIT_TEST(test_hostile_producer), UNIT_TEST(test_stale_laps),
-          UNIT_TEST(test_map_checks))
+          UNIT_TEST(test_map_checks), UNIT_TEST(test_quiet))
