@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/*
+ * The client ICD's internals: the connection to the daemon (its rings, the
+ * queue of asynchronous commands, replies and their cache), the objects the
+ * ICD keeps beside the daemon's (instances, devices, queues, memory,
+ * buffers, command buffers, fences, semaphores, events, query pools) and the
+ * entry points written by hand around the generated ones (icd_gen.h).
+ */
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Whether this machine's polls yield (few CPUs), and the adaptive polling
+ * window (util_spin.h).
+ */
 #include "util_spin.h"
 
 #include <pthread.h>
