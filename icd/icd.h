@@ -154,9 +154,10 @@ VkResult icd_connection_flush_quiet(struct icd_connection *conn);
 /* Whether the daemon is gone (lost, or its end of the socket closed: a
  * look without waiting); the connection is lost from then on. */
 bool icd_connection_gone(struct icd_connection *conn);
-/* Sends a separately recorded stream (a command buffer) after the queue. */
+/* Sends a separately recorded stream (a command buffer) after the queue;
+ * quiet (or the connection's quiet_streams): without waking the worker. */
 VkResult icd_connection_send_stream(struct icd_connection *conn, const void *data,
-                                    size_t size);
+                                    size_t size, bool quiet);
 
 struct wsi_device;
 

@@ -430,12 +430,14 @@ icd_connection_flush_quiet(struct icd_connection *conn)
 
 /* Sends a separately recorded stream after what is queued. */
 VkResult
-icd_connection_send_stream(struct icd_connection *conn, const void *data, size_t size)
+icd_connection_send_stream(struct icd_connection *conn, const void *data, size_t size,
+                           bool quiet)
 {
+   quiet |= conn->quiet_streams;
    pthread_mutex_lock(&conn->send_mutex);
-   VkResult result = flush_locked(conn, conn->quiet_streams);
+   VkResult result = flush_locked(conn, quiet);
    if (result == VK_SUCCESS && size) {
-      int r = conn->quiet_streams
+      int r = quiet
                  ? util_ring_send_quiet(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data,
                                         size)
                  : util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data, size,
