@@ -99,6 +99,9 @@ struct icd_connection {
     * worker takes the application's CPU, the submission or wait that
     * follows wakes it once for all */
    bool quiet_streams;
+   /* something went quietly since the worker was last woken: the next
+    * flush wakes it even with nothing more to send */
+   atomic_bool unwoken;
 
    /* send side: queued async commands and the sequence counter */
    pthread_mutex_t send_mutex;
@@ -148,16 +151,12 @@ icd_connection_new_id(struct icd_connection *conn)
 }
 /* Sends whatever async commands are queued. */
 VkResult icd_connection_flush(struct icd_connection *conn);
-/* Sends what is queued without waking the worker (util_ring_send_quiet):
- * for what nothing waits on until a later flush. */
-VkResult icd_connection_flush_quiet(struct icd_connection *conn);
 /* Whether the daemon is gone (lost, or its end of the socket closed: a
  * look without waiting); the connection is lost from then on. */
 bool icd_connection_gone(struct icd_connection *conn);
-/* Sends a separately recorded stream (a command buffer) after the queue;
- * quiet (or the connection's quiet_streams): without waking the worker. */
+/* Sends a separately recorded stream (a command buffer) after the queue. */
 VkResult icd_connection_send_stream(struct icd_connection *conn, const void *data,
-                                    size_t size, bool quiet);
+                                    size_t size);
 
 struct wsi_device;
 

@@ -43,19 +43,13 @@ command_buffer(VkCommandBuffer commandBuffer)
 static VkResult
 send_chunk(struct icd_command_buffer *cb, uint32_t flags)
 {
-   /* A recording of copies alone (and barriers) may never reach the
-    * worker's queue: the ICD makes it itself when it is submitted with
-    * nothing in flight.  The worker is not woken for it: it replays it when
-    * it next wakes, before any submission that needs it. */
-   const bool quiet = (flags & WIRE_CHUNK_END) && !cb->upload_no;
    struct wire_chunk_header *h = (struct wire_chunk_header *)cb->stream.data;
    *h = (struct wire_chunk_header){
       .cmd = {.op = WIRE_OP_CHUNK, .size = (uint32_t)cb->stream.size, .flags = flags,
               .seq = cb->chunk++},
       .command_buffer = cb->base.id,
    };
-   VkResult r =
-      icd_connection_send_stream(cb->base.conn, cb->stream.data, cb->stream.size, quiet);
+   VkResult r = icd_connection_send_stream(cb->base.conn, cb->stream.data, cb->stream.size);
    wire_enc_reset(&cb->stream);
    return r;
 }

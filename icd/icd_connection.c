@@ -375,8 +375,12 @@ icd_connection_set_lost(struct icd_connection *conn, const char *why)
 static VkResult
 flush_locked(struct icd_connection *conn, bool quiet)
 {
-   if (conn->stream.size == 0)
+   if (conn->stream.size == 0) {
+      if (!quiet && atomic_load_explicit(&conn->unwoken, memory_order_relaxed) &&
+          atomic_exchange(&conn->unwoken, false))
+         util_ring_nudge(&conn->commands);
       return VK_SUCCESS;
+   }
    if (icd_connection_is_lost(conn)) {
       wire_enc_reset(&conn->stream);
       return VK_ERROR_DEVICE_LOST;
@@ -389,6 +393,7 @@ flush_locked(struct icd_connection *conn, bool quiet)
               : util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM,
                                conn->stream.data, conn->stream.size, conn->stream.fds,
                                conn->stream.n_fds, UINT64_MAX);
+   atomic_store(&conn->unwoken, quiet && !conn->stream.n_fds);
    wire_enc_reset(&conn->stream);
    if (r < 0) {
       icd_connection_set_lost(conn, strerror(-r));
@@ -419,29 +424,19 @@ icd_connection_flush(struct icd_connection *conn)
    return r;
 }
 
-VkResult
-icd_connection_flush_quiet(struct icd_connection *conn)
-{
-   pthread_mutex_lock(&conn->send_mutex);
-   VkResult r = flush_locked(conn, true);
-   pthread_mutex_unlock(&conn->send_mutex);
-   return r;
-}
-
 /* Sends a separately recorded stream after what is queued. */
 VkResult
-icd_connection_send_stream(struct icd_connection *conn, const void *data, size_t size,
-                           bool quiet)
+icd_connection_send_stream(struct icd_connection *conn, const void *data, size_t size)
 {
-   quiet |= conn->quiet_streams;
    pthread_mutex_lock(&conn->send_mutex);
-   VkResult result = flush_locked(conn, quiet);
+   VkResult result = flush_locked(conn, conn->quiet_streams);
    if (result == VK_SUCCESS && size) {
-      int r = quiet
+      int r = conn->quiet_streams
                  ? util_ring_send_quiet(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data,
                                         size)
                  : util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data, size,
                                   NULL, 0, UINT64_MAX);
+      atomic_store(&conn->unwoken, conn->quiet_streams);
       if (r < 0) {
          icd_connection_set_lost(conn, strerror(-r));
          result = VK_ERROR_DEVICE_LOST;

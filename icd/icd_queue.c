@@ -287,13 +287,7 @@ upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cb
    bool here = fence && !visible;
    icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, at, data, counted, here,
                              util_now_ns() - began);
-   /* Where nothing waits for the worker (the fence signalled here, or
-    * none), it is not woken for the copies: it takes them as it comes to
-    * them, before any later submission (whose sending wakes it). */
-   if ((!fence || here) && !counted)
-      icd_connection_flush_quiet(dev->base.conn);
-   else
-      icd_connection_flush(dev->base.conn);
+   icd_connection_flush(dev->base.conn);
    free(data);
    if (icd_debug & ICD_DEBUG_WAITS)
       atomic_fetch_add_explicit(&dev->dbg_uploads, 1, memory_order_relaxed);

@@ -184,6 +184,12 @@ wake(_Atomic uint32_t *state)
 }
 
 void
+util_ring_nudge(struct util_ring *r)
+{
+   wake(&r->ctrl->consumer_state);
+}
+
+void
 util_ring_wake_consumer(struct util_ring *r)
 {
    atomic_store(&r->ctrl->consumer_state, UTIL_RING_AWAKE);

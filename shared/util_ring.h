@@ -169,6 +169,9 @@ int util_ring_send(struct util_ring *r, const struct util_ring_wait *w, uint32_t
  * few CPUs the woken consumer takes the producer's own CPU. */
 int util_ring_send_quiet(struct util_ring *r, const struct util_ring_wait *w, uint32_t type,
                          const void *data, size_t size);
+/* Wakes the consumer if it sleeps: what util_ring_send_quiet left for it
+ * goes now (the producer's side; any thread). */
+void util_ring_nudge(struct util_ring *r);
 
 /* Takes the next whole message, waiting for it as long as the peer lives
  * (msg's payload stays valid until the next call; its fds are the

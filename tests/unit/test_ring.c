@@ -460,9 +460,9 @@ wait_consumer_sleeps(struct util_ring *r)
       CHECK(util_now_ns() < deadline);
 }
 
-/* A quiet message leaves a sleeping consumer asleep: it comes, in its
- * place, with the next message sent as usual.  Quiet messages many times
- * the ring's size still get through (the producer wakes the consumer for
+/* A quiet message leaves a sleeping consumer asleep until a nudge, or the
+ * next message sent as usual, wakes it.  Quiet messages many times the
+ * ring's size still get through (the producer wakes the consumer for
  * room). */
 static void
 test_quiet(void)
@@ -485,6 +485,11 @@ test_quiet(void)
          _exit(1);
       if (write(told[1], "q", 1) != 1)
          _exit(2);
+      if (util_ring_recv(&p.worker_in, &p.worker_wait, &m) < 0 || m.size != 6 ||
+          memcmp(m.data, "quiet2", 6))
+         _exit(5);
+      if (write(told[1], "q", 1) != 1)
+         _exit(6);
       if (util_ring_recv(&p.worker_in, &p.worker_wait, &m) < 0 || m.size != 4 ||
           memcmp(m.data, "loud", 4))
          _exit(3);
@@ -503,6 +508,14 @@ test_quiet(void)
    struct pollfd pfd = {.fd = told[0], .events = POLLIN};
    CHECK_EQ(poll(&pfd, 1, 200), 0);
    CHECK_EQ(atomic_load(&p.client_out.ctrl->consumer_state), UTIL_RING_SLEEPING);
+   util_ring_nudge(&p.client_out);
+   CHECK_EQ(poll(&pfd, 1, 5000), 1);
+   char c;
+   CHECK_EQ(read(told[0], &c, 1), 1);
+   /* asleep again: a quiet one, then one as usual bring both */
+   wait_consumer_sleeps(&p.client_out);
+   CHECK_OK(util_ring_send_quiet(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, "quiet2", 6));
+   CHECK_EQ(poll(&pfd, 1, 200), 0);
    CHECK_OK(util_ring_send(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, "loud", 4, NULL, 0,
                            UINT64_MAX));
    CHECK_EQ(poll(&pfd, 1, 5000), 1);
