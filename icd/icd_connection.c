@@ -370,6 +370,22 @@ icd_connection_set_lost(struct icd_connection *conn, const char *why)
    pthread_mutex_unlock(&conn->recv_mutex);
 }
 
+/* Called with send_mutex held: a message into the command ring; a quiet
+ * one (without fds) leaves a sleeping worker asleep, noted for the next
+ * flush that wakes it. */
+static int
+ring_send(struct icd_connection *conn, const void *data, size_t size, const int *fds,
+          unsigned n_fds, bool quiet)
+{
+   quiet = quiet && !n_fds;
+   int r = quiet ? util_ring_send_quiet(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data,
+                                        size)
+                 : util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data, size,
+                                  fds, n_fds, UINT64_MAX);
+   atomic_store(&conn->unwoken, quiet);
+   return r;
+}
+
 /* Called with send_mutex held.  quiet: without waking the worker (what is
  * queued waits for the next flush that does). */
 static VkResult
@@ -387,13 +403,8 @@ flush_locked(struct icd_connection *conn, bool quiet)
    }
    icd_dbg(ICD_DEBUG_WIRE, "send %zu bytes, %u fds", conn->stream.size, conn->stream.n_fds);
    /* the application's fds the commands name (the daemon gets copies) */
-   int r = quiet && !conn->stream.n_fds
-              ? util_ring_send_quiet(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM,
-                                     conn->stream.data, conn->stream.size)
-              : util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM,
-                               conn->stream.data, conn->stream.size, conn->stream.fds,
-                               conn->stream.n_fds, UINT64_MAX);
-   atomic_store(&conn->unwoken, quiet && !conn->stream.n_fds);
+   int r = ring_send(conn, conn->stream.data, conn->stream.size, conn->stream.fds,
+                     conn->stream.n_fds, quiet);
    wire_enc_reset(&conn->stream);
    if (r < 0) {
       icd_connection_set_lost(conn, strerror(-r));
@@ -431,12 +442,7 @@ icd_connection_send_stream(struct icd_connection *conn, const void *data, size_t
    pthread_mutex_lock(&conn->send_mutex);
    VkResult result = flush_locked(conn, conn->quiet_streams);
    if (result == VK_SUCCESS && size) {
-      int r = conn->quiet_streams
-                 ? util_ring_send_quiet(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data,
-                                        size)
-                 : util_ring_send(&conn->commands, &conn->ring_wait, UTIL_MSG_STREAM, data, size,
-                                  NULL, 0, UINT64_MAX);
-      atomic_store(&conn->unwoken, conn->quiet_streams);
+      int r = ring_send(conn, data, size, NULL, 0, conn->quiet_streams);
       if (r < 0) {
          icd_connection_set_lost(conn, strerror(-r));
          result = VK_ERROR_DEVICE_LOST;

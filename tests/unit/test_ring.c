@@ -174,6 +174,15 @@ test_wrap_and_fragments(void)
    pair_close(&p);
 }
 
+/* Waits until the consumer of r sleeps. */
+static void
+wait_consumer_sleeps(struct util_ring *r)
+{
+   uint64_t deadline = util_now_ns() + 5000000000ull;
+   while (atomic_load(&r->ctrl->consumer_state) != UTIL_RING_SLEEPING)
+      CHECK(util_now_ns() < deadline);
+}
+
 /* The producer blocks on a full ring until the consumer reads; the
  * consumer, asleep on an empty ring, wakes for the next message. */
 static void
@@ -214,9 +223,7 @@ test_full_ring_and_sleep(void)
                            NULL, 0, UINT64_MAX));
    CHECK(util_now_ns() - start > 50 * 1000000ull); /* it waited for the reader */
    /* wait until the consumer sleeps, then wake it */
-   uint64_t deadline = util_now_ns() + 5000000000ull;
-   while (atomic_load(&p.client_out.ctrl->consumer_state) != UTIL_RING_SLEEPING)
-      CHECK(util_now_ns() < deadline);
+   wait_consumer_sleeps(&p.client_out);
    CHECK_OK(util_ring_send(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, "abc", 3, NULL, 0,
                            UINT64_MAX));
    CHECK_EQ(wait_child(pid), 0);
@@ -449,15 +456,6 @@ test_stale_laps(void)
    CHECK_OK(util_ring_recv(&p.worker_in, &p.worker_wait, &m));
    CHECK(m.size == 3 && !memcmp(m.data, "lap", 3));
    pair_close(&p);
-}
-
-/* Waits until the consumer of r sleeps. */
-static void
-wait_consumer_sleeps(struct util_ring *r)
-{
-   uint64_t deadline = util_now_ns() + 5000000000ull;
-   while (atomic_load(&r->ctrl->consumer_state) != UTIL_RING_SLEEPING)
-      CHECK(util_now_ns() < deadline);
 }
 
 /* A quiet message leaves a sleeping consumer asleep until a nudge, or the
