@@ -1033,17 +1033,28 @@ class Gen:
             return list(cache[(sname, output)])
         return self._chain_members(sname, output)
 
+    def extenders(self, name):
+        """The structs with an sType that name structextends."""
+        index = self.__dict__.get('_extenders')
+        if index is None:
+            index = self._extenders = {}
+            for x, xs in self.reg.structs.items():
+                if xs.stype:
+                    for e in xs.structextends:
+                        index.setdefault(e, set()).add(x)
+        return index.get(name, set())
+
     def _chain_members(self, sname, output):
         s = self.reg.structs[sname]
-        names = {sname} | set(s.aliases)
+        found = set()
+        for n in [sname] + list(s.aliases):
+            found |= self.extenders(n)
         out = []
-        for x in sorted(self.types):
-            xs = self.reg.structs.get(x)
-            if not xs or not xs.stype or x in DENIED_STRUCTS or x in self.unsupported:
+        for x in sorted(found & set(self.types)):
+            xs = self.reg.structs[x]
+            if x in DENIED_STRUCTS or x in self.unsupported:
                 continue
             if self.walked and x not in (self.structs_out if output else self.structs_in):
-                continue
-            if not names & set(xs.structextends):
                 continue
             if output and not self.output_ok(x):
                 # its extension is not carried half done (own-types rule)

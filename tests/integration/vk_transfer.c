@@ -37,7 +37,7 @@
 
 #define ELEMENTS (1u << 16)
 #define JOB_ELEMENTS (1u << 18)
-#define JOB_ROUNDS 4000
+#define JOB_ROUNDS 1000
 
 struct params {
    uint32_t count;
