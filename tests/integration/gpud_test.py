@@ -615,7 +615,10 @@ def test_enum(fx):
     first, last = int(m.group(1)), int(m.group(2))
     log('30 devices made and destroyed: %d mappings after the first, %d after the last'
         % (first, last))
-    if last > first + 2:
+    # (the allocator maps and unmaps memory of its own: AddressSanitizer's,
+    # with a small quarantine, a few mappings more or less from run to run;
+    # one left behind by each device would be 29 more)
+    if last > first + 10:
         fail('each device destroyed leaves mappings behind: %d after the first, %d after 30'
              % (first, last))
 
