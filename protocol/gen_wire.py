@@ -1050,7 +1050,7 @@ class Gen:
         for n in [sname] + list(s.aliases):
             found |= self.extenders(n)
         out = []
-        for x in sorted(found & set(self.types)):
+        for x in sorted(found & self.types):
             xs = self.reg.structs[x]
             if x in DENIED_STRUCTS or x in self.unsupported:
                 continue
