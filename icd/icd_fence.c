@@ -37,6 +37,13 @@
  * longest sleep between looks at whether the daemon is still there. */
 #define FENCE_SPIN_NS (20u * 1000u)
 #define FENCE_SPIN_MAX_NS (200u * 1000u)
+/* ... and where polls yield (few CPUs): each look gives the CPU to any
+ * thread that wants it (the host driver's, the worker's), and a frame's
+ * end seen polling saves the wake-up of a CPU the hypervisor may have
+ * halted.  Longer, because a frame there takes longer and its waits vary
+ * more; a wait that outgrows it (other processes' work on the same CPUs)
+ * returns the window to FENCE_SPIN_NS. */
+#define FENCE_SPIN_YIELD_MAX_NS (500u * 1000u)
 /* Where the page expects a long job's end (its expect_ns), a wait sleeps
  * until FENCE_EXPECT_EARLY_NS before it and polls from then, for up to
  * FENCE_EXPECT_LATE_NS after: its end costs no wake-up.  Not where polls
@@ -359,7 +366,8 @@ page_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void 
    bool flushed = false, slept = false;
    struct util_spin_window *window = &fence_window;
    if (!window->base_ns)
-      util_spin_window_init(window, FENCE_SPIN_NS, FENCE_SPIN_MAX_NS);
+      util_spin_window_init_yielding(window, FENCE_SPIN_NS, FENCE_SPIN_MAX_NS,
+                                     FENCE_SPIN_YIELD_MAX_NS);
    for (bool looked = false;; looked = true) {
       if (atomic_load(&h->lost) || icd_connection_is_lost(conn))
          return VK_ERROR_DEVICE_LOST;

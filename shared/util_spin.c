@@ -40,6 +40,22 @@ util_spin_window_init(struct util_spin_window *w, uint64_t base_ns, uint64_t max
 }
 
 void
+util_spin_window_init_yielding(struct util_spin_window *w, uint64_t base_ns, uint64_t max_ns,
+                               uint64_t yield_max_ns)
+{
+   if (!util_spin_yields()) {
+      util_spin_window_init(w, base_ns, max_ns);
+      return;
+   }
+   *w = (struct util_spin_window){
+      .base_ns = base_ns,
+      .max_ns = yield_max_ns > base_ns ? yield_max_ns : base_ns,
+      .adapts = yield_max_ns > base_ns,
+      .ns = base_ns,
+   };
+}
+
+void
 util_spin_window_note(struct util_spin_window *w, uint64_t waited_ns, uint64_t now_ns)
 {
    if (!w->adapts)

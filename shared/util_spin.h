@@ -46,8 +46,9 @@ util_spin_pause(bool yield)
  * ended in an arrival: twice the longest of the last 10-20 ms, at least
  * base_ns and at most max_ns; a gap longer than max_ns (a peer that went
  * idle rather than one looping) returns it to base_ns.  Where polls yield
- * (util_spin_yields) it stays at base_ns: the peer needs the CPU.  One
- * thread uses a window.
+ * (util_spin_yields) it stays at base_ns, the peer needing the CPU, unless
+ * the window was made with util_spin_window_init_yielding: a waiter whose
+ * yields give its CPU to the peer it waits for.  One thread uses a window.
  */
 struct util_spin_window {
    uint64_t base_ns;
@@ -59,6 +60,10 @@ struct util_spin_window {
 };
 
 void util_spin_window_init(struct util_spin_window *w, uint64_t base_ns, uint64_t max_ns);
+
+/* The same, but where polls yield it adapts too, up to yield_max_ns. */
+void util_spin_window_init_yielding(struct util_spin_window *w, uint64_t base_ns, uint64_t max_ns,
+                                    uint64_t yield_max_ns);
 
 /* A wait that polled or slept ended at now_ns with an arrival, waited_ns
  * after it began. */

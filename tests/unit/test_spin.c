@@ -93,5 +93,28 @@ test_window_idle_peer(void)
    CHECK_EQ(w.ns, 50 * US);
 }
 
+/* A window made for a waiter that yields adapts on every machine: up to
+ * the yielding maximum where polls yield, up to the other where they spin. */
+static void
+test_window_yielding(void)
+{
+   struct util_spin_window w;
+   util_spin_window_init_yielding(&w, 20 * US, 200 * US, 500 * US);
+   const uint64_t max = util_spin_yields() ? 500 * US : 200 * US;
+   CHECK(w.adapts);
+   CHECK_EQ(w.max_ns, max);
+   uint64_t now = 1 * MS;
+   util_spin_window_note(&w, 150 * US, now);
+   CHECK_EQ(w.ns, max < 300 * US ? max : 300 * US);
+   /* a wait longer than the maximum: back to the base */
+   util_spin_window_note(&w, 2 * MS, now += 2 * MS);
+   CHECK_EQ(w.ns, 20 * US);
+
+   /* no yielding maximum above the base: fixed where polls yield */
+   util_spin_window_init_yielding(&w, 20 * US, 200 * US, 0);
+   CHECK_EQ(w.adapts, !util_spin_yields());
+}
+
 UNIT_MAIN(UNIT_TEST(test_window_fixed), UNIT_TEST(test_window_follows_loop),
-          UNIT_TEST(test_window_forgets), UNIT_TEST(test_window_idle_peer))
+          UNIT_TEST(test_window_forgets), UNIT_TEST(test_window_idle_peer),
+          UNIT_TEST(test_window_yielding))
