@@ -32,6 +32,10 @@
 #include "wire_completion.h"
 #include "wire_copies.h"
 
+/* The bytes of device memory one submission may send (it waits for the GPU
+ * beyond that). */
+#define UPLOAD_MAX_BYTES (256u << 10)
+
 /* ---- what a recording copies ----------------------------------------------- */
 
 void
@@ -211,7 +215,7 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
          }
          if (!u->dst) {
             /* what vkCmdUpdateBuffer takes (the worker may make it so) */
-            if ((c->dst_offset | c->size) & 3 || c->size > WIRE_UPLOAD_MAX_BYTES - bytes)
+            if ((c->dst_offset | c->size) & 3 || c->size > UPLOAD_MAX_BYTES - bytes)
                return false;
             bytes += c->size;
          }

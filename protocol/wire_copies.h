@@ -10,12 +10,6 @@
 
 #include "wire_gen.h"
 
-/* The bytes one vkQueueUploadGPUD may carry: the ICD sends the copies of a
- * submission up to this with their bytes (a prompt's attention mask of
- * 512 KiB among them) and leaves larger ones to the worker; the worker
- * refuses more. */
-#define WIRE_UPLOAD_MAX_BYTES (1u << 20)
-
 /* Whether a recording may hold the command op and still be copies alone
  * (the copies and barriers are looked at further where they are recorded:
  * no image barriers, no queue-family transfers). */

@@ -289,9 +289,9 @@ gpud_transfer_submit2(struct gpud_call *call, struct wire_args_vkQueueSubmit2 *a
 
 /* ---- copies the ICD made a submission of ----------------------------------- */
 
-/* What the ICD may send at once (icd_queue.c sends at most
- * ICD_UPLOAD_MAX_COPIES regions). */
+/* What the ICD may send at once (icd_queue.c sends less). */
 #define UPLOAD_MAX_REGIONS 64u
+#define UPLOAD_MAX_BYTES (1u << 20)
 /* The time the ICD may say its copies took, at most. */
 #define UPLOAD_MAX_ICD_NS (1000ull * 1000 * 1000)
 
@@ -483,7 +483,7 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
       gpud_call_fail(call, "vkQueueUploadGPUD: no such queue or fence");
       return;
    }
-   if (a->regionCount > UPLOAD_MAX_REGIONS || a->dataSize > WIRE_UPLOAD_MAX_BYTES) {
+   if (a->regionCount > UPLOAD_MAX_REGIONS || a->dataSize > UPLOAD_MAX_BYTES) {
       gpud_call_fail(call, "vkQueueUploadGPUD: too many copies");
       return;
    }

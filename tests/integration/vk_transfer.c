@@ -35,9 +35,7 @@
 #include "vkt_common.h"
 #include "compute_comp_spv.h"
 
-/* 512 KiB a buffer, as ggml's attention mask for a prompt of 512: copies of
- * that size into device memory go with their bytes (WIRE_UPLOAD_MAX_BYTES) */
-#define ELEMENTS (1u << 17)
+#define ELEMENTS (1u << 16)
 #define JOB_ELEMENTS (1u << 18)
 #define JOB_ROUNDS 1000
 
