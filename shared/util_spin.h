@@ -53,7 +53,7 @@ util_spin_pause(bool yield)
 struct util_spin_window {
    uint64_t base_ns;
    uint64_t max_ns;
-   bool adapts;           /* not where polls yield */
+   bool adapts;           /* not where polls yield, but for _init_yielding */
    uint64_t ns;           /* poll this long now */
    uint64_t peak_ns[2];   /* the longest gap of this epoch, of the one before */
    uint64_t epoch_end_ns; /* CLOCK_MONOTONIC */
