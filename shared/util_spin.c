@@ -28,31 +28,28 @@ util_spin_yields(void)
 /* How long one epoch of util_spin_window's peaks lasts. */
 #define SPIN_WINDOW_EPOCH_NS (10ull * 1000 * 1000)
 
-void
-util_spin_window_init(struct util_spin_window *w, uint64_t base_ns, uint64_t max_ns)
+static void
+window_init(struct util_spin_window *w, uint64_t base_ns, uint64_t max_ns, bool may_adapt)
 {
    *w = (struct util_spin_window){
       .base_ns = base_ns,
       .max_ns = max_ns > base_ns ? max_ns : base_ns,
-      .adapts = !util_spin_yields() && max_ns > base_ns,
+      .adapts = may_adapt && max_ns > base_ns,
       .ns = base_ns,
    };
+}
+
+void
+util_spin_window_init(struct util_spin_window *w, uint64_t base_ns, uint64_t max_ns)
+{
+   window_init(w, base_ns, max_ns, !util_spin_yields());
 }
 
 void
 util_spin_window_init_yielding(struct util_spin_window *w, uint64_t base_ns, uint64_t max_ns,
                                uint64_t yield_max_ns)
 {
-   if (!util_spin_yields()) {
-      util_spin_window_init(w, base_ns, max_ns);
-      return;
-   }
-   *w = (struct util_spin_window){
-      .base_ns = base_ns,
-      .max_ns = yield_max_ns > base_ns ? yield_max_ns : base_ns,
-      .adapts = yield_max_ns > base_ns,
-      .ns = base_ns,
-   };
+   window_init(w, base_ns, util_spin_yields() ? yield_max_ns : max_ns, true);
 }
 
 void
