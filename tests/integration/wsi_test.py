@@ -32,6 +32,7 @@ lavapipe's WSI does not share are skipped).
 
 import os
 import re
+import select
 import shutil
 import signal
 import struct
@@ -74,31 +75,40 @@ class DisplayServer:
 class Xvfb(DisplayServer):
     """A private X server on a free display number."""
 
+    started = 0
+
     def __init__(self, fx, size='1024x768'):
         self.fx = fx
-        n = 90
-        while os.path.exists('/tmp/.X11-unix/X%d' % n) or os.path.exists('/tmp/.X%d-lock' % n):
-            n += 1
-        self.display = ':%d' % n
-        self.sock = '/tmp/.X11-unix/X%d' % n
+        Xvfb.started += 1
         xvfb = shutil.which('Xvfb')
         if not xvfb:
             raise TestSkip('Xvfb is not installed (apt-get install xvfb)')
+        # the server takes a free display number and writes it to the pipe
+        # (-displayfd): tests running side by side never take the same one
+        rfd, wfd = os.pipe()
         # -background none: the root stays black, so a screenshot shows
         # only what the windows drew
-        cmd = [xvfb, self.display, '-screen', '0', size + 'x24', '-nolisten', 'tcp',
+        cmd = [xvfb, '-displayfd', str(wfd), '-screen', '0', size + 'x24', '-nolisten', 'tcp',
                '-background', 'none', '-noreset']
         log('$ ' + ' '.join(cmd))
-        self.log_path = os.path.join(fx.tmp, 'xvfb%d.log' % n)
+        self.log_path = os.path.join(fx.tmp, 'xvfb%d.log' % Xvfb.started)
         self.proc = subprocess.Popen(cmd, env=tool_env(fx), stdin=subprocess.DEVNULL,
                                      stdout=open(self.log_path, 'wb'),
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, pass_fds=(wfd,))
+        os.close(wfd)
+        number = b''
         deadline = time.monotonic() + 15
-        while not os.path.exists(self.sock):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                fail('Xvfb %s did not start' % self.display)
-            time.sleep(0.05)
-        time.sleep(0.2)
+        with os.fdopen(rfd, 'rb', buffering=0) as r:
+            while not number.endswith(b'\n'):
+                ready, _, _ = select.select([r], [], [], max(0, deadline - time.monotonic()))
+                chunk = r.read(16) if ready else b''
+                if not chunk:
+                    fail('Xvfb did not start (%s)' % self.log_path)
+                number += chunk
+        n = int(number)
+        self.display = ':%d' % n
+        self.sock = '/tmp/.X11-unix/X%d' % n
+        log('  Xvfb on %s' % self.display)
 
     def env(self, env):
         env = dict(env)
