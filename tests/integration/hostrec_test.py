@@ -45,6 +45,9 @@ def programs(fx):
     bench = os.path.join(os.path.dirname(os.path.dirname(fx.args.bindir)), 'bench', 'gpu_bench')
     out = [
         ('vk_compute', [fx.prog('vk_compute')], False),
+        # (a required subgroup size, full subgroups, a specialization and
+        # pipeline robustness, as ggml makes its pipelines)
+        ('vk_chains', [fx.prog('vk_compute'), '--stage-chains'], False),
         ('vk_render', [fx.prog('vk_render')], False),
         ('vk_sync', [fx.prog('vk_sync')], False),
         ('vk_raytrace', [fx.prog('vk_raytrace')], False),
@@ -108,6 +111,14 @@ def compare_programs(fx, recorder, rules, direct_dir, gpud_dir):
         for want in ('vkCreateInstance', 'vkCreateDevice', 'vkAllocateMemory'):
             if want not in calls:
                 fail('%s: the record has no %s' % (name, want))
+        if name == 'vk_chains':
+            # the comparison sees the chains it is to compare
+            lines = [x for b in direct if b.call == 'vkCreateComputePipelines' for x in b.lines]
+            for want in ('.stage.flags = 0x2', '.stage.pSpecializationInfo.pMapEntries[0]',
+                         '<VkPipelineShaderStageRequiredSubgroupSizeCreateInfo>'
+                         '.requiredSubgroupSize', '<VkPipelineRobustnessCreateInfo>.storageBuffers'):
+                if not any(want in x for x in lines):
+                    fail('vk_chains: no %s in the pipeline the recorder saw' % want)
         problems = hc.compare(direct, through, rules, ordered=not threads)
         if problems:
             fail('%s: the host driver received what the program did not ask:\n%s' %

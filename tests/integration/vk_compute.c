@@ -20,6 +20,12 @@
  * recorded in a secondary command buffer run by vkCmdExecuteCommands. The
  * pipeline is created through a pipeline cache whose data is read back,
  * checked and fed to a second cache.
+ *
+ * --stage-chains makes the pipeline with what programs such as llama.cpp's
+ * ggml chain to theirs (its instance is then "vk_chains"): full subgroups
+ * of a required size (the device's largest), a specialization of a
+ * constant the shader does not use, and robust storage-buffer access
+ * through VK_EXT_pipeline_robustness; the results must be the same.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +89,7 @@ static void
 usage(void)
 {
    fprintf(stderr, "usage: vk_compute [--device NAME] [--iterations N] [--until FILE] "
-                   "[--print-ready] [--elements N]\n");
+                   "[--print-ready] [--elements N] [--stage-chains]\n");
    exit(1);
 }
 
@@ -94,6 +100,7 @@ main(int argc, char **argv)
    uint64_t iterations = 1;
    uint64_t count = 1u << 20;
    bool print_ready = false;
+   bool chains = false;
    const char *until = NULL;
    struct vkt_context ctx;
 
@@ -109,13 +116,24 @@ main(int argc, char **argv)
          print_ready = true;
       else if (!strcmp(argv[i], "--until") && i + 1 < argc)
          until = argv[++i];
+      else if (!strcmp(argv[i], "--stage-chains"))
+         chains = true;
       else
          usage();
    }
    if (count == 0 || count > UINT32_MAX / 4)
       vkt_fail("--elements must be between 1 and %u", UINT32_MAX / 4);
 
-   vkt_context_init(&ctx, "vk_compute", device_name, 0);
+   VkPhysicalDevicePipelineRobustnessFeaturesEXT robust_features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT,
+      .pipelineRobustness = VK_TRUE,
+   };
+   static const char *const robust_ext[] = {VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME};
+   if (chains)
+      vkt_context_init_ext(&ctx, "vk_chains", device_name, VKT_FEATURE_SUBGROUP_SIZE_CONTROL,
+                           robust_ext, 1, &robust_features);
+   else
+      vkt_context_init(&ctx, "vk_compute", device_name, 0);
    if (print_ready) {
       printf("READY\n");
       fflush(stdout);
@@ -211,7 +229,7 @@ main(int argc, char **argv)
       .pipelineStageCreationFeedbackCount = 1,
       .pPipelineStageCreationFeedbacks = &stage_feedback,
    };
-   const VkComputePipelineCreateInfo pipeline_info = {
+   VkComputePipelineCreateInfo pipeline_info = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
       .pNext = &feedback_info,
       .stage = {
@@ -222,6 +240,50 @@ main(int argc, char **argv)
       },
       .layout = layout,
    };
+   /* --stage-chains: what the stage and the pipeline chain */
+   VkPhysicalDeviceSubgroupSizeControlProperties subgroup_sizes = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES,
+   };
+   VkPhysicalDeviceProperties2 props2 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2,
+      .pNext = &subgroup_sizes,
+   };
+   VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required_size = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+   };
+   const uint32_t unused_constant = 7;
+   const VkSpecializationMapEntry spec_entry = {
+      .constantID = 7, .offset = 0, .size = sizeof(unused_constant),
+   };
+   const VkSpecializationInfo spec = {
+      .mapEntryCount = 1,
+      .pMapEntries = &spec_entry,
+      .dataSize = sizeof(unused_constant),
+      .pData = &unused_constant,
+   };
+   VkPipelineRobustnessCreateInfoEXT robustness = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT,
+      .pNext = pipeline_info.pNext,
+      .storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_EXT,
+      .uniformBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT,
+      .vertexInputs = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT,
+      .images = VK_PIPELINE_ROBUSTNESS_IMAGE_BEHAVIOR_DEVICE_DEFAULT_EXT,
+   };
+   if (chains) {
+      vkGetPhysicalDeviceProperties2(ctx.physical_device, &props2);
+      if (!(subgroup_sizes.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) ||
+          !subgroup_sizes.maxSubgroupSize || LOCAL_SIZE % subgroup_sizes.maxSubgroupSize)
+         vkt_fail("no required subgroup size for a compute stage of %u invocations "
+                  "(stages 0x%x, largest size %u)", LOCAL_SIZE,
+                  subgroup_sizes.requiredSubgroupSizeStages, subgroup_sizes.maxSubgroupSize);
+      required_size.requiredSubgroupSize = subgroup_sizes.maxSubgroupSize;
+      pipeline_info.stage.pNext = &required_size;
+      pipeline_info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+      pipeline_info.stage.pSpecializationInfo = &spec;
+      pipeline_info.pNext = &robustness;
+      printf("    stage chains: full subgroups of %u, a specialization, robust storage "
+             "buffers\n", required_size.requiredSubgroupSize);
+   }
    const VkPipelineCacheCreateInfo cache_info = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
    };

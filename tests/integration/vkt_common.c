@@ -265,6 +265,9 @@ check_features(VkPhysicalDevice pdev, uint32_t features)
       vkt_fail("device lacks the hostQueryReset feature");
    if ((features & VKT_FEATURE_PIPELINE_CACHE_CONTROL) && !f13.pipelineCreationCacheControl)
       vkt_fail("device lacks the pipelineCreationCacheControl feature");
+   if ((features & VKT_FEATURE_SUBGROUP_SIZE_CONTROL) &&
+       (!f13.subgroupSizeControl || !f13.computeFullSubgroups))
+      vkt_fail("device lacks the subgroupSizeControl or computeFullSubgroups feature");
 }
 
 /*
@@ -317,6 +320,8 @@ static const struct feature_struct {
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_IMAGE_COPY_FEATURES_EXT,
                   VkPhysicalDeviceHostImageCopyFeaturesEXT, hostImageCopy),
 #endif
+   FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT,
+                  VkPhysicalDevicePipelineRobustnessFeaturesEXT, pipelineRobustness),
    FEATURE_STRUCT(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
                   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR, pipelineExecutableInfo),
 #ifdef VK_EXT_shader_object
@@ -495,6 +500,8 @@ context_init_device(struct vkt_context *ctx, VkInstance instance,
       .dynamicRendering = !!(features & VKT_FEATURE_DYNAMIC_RENDERING),
       .synchronization2 = !!(features & VKT_FEATURE_SYNCHRONIZATION2),
       .pipelineCreationCacheControl = !!(features & VKT_FEATURE_PIPELINE_CACHE_CONTROL),
+      .subgroupSizeControl = !!(features & VKT_FEATURE_SUBGROUP_SIZE_CONTROL),
+      .computeFullSubgroups = !!(features & VKT_FEATURE_SUBGROUP_SIZE_CONTROL),
    };
    VkPhysicalDeviceVulkan12Features f12 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,

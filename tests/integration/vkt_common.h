@@ -24,6 +24,8 @@ enum vkt_feature {
    VKT_FEATURE_BUFFER_DEVICE_ADDRESS = 1u << 4,
    VKT_FEATURE_HOST_QUERY_RESET = 1u << 5,
    VKT_FEATURE_PIPELINE_CACHE_CONTROL = 1u << 6,
+   /* subgroupSizeControl and computeFullSubgroups */
+   VKT_FEATURE_SUBGROUP_SIZE_CONTROL = 1u << 7,
 };
 
 struct vkt_context {
