@@ -16,6 +16,10 @@
  * the mapping and reads it back after vkUnmapMemory2 and a second mapping;
  * with VK_KHR_pipeline_executable_properties it prints a compute pipeline's
  * executables, statistics and internal representations (a hash of each).
+ * Where the device offers them, the properties compute programs choose
+ * their kernels by (llama.cpp's ggml: the multiprocessor count, the
+ * cooperative-matrix shapes and limits), asked for in one chain behind the
+ * core ones, as ggml asks.
  *
  *   vk_props [--device NAME]
  */
@@ -252,6 +256,109 @@ executables(VkInstance instance, VkPhysicalDevice pdev)
 }
 #endif
 
+/* The extension properties compute programs tune their kernels by, each
+ * where the device offers its extension, all in one chain behind the core
+ * structures as ggml asks for them (Vulkan 1.1's structure beside the
+ * subgroup one, which the specification does not allow and drivers answer
+ * all the same); then the cooperative-matrix shapes. */
+static void
+tuning_properties(VkInstance instance, VkPhysicalDevice pdev)
+{
+   VkPhysicalDeviceSubgroupProperties subgroup = {
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+   VkPhysicalDeviceVulkan11Properties p11 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES,
+                                             &subgroup};
+   VkPhysicalDeviceVulkan12Properties p12 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES,
+                                             &p11};
+   VkPhysicalDeviceProperties2 props = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &p12};
+   VkBaseOutStructure *last = (VkBaseOutStructure *)&subgroup;
+#define CHAIN(ext, type, stype)                                                   \
+   type ext##_props = {.sType = stype};                                          \
+   const bool ext##_on = vkt_device_has_extension(pdev, #ext);                   \
+   if (ext##_on) {                                                                \
+      last->pNext = (VkBaseOutStructure *)&ext##_props;                          \
+      last = (VkBaseOutStructure *)&ext##_props;                                 \
+   }
+#ifdef VK_NV_shader_sm_builtins
+   CHAIN(VK_NV_shader_sm_builtins, VkPhysicalDeviceShaderSMBuiltinsPropertiesNV,
+         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV)
+#endif
+#ifdef VK_AMD_shader_core_properties2
+   CHAIN(VK_AMD_shader_core_properties2, VkPhysicalDeviceShaderCoreProperties2AMD,
+         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD)
+#endif
+#ifdef VK_KHR_cooperative_matrix
+   CHAIN(VK_KHR_cooperative_matrix, VkPhysicalDeviceCooperativeMatrixPropertiesKHR,
+         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR)
+#endif
+#ifdef VK_NV_cooperative_matrix2
+   CHAIN(VK_NV_cooperative_matrix2, VkPhysicalDeviceCooperativeMatrix2PropertiesNV,
+         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV)
+#endif
+#undef CHAIN
+   vkGetPhysicalDeviceProperties2(pdev, &props);
+   hex("VkPhysicalDeviceSubgroupProperties (chained)", &subgroup, sizeof(subgroup));
+#ifdef VK_NV_shader_sm_builtins
+   if (VK_NV_shader_sm_builtins_on)
+      hex("VkPhysicalDeviceShaderSMBuiltinsPropertiesNV", &VK_NV_shader_sm_builtins_props,
+          sizeof(VK_NV_shader_sm_builtins_props));
+#endif
+#ifdef VK_AMD_shader_core_properties2
+   if (VK_AMD_shader_core_properties2_on)
+      hex("VkPhysicalDeviceShaderCoreProperties2AMD", &VK_AMD_shader_core_properties2_props,
+          sizeof(VK_AMD_shader_core_properties2_props));
+#endif
+#ifdef VK_KHR_cooperative_matrix
+   if (VK_KHR_cooperative_matrix_on) {
+      hex("VkPhysicalDeviceCooperativeMatrixPropertiesKHR", &VK_KHR_cooperative_matrix_props,
+          sizeof(VK_KHR_cooperative_matrix_props));
+      PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR get =
+         (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)vkGetInstanceProcAddr(
+            instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+      uint32_t n = 0;
+      if (get && get(pdev, &n, NULL) == VK_SUCCESS && n) {
+         VkCooperativeMatrixPropertiesKHR *m = calloc(n, sizeof(*m));
+         if (!m)
+            vkt_fail("out of memory");
+         for (uint32_t i = 0; i < n; i++)
+            m[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+         VKT_CHECK(get(pdev, &n, m));
+         for (uint32_t i = 0; i < n; i++) {
+            char name[64];
+            snprintf(name, sizeof(name), "VkCooperativeMatrixPropertiesKHR[%u]", i);
+            hex(name, &m[i], sizeof(m[i]));
+         }
+         free(m);
+      }
+   }
+#endif
+#ifdef VK_NV_cooperative_matrix2
+   if (VK_NV_cooperative_matrix2_on) {
+      hex("VkPhysicalDeviceCooperativeMatrix2PropertiesNV", &VK_NV_cooperative_matrix2_props,
+          sizeof(VK_NV_cooperative_matrix2_props));
+      PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV get =
+         (PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)
+            vkGetInstanceProcAddr(instance,
+                                  "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+      uint32_t n = 0;
+      if (get && get(pdev, &n, NULL) == VK_SUCCESS && n) {
+         VkCooperativeMatrixFlexibleDimensionsPropertiesNV *m = calloc(n, sizeof(*m));
+         if (!m)
+            vkt_fail("out of memory");
+         for (uint32_t i = 0; i < n; i++)
+            m[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
+         VKT_CHECK(get(pdev, &n, m));
+         for (uint32_t i = 0; i < n; i++) {
+            char name[80];
+            snprintf(name, sizeof(name), "VkCooperativeMatrixFlexibleDimensionsPropertiesNV[%u]", i);
+            hex(name, &m[i], sizeof(m[i]));
+         }
+         free(m);
+      }
+   }
+#endif
+}
+
 int
 main(int argc, char **argv)
 {
@@ -365,6 +472,7 @@ main(int argc, char **argv)
    if (is14)
       map_memory2(instance, pdev);
 #endif
+   tuning_properties(instance, pdev);
 #ifdef VK_KHR_pipeline_executable_properties
    executables(instance, pdev);
 #endif
