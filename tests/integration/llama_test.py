@@ -132,8 +132,11 @@ def llama_models_and_ops(fx, llama, cache):
             fail('test-llama-archs: the %s model does not compute through gpud what it '
                  'computes on the CPU: %s' % (cells[2], row))
         configs.add(cells[2])
-    if rc != 0 or configs != {'Dense', 'MoE'} or not re.search(
-            r'^Summary: all \d+ test\(s\) passed', text, re.M):
+    # (its exit status says whether all passed; its summary line, which
+    # llama.cpp's log thread writes, was once missing from a run on a
+    # loaded machine that exited 0 with every row OK)
+    if rc != 0 or configs != {'Dense', 'MoE'} or re.search(
+            r'^Summary: (no tests|\d+ test\(s\) executed, \d+ failed)', text, re.M):
         fail('test-llama-archs: exit %d, models %s\n%s' %
              (rc, sorted(configs), gt.indent(text[-4000:])))
     fx.check_daemon()
