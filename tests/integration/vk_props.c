@@ -41,6 +41,32 @@ hex(const char *name, const void *s, size_t size)
    printf("\n");
 }
 
+/* n output structures of size bytes for the two-call idiom's second call,
+ * each with its sType (room for one where n is 0). */
+static void *
+out_array(uint32_t n, size_t size, VkStructureType stype)
+{
+   unsigned char *a = calloc(n + 1, size);
+   if (!a)
+      vkt_fail("out of memory");
+   for (uint32_t i = 0; i < n; i++)
+      ((VkBaseOutStructure *)(a + i * size))->sType = stype;
+   return a;
+}
+
+#if defined(VK_KHR_cooperative_matrix) || defined(VK_NV_cooperative_matrix2)
+/* Each of n structures of size bytes as hex, named NAME[i]. */
+static void
+hex_each(const char *name, const void *a, uint32_t n, size_t size)
+{
+   for (uint32_t i = 0; i < n; i++) {
+      char label[96];
+      snprintf(label, sizeof(label), "%s[%u]", name, i);
+      hex(label, (const unsigned char *)a + i * size, size);
+   }
+}
+#endif
+
 #ifdef VK_VERSION_1_4
 static void
 print_layouts(const char *owner, const char *what, uint32_t count, const VkImageLayout *layouts)
@@ -183,11 +209,8 @@ executables(VkInstance instance, VkPhysicalDevice pdev)
    };
    uint32_t n = 0;
    VKT_CHECK(get_props(ctx.device, &pinfo, &n, NULL));
-   VkPipelineExecutablePropertiesKHR *props = calloc(n + 1, sizeof(*props));
-   if (!props)
-      vkt_fail("out of memory");
-   for (uint32_t i = 0; i < n; i++)
-      props[i].sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR;
+   VkPipelineExecutablePropertiesKHR *props =
+      out_array(n, sizeof(*props), VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR);
    VKT_CHECK(get_props(ctx.device, &pinfo, &n, props));
    printf("pipeline executables: %u\n", n);
    for (uint32_t e = 0; e < n; e++) {
@@ -200,11 +223,8 @@ executables(VkInstance instance, VkPhysicalDevice pdev)
       };
       uint32_t ns = 0;
       VKT_CHECK(get_stats(ctx.device, &einfo, &ns, NULL));
-      VkPipelineExecutableStatisticKHR *stats = calloc(ns + 1, sizeof(*stats));
-      if (!stats)
-         vkt_fail("out of memory");
-      for (uint32_t i = 0; i < ns; i++)
-         stats[i].sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR;
+      VkPipelineExecutableStatisticKHR *stats =
+         out_array(ns, sizeof(*stats), VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR);
       VKT_CHECK(get_stats(ctx.device, &einfo, &ns, stats));
       for (uint32_t i = 0; i < ns; i++) {
          printf("executable %u statistic %s: ", e, stats[i].name);
@@ -227,11 +247,8 @@ executables(VkInstance instance, VkPhysicalDevice pdev)
       /* the internal representations: counts, then sizes, then the data */
       uint32_t nr = 0;
       VKT_CHECK(get_irs(ctx.device, &einfo, &nr, NULL));
-      VkPipelineExecutableInternalRepresentationKHR *irs = calloc(nr + 1, sizeof(*irs));
-      if (!irs)
-         vkt_fail("out of memory");
-      for (uint32_t i = 0; i < nr; i++)
-         irs[i].sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR;
+      VkPipelineExecutableInternalRepresentationKHR *irs = out_array(
+         nr, sizeof(*irs), VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR);
       VKT_CHECK(get_irs(ctx.device, &einfo, &nr, irs));
       for (uint32_t i = 0; i < nr; i++) {
          irs[i].pData = malloc(irs[i].dataSize + 1);
@@ -317,17 +334,10 @@ tuning_properties(VkInstance instance, VkPhysicalDevice pdev)
             instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
       uint32_t n = 0;
       if (get && get(pdev, &n, NULL) == VK_SUCCESS && n) {
-         VkCooperativeMatrixPropertiesKHR *m = calloc(n, sizeof(*m));
-         if (!m)
-            vkt_fail("out of memory");
-         for (uint32_t i = 0; i < n; i++)
-            m[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+         VkCooperativeMatrixPropertiesKHR *m =
+            out_array(n, sizeof(*m), VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR);
          VKT_CHECK(get(pdev, &n, m));
-         for (uint32_t i = 0; i < n; i++) {
-            char name[64];
-            snprintf(name, sizeof(name), "VkCooperativeMatrixPropertiesKHR[%u]", i);
-            hex(name, &m[i], sizeof(m[i]));
-         }
+         hex_each("VkCooperativeMatrixPropertiesKHR", m, n, sizeof(*m));
          free(m);
       }
    }
@@ -342,17 +352,10 @@ tuning_properties(VkInstance instance, VkPhysicalDevice pdev)
                                   "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
       uint32_t n = 0;
       if (get && get(pdev, &n, NULL) == VK_SUCCESS && n) {
-         VkCooperativeMatrixFlexibleDimensionsPropertiesNV *m = calloc(n, sizeof(*m));
-         if (!m)
-            vkt_fail("out of memory");
-         for (uint32_t i = 0; i < n; i++)
-            m[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV;
+         VkCooperativeMatrixFlexibleDimensionsPropertiesNV *m = out_array(
+            n, sizeof(*m), VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV);
          VKT_CHECK(get(pdev, &n, m));
-         for (uint32_t i = 0; i < n; i++) {
-            char name[80];
-            snprintf(name, sizeof(name), "VkCooperativeMatrixFlexibleDimensionsPropertiesNV[%u]", i);
-            hex(name, &m[i], sizeof(m[i]));
-         }
+         hex_each("VkCooperativeMatrixFlexibleDimensionsPropertiesNV", m, n, sizeof(*m));
          free(m);
       }
    }
