@@ -856,6 +856,17 @@ DEBUGNAMES_MANY = (['dbgnames-event-%02d' % i for i in range(18, 31)] +
                    ['dbgnames-event-%02d' % i for i in range(31, 41)])
 
 
+def status_until(fx, settled, timeout=3.0):
+    """`gpudctl status --json` asked again every 0.2 s until settled(status)
+    holds or timeout seconds have passed; the last status."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = fx.gpudctl_status()
+        if settled(status) or time.monotonic() > deadline:
+            return status
+        time.sleep(0.2)
+
+
 def debugnames_check(status, pid):
     """None when the client pid's names in status are what vk_debugnames
     leaves before READY; else what is wrong."""
@@ -926,13 +937,8 @@ def test_debugnames(fx):
         # Names travel asynchronously, but the program's last call before
         # READY (vkDeviceWaitIdle) answered after them: no waiting needed.
         # A few tries all the same, so a failure says what it saw.
-        deadline = time.monotonic() + 3
-        while True:
-            status = fx.gpudctl_status()
-            wrong = debugnames_check(status, p.pid)
-            if not wrong or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        status = status_until(fx, lambda st: not debugnames_check(st, p.pid))
+        wrong = debugnames_check(status, p.pid)
         mine = [c for c in status['clients'] if c['pid'] == p.pid]
         log('names in gpudctl status: %s' %
             json.dumps(mine[0].get('names') if mine else None))
@@ -962,13 +968,11 @@ def test_debugnames(fx):
         # (the names reach the server's status asynchronously: a few tries,
         # as above, where tests beside this one keep the CPUs busy)
         want = [('event', name) for name in DEBUGNAMES_MANY]
-        deadline = time.monotonic() + 3
-        while True:
-            mine = [c for c in fx.gpudctl_status()['clients'] if c['pid'] == p.pid]
-            got = [(n['type'], n['name']) for n in (mine[0]['names'] if mine else [])]
-            if got == want or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+
+        def names(status):
+            mine = [c for c in status['clients'] if c['pid'] == p.pid]
+            return [(n['type'], n['name']) for n in (mine[0]['names'] if mine else [])]
+        got = names(status_until(fx, lambda st: names(st) == want))
         if got != want:
             fail('after naming 41 events and destroying one, gpudctl status '
                  'lists (type, name):\n  %r\nnot the 24 newest live, newest '
