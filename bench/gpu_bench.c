@@ -11,7 +11,10 @@
  *
  * Jobs: three compute shaders (bench/shaders/gpu_*.comp), each as one
  * dispatch, as 16 dispatches with a barrier between each two and as 16
- * without, and the ALU-bound one once more at a tenth of the length:
+ * without, and the ALU-bound one once more at a tenth of the length; and
+ * 256 short ALU dispatches with barriers in 16 submissions (a command
+ * buffer each, one vkQueueSubmit each, as a compute program submits its
+ * graph in batches), the last one fenced, or every one:
  *
  *   alu  an integer hash, `rounds` rounds, its result written once at the
  *        end (a dispatch of 4096 workgroups of 64)
@@ -27,7 +30,7 @@
  * command, to the end of the wait), and gpud / direct.  Both sides must
  * compute the same bytes.
  *
- *   gpu_bench [--direct-only] [--stats] [--ms N | --fixed N] [--reps N] [--only alu,mem,mix]
+ *   gpu_bench [--direct-only] [--stats] [--ms N | --fixed N] [--reps N] [--only alu,mem,mix,subs]
  *
  * --fixed N gives every job N rounds (alu) or passes (mem, mix), with no
  * calibration and no warm-up: the same calls on every run, for comparing
@@ -53,6 +56,8 @@
 #define MEM_ELEMENTS_GPU (64u << 20) /* 256 MiB a buffer */
 #define MEM_ELEMENTS_CPU (1u << 20)
 #define MAX_REPS 64
+#define SUBMITS 16   /* the batched jobs' submissions */
+#define BATCHED 256  /* and their dispatches */
 
 struct push {
    uint32_t rounds;
@@ -70,6 +75,8 @@ struct job {
    uint32_t dispatches;
    bool barriers;
    uint32_t tenths;        /* of --ms */
+   uint32_t submits;       /* 0: one */
+   bool fence_each;        /* a fence on every submission, not the last alone */
    struct push push;       /* calibrated on the direct driver */
 };
 
@@ -83,8 +90,8 @@ struct side {
    VkDescriptorSet set;
    VkPipelineLayout layout;
    VkPipeline pipelines[SHADER_COUNT];
-   VkCommandBuffer cmd;
-   VkFence fence;
+   VkCommandBuffer cmds[SUBMITS];
+   VkFence fences[SUBMITS];
    VkQueryPool timestamps;
    bool stats;
 };
@@ -205,11 +212,12 @@ side_init(struct side *s, VkInstance instance, VkPhysicalDevice pdev, bool stats
       .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
       .commandPool = ctx->cmd_pool,
       .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-      .commandBufferCount = 1,
+      .commandBufferCount = SUBMITS,
    };
-   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, &s->cmd));
+   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &alloc, s->cmds));
    const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-   VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &s->fence));
+   for (uint32_t i = 0; i < SUBMITS; i++)
+      VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &s->fences[i]));
    const VkQueryPoolCreateInfo query_info = {
       .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
       .queryType = VK_QUERY_TYPE_TIMESTAMP,
@@ -283,8 +291,9 @@ side_finish(struct side *s)
 {
    const VkDevice dev = s->ctx.device;
    vkDestroyQueryPool(dev, s->timestamps, NULL);
-   vkDestroyFence(dev, s->fence, NULL);
-   vkFreeCommandBuffers(dev, s->ctx.cmd_pool, 1, &s->cmd);
+   for (uint32_t i = 0; i < SUBMITS; i++)
+      vkDestroyFence(dev, s->fences[i], NULL);
+   vkFreeCommandBuffers(dev, s->ctx.cmd_pool, SUBMITS, s->cmds);
    for (uint32_t i = 0; i < SHADER_COUNT; i++)
       vkDestroyPipeline(dev, s->pipelines[i], NULL);
    vkDestroyPipelineLayout(dev, s->layout, NULL);
@@ -295,52 +304,80 @@ side_finish(struct side *s)
    vkt_context_finish_device(&s->ctx);
 }
 
+static uint32_t
+job_submits(const struct job *j)
+{
+   return j->submits ? j->submits : 1;
+}
+
+static void
+compute_barrier(VkCommandBuffer cmd)
+{
+   const VkMemoryBarrier barrier = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+      .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+      .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+   };
+   vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0, NULL);
+}
+
+/* The job's dispatches in its command buffers, evenly; each batch after the
+ * first waits for the one before (a barrier at its start), as its work
+ * would depend on it. */
 static void
 record(struct side *s, const struct job *j)
 {
-   VkCommandBuffer cmd = s->cmd;
+   const uint32_t n = job_submits(j), per = j->dispatches / n;
    const VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-   VKT_CHECK(vkResetCommandBuffer(cmd, 0));
-   VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
-   vkCmdResetQueryPool(cmd, s->timestamps, 0, 2);
-   vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->timestamps, 0);
-   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipelines[j->shader]);
-   vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->layout, 0, 1, &s->set, 0,
-                           NULL);
-   for (uint32_t i = 0; i < j->dispatches; i++) {
-      struct push p = j->push;
-      p.seed = i;
-      vkCmdPushConstants(cmd, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(p), &p);
-      vkCmdDispatch(cmd, GROUPS, 1, 1);
-      if (j->barriers && i + 1 < j->dispatches) {
-         const VkMemoryBarrier barrier = {
-            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-            .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
-         };
-         vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &barrier, 0, NULL, 0,
-                              NULL);
+   for (uint32_t b = 0; b < n; b++) {
+      VkCommandBuffer cmd = s->cmds[b];
+      VKT_CHECK(vkResetCommandBuffer(cmd, 0));
+      VKT_CHECK(vkBeginCommandBuffer(cmd, &begin));
+      if (b == 0) {
+         vkCmdResetQueryPool(cmd, s->timestamps, 0, 2);
+         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s->timestamps, 0);
+      } else if (j->barriers) {
+         compute_barrier(cmd);
       }
+      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->pipelines[j->shader]);
+      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s->layout, 0, 1, &s->set,
+                              0, NULL);
+      for (uint32_t i = b * per; i < (b + 1) * per; i++) {
+         struct push p = j->push;
+         p.seed = i;
+         vkCmdPushConstants(cmd, s->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(p), &p);
+         vkCmdDispatch(cmd, GROUPS, 1, 1);
+         if (j->barriers && i + 1 < (b + 1) * per)
+            compute_barrier(cmd);
+      }
+      if (b + 1 == n)
+         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->timestamps, 1);
+      VKT_CHECK(vkEndCommandBuffer(cmd));
    }
-   vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->timestamps, 1);
-   VKT_CHECK(vkEndCommandBuffer(cmd));
 }
 
-/* Submits the recorded job and waits: the wall time from the submit. */
+/* Submits the recorded job, a vkQueueSubmit a command buffer, and waits:
+ * the wall time from the first submit. */
 static uint64_t
-submit_wait(struct side *s)
+submit_wait(struct side *s, const struct job *j)
 {
-   const VkSubmitInfo submit = {
-      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-      .commandBufferCount = 1,
-      .pCommandBuffers = &s->cmd,
-   };
+   const uint32_t n = job_submits(j);
    uint64_t t0 = vkt_now_ns();
-   VKT_CHECK(vkQueueSubmit(s->ctx.queue, 1, &submit, s->fence));
-   VKT_CHECK(vkWaitForFences(s->ctx.device, 1, &s->fence, VK_TRUE, 600000000000ull));
+   for (uint32_t b = 0; b < n; b++) {
+      const VkSubmitInfo submit = {
+         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+         .commandBufferCount = 1,
+         .pCommandBuffers = &s->cmds[b],
+      };
+      const bool fenced = b + 1 == n || j->fence_each;
+      VKT_CHECK(vkQueueSubmit(s->ctx.queue, 1, &submit, fenced ? s->fences[b] : VK_NULL_HANDLE));
+   }
+   const uint32_t first = j->fence_each ? 0 : n - 1;
+   VKT_CHECK(vkWaitForFences(s->ctx.device, n - first, &s->fences[first], VK_TRUE,
+                             600000000000ull));
    uint64_t t = vkt_now_ns() - t0;
-   VKT_CHECK(vkResetFences(s->ctx.device, 1, &s->fence));
+   VKT_CHECK(vkResetFences(s->ctx.device, n - first, &s->fences[first]));
    return t;
 }
 
@@ -374,8 +411,8 @@ calibrate(struct side *s, struct job *j, double want_ns)
    uint32_t *knob = j->shader == ALU ? &j->push.rounds : &j->push.passes;
    for (;;) {
       record(s, j);
-      submit_wait(s);
-      submit_wait(s); /* (the first of a pipeline may cost more) */
+      submit_wait(s, j);
+      submit_wait(s, j); /* (the first of a pipeline may cost more) */
       uint64_t t = gpu_ns(s);
       if (t >= want_ns * 0.9 || *knob >= (1u << 24))
          break;
@@ -425,17 +462,17 @@ measure(struct side *s, const struct job *j, struct sample *out, uint32_t rep)
 {
    uint64_t t0 = vkt_now_ns();
    record(s, j);
-   submit_wait(s);
+   submit_wait(s, j);
    out->wall_first[rep] = vkt_now_ns() - t0;
    out->gpu_first[rep] = gpu_ns(s);
-   out->wall_again[rep] = submit_wait(s);
+   out->wall_again[rep] = submit_wait(s, j);
    out->gpu_again[rep] = gpu_ns(s);
 }
 
 static void
 usage(void)
 {
-   fprintf(stderr, "usage: gpu_bench [--direct-only] [--stats] [--ms N | --fixed N] [--reps N] [--only alu,mem,mix]\n");
+   fprintf(stderr, "usage: gpu_bench [--direct-only] [--stats] [--ms N | --fixed N] [--reps N] [--only alu,mem,mix,subs]\n");
    exit(2);
 }
 
@@ -519,8 +556,12 @@ main(int argc, char **argv)
       if (sh == ALU)
          jobs[n_jobs++] = (struct job){sh, 1, false, 1};
    }
+   if (!only || strstr(only, "subs")) {
+      jobs[n_jobs++] = (struct job){ALU, BATCHED, true, 10, SUBMITS, false};
+      jobs[n_jobs++] = (struct job){ALU, BATCHED, true, 10, SUBMITS, true};
+   }
 
-   printf("\n%-26s %-12s %10s %10s %8s\n", "job", "what", "direct", "gpud", "ratio");
+   printf("\n%-34s %-12s %10s %10s %8s\n", "job", "what", "direct", "gpud", "ratio");
    for (uint32_t k = 0; k < n_jobs; k++) {
       struct job *j = &jobs[k];
       if (fixed) {
@@ -533,7 +574,7 @@ main(int argc, char **argv)
       for (uint32_t i = 0; i < n_sides && !fixed; i++) {
          record(&sides[i], j);
          for (uint64_t start = vkt_now_ns(); vkt_now_ns() - start < 300000000ull;)
-            submit_wait(&sides[i]);
+            submit_wait(&sides[i], j);
       }
       struct sample samples[2];
       for (uint32_t rep = 0; rep < reps; rep++) {
@@ -544,9 +585,10 @@ main(int argc, char **argv)
          vkt_fail("job %s x%u: gpud computed other bytes than the driver directly",
                   shader_names[j->shader], j->dispatches);
       char name[64];
-      snprintf(name, sizeof(name), "%s x%u%s%s", shader_names[j->shader], j->dispatches,
+      snprintf(name, sizeof(name), "%s x%u%s%s%s", shader_names[j->shader], j->dispatches,
                j->dispatches > 1 ? (j->barriers ? " barriers" : " no barriers") : "",
-               j->tenths != 10 ? " short" : "");
+               j->tenths != 10 ? " short" : "",
+               !j->submits ? "" : j->fence_each ? " in 16, fenced" : " in 16");
       const struct {
          const char *what;
          uint64_t *direct, *gpud;
@@ -559,11 +601,11 @@ main(int argc, char **argv)
       for (uint32_t row = 0; row < VKT_ARRAY_SIZE(rows); row++) {
          double d = median_ms(rows[row].direct, reps);
          if (direct_only) {
-            printf("%-26s %-12s %9.3fms\n", row ? "" : name, rows[row].what, d);
+            printf("%-34s %-12s %9.3fms\n", row ? "" : name, rows[row].what, d);
             continue;
          }
          double g = median_ms(rows[row].gpud, reps);
-         printf("%-26s %-12s %9.3fms %9.3fms %7.3fx\n", row ? "" : name, rows[row].what, d, g,
+         printf("%-34s %-12s %9.3fms %9.3fms %7.3fx\n", row ? "" : name, rows[row].what, d, g,
                 d > 0 ? g / d : 0);
       }
       fflush(stdout);
