@@ -262,10 +262,15 @@ def pipelines_of(fx, uid, program):
 
 
 def user_bytes(fx, uid):
+    """The blocks a user's cache takes (a worker may be renaming a file
+    into place or trimming one away as it is counted)."""
     total = 0
     for root, _, files in os.walk(os.path.join(fx.cache_dir, 'users', str(uid))):
         for f in files:
-            total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            try:
+                total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            except FileNotFoundError:
+                pass
     return total
 
 
