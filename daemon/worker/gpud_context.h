@@ -128,6 +128,9 @@ struct gpud_context {
    struct util_list object_list; /* struct gpud_object, in creation order */
    uint64_t n_objects;
    uint64_t memory_bytes;
+   /* devices with submissions of the worker's own on their way
+    * (gpud_queue_submit_own) */
+   struct gpud_device_track *own_devices;
 
    /* blocking waits running on threads of their own (gpud_wait.c) */
    pthread_mutex_t wait_mutex;

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpud_gen.h"
 #include "gpud_limits.h"
 #include "util_macros.h"
 #include "util_memfd.h"
@@ -189,6 +190,8 @@ struct gpud_queue_track {
    bool timing_ratio_known;
    uint64_t gpu_ns;
    uint64_t last_done_ns;
+   /* the last of the worker's own submissions (gpud_queue_submit_own) */
+   uint64_t own_seq;
    /* what the last submission each command buffer began took */
    struct track_expect {
       uint64_t key, ns;
@@ -210,8 +213,14 @@ struct gpud_device_track {
    const struct gpud_host_dispatch *disp;
    pthread_mutex_t mutex;
    pthread_cond_t cond;
+   pthread_cond_t retired; /* a queue's completed count moved, or lost */
    pthread_t thread;
    bool started, stop, lost;
+   /* a queue has a submission of the worker's own in flight; the device
+    * is on its context's own_devices */
+   atomic_bool own_pending;
+   bool own_listed;
+   struct gpud_device_track *own_next;
    _Atomic uint64_t submissions; /* tracked so far: what the idle poll watches */
    /* the page's `settled`: submissions run (each tracked, or done at once),
     * those tracked that are not yet on the page, and whether one went to
@@ -547,6 +556,8 @@ collect(struct gpud_device_track *t)
          q->count--;
          changed = true;
       }
+      if (changed && atomic_load_explicit(&t->own_pending, memory_order_relaxed))
+         pthread_cond_broadcast(&t->retired);
       /* idle once the last submission is done (one that went untracked
        * after the last tracked one keeps it busy until the next is done) */
       if (changed && q->completed == q->submitted) {
@@ -744,6 +755,7 @@ tracker_thread(void *data)
       pthread_mutex_lock(&t->mutex);
       if (r == VK_ERROR_DEVICE_LOST) {
          t->lost = true; /* nothing completes any more: stop watching */
+         pthread_cond_broadcast(&t->retired);
          page_lost(t);
          uncharge_all(t);
          /* a fault, as when a call the application waits for says so (the
@@ -793,6 +805,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    util_spin_window_init(&t->window, t->poll_ns, t->poll_ns ? GPUD_COMMAND_SPIN_MAX_NS : 0);
    pthread_mutex_init(&t->mutex, NULL);
    pthread_cond_init(&t->cond, NULL);
+   pthread_cond_init(&t->retired, NULL);
    util_list_init(&t->queues);
    util_list_init(&t->pools);
    device->dtrack = t;
@@ -916,7 +929,7 @@ track_begin(struct gpud_device_track *t, struct gpud_queue_track *q, struct trac
 static void
 track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence,
           bool submitted, bool fence_used, const struct gpud_object *app_fence,
-          struct track_gather *g, int timing, uint64_t began_ns)
+          struct track_gather *g, int timing, uint64_t began_ns, bool counted)
 {
    pthread_mutex_lock(&t->mutex);
    uint64_t now = util_now_ns();
@@ -949,7 +962,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       tracked_app = false;
       q->count++;
       t->unpublished++;
-      t->processed++;
+      t->processed += counted;
       atomic_fetch_add(&t->submissions, 1);
       if (!t->started)
          t->started = pthread_create(&t->thread, NULL, tracker_thread, t) == 0;
@@ -975,7 +988,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       if (submitted)
          t->unsettled = true;
       else
-         t->processed++;
+         t->processed += counted;
       settle(t);
    }
    /* a slot no entry took is free again, unless the host has its command
@@ -1007,6 +1020,12 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    struct gpud_device_track *t = device->dtrack;
    if (!t)
       return;
+   for (struct gpud_device_track **p = &ctx->own_devices; *p; p = &(*p)->own_next) {
+      if (*p == t) {
+         *p = t->own_next;
+         break;
+      }
+   }
    pthread_mutex_lock(&t->mutex);
    t->stop = true;
    pthread_cond_signal(&t->cond);
@@ -1056,6 +1075,7 @@ gpud_queue_track_device_end(struct gpud_context *ctx, struct gpud_object *device
    }
    pthread_mutex_destroy(&t->mutex);
    pthread_cond_destroy(&t->cond);
+   pthread_cond_destroy(&t->retired);
    free(t->free_fences);
    free(t);
    device->dtrack = NULL;
@@ -1357,6 +1377,9 @@ fence_in_place_off(void)
          a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence) \
                   : NULL;                                                                   \
       struct track_gather g = {0};                                                          \
+      /* after the worker's own copies on other queues (gpud_queue_submit_own) */          \
+      if (dt)                                                                               \
+         gpud_queue_own_wait(queue->device, queue);                                         \
       /* copies the worker makes itself (gpud_transfer.c) */                               \
       if (q && cpu_##cmd(call, a))                                                          \
          return;                                                                            \
@@ -1411,7 +1434,7 @@ fence_in_place_off(void)
          gpud_sched_dropped(call->ctx->sched); /* nothing charges it at its end */         \
       if (t) {                                                                              \
          track_end(t, q, fence, a->ret == VK_SUCCESS, used, app_fence, &g, timing,          \
-                   began_ns);                                                               \
+                   began_ns, true);                                                         \
       } else {                                                                              \
          if (app_fence)                                                                     \
             gpud_queue_fence_ask((struct gpud_object *)app_fence);                          \
@@ -1528,6 +1551,134 @@ gpud_queue_ran(struct gpud_object *queue, struct gpud_object *app_fence, bool su
    pthread_mutex_lock(&t->mutex);
    copies_done(t, queue->track, app_fence, submission, ns);
    pthread_mutex_unlock(&t->mutex);
+}
+
+/* ---- the worker's own submissions --------------------------------------- */
+
+VkResult
+gpud_queue_submit_own(struct gpud_call *call, struct gpud_object *queue, VkCommandBuffer cb,
+                      struct gpud_object *app_fence, bool counted, uint64_t *ret_seq)
+{
+   struct gpud_queue_track *q = queue->track;
+   struct gpud_device_track *t = queue->device ? queue->device->dtrack : NULL;
+   if (!q || !t || (app_fence && !app_fence->fence_tracked) ||
+       gpud_context_inject_delay_ns(t->ctx))
+      return VK_NOT_READY;
+   /* what the worker wrote on other queues first (as for the
+    * application's submissions) */
+   gpud_queue_own_wait(queue->device, queue);
+   gpud_sched_admit(call->ctx->sched);
+   struct track_gather g = {0};
+   int timing;
+   VkCommandBuffer unused[2];
+   VkFence fence = track_begin(t, q, &g, false, &timing, &unused[0], &unused[1]);
+   if (!fence) {
+      gpud_sched_dropped(call->ctx->sched);
+      return VK_NOT_READY; /* (nothing to undo) */
+   }
+   const VkSubmitInfo si = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &cb,
+   };
+   uint64_t began = util_now_ns();
+   VkResult r = t->disp->QueueSubmit(q->queue, 1, &si, fence);
+   bool ok = r == VK_SUCCESS;
+   track_end(t, q, fence, ok, ok, app_fence, &g, -1, began, ok && counted);
+   if (!ok) {
+      gpud_sched_dropped(call->ctx->sched);
+      return r;
+   }
+   pthread_mutex_lock(&t->mutex);
+   *ret_seq = q->own_seq = q->submitted;
+   atomic_store(&t->own_pending, true);
+   pthread_mutex_unlock(&t->mutex);
+   if (!t->own_listed) {
+      t->own_listed = true;
+      t->own_next = call->ctx->own_devices;
+      call->ctx->own_devices = t;
+   }
+   return VK_SUCCESS;
+}
+
+bool
+gpud_queue_done(struct gpud_object *queue, uint64_t seq)
+{
+   struct gpud_device_track *t = queue->device ? queue->device->dtrack : NULL;
+   if (!t || !queue->track)
+      return true;
+   pthread_mutex_lock(&t->mutex);
+   bool done = queue->track->completed >= seq || t->lost;
+   pthread_mutex_unlock(&t->mutex);
+   return done;
+}
+
+void
+gpud_queue_own_wait(struct gpud_object *device, const struct gpud_object *except)
+{
+   struct gpud_device_track *t = device ? device->dtrack : NULL;
+   if (!t || !atomic_load_explicit(&t->own_pending, memory_order_acquire))
+      return;
+   const struct gpud_queue_track *skip = except ? except->track : NULL;
+   pthread_mutex_lock(&t->mutex);
+   bool left = false;
+   struct gpud_queue_track *q;
+   util_list_for_each(q, &t->queues, link) {
+      if (q == skip) {
+         left |= q->own_seq > q->completed;
+         continue;
+      }
+      /* (in slices: a device lost elsewhere, a client leaving) */
+      while (q->own_seq > q->completed && !t->lost && !t->stop && !atomic_load(&device->lost) &&
+             !atomic_load(&t->ctx->closing)) {
+         struct timespec ts;
+         clock_gettime(CLOCK_REALTIME, &ts);
+         ts.tv_nsec += 1000000;
+         if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+         }
+         pthread_cond_timedwait(&t->retired, &t->mutex, &ts);
+      }
+   }
+   atomic_store(&t->own_pending, left);
+   pthread_mutex_unlock(&t->mutex);
+}
+
+bool
+gpud_queue_own_unaffected(uint32_t op)
+{
+   if (op < WIRE_OP_COUNT && gpud_gen_replay_concurrent[op])
+      return true;
+   switch (op) {
+   case WIRE_OP_vkQueueSubmit:
+   case WIRE_OP_vkQueueSubmit2:
+   case WIRE_OP_vkQueueUploadGPUD:
+      return true; /* (they wait for what they must themselves) */
+   case WIRE_OP_vkResetCommandPool:
+   case WIRE_OP_vkResetCommandBuffer:
+   case WIRE_OP_vkAllocateCommandBuffers:
+   case WIRE_OP_vkFreeCommandBuffers:
+   case WIRE_OP_vkResetDescriptorPool:
+   case WIRE_OP_vkFreeDescriptorSets:
+   case WIRE_OP_vkWaitForFences:
+   case WIRE_OP_vkGetFenceStatus:
+      return true; /* the application's command buffers, sets and fences */
+   default:
+      return false;
+   }
+}
+
+void
+gpud_queue_own_settle(struct gpud_context *ctx)
+{
+   while (ctx->own_devices) {
+      struct gpud_device_track *t = ctx->own_devices;
+      ctx->own_devices = t->own_next;
+      t->own_next = NULL;
+      t->own_listed = false;
+      gpud_queue_own_wait(t->device, NULL);
+   }
 }
 
 /* ---- the completion page ------------------------------------------------ */

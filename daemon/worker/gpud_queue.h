@@ -53,6 +53,30 @@ bool gpud_queue_run_idle(struct gpud_object *queue, struct gpud_object *app_fenc
  * worker on the GPU and waited for): the same counts, for ns. */
 void gpud_queue_ran(struct gpud_object *queue, struct gpud_object *app_fence, bool submission,
                     uint64_t ns);
+/* A command buffer of the worker's own (copies the ICD sent, written on the
+ * GPU) submitted to the queue as one of its submissions, tracked as the
+ * application's are: app_fence (tracked on the page, or NULL) is raised
+ * there when it is done; counted: the ICD counts it among its submissions
+ * (the page's `settled`).  The command buffer must end in a barrier of all
+ * memory: later submissions to the same queue see its writes through it;
+ * those to other queues wait for it (gpud_queue_own_wait), and so does every
+ * other command that could see them (gpud_queue_own_settle).  VK_SUCCESS:
+ * on its way, *ret_seq its number on the queue (gpud_queue_done);
+ * VK_NOT_READY: it cannot be tracked, nothing went; else the host's error. */
+VkResult gpud_queue_submit_own(struct gpud_call *call, struct gpud_object *queue,
+                               VkCommandBuffer cb, struct gpud_object *app_fence, bool counted,
+                               uint64_t *ret_seq);
+bool gpud_queue_done(struct gpud_object *queue, uint64_t seq);
+/* Waits until the worker's own submissions on the device's queues but
+ * except's (NULL: all) are done (or the device lost, or the client gone). */
+void gpud_queue_own_wait(struct gpud_object *device, const struct gpud_object *except);
+/* The same on every device of the context, by its decoding thread, before
+ * a command that could see what they write: every command but submissions
+ * (which wait as they must), those that run beside replay lanes
+ * (REPLAY_CONCURRENT in the generator) and those of the application's
+ * command buffers, descriptor sets and fences (gpud_queue_own_unaffected). */
+void gpud_queue_own_settle(struct gpud_context *ctx);
+bool gpud_queue_own_unaffected(uint32_t op);
 /* An event or a query pool destroyed (before the host destroys it: the
  * tracker reads it). */
 void gpud_queue_event_gone(struct gpud_object *event);

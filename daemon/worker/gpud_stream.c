@@ -14,6 +14,7 @@
 #include "gpud_call.h"
 #include "gpud_compile.h"
 #include "gpud_inject.h"
+#include "gpud_queue.h"
 #include "gpud_replay.h"
 #include "util_time.h"
 #include "wire_gen.h"
@@ -61,6 +62,9 @@ gpud_stream_process(struct gpud_context *ctx, const uint8_t *data, size_t size, 
          gpud_compile_reap(ctx);
       }
       gpud_replay_order(ctx->replay, h.op, data + sizeof(h), h.size - sizeof(h));
+      /* the worker's own copies on the GPU, before what could see them */
+      if (ctx->own_devices && !gpud_queue_own_unaffected(h.op))
+         gpud_queue_own_settle(ctx);
       gpud_call_prepare(call, data, h.size);
       call->dec.fds = fds;
       call->dec.n_fds = n_fds;

@@ -295,13 +295,22 @@ gpud_transfer_submit2(struct gpud_call *call, struct wire_args_vkQueueSubmit2 *a
 /* The time the ICD may say its copies took, at most. */
 #define UPLOAD_MAX_ICD_NS (1000ull * 1000 * 1000)
 
+/* A command buffer for copies the ICD sent, with its own pool (reset whole)
+ * and fence (the way without the tracker); in flight on queue as its
+ * submission seq (gpud_queue_submit_own) until that is done. */
 struct gpud_upload {
    struct gpud_upload *next;
    uint32_t family;
    VkCommandPool pool;
    VkCommandBuffer cb;
    VkFence fence;
+   struct gpud_object *queue; /* NULL: free */
+   uint64_t seq;
 };
+
+/* Command buffers a device keeps for them at most: beyond, the next waits
+ * for those in flight. */
+#define UPLOAD_SLOTS 8u
 
 struct upload_run {
    struct run r;
@@ -327,12 +336,30 @@ upload_cpu(void *data)
    return true;
 }
 
+static bool
+upload_free(struct gpud_upload *u)
+{
+   if (u->queue && gpud_queue_done(u->queue, u->seq))
+      u->queue = NULL;
+   return !u->queue;
+}
+
+/* A free command buffer of the family's, made where none is. */
 static struct gpud_upload *
 upload_of(struct run *r, struct gpud_object *device, uint32_t family)
 {
-   for (struct gpud_upload *u = device->upload; u; u = u->next) {
-      if (u->family == family)
+   unsigned n = 0;
+   for (struct gpud_upload *u = device->upload; u; u = u->next, n++) {
+      if (u->family == family && upload_free(u))
          return u;
+   }
+   if (n >= UPLOAD_SLOTS) {
+      /* every one in flight: once they are done, the first of the family */
+      gpud_queue_own_wait(device, NULL);
+      for (struct gpud_upload *u = device->upload; u; u = u->next) {
+         if (u->family == family && upload_free(u))
+            return u;
+      }
    }
    const struct gpud_host_dispatch *d = r->disp;
    if (!d->CreateCommandPool || !d->AllocateCommandBuffers || !d->CreateFence ||
@@ -388,16 +415,25 @@ gpud_transfer_device_end(struct gpud_object *device)
  * the host says they are done or the device lost, or the client leaves. */
 #define UPLOAD_WAIT_NS (1000ull * 1000 * 1000)
 
+enum upload_way {
+   UPLOAD_FAILED,
+   UPLOAD_TRACKED, /* on its way, counted by the queue's tracker */
+   UPLOAD_WAITED,  /* done (no tracker: waited for) */
+};
+
 /* The copies on the GPU, after everything submitted to the queue before
- * and before everything after (barriers of all memory on both sides), and
- * waited for: when the worker runs the next command they are done. */
-static bool
-upload_gpu(struct upload_run *u, struct gpud_object *queue)
+ * and before everything after (barriers of all memory on both sides): as
+ * one of the queue's tracked submissions, which raises app_fence when it is
+ * done and holds back what could see them on other queues
+ * (gpud_queue_submit_own), or, where the queue has no tracker, waited for. */
+static enum upload_way
+upload_gpu(struct upload_run *u, struct gpud_object *queue, struct gpud_object *app_fence,
+           bool counted)
 {
    const struct gpud_host_dispatch *d = u->r.disp;
    struct gpud_upload *up = upload_of(&u->r, queue->device, queue->queue_family);
    if (!up)
-      return false;
+      return UPLOAD_FAILED;
    const VkCommandBufferBeginInfo bi = {
       .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
@@ -409,7 +445,7 @@ upload_gpu(struct upload_run *u, struct gpud_object *queue)
    };
    if (d->ResetCommandPool(u->r.dev, up->pool, 0) != VK_SUCCESS ||
        d->BeginCommandBuffer(up->cb, &bi) != VK_SUCCESS)
-      return false;
+      return UPLOAD_FAILED;
    d->CmdPipelineBarrier(up->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                          VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
    for (uint32_t i = 0; i < u->a->regionCount; i++) {
@@ -423,13 +459,22 @@ upload_gpu(struct upload_run *u, struct gpud_object *queue)
    d->CmdPipelineBarrier(up->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                          VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
    if (d->EndCommandBuffer(up->cb) != VK_SUCCESS)
-      return false;
+      return UPLOAD_FAILED;
+   uint64_t seq = 0;
+   VkResult res = gpud_queue_submit_own(u->r.call, queue, up->cb, app_fence, counted, &seq);
+   if (res == VK_SUCCESS) {
+      up->queue = queue;
+      up->seq = seq;
+      return UPLOAD_TRACKED;
+   }
+   if (res != VK_NOT_READY)
+      return UPLOAD_FAILED;
    const VkSubmitInfo si = {
       .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
       .commandBufferCount = 1,
       .pCommandBuffers = &up->cb,
    };
-   VkResult res = d->QueueSubmit(u->a->queue, 1, &si, up->fence);
+   res = d->QueueSubmit(u->a->queue, 1, &si, up->fence);
    if (res == VK_SUCCESS) {
       /* (the queue may wait behind another queue's long work) */
       do
@@ -438,7 +483,7 @@ upload_gpu(struct upload_run *u, struct gpud_object *queue)
    }
    if (res == VK_SUCCESS)
       res = d->ResetFences(u->r.dev, 1, &up->fence);
-   return res == VK_SUCCESS;
+   return res == VK_SUCCESS ? UPLOAD_WAITED : UPLOAD_FAILED;
 }
 
 /* Copies the ICD took for made that the worker could not make: the
@@ -533,11 +578,13 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
       cpu = true; /* (counted with the ICD's time and the worker's) */
    } else {
       uint64_t began = util_now_ns();
-      if (!upload_gpu(&u, queue)) {
+      enum upload_way way = upload_gpu(&u, queue, app_fence, counted);
+      if (way == UPLOAD_FAILED) {
          upload_lost(call, queue->device, "on the GPU");
          return;
       }
-      gpud_queue_ran(queue, app_fence, counted, a->copyNs + (util_now_ns() - began));
+      if (way == UPLOAD_WAITED)
+         gpud_queue_ran(queue, app_fence, counted, a->copyNs + (util_now_ns() - began));
    }
    /* the host's fence stays unsignalled: the worker answers for it */
    if (tracked && a->signalled)
