@@ -306,7 +306,18 @@ struct gpud_upload {
    VkFence fence;
    struct gpud_object *queue; /* NULL: free */
    uint64_t seq;
+   /* for larger copies: a buffer in memory the host maps, copied from on
+    * the GPU (VK_NULL_HANDLE until one is that large) */
+   VkBuffer staging;
+   VkDeviceMemory staging_memory;
+   void *staging_map;
+   VkDeviceSize staging_size;
 };
+
+/* Copies of more bytes than this go through the command buffer's staging
+ * buffer (vkCmdCopyBuffer); fewer are written inline (vkCmdUpdateBuffer,
+ * which the NVIDIA driver runs slower for large ones). */
+#define UPLOAD_INLINE_BYTES (64u << 10)
 
 /* Command buffers a device keeps for them at most: beyond, the next waits
  * for those in flight. */
@@ -397,6 +408,82 @@ upload_of(struct run *r, struct gpud_object *device, uint32_t family)
    return u;
 }
 
+static void
+staging_free(const struct gpud_host_dispatch *d, VkDevice dev, struct gpud_upload *u)
+{
+   if (u->staging)
+      d->DestroyBuffer(dev, u->staging, NULL);
+   if (u->staging_memory)
+      d->FreeMemory(dev, u->staging_memory, NULL); /* (unmapped with it) */
+   u->staging = VK_NULL_HANDLE;
+   u->staging_memory = VK_NULL_HANDLE;
+   u->staging_map = NULL;
+   u->staging_size = 0;
+}
+
+/* The command buffer's staging buffer, of at least size bytes (made, or
+ * made larger, in whole MiB); false: none (the copies go inline). */
+static bool
+staging_of(struct run *r, struct gpud_upload *u, VkDeviceSize size)
+{
+   if (u->staging_size >= size)
+      return true;
+   const struct gpud_host_dispatch *d = r->disp;
+   if (!d->CreateBuffer || !d->GetBufferMemoryRequirements || !d->AllocateMemory ||
+       !d->BindBufferMemory || !d->MapMemory || !d->DestroyBuffer || !d->FreeMemory ||
+       !d->CmdCopyBuffer)
+      return false;
+   staging_free(d, r->dev, u);
+   size = (size + (1u << 20) - 1) & ~(VkDeviceSize)((1u << 20) - 1);
+   const VkBufferCreateInfo bi = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+      .size = size,
+      .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+      .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+   };
+   if (d->CreateBuffer(r->dev, &bi, NULL, &u->staging) != VK_SUCCESS) {
+      u->staging = VK_NULL_HANDLE;
+      return false;
+   }
+   VkMemoryRequirements req;
+   d->GetBufferMemoryRequirements(r->dev, u->staging, &req);
+   /* host memory the CPU writes through (coherent), device-local last */
+   const VkPhysicalDeviceMemoryProperties *m = &r->call->ctx->host->memory;
+   const VkMemoryPropertyFlags want =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+   uint32_t type = UINT32_MAX;
+   for (int pass = 0; pass < 2 && type == UINT32_MAX; pass++) {
+      for (uint32_t i = 0; i < m->memoryTypeCount && i < 32; i++) {
+         VkMemoryPropertyFlags f = m->memoryTypes[i].propertyFlags;
+         if ((req.memoryTypeBits & (1u << i)) && (f & want) == want &&
+             !(f & VK_MEMORY_PROPERTY_PROTECTED_BIT) &&
+             (pass || !(f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))) {
+            type = i;
+            break;
+         }
+      }
+   }
+   const VkMemoryAllocateInfo ai = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .allocationSize = req.size,
+      .memoryTypeIndex = type,
+   };
+   if (type == UINT32_MAX ||
+       d->AllocateMemory(r->dev, &ai, NULL, &u->staging_memory) != VK_SUCCESS) {
+      u->staging_memory = VK_NULL_HANDLE;
+      staging_free(d, r->dev, u);
+      return false;
+   }
+   if (d->BindBufferMemory(r->dev, u->staging, u->staging_memory, 0) != VK_SUCCESS ||
+       d->MapMemory(r->dev, u->staging_memory, 0, VK_WHOLE_SIZE, 0, &u->staging_map) !=
+          VK_SUCCESS) {
+      staging_free(d, r->dev, u);
+      return false;
+   }
+   u->staging_size = size;
+   return true;
+}
+
 void
 gpud_transfer_device_end(struct gpud_object *device)
 {
@@ -405,6 +492,7 @@ gpud_transfer_device_end(struct gpud_object *device)
    while (device->upload) {
       struct gpud_upload *u = device->upload;
       device->upload = u->next;
+      staging_free(d, dev, u);
       d->DestroyFence(dev, u->fence, NULL);
       d->DestroyCommandPool(dev, u->pool, NULL); /* (its command buffer with it) */
       free(u);
@@ -448,12 +536,21 @@ upload_gpu(struct upload_run *u, struct gpud_object *queue, struct gpud_object *
       return UPLOAD_FAILED;
    d->CmdPipelineBarrier(up->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                          VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
-   for (uint32_t i = 0; i < u->a->regionCount; i++) {
-      const VkBufferCopy *c = &u->a->pRegions[i];
-      for (VkDeviceSize at = 0; at < c->size; at += 65536) {
-         VkDeviceSize n = UTIL_MIN(c->size - at, 65536);
-         d->CmdUpdateBuffer(up->cb, u->a->pBuffers[i], c->dstOffset + at, n,
-                            (const uint8_t *)u->a->pData + c->srcOffset + at);
+   if (u->a->dataSize > UPLOAD_INLINE_BYTES && staging_of(&u->r, up, u->a->dataSize)) {
+      /* the bytes as sent, each region copied from where it is in them */
+      memcpy(up->staging_map, u->a->pData, u->a->dataSize);
+      for (uint32_t i = 0; i < u->a->regionCount; i++) {
+         const VkBufferCopy *c = &u->a->pRegions[i];
+         d->CmdCopyBuffer(up->cb, up->staging, u->a->pBuffers[i], 1, c);
+      }
+   } else {
+      for (uint32_t i = 0; i < u->a->regionCount; i++) {
+         const VkBufferCopy *c = &u->a->pRegions[i];
+         for (VkDeviceSize at = 0; at < c->size; at += 65536) {
+            VkDeviceSize n = UTIL_MIN(c->size - at, 65536);
+            d->CmdUpdateBuffer(up->cb, u->a->pBuffers[i], c->dstOffset + at, n,
+                               (const uint8_t *)u->a->pData + c->srcOffset + at);
+         }
       }
    }
    d->CmdPipelineBarrier(up->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
