@@ -413,7 +413,8 @@ calibrate(struct side *s, struct job *j, double want_ns)
       record(s, j);
       submit_wait(s, j);
       submit_wait(s, j); /* (the first of a pipeline may cost more) */
-      uint64_t t = gpu_ns(s);
+      /* (want_ns is a dispatch's share) */
+      uint64_t t = gpu_ns(s) / j->dispatches;
       if (t >= want_ns * 0.9 || *knob >= (1u << 24))
          break;
       double next = t ? *knob * want_ns / (double)t : *knob * 16.0;
