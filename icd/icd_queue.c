@@ -138,8 +138,10 @@ icd_vkCmdPipelineBarrier2(VkCommandBuffer commandBuffer, const VkDependencyInfo 
 /* GPUD_ICD_UPLOADS=off in the application's environment sends every
  * submission to the daemon (to compare); =worker (a build with test hooks)
  * sends the copies into memory the ICD maps to the worker too, as those
- * into device memory go. */
-enum upload_mode { UPLOAD_ON, UPLOAD_OFF, UPLOAD_WORKER };
+ * into device memory go; =device (the same) takes memory the application
+ * never mapped for device memory, as a GPU's is: copies into it are sent,
+ * uncounted, the fence signalled here, and copies from it go to the worker. */
+enum upload_mode { UPLOAD_ON, UPLOAD_OFF, UPLOAD_WORKER, UPLOAD_DEVICE };
 
 static enum upload_mode
 upload_mode(void)
@@ -154,10 +156,21 @@ upload_mode(void)
 #ifdef GPUD_TEST_HOOKS
       if (v && !strcmp(v, "worker"))
          m = UPLOAD_WORKER;
+      if (v && !strcmp(v, "device"))
+         m = UPLOAD_DEVICE;
 #endif
       atomic_store(&mode, m);
    }
    return (enum upload_mode)m;
+}
+
+/* Whether the ICD may read or write a copy's memory itself: memory it maps,
+ * but in the tests' "device" mode only where the application mapped it too
+ * (what it never mapped stands for device memory, as on a GPU). */
+static bool
+here_mappable(const struct icd_device_memory *m)
+{
+   return m->map && (upload_mode() != UPLOAD_DEVICE || m->prefaulted || m->placed);
 }
 
 /* Where a copy reads or writes (in memory the ICD maps), or NULL. */
@@ -200,14 +213,15 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
              d.memory->external)
             return false;
          struct upload_copy *u = &out[n++];
+         const bool dst_here = here_mappable(d.memory);
          *u = (struct upload_copy){
-            .src = mapped(&s, c->src_offset, c->size),
-            .dst = d.memory->map ? mapped(&d, c->dst_offset, c->size) : NULL,
+            .src = here_mappable(s.memory) ? mapped(&s, c->src_offset, c->size) : NULL,
+            .dst = dst_here ? mapped(&d, c->dst_offset, c->size) : NULL,
             .buffer = (VkBuffer)c->dst,
             .offset = c->dst_offset,
             .size = c->size,
          };
-         if (!u->src || (d.memory->map && !u->dst))
+         if (!u->src || (dst_here && !u->dst))
             return false;
          if (to_worker && u->dst && !((c->dst_offset | c->size) & 3)) {
             u->dst = NULL;

@@ -3584,7 +3584,9 @@ def test_transfer(fx):
     makes those it can itself when nothing is in flight (into the memory it
     maps, or sending the bytes for the worker to write into its own mapping
     or on the GPU), and the worker the others it can (each counted in the
-    worker's profile), with and without replay threads."""
+    worker's profile), with and without replay threads; with memory the
+    program never maps taken for device memory, the worker's writes on the
+    GPU, not waited for, come before whatever reads them."""
     vk_transfer = fx.prog('vk_transfer')
 
     def run_all(env, label, rounds='6'):
@@ -3620,6 +3622,9 @@ def test_transfer(fx):
         ({}, {}, icd, [8, 0, 0], '6'),
         ({'GPUD_ICD_UPLOADS': 'worker'}, {}, icd, [6, 6, 0], '2'),
         ({'GPUD_ICD_UPLOADS': 'worker'}, {'GPUD_TEST_UPLOAD': 'gpu'}, icd, [6, 6, 6], '2'),
+        # as on a GPU: memory the program never maps is device memory, the
+        # bytes written on the GPU behind fences the ICD signalled at once
+        ({'GPUD_ICD_UPLOADS': 'device'}, {'GPUD_TEST_UPLOAD': 'gpu'}, icd, [4, 4, 4], '2'),
         ({'GPUD_ICD_UPLOADS': 'off'}, {}, worker, [2], '2'),
     ]
     for threads in ([], ['--replay-threads', '2']):
