@@ -88,18 +88,22 @@ def check_progress(fx, pids, what):
 
 
 def steady(fx, pids):
-    """The clients once each is served and holds what it held 0.3 s before
-    (its allocations made)."""
+    """The clients once each is served, holds memory (every one of them
+    allocates some before its first frame) and holds what it held 0.3 and
+    0.6 s before (its allocations made: a client slowed by a busy machine
+    may be served a while before it allocates)."""
     deadline = time.monotonic() + 30
-    last = None
+    seen = []
     while True:
         now = clients_by_pid(fx.gpudctl_status())
-        if all(p in now and now[p]['commands'] for p in pids) and last and \
-                all(now[p]['memory_bytes'] == last[p]['memory_bytes'] for p in pids):
+        served = all(p in now and now[p]['commands'] and now[p]['memory_bytes'] for p in pids)
+        seen = (seen + [now])[-3:] if served else []
+        if len(seen) == 3 and all(s[p]['memory_bytes'] == now[p]['memory_bytes']
+                                  for s in seen for p in pids):
             return now
         if time.monotonic() > deadline:
-            fail('the clients are not served, or their memory keeps changing: %r' % now)
-        last = now if all(p in now for p in pids) else None
+            fail('the clients are not served, hold no memory, or their memory keeps '
+                 'changing: %r' % now)
         time.sleep(0.3)
 
 
