@@ -586,10 +586,12 @@ main(int argc, char **argv)
          vkt_fail("job %s x%u: gpud computed other bytes than the driver directly",
                   shader_names[j->shader], j->dispatches);
       char name[64];
+      char in[32] = "";
+      if (j->submits)
+         snprintf(in, sizeof(in), " in %u%s", j->submits, j->fence_each ? ", fenced" : "");
       snprintf(name, sizeof(name), "%s x%u%s%s%s", shader_names[j->shader], j->dispatches,
                j->dispatches > 1 ? (j->barriers ? " barriers" : " no barriers") : "",
-               j->tenths != 10 ? " short" : "",
-               !j->submits ? "" : j->fence_each ? " in 16, fenced" : " in 16");
+               j->tenths != 10 ? " short" : "", in);
       const struct {
          const char *what;
          uint64_t *direct, *gpud;

@@ -1631,14 +1631,8 @@ gpud_queue_own_wait(struct gpud_object *device, const struct gpud_object *except
       /* (in slices: a device lost elsewhere, a client leaving) */
       while (q->own_seq > q->completed && !t->lost && !t->stop && !atomic_load(&device->lost) &&
              !atomic_load(&t->ctx->closing)) {
-         struct timespec ts;
-         clock_gettime(CLOCK_REALTIME, &ts);
-         ts.tv_nsec += 1000000;
-         if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-         }
-         pthread_cond_timedwait(&t->retired, &t->mutex, &ts);
+         const struct timespec until = util_realtime_after(1000000);
+         pthread_cond_timedwait(&t->retired, &t->mutex, &until);
       }
    }
    atomic_store(&t->own_pending, left);

@@ -347,37 +347,42 @@ upload_cpu(void *data)
    return true;
 }
 
-static bool
-upload_free(struct gpud_upload *u)
+/* The device's first command buffer of the family that is not in flight
+ * (NULL: none); *ret_n how many the device has. */
+static struct gpud_upload *
+upload_free(struct gpud_object *device, uint32_t family, unsigned *ret_n)
 {
-   if (u->queue && gpud_queue_done(u->queue, u->seq))
-      u->queue = NULL;
-   return !u->queue;
+   *ret_n = 0;
+   for (struct gpud_upload *u = device->upload; u; u = u->next, (*ret_n)++) {
+      if (u->family != family)
+         continue;
+      if (u->queue && gpud_queue_done(u->queue, u->seq))
+         u->queue = NULL;
+      if (!u->queue)
+         return u;
+   }
+   return NULL;
 }
 
 /* A free command buffer of the family's, made where none is. */
 static struct gpud_upload *
 upload_of(struct run *r, struct gpud_object *device, uint32_t family)
 {
-   unsigned n = 0;
-   for (struct gpud_upload *u = device->upload; u; u = u->next, n++) {
-      if (u->family == family && upload_free(u))
-         return u;
-   }
-   if (n >= UPLOAD_SLOTS) {
+   unsigned n;
+   struct gpud_upload *u = upload_free(device, family, &n);
+   if (!u && n >= UPLOAD_SLOTS) {
       /* every one in flight: once they are done, the first of the family */
       gpud_queue_own_wait(device, NULL);
-      for (struct gpud_upload *u = device->upload; u; u = u->next) {
-         if (u->family == family && upload_free(u))
-            return u;
-      }
+      u = upload_free(device, family, &n);
    }
+   if (u)
+      return u;
    const struct gpud_host_dispatch *d = r->disp;
    if (!d->CreateCommandPool || !d->AllocateCommandBuffers || !d->CreateFence ||
        !d->CmdUpdateBuffer || !d->CmdPipelineBarrier || !d->WaitForFences || !d->ResetFences ||
        !d->ResetCommandPool || !d->DestroyCommandPool || !d->DestroyFence)
       return NULL;
-   struct gpud_upload *u = calloc(1, sizeof(*u));
+   u = calloc(1, sizeof(*u));
    if (!u)
       return NULL;
    u->family = family;
