@@ -240,6 +240,10 @@ struct icd_queue {
    VkFence idle_fence; /* vkQueueWaitIdle's own, on the completion page */
 };
 
+/* Slots of memory a device's larger copies made by the ICD go through
+ * (icd_queue.c). */
+#define ICD_UPLOAD_SLOTS 4u
+
 struct icd_device {
    struct icd_object base;
    struct icd_physical_device *physical_device;
@@ -275,6 +279,18 @@ struct icd_device {
    pthread_mutex_t buffers_mutex;
    struct icd_buffer_binding *buffers;
    uint32_t buffers_cap, buffers_n;
+   /* the copies the ICD makes (icd_queue.c): memory both processes map,
+    * which the worker copies larger ones from, a slot each with the fence
+    * the worker raises once it did (with upload_mutex) */
+   pthread_mutex_t upload_mutex;
+   struct icd_upload_slot {
+      VkBuffer buffer;
+      VkDeviceMemory memory;
+      VkFence done;
+      uint8_t *map;
+      VkDeviceSize size;
+   } upload_slots[ICD_UPLOAD_SLOTS];
+   bool upload_slots_failed;
 };
 
 /* Buffers (icd_buffer.c): their ids are their handles; the ICD keeps where
@@ -287,6 +303,10 @@ struct icd_buffer_binding {
 bool icd_buffer_binding(struct icd_device *dev, VkBuffer buffer,
                         struct icd_buffer_binding *ret);
 void icd_device_buffers_finish(struct icd_device *dev);
+
+/* The copies the ICD makes: the memory a device keeps for them, given
+ * back before the device is destroyed. */
+void icd_device_upload_finish(struct icd_device *dev);
 
 /* Host image copies: what a device keeps for them, freed with it. */
 void icd_device_hostcopy_finish(struct icd_device *dev);
@@ -335,6 +355,8 @@ void icd_fence_ask(VkFence fence);
 /* Whether the page answers for the fence; it signalled there, by the ICD
  * (a submission the ICD made itself: icd_queue.c). */
 bool icd_fence_here(VkFence fence);
+/* Whether a fence the page answers for is signalled there. */
+bool icd_fence_signalled_here(VkFence fence);
 void icd_fence_signal_here(VkFence fence);
 /* Its payload was imported or exported: asked about from now on. */
 void icd_fence_untrack(VkFence fence);

@@ -99,6 +99,7 @@ icd_vkDestroyDevice(VkDevice device, const VkAllocationCallbacks *pAllocator)
                                              (double)atomic_load(&dev->dbg_waits)
                                         : 0.0,
            atomic_load(&dev->submits), atomic_load(&dev->dbg_uploads));
+   icd_device_upload_finish(dev);
    icd_gen_vkDestroyDevice(device, pAllocator);
    /* the ICD's own part of it: its queues, page, tables */
    icd_handle_destroy(VK_OBJECT_TYPE_DEVICE, (uint64_t)(uintptr_t)device);

@@ -251,6 +251,14 @@ icd_fence_here(VkFence fence)
    return f && f->device && atomic_load(slot_of(f)) != GPUD_FENCE_ASK;
 }
 
+bool
+icd_fence_signalled_here(VkFence fence)
+{
+   const struct icd_fence *f = (const struct icd_fence *)fence;
+   return f && f->device &&
+          atomic_load(slot_of(f)) == gpud_fence_value(atomic_load(&f->generation), 1);
+}
+
 void
 icd_fence_signal_here(VkFence fence)
 {

@@ -54,6 +54,7 @@ icd_handle_create(struct icd_connection *conn, VkObjectType type, const void *pa
       pthread_mutex_init(&dev->mutex, NULL);
       pthread_mutex_init(&dev->hostcopy_mutex, NULL);
       pthread_mutex_init(&dev->buffers_mutex, NULL);
+      pthread_mutex_init(&dev->upload_mutex, NULL);
       return (uint64_t)(uintptr_t)dev;
    }
    case VK_OBJECT_TYPE_QUEUE: {
@@ -137,6 +138,7 @@ icd_handle_destroy(VkObjectType type, uint64_t handle)
       pthread_mutex_destroy(&dev->mutex);
       pthread_mutex_destroy(&dev->hostcopy_mutex);
       pthread_mutex_destroy(&dev->buffers_mutex);
+      pthread_mutex_destroy(&dev->upload_mutex);
       icd_object_free(dev);
       break;
    }

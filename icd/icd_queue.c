@@ -27,14 +27,23 @@
 #include <string.h>
 
 #include "util_macros.h"
+#include "util_memfd.h"
 #include "util_time.h"
 #include "util_trace.h"
 #include "wire_completion.h"
 #include "wire_copies.h"
 
-/* The bytes of device memory one submission may send (it waits for the GPU
- * beyond that). */
+/* The bytes of device memory one submission may send in its message (it
+ * waits for the GPU beyond that, where no slot of upload memory takes
+ * them). */
 #define UPLOAD_MAX_BYTES (256u << 10)
+/* More bytes than this, up to UPLOAD_SLOT_MAX, are written into a slot of
+ * the device's upload memory instead, which the worker copies them from on
+ * the GPU (or its CPU): one copy of them rather than three (into the
+ * message, out of the socket, into the worker's staging memory). */
+#define UPLOAD_INLINE_MAX (64u << 10)
+#define UPLOAD_SLOT_MAX (4u << 20)
+#define UPLOAD_SLOT_MIN (1u << 20)
 
 /* ---- what a recording copies ----------------------------------------------- */
 
@@ -133,15 +142,16 @@ icd_vkCmdPipelineBarrier2(VkCommandBuffer commandBuffer, const VkDependencyInfo 
 }
 #endif
 
-/* ---- making them ------------------------------------------------------------- */
+/* ---- which copies ------------------------------------------------------------- */
 
 /* GPUD_ICD_UPLOADS=off in the application's environment sends every
- * submission to the daemon (to compare); =worker (a build with test hooks)
+ * submission to the daemon (to compare); =inline sends every copy's bytes
+ * in its message, none through upload memory (to compare); =worker (a build with test hooks)
  * sends the copies into memory the ICD maps to the worker too, as those
  * into device memory go; =device (the same) takes memory the application
  * never mapped for device memory, as a GPU's is: copies into it are sent,
  * uncounted, the fence signalled here, and copies from it go to the worker. */
-enum upload_mode { UPLOAD_ON, UPLOAD_OFF, UPLOAD_WORKER, UPLOAD_DEVICE };
+enum upload_mode { UPLOAD_ON, UPLOAD_OFF, UPLOAD_INLINE, UPLOAD_WORKER, UPLOAD_DEVICE };
 
 static enum upload_mode
 upload_mode(void)
@@ -153,6 +163,8 @@ upload_mode(void)
       m = UPLOAD_ON;
       if (v && (!strcmp(v, "off") || !strcmp(v, "0")))
          m = UPLOAD_OFF;
+      if (v && !strcmp(v, "inline"))
+         m = UPLOAD_INLINE;
 #ifdef GPUD_TEST_HOOKS
       if (v && !strcmp(v, "worker"))
          m = UPLOAD_WORKER;
@@ -183,6 +195,154 @@ mapped(const struct icd_buffer_binding *b, VkDeviceSize offset, VkDeviceSize siz
       return NULL;
    return (uint8_t *)m->map + b->offset + offset;
 }
+
+/* ---- upload memory ------------------------------------------------------------- */
+
+static void
+upload_slot_free(struct icd_device *dev, struct icd_upload_slot *s)
+{
+   if (s->buffer)
+      icd_vkDestroyBuffer((VkDevice)dev, s->buffer, NULL);
+   if (s->memory)
+      icd_vkFreeMemory((VkDevice)dev, s->memory, NULL);
+   s->buffer = VK_NULL_HANDLE;
+   s->memory = VK_NULL_HANDLE;
+   s->map = NULL;
+   s->size = 0;
+}
+
+void
+icd_device_upload_finish(struct icd_device *dev)
+{
+   for (unsigned i = 0; i < ICD_UPLOAD_SLOTS; i++) {
+      struct icd_upload_slot *s = &dev->upload_slots[i];
+      upload_slot_free(dev, s);
+      if (s->done)
+         icd_vkDestroyFence((VkDevice)dev, s->done, NULL);
+      s->done = VK_NULL_HANDLE;
+   }
+}
+
+/* A memory type for upload memory: one the ICD maps (host-visible memory is
+ * a memfd both processes map) and need not flush, cached where there is
+ * one, device-local last. */
+static uint32_t
+upload_slot_type(struct icd_device *dev, uint32_t bits)
+{
+   VkPhysicalDeviceMemoryProperties m;
+   icd_vkGetPhysicalDeviceMemoryProperties((VkPhysicalDevice)dev->physical_device, &m);
+   const VkMemoryPropertyFlags want =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+   for (int pass = 0; pass < 3; pass++) {
+      for (uint32_t i = 0; i < m.memoryTypeCount && i < 32; i++) {
+         VkMemoryPropertyFlags f = m.memoryTypes[i].propertyFlags;
+         if (!(bits & (1u << i)) || (f & want) != want || (f & VK_MEMORY_PROPERTY_PROTECTED_BIT))
+            continue;
+         if (pass == 0 && (f & (VK_MEMORY_PROPERTY_HOST_CACHED_BIT |
+                                VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) !=
+                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+            continue;
+         if (pass == 1 && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+            continue;
+         return i;
+      }
+   }
+   return UINT32_MAX;
+}
+
+/* The slot's memory made anew, of at least size bytes. */
+static bool
+upload_slot_make(struct icd_device *dev, struct icd_upload_slot *s, VkDeviceSize size)
+{
+   VkDevice device = (VkDevice)dev;
+   upload_slot_free(dev, s);
+   VkDeviceSize want = UPLOAD_SLOT_MIN;
+   while (want < size)
+      want *= 2;
+   const VkBufferCreateInfo bi = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+      .size = want,
+      .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+      .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+   };
+   if (icd_vkCreateBuffer(device, &bi, NULL, &s->buffer) != VK_SUCCESS) {
+      s->buffer = VK_NULL_HANDLE;
+      return false;
+   }
+   VkMemoryRequirements req;
+   icd_vkGetBufferMemoryRequirements(device, s->buffer, &req);
+   const VkMemoryAllocateInfo ai = {
+      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+      .allocationSize = req.size,
+      .memoryTypeIndex = upload_slot_type(dev, req.memoryTypeBits),
+   };
+   if (ai.memoryTypeIndex == UINT32_MAX ||
+       icd_vkAllocateMemory(device, &ai, NULL, &s->memory) != VK_SUCCESS) {
+      s->memory = VK_NULL_HANDLE;
+      upload_slot_free(dev, s);
+      return false;
+   }
+   struct icd_device_memory *mem = (struct icd_device_memory *)s->memory;
+   if (!mem->map || mem->map_size < want ||
+       icd_vkBindBufferMemory(device, s->buffer, s->memory, 0) != VK_SUCCESS) {
+      upload_slot_free(dev, s);
+      return false;
+   }
+   /* (the host made the pages: into this process's tables now, not one
+    * fault a page in the application's submission) */
+   util_map_prefault(mem->map, (size_t)want);
+   s->map = mem->map;
+   s->size = want;
+   return true;
+}
+
+/* A slot of upload memory of at least size bytes that no copies are
+ * reading (its fence signalled), its fence reset; NULL: none. */
+static struct icd_upload_slot *
+upload_slot_take(struct icd_device *dev, VkDeviceSize size)
+{
+   VkDevice device = (VkDevice)dev;
+   struct icd_upload_slot *take = NULL;
+   pthread_mutex_lock(&dev->upload_mutex);
+   for (unsigned i = 0; i < ICD_UPLOAD_SLOTS && !dev->upload_slots_failed; i++) {
+      struct icd_upload_slot *s = &dev->upload_slots[i];
+      if (!s->done) {
+         const VkFenceCreateInfo fi = {
+            .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
+            .flags = VK_FENCE_CREATE_SIGNALED_BIT,
+         };
+         if (icd_vkCreateFence(device, &fi, NULL, &s->done) != VK_SUCCESS) {
+            s->done = VK_NULL_HANDLE;
+            dev->upload_slots_failed = true;
+            break;
+         }
+         if (!icd_fence_here(s->done)) {
+            /* (no slot on the page: it would be asked about) */
+            dev->upload_slots_failed = true;
+            break;
+         }
+      }
+      if (!icd_fence_signalled_here(s->done))
+         continue;
+      /* the first free one that is large enough, else the first free one */
+      if (s->size >= size) {
+         take = s;
+         break;
+      }
+      if (!take)
+         take = s;
+   }
+   if (take && take->size < size && !upload_slot_make(dev, take, size)) {
+      dev->upload_slots_failed = true;
+      take = NULL;
+   }
+   if (take && icd_vkResetFences(device, 1, &take->done) != VK_SUCCESS)
+      take = NULL;
+   pthread_mutex_unlock(&dev->upload_mutex);
+   return take;
+}
+
+/* ---- making them --------------------------------------------------------------- */
 
 struct upload_copy {
    const uint8_t *src;
@@ -229,7 +389,7 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
          }
          if (!u->dst) {
             /* what vkCmdUpdateBuffer takes (the worker may make it so) */
-            if ((c->dst_offset | c->size) & 3 || c->size > UPLOAD_MAX_BYTES - bytes)
+            if ((c->dst_offset | c->size) & 3 || c->size > UPLOAD_SLOT_MAX - bytes)
                return false;
             bytes += c->size;
          }
@@ -266,18 +426,27 @@ upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cb
     * for submissions the ICD would make, not every one) */
    if (icd_connection_gone(dev->base.conn))
       return false;
+   bool visible = false;
+   for (uint32_t i = 0; i < n; i++)
+      visible |= copies[i].visible;
+   /* larger ones through upload memory, where a slot is free (not for
+    * copies the worker raises the fence of: the tests') */
+   struct icd_upload_slot *slot =
+      bytes > UPLOAD_INLINE_MAX && !visible && upload_mode() != UPLOAD_INLINE
+         ? upload_slot_take(dev, bytes)
+         : NULL;
+   if (bytes > UPLOAD_MAX_BYTES && !slot)
+      return false;
    VkBuffer buffers[ICD_UPLOAD_MAX_COPIES];
    VkBufferCopy regions[ICD_UPLOAD_MAX_COPIES];
-   uint8_t *data = bytes ? malloc(bytes) : NULL;
+   uint8_t *data = slot ? slot->map : bytes ? malloc(bytes) : NULL;
    if (bytes && !data)
       return false;
    /* in the order recorded: a copy reads what the ones before it wrote */
    uint64_t began = util_now_ns();
    uint32_t k = 0, at = 0;
-   bool visible = false;
    for (uint32_t i = 0; i < n; i++) {
       const struct upload_copy *c = &copies[i];
-      visible |= c->visible;
       if (c->dst) {
          memmove(c->dst, c->src, c->size);
          continue;
@@ -299,10 +468,13 @@ upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cb
     * even with nothing for the worker to write: the queue counts the
     * submission and the time the copies took (gpudctl). */
    bool here = fence && !visible;
-   icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, at, data, counted, here,
+   icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, slot ? 0 : at,
+                             slot ? NULL : data, slot ? slot->buffer : VK_NULL_HANDLE,
+                             slot ? slot->done : VK_NULL_HANDLE, counted, here,
                              util_now_ns() - began);
    icd_connection_flush(dev->base.conn);
-   free(data);
+   if (!slot)
+      free(data);
    if (icd_debug & ICD_DEBUG_WAITS)
       atomic_fetch_add_explicit(&dev->dbg_uploads, 1, memory_order_relaxed);
    if (here)

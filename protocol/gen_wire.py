@@ -101,6 +101,8 @@ PRIVATE_COMMANDS = """
     <param len="regionCount">const <type>VkBufferCopy</type>* <name>pRegions</name></param>
     <param optional="true"><type>uint32_t</type> <name>dataSize</name></param>
     <param len="dataSize">const <type>void</type>* <name>pData</name></param>
+    <param optional="true"><type>VkBuffer</type> <name>srcBuffer</name></param>
+    <param optional="true"><type>VkFence</type> <name>doneFence</name></param>
     <param><type>VkBool32</type> <name>counted</name></param>
     <param><type>VkBool32</type> <name>signalled</name></param>
     <param><type>uint64_t</type> <name>copyNs</name></param>

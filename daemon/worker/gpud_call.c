@@ -294,6 +294,7 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->new_heap = 0;
    call->new_create_flags = 0;
    call->new_size = 0;
+   call->new_transfer_src = false;
    call->new_external = false;
    call->new_image_host_transfer = false;
    call->new_image_format = call->new_image_layers = call->new_image_levels = 0;

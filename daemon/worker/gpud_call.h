@@ -58,6 +58,7 @@ struct gpud_call {
     * pool's queries, and values per query) */
    uint32_t new_create_flags;
    uint64_t new_size;
+   bool new_transfer_src; /* a new buffer's usage has TRANSFER_SRC */
    /* a new image's, for host copies (usage has HOST_TRANSFER) */
    bool new_image_host_transfer;
    uint32_t new_image_format, new_image_layers, new_image_levels;

@@ -205,8 +205,10 @@ log_profile(struct gpud_context *ctx)
    if (p->icd_copies)
       gpud_context_log(ctx, UTIL_LOG_NOTICE,
                        "profile: %" PRIu64 " submissions of copies made by the ICD, %" PRIu64
-                       " with bytes for the worker to write, %" PRIu64 " of them on the GPU",
-                       p->icd_copies, p->icd_copies_sent, p->icd_copies_gpu);
+                       " with bytes for the worker to write, %" PRIu64 " of them on the GPU, %" PRIu64
+                       " from upload memory",
+                       p->icd_copies, p->icd_copies_sent, p->icd_copies_gpu,
+                       p->icd_copies_slot);
    uint64_t jobs, jobs_ns;
    gpud_compile_profile(ctx, &jobs, &jobs_ns);
    if (jobs)

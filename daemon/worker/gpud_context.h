@@ -93,8 +93,8 @@ struct gpud_profile {
    uint64_t track_fences_made, track_fences_ns;
    /* submissions of copies the ICD made itself (vkQueueUploadGPUD): all of
     * them, those that sent bytes for device memory, those the worker wrote
-    * on the GPU */
-   uint64_t icd_copies, icd_copies_sent, icd_copies_gpu;
+    * on the GPU, those whose bytes came in the ICD's upload memory */
+   uint64_t icd_copies, icd_copies_sent, icd_copies_gpu, icd_copies_slot;
 };
 
 struct gpud_context {

@@ -143,6 +143,7 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
    case VK_OBJECT_TYPE_BUFFER:
       obj->sparse = call->new_create_flags & VK_BUFFER_CREATE_SPARSE_BINDING_BIT;
       obj->size = call->new_size;
+      obj->buffer_transfer_src = call->new_transfer_src;
       obj->twin = call->new_twin;
       call->new_twin = 0;
       break;

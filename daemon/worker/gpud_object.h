@@ -71,6 +71,7 @@ struct gpud_object {
    bool bound;
    bool sparse;
    uint64_t size;                    /* buffers: their size */
+   bool buffer_transfer_src;         /* ... and whether copies may read them */
    /* images made for host copies (VK_IMAGE_USAGE_HOST_TRANSFER_BIT): what
     * sizes their regions (gpud_hostcopy.c) */
    bool image_host_transfer;

@@ -327,6 +327,7 @@ struct upload_run {
    struct run r;
    const struct wire_args_vkQueueUploadGPUD *a;
    struct gpud_object **bufs;
+   struct gpud_object *src; /* the ICD's upload memory (NULL: the bytes sent) */
 };
 
 /* The copies into memory the worker maps, once nothing is in flight. */
@@ -334,14 +335,18 @@ static bool
 upload_cpu(void *data)
 {
    struct upload_run *u = data;
+   const uint8_t *src = u->src ? object_bytes(&u->r, u->src, false) : u->a->pData;
+   if (!src)
+      return false;
    for (int pass = 0; pass < 2; pass++) {
       for (uint32_t i = 0; i < u->a->regionCount; i++) {
          const VkBufferCopy *c = &u->a->pRegions[i];
          uint8_t *dst = object_bytes(&u->r, u->bufs[i], true);
          if (!dst)
             return false;
+         /* (upload memory is the client's: it may be bound where dst is) */
          if (pass)
-            memcpy(dst + c->dstOffset, (const uint8_t *)u->a->pData + c->srcOffset, c->size);
+            memmove(dst + c->dstOffset, src + c->srcOffset, c->size);
       }
    }
    return true;
@@ -541,7 +546,11 @@ upload_gpu(struct upload_run *u, struct gpud_object *queue, struct gpud_object *
       return UPLOAD_FAILED;
    d->CmdPipelineBarrier(up->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                          VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
-   if (u->a->dataSize > UPLOAD_INLINE_BYTES && staging_of(&u->r, up, u->a->dataSize)) {
+   if (u->src) {
+      /* from the ICD's upload memory, where the ICD wrote the bytes */
+      for (uint32_t i = 0; i < u->a->regionCount; i++)
+         d->CmdCopyBuffer(up->cb, u->a->srcBuffer, u->a->pBuffers[i], 1, &u->a->pRegions[i]);
+   } else if (u->a->dataSize > UPLOAD_INLINE_BYTES && staging_of(&u->r, up, u->a->dataSize)) {
       /* the bytes as sent, each region copied from where it is in them */
       memcpy(up->staging_map, u->a->pData, u->a->dataSize);
       for (uint32_t i = 0; i < u->a->regionCount; i++) {
@@ -626,23 +635,47 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
    struct gpud_object *fence =
       a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence)
                : NULL;
-   if (!queue || !queue->device || (a->fence && !fence)) {
-      gpud_call_fail(call, "vkQueueUploadGPUD: no such queue or fence");
+   struct gpud_object *src =
+      a->srcBuffer
+         ? gpud_call_named(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)a->srcBuffer)
+         : NULL;
+   struct gpud_object *done =
+      a->doneFence
+         ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->doneFence)
+         : NULL;
+   if (!queue || !queue->device || (a->fence && !fence) || (a->srcBuffer && !src) ||
+       (a->doneFence && !done)) {
+      gpud_call_fail(call, "vkQueueUploadGPUD: no such queue, buffer or fence");
       return;
    }
    if (a->regionCount > UPLOAD_MAX_REGIONS || a->dataSize > UPLOAD_MAX_BYTES) {
       gpud_call_fail(call, "vkQueueUploadGPUD: too many copies");
       return;
    }
+   /* upload memory: a buffer to copy from, bound to memory the worker maps,
+    * instead of bytes; the fence raised once the copies are done is the
+    * ICD's own (the application's was signalled by the ICD) */
+   if (src && (src->device != queue->device || !src->bound || src->sparse ||
+               !src->buffer_transfer_src || !src->memory || !src->memory->map || a->dataSize)) {
+      gpud_call_fail(call, "vkQueueUploadGPUD: not upload memory");
+      return;
+   }
+   if (done && (done->device != queue->device || !done->fence_tracked || done->fence_external ||
+                (fence && !a->signalled))) {
+      gpud_call_fail(call, "vkQueueUploadGPUD: not a fence for the upload memory");
+      return;
+   }
+   const VkDeviceSize src_size = src ? src->size : a->dataSize;
    struct gpud_object *bufs[UPLOAD_MAX_REGIONS];
    for (uint32_t i = 0; i < a->regionCount; i++) {
       const VkBufferCopy *c = &a->pRegions[i];
       bufs[i] = gpud_call_named(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)a->pBuffers[i]);
       const struct gpud_object *b = bufs[i];
-      /* what vkCmdUpdateBuffer takes, inside the bytes sent and the buffer */
+      /* what vkCmdUpdateBuffer takes, inside the bytes sent (or the upload
+       * memory) and the buffer */
       if (!b || b->device != queue->device || !b->bound || b->sparse || !c->size ||
-          (c->dstOffset | c->size) & 3 || c->srcOffset > a->dataSize ||
-          c->size > a->dataSize - c->srcOffset || c->dstOffset > b->size ||
+          (c->dstOffset | c->size) & 3 || c->srcOffset > src_size ||
+          c->size > src_size - c->srcOffset || c->dstOffset > b->size ||
           c->size > b->size - c->dstOffset) {
          gpud_call_fail(call, "vkQueueUploadGPUD: a copy outside its buffer");
          return;
@@ -659,12 +692,13 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
          },
       .a = a,
       .bufs = bufs,
+      .src = src,
    };
    bool tracked = fence && fence->fence_tracked && !fence->fence_external;
    /* the fence the worker raises on the page: not one the ICD signalled
     * there (by now the application may have reset it, or destroyed it and
-    * given its slot to another) */
-   struct gpud_object *app_fence = tracked && !a->signalled ? fence : NULL;
+    * given its slot to another), but the upload memory's */
+   struct gpud_object *app_fence = tracked && !a->signalled ? fence : done;
    /* (counted: the ICD counts it among its submissions, and waits for the
     * page to count it before it reads the memory it writes) */
    bool counted = a->counted && a->regionCount;
@@ -696,6 +730,7 @@ gpud_exec_vkQueueUploadGPUD(struct gpud_call *call, struct wire_args_vkQueueUplo
       prof->icd_copies++;
       prof->icd_copies_sent += a->regionCount > 0;
       prof->icd_copies_gpu += a->regionCount > 0 && !cpu;
+      prof->icd_copies_slot += src != NULL;
    }
    /* a fence the page does not answer for is the host's to signal */
    if (fence && !tracked && call->disp->QueueSubmit(a->queue, 0, NULL, a->fence) != VK_SUCCESS)

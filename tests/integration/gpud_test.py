@@ -3573,7 +3573,7 @@ def test_record(fx):
     record_kill_mid_recording(fx, 'replay threads')
 
 
-TRANSFER_SUBTESTS = ['upload', 'racing', 'semaphore', 'fences', 'empty', 'queues']
+TRANSFER_SUBTESTS = ['upload', 'racing', 'semaphore', 'fences', 'empty', 'queues', 'burst']
 
 
 def test_transfer(fx):
@@ -3614,17 +3614,20 @@ def test_transfer(fx):
         return [int(x) for x in (last if isinstance(last, tuple) else (last,))]
 
     icd = r'profile: (\d+) submissions of copies made by the ICD, (\d+) with bytes for ' \
-          r'the worker to write, (\d+) of them on the GPU'
+          r'the worker to write, (\d+) of them on the GPU, (\d+) from upload memory'
     worker = r'profile: (\d+) submissions of copies made by the worker'
     # (ICD uploads, the daemon's environment, the profile line, its minimum
     # counts, rounds)
     modes = [
-        ({}, {}, icd, [8, 0, 0], '6'),
-        ({'GPUD_ICD_UPLOADS': 'worker'}, {}, icd, [6, 6, 0], '2'),
-        ({'GPUD_ICD_UPLOADS': 'worker'}, {'GPUD_TEST_UPLOAD': 'gpu'}, icd, [6, 6, 6], '2'),
+        ({}, {}, icd, [8, 0, 0, 0], '6'),
+        ({'GPUD_ICD_UPLOADS': 'worker'}, {}, icd, [6, 6, 0, 0], '2'),
+        ({'GPUD_ICD_UPLOADS': 'worker'}, {'GPUD_TEST_UPLOAD': 'gpu'}, icd, [6, 6, 6, 0], '2'),
         # as on a GPU: memory the program never maps is device memory, the
-        # bytes written on the GPU behind fences the ICD signalled at once
-        ({'GPUD_ICD_UPLOADS': 'device'}, {'GPUD_TEST_UPLOAD': 'gpu'}, icd, [4, 4, 4], '2'),
+        # bytes written behind fences the ICD signalled at once, the larger
+        # ones from its upload memory: on the GPU, not waited for; by the
+        # worker's CPU where nothing is in flight
+        ({'GPUD_ICD_UPLOADS': 'device'}, {'GPUD_TEST_UPLOAD': 'gpu'}, icd, [4, 4, 4, 8], '2'),
+        ({'GPUD_ICD_UPLOADS': 'device'}, {}, icd, [4, 4, 0, 8], '2'),
         ({'GPUD_ICD_UPLOADS': 'off'}, {}, worker, [2], '2'),
     ]
     for threads in ([], ['--replay-threads', '2']):

@@ -27,6 +27,11 @@
  *              fence, while nothing else is in flight (the ICD makes both
  *              itself then); one submit of no command buffers too
  *   queues     the same copies on every queue the device has
+ *   burst      ten uploads of 96 KiB to 1.25 MiB into one device buffer,
+ *              through one staging buffer refilled after each wait, on
+ *              the queues in turn, then one copy back of the whole (gpud's
+ *              ICD writes the larger ones into slots of memory it shares
+ *              with the worker, more of them than it has slots)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +183,52 @@ round_trip(struct state *s, VkQueue q, uint32_t round, const char *test)
    free_cmd(s, up, q);
    free_cmd(s, down, q);
    vkDestroyFence(s->ctx.device, f, NULL);
+}
+
+/* The burst's uploads, in uints. */
+static const uint32_t burst_sizes[] = {24u << 10, 64u << 10, 128u << 10, 96u << 10, 320u << 10,
+                                       64u << 10, 128u << 10, 24u << 10, 128u << 10, 128u << 10};
+#define BURST_STAGE (320u << 10)
+
+static void
+test_burst(struct state *s, uint32_t round)
+{
+   const VkBufferUsageFlags usage =
+      VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+   uint32_t total = 0;
+   for (size_t i = 0; i < VKT_ARRAY_SIZE(burst_sizes); i++)
+      total += burst_sizes[i];
+   struct vkt_buffer stage, dev, back;
+   vkt_buffer_create(&s->ctx, (VkDeviceSize)BURST_STAGE * 4, usage, true, &stage);
+   vkt_buffer_create(&s->ctx, (VkDeviceSize)total * 4, usage, false, &dev);
+   vkt_buffer_create(&s->ctx, (VkDeviceSize)total * 4, usage, true, &back);
+   VkFence f = fence_new(s);
+   VkCommandBuffer cmds[VKT_ARRAY_SIZE(burst_sizes)];
+   VkQueue qs[VKT_ARRAY_SIZE(burst_sizes)];
+   uint32_t at = 0;
+   for (size_t i = 0; i < VKT_ARRAY_SIZE(burst_sizes); i++) {
+      uint32_t *p = stage.map;
+      for (uint32_t k = 0; k < burst_sizes[i]; k++)
+         p[k] = pattern(at + k, round);
+      vkt_buffer_flush(&s->ctx, &stage);
+      qs[i] = s->queues[i % s->n_queues];
+      cmds[i] = submit_copy(s, qs[i], &stage, 0, &dev, at, burst_sizes[i], f, NULL);
+      wait(s, f);
+      VKT_CHECK(vkResetFences(s->ctx.device, 1, &f));
+      at += burst_sizes[i];
+   }
+   memset(back.map, 0, (size_t)total * 4);
+   vkt_buffer_flush(&s->ctx, &back);
+   VkCommandBuffer down = submit_copy(s, s->ctx.queue, &dev, 0, &back, 0, total, f, NULL);
+   wait(s, f);
+   check(s, "burst", &back, total, round);
+   for (size_t i = 0; i < VKT_ARRAY_SIZE(burst_sizes); i++)
+      free_cmd(s, cmds[i], qs[i]);
+   free_cmd(s, down, s->ctx.queue);
+   vkDestroyFence(s->ctx.device, f, NULL);
+   vkt_buffer_destroy(&s->ctx, &stage);
+   vkt_buffer_destroy(&s->ctx, &dev);
+   vkt_buffer_destroy(&s->ctx, &back);
 }
 
 /* The compute job: JOB_ROUNDS rounds of the hash over job_in into job_out,
@@ -579,6 +630,10 @@ main(int argc, char **argv)
          round_trip(&s, s.queues[q], rounds + r, "queues");
    }
    printf("vk_transfer: queues: OK: %u queue(s)\n", s.n_queues);
+   for (uint32_t r = 0; r < rounds; r++)
+      test_burst(&s, r);
+   printf("vk_transfer: burst: OK: %u rounds of %zu uploads\n", rounds,
+          VKT_ARRAY_SIZE(burst_sizes));
 
    VKT_CHECK(vkDeviceWaitIdle(s.ctx.device));
    if (s.n_queues > 1)
