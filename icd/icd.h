@@ -249,7 +249,7 @@ struct icd_device {
    struct icd_physical_device *physical_device;
    pthread_mutex_t mutex;
    struct icd_queue *queues;
-   /* the worker's completion page (icd_fence.c); NULL: fences are asked
+   /* the worker's completion page (icd_completion.c); NULL: fences are asked
     * about; fence slots in use, and each slot's next first generation
     * (with mutex) */
    struct gpud_completion_header *completion;
@@ -348,7 +348,22 @@ struct icd_query_pool {
    _Atomic uint32_t host_resets;
 };
 
+void icd_device_completion_init(struct icd_device *dev);
 void icd_device_completion_finish(struct icd_device *dev);
+/* Slots of the page's tables (with the device's mutex taken here): a free
+ * one of n, or -1; with a new tag (never 0) for what takes it; given back. */
+int icd_completion_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint, unsigned n);
+int icd_completion_tagged_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint,
+                                    unsigned n, uint32_t *tag);
+void icd_completion_slot_give(struct icd_device *dev, uint64_t *used, unsigned *hint, int slot);
+/* A fence's slot given back, the first generation of its next fence set. */
+void icd_completion_fence_slot_give(struct icd_device *dev, int slot, uint32_t next_generation);
+/* Waits on the page until reached(what) says VK_SUCCESS, the timeout ends
+ * (VK_TIMEOUT), the device or the daemon is lost (VK_ERROR_DEVICE_LOST), or
+ * something must be asked about (VK_NOT_READY, with the timeout left in
+ * *left). */
+VkResult icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *),
+                             const void *what, uint64_t timeout, uint64_t *left);
 /* The fence's next signal is the host driver's to tell (a window system's
  * acquire): its state is asked about until it is reset. */
 void icd_fence_ask(VkFence fence);

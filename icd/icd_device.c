@@ -5,6 +5,25 @@
 #include <inttypes.h>
 
 #include <stdlib.h>
+#include <string.h>
+
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo *pCreateInfo,
+                   const VkAllocationCallbacks *pAllocator, VkDevice *pDevice)
+{
+   VkResult r = icd_gen_vkCreateDevice(physicalDevice, pCreateInfo, pAllocator, pDevice);
+   if (r != VK_SUCCESS)
+      return r;
+   struct icd_device *dev = (struct icd_device *)*pDevice;
+#ifdef VK_EXT_map_memory_placed
+   /* placed mappings map the memfd again (icd_memory.c): it is kept */
+   for (uint32_t i = 0; i < pCreateInfo->enabledExtensionCount; i++)
+      dev->keeps_memfds |= !strcmp(pCreateInfo->ppEnabledExtensionNames[i],
+                                   VK_EXT_MAP_MEMORY_PLACED_EXTENSION_NAME);
+#endif
+   icd_device_completion_init(dev);
+   return VK_SUCCESS;
+}
 
 static VkQueue
 get_queue(VkDevice _device, uint32_t family, uint32_t index, VkDeviceQueueCreateFlags flags,
