@@ -239,6 +239,9 @@ struct icd_queue {
    struct icd_queue *next;
    VkFence idle_fence; /* vkQueueWaitIdle's own, on the completion page */
 };
+/* The queue's idle fence, reset and submitted; VK_NULL_HANDLE when the
+ * daemon must be asked (icd_queue.c). */
+VkFence icd_queue_idle_fence(struct icd_queue *q);
 
 /* Slots of memory a device's larger copies made by the ICD go through
  * (icd_queue.c). */
@@ -395,6 +398,16 @@ struct icd_command_pool {
 /* A command of a recording, or the start of one (icd_queue.c notes which
  * keep it to copies). */
 void icd_upload_note_op(struct icd_command_buffer *cb, uint32_t op);
+/* ... a copy between buffers, a barrier (of images, or moving buffers
+ * between queue families: the GPU's). */
+void icd_upload_note_copy(VkCommandBuffer commandBuffer, VkBuffer src, VkBuffer dst, uint32_t n,
+                          const VkBufferCopy *regions, const VkBufferCopy2 *regions2);
+void icd_upload_note_barrier(VkCommandBuffer commandBuffer, uint32_t n_images, bool ownership);
+/* A submission of such command buffers alone (or none, with a fence), made
+ * by the ICD itself where it can be (icd_upload.c): whether it was, *ret
+ * its result. */
+bool icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs,
+                       uint32_t n_cbs, VkFence fence, VkResult *ret);
 
 struct icd_command_buffer {
    struct icd_object base;

@@ -209,3 +209,71 @@ icd_vkResetCommandPool(VkDevice device, VkCommandPool commandPool, VkCommandPool
    pthread_mutex_unlock(&pool->mutex);
    return icd_gen_vkResetCommandPool(device, commandPool, flags);
 }
+
+/* ---- commands the ICD notes or changes ------------------------------------- */
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdCopyBuffer(VkCommandBuffer commandBuffer, VkBuffer srcBuffer, VkBuffer dstBuffer,
+                    uint32_t regionCount, const VkBufferCopy *pRegions)
+{
+   icd_upload_note_copy(commandBuffer, srcBuffer, dstBuffer, regionCount, pRegions, NULL);
+   icd_gen_vkCmdCopyBuffer(commandBuffer, srcBuffer, dstBuffer, regionCount, pRegions);
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdPipelineBarrier(VkCommandBuffer commandBuffer, VkPipelineStageFlags srcStageMask,
+                         VkPipelineStageFlags dstStageMask, VkDependencyFlags dependencyFlags,
+                         uint32_t memoryBarrierCount, const VkMemoryBarrier *pMemoryBarriers,
+                         uint32_t bufferMemoryBarrierCount,
+                         const VkBufferMemoryBarrier *pBufferMemoryBarriers,
+                         uint32_t imageMemoryBarrierCount,
+                         const VkImageMemoryBarrier *pImageMemoryBarriers)
+{
+   bool ownership = false;
+   for (uint32_t i = 0; i < bufferMemoryBarrierCount; i++)
+      ownership |= pBufferMemoryBarriers[i].srcQueueFamilyIndex !=
+                   pBufferMemoryBarriers[i].dstQueueFamilyIndex;
+   icd_upload_note_barrier(commandBuffer, imageMemoryBarrierCount, ownership);
+   icd_gen_vkCmdPipelineBarrier(commandBuffer, srcStageMask, dstStageMask, dependencyFlags,
+                                memoryBarrierCount, pMemoryBarriers, bufferMemoryBarrierCount,
+                                pBufferMemoryBarriers, imageMemoryBarrierCount,
+                                pImageMemoryBarriers);
+}
+
+#ifdef WIRE_HAS_vkCmdCopyBuffer2
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdCopyBuffer2(VkCommandBuffer commandBuffer, const VkCopyBufferInfo2 *pCopyBufferInfo)
+{
+   if (pCopyBufferInfo->pNext)
+      ((struct icd_command_buffer *)commandBuffer)->upload_no = true;
+   for (uint32_t i = 0; i < pCopyBufferInfo->regionCount; i++) {
+      if (pCopyBufferInfo->pRegions[i].pNext)
+         ((struct icd_command_buffer *)commandBuffer)->upload_no = true;
+   }
+   icd_upload_note_copy(commandBuffer, pCopyBufferInfo->srcBuffer, pCopyBufferInfo->dstBuffer,
+             pCopyBufferInfo->regionCount, NULL, pCopyBufferInfo->pRegions);
+   icd_gen_vkCmdCopyBuffer2(commandBuffer, pCopyBufferInfo);
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdPipelineBarrier2(VkCommandBuffer commandBuffer, const VkDependencyInfo *pDependencyInfo)
+{
+   bool ownership = pDependencyInfo->pNext != NULL;
+   for (uint32_t i = 0; i < pDependencyInfo->bufferMemoryBarrierCount; i++)
+      ownership |= pDependencyInfo->pBufferMemoryBarriers[i].srcQueueFamilyIndex !=
+                   pDependencyInfo->pBufferMemoryBarriers[i].dstQueueFamilyIndex;
+   icd_upload_note_barrier(commandBuffer, pDependencyInfo->imageMemoryBarrierCount, ownership);
+   icd_gen_vkCmdPipelineBarrier2(commandBuffer, pDependencyInfo);
+}
+#endif
+
+#ifdef WIRE_HAS_vkCmdSetCheckpointGPUD
+/* VK_NV_device_diagnostic_checkpoints: a marker is the application's own
+ * pointer, which the driver never reads and hands back after a loss; it
+ * travels as 64 bits, and comes back as the pointer it was. */
+VKAPI_ATTR void VKAPI_CALL
+icd_vkCmdSetCheckpointNV(VkCommandBuffer commandBuffer, const void *pCheckpointMarker)
+{
+   icd_gen_vkCmdSetCheckpointGPUD(commandBuffer, (uint64_t)(uintptr_t)pCheckpointMarker);
+}
+#endif

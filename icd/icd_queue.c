@@ -1,489 +1,102 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Queue submissions, and the copies the ICD makes of one itself.
- *
- * A program that stages what it writes to the GPU submits a command
- * buffer of copies alone and waits for it (llama.cpp's ggml, for every
- * token's inputs, where it has no device memory it can map).  When such a
- * submission reaches the ICD while nothing the application submitted is in
- * flight (the completion page's `settled` equals the submissions sent), the
- * ICD makes it at once: a copy into memory the application maps is
- * memmove() here; one into device memory is sent with the bytes it reads
- * (vkQueueUploadGPUD), which the worker writes before anything that
- * follows on the connection (into its own mapping of that memory, or on
- * the GPU), and the fence is signalled on the page here.  Nothing can tell
- * the difference: the copies' sources were read after every earlier write
- * to them was done, as the GPU would have read them; their destinations
- * are only seen through what comes later, which the worker runs after
- * them; the memory is no other process's (neither imported nor
- * exportable).  An empty submission with a fence (ggml's wait for what it
- * submitted, and for such copies) is made the same way: with nothing in
- * flight its fence is signalled at once.  Everything else goes to the
- * daemon as before.
+ * Queues: a queue handle is fetched once and kept; its submissions (those
+ * the ICD makes itself: icd_upload.c), its waits for idle on the
+ * completion page, its checkpoints.
  */
 #include "icd.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-#include "util_macros.h"
-#include "util_memfd.h"
-#include "util_time.h"
 #include "util_trace.h"
-#include "wire_completion.h"
-#include "wire_copies.h"
 
-/* The bytes of device memory one submission may send in its message (it
- * waits for the GPU beyond that, where no slot of upload memory takes
- * them). */
-#define UPLOAD_MAX_BYTES (256u << 10)
-/* More bytes than this, up to UPLOAD_SLOT_MAX, are written into a slot of
- * the device's upload memory instead, which the worker copies them from on
- * the GPU (or its CPU): one copy of them rather than three (into the
- * message, out of the socket, into the worker's staging memory). */
-#define UPLOAD_INLINE_MAX (64u << 10)
-#define UPLOAD_SLOT_MAX (4u << 20)
-#define UPLOAD_SLOT_MIN (1u << 20)
-
-/* ---- what a recording copies ----------------------------------------------- */
-
-void
-icd_upload_note_op(struct icd_command_buffer *cb, uint32_t op)
+static VkQueue
+get_queue(VkDevice _device, uint32_t family, uint32_t index, VkDeviceQueueCreateFlags flags,
+          const VkDeviceQueueInfo2 *info)
 {
-   /* (the copies' and barriers' entry points below note the rest) */
-   if (!wire_op_copies_only(op))
-      cb->upload_no = true;
-}
-
-static void
-note_copy(VkCommandBuffer commandBuffer, VkBuffer src, VkBuffer dst, uint32_t n,
-          const VkBufferCopy *regions, const VkBufferCopy2 *regions2)
-{
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
-   if (cb->upload_no || !cb->recording)
-      return;
-   if (n > ICD_UPLOAD_MAX_COPIES - cb->n_upload) {
-      cb->upload_no = true;
-      return;
+   struct icd_device *dev = (struct icd_device *)_device;
+   pthread_mutex_lock(&dev->mutex);
+   for (struct icd_queue *q = dev->queues; q; q = q->next) {
+      if (q->family == family && q->index == index && q->flags == flags) {
+         pthread_mutex_unlock(&dev->mutex);
+         return (VkQueue)q;
+      }
    }
-   for (uint32_t i = 0; i < n; i++) {
-      cb->upload[cb->n_upload++] = (struct icd_upload_copy){
-         .src = (uint64_t)src,
-         .dst = (uint64_t)dst,
-         .src_offset = regions ? regions[i].srcOffset : regions2[i].srcOffset,
-         .dst_offset = regions ? regions[i].dstOffset : regions2[i].dstOffset,
-         .size = regions ? regions[i].size : regions2[i].size,
-      };
+   VkQueue queue = VK_NULL_HANDLE;
+   if (info)
+      icd_gen_vkGetDeviceQueue2(_device, info, &queue);
+   else
+      icd_gen_vkGetDeviceQueue(_device, family, index, &queue);
+   if (queue) {
+      struct icd_queue *q = (struct icd_queue *)queue;
+      q->family = family;
+      q->index = index;
+      q->flags = flags;
+      q->next = dev->queues;
+      dev->queues = q;
    }
+   pthread_mutex_unlock(&dev->mutex);
+   return queue;
 }
 
 VKAPI_ATTR void VKAPI_CALL
-icd_vkCmdCopyBuffer(VkCommandBuffer commandBuffer, VkBuffer srcBuffer, VkBuffer dstBuffer,
-                    uint32_t regionCount, const VkBufferCopy *pRegions)
+icd_vkGetDeviceQueue(VkDevice device, uint32_t queueFamilyIndex, uint32_t queueIndex,
+                     VkQueue *pQueue)
 {
-   note_copy(commandBuffer, srcBuffer, dstBuffer, regionCount, pRegions, NULL);
-   icd_gen_vkCmdCopyBuffer(commandBuffer, srcBuffer, dstBuffer, regionCount, pRegions);
-}
-
-/* A barrier of images, or one that moves a buffer between queue families,
- * is the GPU's. */
-static void
-note_barrier(VkCommandBuffer commandBuffer, uint32_t n_images, bool ownership)
-{
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
-   if (n_images || ownership)
-      cb->upload_no = true;
+   *pQueue = get_queue(device, queueFamilyIndex, queueIndex, 0, NULL);
 }
 
 VKAPI_ATTR void VKAPI_CALL
-icd_vkCmdPipelineBarrier(VkCommandBuffer commandBuffer, VkPipelineStageFlags srcStageMask,
-                         VkPipelineStageFlags dstStageMask, VkDependencyFlags dependencyFlags,
-                         uint32_t memoryBarrierCount, const VkMemoryBarrier *pMemoryBarriers,
-                         uint32_t bufferMemoryBarrierCount,
-                         const VkBufferMemoryBarrier *pBufferMemoryBarriers,
-                         uint32_t imageMemoryBarrierCount,
-                         const VkImageMemoryBarrier *pImageMemoryBarriers)
+icd_vkGetDeviceQueue2(VkDevice device, const VkDeviceQueueInfo2 *pQueueInfo, VkQueue *pQueue)
 {
-   bool ownership = false;
-   for (uint32_t i = 0; i < bufferMemoryBarrierCount; i++)
-      ownership |= pBufferMemoryBarriers[i].srcQueueFamilyIndex !=
-                   pBufferMemoryBarriers[i].dstQueueFamilyIndex;
-   note_barrier(commandBuffer, imageMemoryBarrierCount, ownership);
-   icd_gen_vkCmdPipelineBarrier(commandBuffer, srcStageMask, dstStageMask, dependencyFlags,
-                                memoryBarrierCount, pMemoryBarriers, bufferMemoryBarrierCount,
-                                pBufferMemoryBarriers, imageMemoryBarrierCount,
-                                pImageMemoryBarriers);
+   *pQueue = get_queue(device, pQueueInfo->queueFamilyIndex, pQueueInfo->queueIndex,
+                       pQueueInfo->flags, pQueueInfo);
 }
 
-#ifdef WIRE_HAS_vkCmdCopyBuffer2
-VKAPI_ATTR void VKAPI_CALL
-icd_vkCmdCopyBuffer2(VkCommandBuffer commandBuffer, const VkCopyBufferInfo2 *pCopyBufferInfo)
+/* ---- waiting for idle, in the application --------------------------------
+ *
+ * An empty submission with a fence signals once everything submitted to the
+ * queue before it has completed: each queue has a fence of its own for
+ * that, on the completion page, so waiting for idle sends two asynchronous
+ * commands and waits in this process like vkWaitForFences (a dead daemon
+ * wakes it with VK_ERROR_DEVICE_LOST).  Without a slot on the page the
+ * daemon waits. */
+
+/* The queue's idle fence, reset and submitted; VK_NULL_HANDLE when the
+ * daemon must be asked. */
+VkFence
+icd_queue_idle_fence(struct icd_queue *q)
 {
-   if (pCopyBufferInfo->pNext)
-      ((struct icd_command_buffer *)commandBuffer)->upload_no = true;
-   for (uint32_t i = 0; i < pCopyBufferInfo->regionCount; i++) {
-      if (pCopyBufferInfo->pRegions[i].pNext)
-         ((struct icd_command_buffer *)commandBuffer)->upload_no = true;
-   }
-   note_copy(commandBuffer, pCopyBufferInfo->srcBuffer, pCopyBufferInfo->dstBuffer,
-             pCopyBufferInfo->regionCount, NULL, pCopyBufferInfo->pRegions);
-   icd_gen_vkCmdCopyBuffer2(commandBuffer, pCopyBufferInfo);
-}
-
-VKAPI_ATTR void VKAPI_CALL
-icd_vkCmdPipelineBarrier2(VkCommandBuffer commandBuffer, const VkDependencyInfo *pDependencyInfo)
-{
-   bool ownership = pDependencyInfo->pNext != NULL;
-   for (uint32_t i = 0; i < pDependencyInfo->bufferMemoryBarrierCount; i++)
-      ownership |= pDependencyInfo->pBufferMemoryBarriers[i].srcQueueFamilyIndex !=
-                   pDependencyInfo->pBufferMemoryBarriers[i].dstQueueFamilyIndex;
-   note_barrier(commandBuffer, pDependencyInfo->imageMemoryBarrierCount, ownership);
-   icd_gen_vkCmdPipelineBarrier2(commandBuffer, pDependencyInfo);
-}
-#endif
-
-/* ---- which copies ------------------------------------------------------------- */
-
-/* GPUD_ICD_UPLOADS=off in the application's environment sends every
- * submission to the daemon (to compare); =inline sends every copy's bytes
- * in its message, none through upload memory (to compare); =worker (a build with test hooks)
- * sends the copies into memory the ICD maps to the worker too, as those
- * into device memory go; =device (the same) takes memory the application
- * never mapped for device memory, as a GPU's is: copies into it are sent,
- * uncounted, the fence signalled here, and copies from it go to the worker. */
-enum upload_mode { UPLOAD_ON, UPLOAD_OFF, UPLOAD_INLINE, UPLOAD_WORKER, UPLOAD_DEVICE };
-
-static enum upload_mode
-upload_mode(void)
-{
-   static _Atomic int mode = -1;
-   int m = atomic_load(&mode);
-   if (m < 0) {
-      const char *v = getenv("GPUD_ICD_UPLOADS");
-      m = UPLOAD_ON;
-      if (v && (!strcmp(v, "off") || !strcmp(v, "0")))
-         m = UPLOAD_OFF;
-      if (v && !strcmp(v, "inline"))
-         m = UPLOAD_INLINE;
-#ifdef GPUD_TEST_HOOKS
-      if (v && !strcmp(v, "worker"))
-         m = UPLOAD_WORKER;
-      if (v && !strcmp(v, "device"))
-         m = UPLOAD_DEVICE;
-#endif
-      atomic_store(&mode, m);
-   }
-   return (enum upload_mode)m;
-}
-
-/* Whether the ICD may read or write a copy's memory itself: memory it maps,
- * but in the tests' "device" mode only where the application mapped it too
- * (what it never mapped stands for device memory, as on a GPU). */
-static bool
-here_mappable(const struct icd_device_memory *m)
-{
-   return m->map && (upload_mode() != UPLOAD_DEVICE || m->prefaulted || m->placed);
-}
-
-/* Where a copy reads or writes (in memory the ICD maps), or NULL. */
-static uint8_t *
-mapped(const struct icd_buffer_binding *b, VkDeviceSize offset, VkDeviceSize size)
-{
-   const struct icd_device_memory *m = b->memory;
-   if (!m->map || b->offset > m->map_size || offset > m->map_size - b->offset ||
-       size > m->map_size - b->offset - offset)
-      return NULL;
-   return (uint8_t *)m->map + b->offset + offset;
-}
-
-/* ---- upload memory ------------------------------------------------------------- */
-
-static void
-upload_slot_free(struct icd_device *dev, struct icd_upload_slot *s)
-{
-   if (s->buffer)
-      icd_vkDestroyBuffer((VkDevice)dev, s->buffer, NULL);
-   if (s->memory)
-      icd_vkFreeMemory((VkDevice)dev, s->memory, NULL);
-   s->buffer = VK_NULL_HANDLE;
-   s->memory = VK_NULL_HANDLE;
-   s->map = NULL;
-   s->size = 0;
-}
-
-void
-icd_device_upload_finish(struct icd_device *dev)
-{
-   for (unsigned i = 0; i < ICD_UPLOAD_SLOTS; i++) {
-      struct icd_upload_slot *s = &dev->upload_slots[i];
-      upload_slot_free(dev, s);
-      if (s->done)
-         icd_vkDestroyFence((VkDevice)dev, s->done, NULL);
-      s->done = VK_NULL_HANDLE;
-   }
-}
-
-/* A memory type for upload memory: one the ICD maps (host-visible memory is
- * a memfd both processes map) and need not flush, cached where there is
- * one, device-local last. */
-static uint32_t
-upload_slot_type(struct icd_device *dev, uint32_t bits)
-{
-   VkPhysicalDeviceMemoryProperties m;
-   icd_vkGetPhysicalDeviceMemoryProperties((VkPhysicalDevice)dev->physical_device, &m);
-   const VkMemoryPropertyFlags want =
-      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-   for (int pass = 0; pass < 3; pass++) {
-      for (uint32_t i = 0; i < m.memoryTypeCount && i < 32; i++) {
-         VkMemoryPropertyFlags f = m.memoryTypes[i].propertyFlags;
-         if (!(bits & (1u << i)) || (f & want) != want || (f & VK_MEMORY_PROPERTY_PROTECTED_BIT))
-            continue;
-         if (pass == 0 && (f & (VK_MEMORY_PROPERTY_HOST_CACHED_BIT |
-                                VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) !=
-                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
-            continue;
-         if (pass == 1 && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
-            continue;
-         return i;
+   VkDevice device = (VkDevice)q->device;
+   if (!q->device->completion)
+      return VK_NULL_HANDLE;
+   if (!q->idle_fence) {
+      const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+      VkFence f = VK_NULL_HANDLE;
+      if (icd_vkCreateFence(device, &info, NULL, &f) != VK_SUCCESS)
+         return VK_NULL_HANDLE;
+      if (!((struct icd_fence *)f)->device) {
+         icd_vkDestroyFence(device, f, NULL); /* no slot: it would be asked about */
+         return VK_NULL_HANDLE;
       }
+      q->idle_fence = f;
+   } else if (icd_vkResetFences(device, 1, &q->idle_fence) != VK_SUCCESS) {
+      return VK_NULL_HANDLE;
    }
-   return UINT32_MAX;
+   if (icd_vkQueueSubmit((VkQueue)q, 0, NULL, q->idle_fence) != VK_SUCCESS)
+      return VK_NULL_HANDLE;
+   return q->idle_fence;
 }
 
-/* The slot's memory made anew, of at least size bytes. */
-static bool
-upload_slot_make(struct icd_device *dev, struct icd_upload_slot *s, VkDeviceSize size)
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkQueueWaitIdle(VkQueue queue)
 {
-   VkDevice device = (VkDevice)dev;
-   upload_slot_free(dev, s);
-   VkDeviceSize want = UPLOAD_SLOT_MIN;
-   while (want < size)
-      want *= 2;
-   const VkBufferCreateInfo bi = {
-      .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-      .size = want,
-      .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
-      .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
-   };
-   if (icd_vkCreateBuffer(device, &bi, NULL, &s->buffer) != VK_SUCCESS) {
-      s->buffer = VK_NULL_HANDLE;
-      return false;
-   }
-   VkMemoryRequirements req;
-   icd_vkGetBufferMemoryRequirements(device, s->buffer, &req);
-   const VkMemoryAllocateInfo ai = {
-      .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-      .allocationSize = req.size,
-      .memoryTypeIndex = upload_slot_type(dev, req.memoryTypeBits),
-   };
-   if (ai.memoryTypeIndex == UINT32_MAX ||
-       icd_vkAllocateMemory(device, &ai, NULL, &s->memory) != VK_SUCCESS) {
-      s->memory = VK_NULL_HANDLE;
-      upload_slot_free(dev, s);
-      return false;
-   }
-   struct icd_device_memory *mem = (struct icd_device_memory *)s->memory;
-   if (!mem->map || mem->map_size < want ||
-       icd_vkBindBufferMemory(device, s->buffer, s->memory, 0) != VK_SUCCESS) {
-      upload_slot_free(dev, s);
-      return false;
-   }
-   /* (the host made the pages: into this process's tables now, not one
-    * fault a page in the application's submission) */
-   util_map_prefault(mem->map, (size_t)want);
-   s->map = mem->map;
-   s->size = want;
-   return true;
+   struct icd_queue *q = (struct icd_queue *)queue;
+   VkFence f = icd_queue_idle_fence(q);
+   if (!f)
+      return icd_gen_vkQueueWaitIdle(queue);
+   return icd_vkWaitForFences((VkDevice)q->device, 1, &f, VK_TRUE, UINT64_MAX);
 }
-
-/* A slot of upload memory of at least size bytes that no copies are
- * reading (its fence signalled), its fence reset; NULL: none. */
-static struct icd_upload_slot *
-upload_slot_take(struct icd_device *dev, VkDeviceSize size)
-{
-   VkDevice device = (VkDevice)dev;
-   struct icd_upload_slot *take = NULL;
-   pthread_mutex_lock(&dev->upload_mutex);
-   for (unsigned i = 0; i < ICD_UPLOAD_SLOTS && !dev->upload_slots_failed; i++) {
-      struct icd_upload_slot *s = &dev->upload_slots[i];
-      if (!s->done) {
-         const VkFenceCreateInfo fi = {
-            .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
-            .flags = VK_FENCE_CREATE_SIGNALED_BIT,
-         };
-         if (icd_vkCreateFence(device, &fi, NULL, &s->done) != VK_SUCCESS) {
-            s->done = VK_NULL_HANDLE;
-            dev->upload_slots_failed = true;
-            break;
-         }
-         if (!icd_fence_here(s->done)) {
-            /* (no slot on the page: it would be asked about) */
-            dev->upload_slots_failed = true;
-            break;
-         }
-      }
-      if (!icd_fence_signalled_here(s->done))
-         continue;
-      /* the first free one that is large enough, else the first free one */
-      if (s->size >= size) {
-         take = s;
-         break;
-      }
-      if (!take)
-         take = s;
-   }
-   if (take && take->size < size && !upload_slot_make(dev, take, size)) {
-      dev->upload_slots_failed = true;
-      take = NULL;
-   }
-   if (take && icd_vkResetFences(device, 1, &take->done) != VK_SUCCESS)
-      take = NULL;
-   pthread_mutex_unlock(&dev->upload_mutex);
-   return take;
-}
-
-/* ---- making them --------------------------------------------------------------- */
-
-struct upload_copy {
-   const uint8_t *src;
-   uint8_t *dst; /* NULL: sent for the worker to write */
-   bool visible; /* sent, into memory the application maps */
-   VkBuffer buffer;
-   VkDeviceSize offset, size;
-};
-
-/* The copies of the command buffers, resolved; false: not the ICD's. */
-static bool
-resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t n_cbs,
-        struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_bytes)
-{
-   const bool to_worker = upload_mode() == UPLOAD_WORKER;
-   uint32_t n = 0;
-   uint64_t bytes = 0;
-   for (uint32_t i = 0; i < n_cbs; i++) {
-      const struct icd_command_buffer *cb = cbs[i];
-      if (!cb || cb->recording || cb->upload_no || cb->stream.oom ||
-          cb->level != VK_COMMAND_BUFFER_LEVEL_PRIMARY || cb->n_upload > ICD_UPLOAD_MAX_COPIES - n)
-         return false;
-      for (uint32_t k = 0; k < cb->n_upload; k++) {
-         const struct icd_upload_copy *c = &cb->upload[k];
-         struct icd_buffer_binding s, d;
-         if (!c->size || !icd_buffer_binding(dev, (VkBuffer)c->src, &s) ||
-             !icd_buffer_binding(dev, (VkBuffer)c->dst, &d) || s.memory->external ||
-             d.memory->external)
-            return false;
-         struct upload_copy *u = &out[n++];
-         const bool dst_here = here_mappable(d.memory);
-         *u = (struct upload_copy){
-            .src = here_mappable(s.memory) ? mapped(&s, c->src_offset, c->size) : NULL,
-            .dst = dst_here ? mapped(&d, c->dst_offset, c->size) : NULL,
-            .buffer = (VkBuffer)c->dst,
-            .offset = c->dst_offset,
-            .size = c->size,
-         };
-         if (!u->src || (dst_here && !u->dst))
-            return false;
-         if (to_worker && u->dst && !((c->dst_offset | c->size) & 3)) {
-            u->dst = NULL;
-            u->visible = true;
-         }
-         if (!u->dst) {
-            /* what vkCmdUpdateBuffer takes (the worker may make it so) */
-            if ((c->dst_offset | c->size) & 3 || c->size > UPLOAD_SLOT_MAX - bytes)
-               return false;
-            bytes += c->size;
-         }
-      }
-   }
-   *ret_n = n;
-   *ret_bytes = (uint32_t)bytes;
-   /* an empty submission (a fence alone) is made here too */
-   return n > 0 || !n_cbs;
-}
-
-/* Whether the ICD made the submission itself (*ret its result). */
-static bool
-upload(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cbs, VkFence fence,
-       VkResult *ret)
-{
-   struct icd_device *dev = q->device;
-   const struct gpud_completion_header *h = dev->completion;
-   if (!h || (!n_cbs && !fence) || upload_mode() == UPLOAD_OFF || atomic_load(&h->lost) ||
-       atomic_load(&h->hold))
-      return false;
-   /* nothing submitted is in flight: every earlier write to the sources is
-    * done (the page says so before the fence of the last submission) */
-   if (atomic_load(&h->settled) != atomic_load(&dev->submits))
-      return false;
-   if (fence && !icd_fence_here(fence))
-      return false;
-   struct upload_copy copies[ICD_UPLOAD_MAX_COPIES];
-   uint32_t n = 0, bytes = 0;
-   if (!resolve(dev, cbs, n_cbs, copies, &n, &bytes))
-      return false;
-   /* a worker that is gone answers nothing: the submission goes the way
-    * that says the device is lost (a look at the socket, no wake-up; only
-    * for submissions the ICD would make, not every one) */
-   if (icd_connection_gone(dev->base.conn))
-      return false;
-   bool visible = false;
-   for (uint32_t i = 0; i < n; i++)
-      visible |= copies[i].visible;
-   /* larger ones through upload memory, where a slot is free (not for
-    * copies the worker raises the fence of: the tests') */
-   struct icd_upload_slot *slot =
-      bytes > UPLOAD_INLINE_MAX && !visible && upload_mode() != UPLOAD_INLINE
-         ? upload_slot_take(dev, bytes)
-         : NULL;
-   if (bytes > UPLOAD_MAX_BYTES && !slot)
-      return false;
-   VkBuffer buffers[ICD_UPLOAD_MAX_COPIES];
-   VkBufferCopy regions[ICD_UPLOAD_MAX_COPIES];
-   uint8_t *data = slot ? slot->map : bytes ? malloc(bytes) : NULL;
-   if (bytes && !data)
-      return false;
-   /* in the order recorded: a copy reads what the ones before it wrote */
-   uint64_t began = util_now_ns();
-   uint32_t k = 0, at = 0;
-   for (uint32_t i = 0; i < n; i++) {
-      const struct upload_copy *c = &copies[i];
-      if (c->dst) {
-         memmove(c->dst, c->src, c->size);
-         continue;
-      }
-      memcpy(data + at, c->src, c->size);
-      buffers[k] = c->buffer;
-      regions[k++] = (VkBufferCopy){.srcOffset = at, .dstOffset = c->offset, .size = c->size};
-      at += (uint32_t)c->size;
-   }
-   /* copies the worker makes into memory mapped here (the tests'): later
-    * copies made here wait for the page to count them */
-   bool counted = k && upload_mode() == UPLOAD_WORKER;
-   if (counted)
-      atomic_fetch_add(&dev->submits, 1);
-   /* The fence is signalled here where nothing the application reads is
-    * left to write: device memory is only seen through later commands,
-    * which the worker runs after these.  Bytes the worker writes into
-    * memory mapped here (the tests' mode) are the worker's to signal.  Sent
-    * even with nothing for the worker to write: the queue counts the
-    * submission and the time the copies took (gpudctl). */
-   bool here = fence && !visible;
-   icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, slot ? 0 : at,
-                             slot ? NULL : data, slot ? slot->buffer : VK_NULL_HANDLE,
-                             slot ? slot->done : VK_NULL_HANDLE, counted, here,
-                             util_now_ns() - began);
-   icd_connection_flush(dev->base.conn);
-   if (!slot)
-      free(data);
-   if (icd_debug & ICD_DEBUG_WAITS)
-      atomic_fetch_add_explicit(&dev->dbg_uploads, 1, memory_order_relaxed);
-   if (here)
-      icd_fence_signal_here(fence);
-   *ret = icd_connection_is_lost(dev->base.conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
-   return true;
-}
-
-/* ---- submissions ------------------------------------------------------------- */
 
 #define MAX_UPLOAD_CBS 8u
 
@@ -507,7 +120,7 @@ icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubm
    }
    VkResult r;
    util_trace(UTIL_TRACE_SUBMIT, n);
-   if (plain && upload(q, cbs, n, fence, &r)) {
+   if (plain && icd_upload_submit(q, cbs, n, fence, &r)) {
       util_trace(UTIL_TRACE_SUBMITTED, 1);
       return r;
    }
@@ -537,7 +150,7 @@ icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSu
    }
    VkResult r;
    util_trace(UTIL_TRACE_SUBMIT, n);
-   if (plain && upload(q, cbs, n, fence, &r)) {
+   if (plain && icd_upload_submit(q, cbs, n, fence, &r)) {
       util_trace(UTIL_TRACE_SUBMITTED, 1);
       return r;
    }
@@ -554,3 +167,56 @@ icd_vkQueueBindSparse(VkQueue queue, uint32_t bindInfoCount, const VkBindSparseI
    atomic_fetch_add(&((struct icd_queue *)queue)->device->submits, 1);
    return icd_gen_vkQueueBindSparse(queue, bindInfoCount, pBindInfo, fence);
 }
+
+#ifdef WIRE_HAS_vkCmdSetCheckpointGPUD
+/* VK_NV_device_diagnostic_checkpoints: the markers come back as the
+ * pointers they were (icd_cmd_buffer.c). */
+/* Into VkCheckpointDataNV (stages2 false) or VkCheckpointData2NV. */
+static void
+checkpoint_data(VkQueue queue, bool stages2, uint32_t *count, void *data)
+{
+   if (!data) {
+      icd_gen_vkGetQueueCheckpointDataGPUD(queue, stages2, count, NULL, NULL);
+      return;
+   }
+   /* (a queue holds far fewer checkpoints than the wire's most) */
+   uint32_t n = *count < WIRE_MAX_OUTPUT_ELEMENTS ? *count : WIRE_MAX_OUTPUT_ELEMENTS;
+   uint64_t *stages = calloc(n ? n : 1, sizeof(*stages));
+   uint64_t *markers = calloc(n ? n : 1, sizeof(*markers));
+   if (!stages || !markers) {
+      *count = 0;
+   } else {
+      icd_gen_vkGetQueueCheckpointDataGPUD(queue, stages2, &n, stages, markers);
+      for (uint32_t i = 0; i < n; i++) {
+         if (stages2) {
+            VkCheckpointData2NV *d = &((VkCheckpointData2NV *)data)[i];
+            d->stage = stages[i];
+            d->pCheckpointMarker = (void *)(uintptr_t)markers[i];
+         } else {
+            VkCheckpointDataNV *d = &((VkCheckpointDataNV *)data)[i];
+            d->stage = (VkPipelineStageFlagBits)stages[i];
+            d->pCheckpointMarker = (void *)(uintptr_t)markers[i];
+         }
+      }
+      *count = n;
+   }
+   free(stages);
+   free(markers);
+}
+
+VKAPI_ATTR void VKAPI_CALL
+icd_vkGetQueueCheckpointDataNV(VkQueue queue, uint32_t *pCheckpointDataCount,
+                               VkCheckpointDataNV *pCheckpointData)
+{
+   checkpoint_data(queue, false, pCheckpointDataCount, pCheckpointData);
+}
+
+#ifdef VK_KHR_synchronization2
+VKAPI_ATTR void VKAPI_CALL
+icd_vkGetQueueCheckpointData2NV(VkQueue queue, uint32_t *pCheckpointDataCount,
+                                VkCheckpointData2NV *pCheckpointData)
+{
+   checkpoint_data(queue, true, pCheckpointDataCount, pCheckpointData);
+}
+#endif
+#endif
