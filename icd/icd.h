@@ -61,6 +61,38 @@ struct icd_object {
    VkObjectType type;
 };
 
+/* ---- handles and objects -----------------------------------------------------
+ *
+ * A handle the ICD gives for one of these objects is the object's address
+ * (icd_objects.c makes them); icd_<object>_from_handle() is the one way
+ * back, checked by type, as Mesa's VK_FROM_HANDLE. */
+#define ICD_DEFINE_HANDLE_CASTS(obj, VkType)                                  \
+   struct obj;                                                                 \
+   static inline struct obj *obj##_from_handle(VkType handle)                  \
+   {                                                                           \
+      return (struct obj *)(uintptr_t)handle;                                  \
+   }                                                                           \
+   static inline VkType obj##_to_handle(const struct obj *o)                   \
+   {                                                                           \
+      return (VkType)(uintptr_t)o;                                             \
+   }
+
+ICD_DEFINE_HANDLE_CASTS(icd_instance, VkInstance)
+ICD_DEFINE_HANDLE_CASTS(icd_physical_device, VkPhysicalDevice)
+ICD_DEFINE_HANDLE_CASTS(icd_device, VkDevice)
+ICD_DEFINE_HANDLE_CASTS(icd_queue, VkQueue)
+ICD_DEFINE_HANDLE_CASTS(icd_command_buffer, VkCommandBuffer)
+ICD_DEFINE_HANDLE_CASTS(icd_command_pool, VkCommandPool)
+ICD_DEFINE_HANDLE_CASTS(icd_device_memory, VkDeviceMemory)
+ICD_DEFINE_HANDLE_CASTS(icd_fence, VkFence)
+ICD_DEFINE_HANDLE_CASTS(icd_semaphore, VkSemaphore)
+ICD_DEFINE_HANDLE_CASTS(icd_event, VkEvent)
+ICD_DEFINE_HANDLE_CASTS(icd_query_pool, VkQueryPool)
+ICD_DEFINE_HANDLE_CASTS(icd_descriptor_pool, VkDescriptorPool)
+ICD_DEFINE_HANDLE_CASTS(icd_descriptor_update_template, VkDescriptorUpdateTemplate)
+ICD_DEFINE_HANDLE_CASTS(icd_messenger, VkDebugUtilsMessengerEXT)
+ICD_DEFINE_HANDLE_CASTS(icd_deferred_operation, VkDeferredOperationKHR)
+
 #define ICD_CACHE_BUCKETS 256
 
 struct icd_cache_entry {

@@ -58,7 +58,7 @@ note_bind(struct icd_device *dev, VkBuffer buffer, VkDeviceMemory memory, VkDevi
          dev->buffers_n++;
       *b = (struct icd_buffer_binding){
          .id = id,
-         .memory = (struct icd_device_memory *)memory,
+         .memory = icd_device_memory_from_handle(memory),
          .offset = offset,
       };
    }
@@ -94,7 +94,7 @@ icd_vkBindBufferMemory(VkDevice device, VkBuffer buffer, VkDeviceMemory memory,
 {
    VkResult r = icd_gen_vkBindBufferMemory(device, buffer, memory, memoryOffset);
    if (r == VK_SUCCESS)
-      note_bind((struct icd_device *)device, buffer, memory, memoryOffset);
+      note_bind(icd_device_from_handle(device), buffer, memory, memoryOffset);
    return r;
 }
 
@@ -114,7 +114,7 @@ icd_vkBindBufferMemory2(VkDevice device, uint32_t bindInfoCount,
       }
 #endif
       if (one == VK_SUCCESS)
-         note_bind((struct icd_device *)device, pBindInfos[i].buffer, pBindInfos[i].memory,
+         note_bind(icd_device_from_handle(device), pBindInfos[i].buffer, pBindInfos[i].memory,
                    pBindInfos[i].memoryOffset);
    }
    return r;
@@ -123,7 +123,7 @@ icd_vkBindBufferMemory2(VkDevice device, uint32_t bindInfoCount,
 VKAPI_ATTR void VKAPI_CALL
 icd_vkDestroyBuffer(VkDevice device, VkBuffer buffer, const VkAllocationCallbacks *pAllocator)
 {
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    uint64_t id = (uint64_t)buffer;
    pthread_mutex_lock(&dev->buffers_mutex);
    if (id && dev->buffers_cap) {

@@ -36,7 +36,7 @@ init_chunk_bytes(void)
 static struct icd_command_buffer *
 command_buffer(VkCommandBuffer commandBuffer)
 {
-   return (struct icd_command_buffer *)commandBuffer;
+   return icd_command_buffer_from_handle(commandBuffer);
 }
 
 /* Sends the chunk recorded so far (with flags), and starts the next. */
@@ -150,10 +150,10 @@ icd_vkAllocateCommandBuffers(VkDevice device, const VkCommandBufferAllocateInfo 
    VkResult r = icd_gen_vkAllocateCommandBuffers(device, pAllocateInfo, pCommandBuffers);
    if (r != VK_SUCCESS)
       return r;
-   struct icd_command_pool *pool = (struct icd_command_pool *)pAllocateInfo->commandPool;
+   struct icd_command_pool *pool = icd_command_pool_from_handle(pAllocateInfo->commandPool);
    pthread_mutex_lock(&pool->mutex);
    for (uint32_t i = 0; i < pAllocateInfo->commandBufferCount; i++) {
-      struct icd_command_buffer *cb = (struct icd_command_buffer *)pCommandBuffers[i];
+      struct icd_command_buffer *cb = icd_command_buffer_from_handle(pCommandBuffers[i]);
       cb->pool = pool;
       cb->level = pAllocateInfo->level;
       cb->prev = NULL;
@@ -202,7 +202,7 @@ icd_vkResetCommandBuffer(VkCommandBuffer commandBuffer, VkCommandBufferResetFlag
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkResetCommandPool(VkDevice device, VkCommandPool commandPool, VkCommandPoolResetFlags flags)
 {
-   struct icd_command_pool *pool = (struct icd_command_pool *)commandPool;
+   struct icd_command_pool *pool = icd_command_pool_from_handle(commandPool);
    pthread_mutex_lock(&pool->mutex);
    for (struct icd_command_buffer *cb = pool->buffers; cb; cb = cb->next)
       discard_recording(cb);
@@ -245,10 +245,10 @@ VKAPI_ATTR void VKAPI_CALL
 icd_vkCmdCopyBuffer2(VkCommandBuffer commandBuffer, const VkCopyBufferInfo2 *pCopyBufferInfo)
 {
    if (pCopyBufferInfo->pNext)
-      ((struct icd_command_buffer *)commandBuffer)->upload_no = true;
+      (icd_command_buffer_from_handle(commandBuffer))->upload_no = true;
    for (uint32_t i = 0; i < pCopyBufferInfo->regionCount; i++) {
       if (pCopyBufferInfo->pRegions[i].pNext)
-         ((struct icd_command_buffer *)commandBuffer)->upload_no = true;
+         (icd_command_buffer_from_handle(commandBuffer))->upload_no = true;
    }
    icd_upload_note_copy(commandBuffer, pCopyBufferInfo->srcBuffer, pCopyBufferInfo->dstBuffer,
              pCopyBufferInfo->regionCount, NULL, pCopyBufferInfo->pRegions);

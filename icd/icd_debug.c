@@ -183,11 +183,11 @@ icd_vkCreateDebugUtilsMessengerEXT(VkInstance _instance,
                                    const VkAllocationCallbacks *pAllocator,
                                    VkDebugUtilsMessengerEXT *pMessenger)
 {
-   struct icd_messenger *m = messenger_new((struct icd_instance *)_instance, pCreateInfo, false);
+   struct icd_messenger *m = messenger_new(icd_instance_from_handle(_instance), pCreateInfo, false);
    if (!m)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    *pMessenger = (VkDebugUtilsMessengerEXT)(uintptr_t)m;
-   icd_instance_update_message_filter((struct icd_instance *)_instance);
+   icd_instance_update_message_filter(icd_instance_from_handle(_instance));
    return VK_SUCCESS;
 }
 
@@ -195,8 +195,8 @@ VKAPI_ATTR void VKAPI_CALL
 icd_vkDestroyDebugUtilsMessengerEXT(VkInstance _instance, VkDebugUtilsMessengerEXT messenger,
                                     const VkAllocationCallbacks *pAllocator)
 {
-   struct icd_instance *instance = (struct icd_instance *)_instance;
-   struct icd_messenger *m = (struct icd_messenger *)(uintptr_t)messenger;
+   struct icd_instance *instance = icd_instance_from_handle(_instance);
+   struct icd_messenger *m = icd_messenger_from_handle(messenger);
    if (!m)
       return;
    pthread_mutex_lock(&instance->messenger_mutex);
@@ -214,7 +214,7 @@ icd_vkSubmitDebugUtilsMessageEXT(VkInstance instance,
                                  VkDebugUtilsMessageTypeFlagsEXT messageTypes,
                                  const VkDebugUtilsMessengerCallbackDataEXT *pCallbackData)
 {
-   icd_instance_message((struct icd_instance *)instance, messageSeverity, messageTypes,
+   icd_instance_message(icd_instance_from_handle(instance), messageSeverity, messageTypes,
                         pCallbackData);
 }
 
@@ -227,11 +227,11 @@ icd_vkCreateDebugReportCallbackEXT(VkInstance instance,
                                    VkDebugReportCallbackEXT *pCallback)
 {
    struct icd_messenger *m =
-      report_callback_new((struct icd_instance *)instance, pCreateInfo, false);
+      report_callback_new(icd_instance_from_handle(instance), pCreateInfo, false);
    if (!m)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    *pCallback = (VkDebugReportCallbackEXT)(uintptr_t)m;
-   icd_instance_update_message_filter((struct icd_instance *)instance);
+   icd_instance_update_message_filter(icd_instance_from_handle(instance));
    return VK_SUCCESS;
 }
 
@@ -249,7 +249,7 @@ icd_vkDebugReportMessageEXT(VkInstance _instance, VkDebugReportFlagsEXT flags,
                             size_t location, int32_t messageCode, const char *pLayerPrefix,
                             const char *pMessage)
 {
-   struct icd_instance *instance = (struct icd_instance *)_instance;
+   struct icd_instance *instance = icd_instance_from_handle(_instance);
    pthread_mutex_lock(&instance->messenger_mutex);
    struct icd_messenger *m;
    util_list_for_each(m, &instance->messengers, link) {

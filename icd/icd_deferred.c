@@ -45,7 +45,7 @@ icd_vkDestroyDeferredOperationKHR(VkDevice device, VkDeferredOperationKHR operat
 {
    (void)device;
    (void)pAllocator;
-   free((struct icd_deferred_operation *)(uintptr_t)operation);
+   free(icd_deferred_operation_from_handle(operation));
 }
 
 VKAPI_ATTR uint32_t VKAPI_CALL

@@ -39,7 +39,7 @@ icd_vkDestroyDescriptorUpdateTemplate(VkDevice device, VkDescriptorUpdateTemplat
                                       const VkAllocationCallbacks *pAllocator)
 {
    struct icd_descriptor_update_template *t =
-      (struct icd_descriptor_update_template *)descriptorUpdateTemplate;
+      icd_descriptor_update_template_from_handle(descriptorUpdateTemplate);
    if (!t)
       return;
    icd_private_data_forget((uint64_t)(uintptr_t)t);
@@ -134,7 +134,7 @@ icd_vkUpdateDescriptorSetWithTemplate(VkDevice device, VkDescriptorSet descripto
                                       const void *pData)
 {
    const struct icd_descriptor_update_template *t =
-      (const struct icd_descriptor_update_template *)descriptorUpdateTemplate;
+      icd_descriptor_update_template_from_handle(descriptorUpdateTemplate);
    void *infos, *inline_blocks;
    VkWriteDescriptorSet *writes = template_writes(t, descriptorSet, pData, &infos, &inline_blocks);
    if (writes)
@@ -177,7 +177,7 @@ icd_vkCmdPushDescriptorSetWithTemplateKHR(VkCommandBuffer commandBuffer,
                                           VkPipelineLayout layout, uint32_t set, const void *pData)
 {
    const struct icd_descriptor_update_template *t =
-      (const struct icd_descriptor_update_template *)descriptorUpdateTemplate;
+      icd_descriptor_update_template_from_handle(descriptorUpdateTemplate);
    void *infos, *inline_blocks;
    VkWriteDescriptorSet *writes = template_writes(t, VK_NULL_HANDLE, pData, &infos, &inline_blocks);
    if (writes)
@@ -204,7 +204,7 @@ icd_vkCmdPushDescriptorSetWithTemplate2KHR(
    VkCommandBuffer commandBuffer, const VkPushDescriptorSetWithTemplateInfoKHR *pInfo)
 {
    const struct icd_descriptor_update_template *t =
-      (const struct icd_descriptor_update_template *)pInfo->descriptorUpdateTemplate;
+      icd_descriptor_update_template_from_handle(pInfo->descriptorUpdateTemplate);
    void *infos, *inline_blocks;
    VkWriteDescriptorSet *writes =
       template_writes(t, VK_NULL_HANDLE, pInfo->pData, &infos, &inline_blocks);
@@ -239,7 +239,7 @@ icd_vkAllocateDescriptorSets(VkDevice device, const VkDescriptorSetAllocateInfo 
                              VkDescriptorSet *pDescriptorSets)
 {
    VkResult r = icd_gen_vkAllocateDescriptorSets(device, pAllocateInfo, pDescriptorSets);
-   struct icd_descriptor_pool *pool = (struct icd_descriptor_pool *)pAllocateInfo->descriptorPool;
+   struct icd_descriptor_pool *pool = icd_descriptor_pool_from_handle(pAllocateInfo->descriptorPool);
    if (r == VK_SUCCESS)
       atomic_fetch_add(&pool->sets, pAllocateInfo->descriptorSetCount);
    return r;
@@ -249,7 +249,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkFreeDescriptorSets(VkDevice device, VkDescriptorPool descriptorPool,
                          uint32_t descriptorSetCount, const VkDescriptorSet *pDescriptorSets)
 {
-   struct icd_descriptor_pool *pool = (struct icd_descriptor_pool *)descriptorPool;
+   struct icd_descriptor_pool *pool = icd_descriptor_pool_from_handle(descriptorPool);
    int64_t freed = 0;
    for (uint32_t i = 0; i < descriptorSetCount; i++)
       freed += pDescriptorSets[i] != VK_NULL_HANDLE;
@@ -264,7 +264,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkResetDescriptorPool(VkDevice device, VkDescriptorPool descriptorPool,
                           VkDescriptorPoolResetFlags flags)
 {
-   struct icd_descriptor_pool *pool = (struct icd_descriptor_pool *)descriptorPool;
+   struct icd_descriptor_pool *pool = icd_descriptor_pool_from_handle(descriptorPool);
    icd_connection_count_objects(pool->base.conn, -atomic_exchange(&pool->sets, 0));
    return icd_gen_vkResetDescriptorPool(device, descriptorPool, flags);
 }
@@ -280,7 +280,7 @@ enum opaque_kind { OPAQUE_BUFFER, OPAQUE_IMAGE, OPAQUE_IMAGE_VIEW, OPAQUE_SAMPLE
 static size_t
 opaque_size(VkDevice device, enum opaque_kind kind)
 {
-   const struct icd_device *dev = (const struct icd_device *)device;
+   const struct icd_device *dev = icd_device_from_handle(device);
    VkPhysicalDeviceDescriptorBufferPropertiesEXT db = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_PROPERTIES_EXT,
    };

@@ -16,7 +16,7 @@ icd_vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo *pC
    VkResult r = icd_gen_vkCreateDevice(physicalDevice, pCreateInfo, pAllocator, pDevice);
    if (r != VK_SUCCESS)
       return r;
-   struct icd_device *dev = (struct icd_device *)*pDevice;
+   struct icd_device *dev = icd_device_from_handle(*pDevice);
 #ifdef VK_EXT_map_memory_placed
    /* placed mappings map the memfd again (icd_memory.c): it is kept */
    for (uint32_t i = 0; i < pCreateInfo->enabledExtensionCount; i++)
@@ -30,7 +30,7 @@ icd_vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo *pC
 VKAPI_ATTR void VKAPI_CALL
 icd_vkDestroyDevice(VkDevice device, const VkAllocationCallbacks *pAllocator)
 {
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    if (!dev)
       return;
    icd_dbg(ICD_DEBUG_WAITS,
@@ -51,7 +51,7 @@ icd_vkDestroyDevice(VkDevice device, const VkAllocationCallbacks *pAllocator)
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkDeviceWaitIdle(VkDevice device)
 {
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    /* the application keeps every queue to itself meanwhile (external
     * synchronisation); the list only grows, under the mutex */
    pthread_mutex_lock(&dev->mutex);

@@ -12,12 +12,12 @@ icd_vkCreateEvent(VkDevice device, const VkEventCreateInfo *pCreateInfo,
                   const VkAllocationCallbacks *pAllocator, VkEvent *pEvent)
 {
    VkResult r = icd_gen_vkCreateEvent(device, pCreateInfo, pAllocator, pEvent);
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    /* a device-only event is never asked about on the host */
    if (r != VK_SUCCESS || !dev->completion ||
        (pCreateInfo->flags & VK_EVENT_CREATE_DEVICE_ONLY_BIT))
       return r;
-   struct icd_event *e = (struct icd_event *)*pEvent;
+   struct icd_event *e = icd_event_from_handle(*pEvent);
    uint32_t tag;
    int slot = icd_completion_tagged_slot_take(dev, dev->event_used, &dev->event_hint,
                                GPUD_COMPLETION_EVENT_SLOTS, &tag);
@@ -33,7 +33,7 @@ icd_vkCreateEvent(VkDevice device, const VkEventCreateInfo *pCreateInfo,
 VKAPI_ATTR void VKAPI_CALL
 icd_vkDestroyEvent(VkDevice device, VkEvent event, const VkAllocationCallbacks *pAllocator)
 {
-   struct icd_event *e = (struct icd_event *)event;
+   struct icd_event *e = icd_event_from_handle(event);
    if (e && e->device) {
       icd_completion_slot_give(e->device, e->device->event_used, &e->device->event_hint,
                                e->slot);
@@ -48,13 +48,13 @@ icd_vkDestroyEvent(VkDevice device, VkEvent event, const VkAllocationCallbacks *
 static VkResult
 event_host_op(VkDevice device, VkEvent event, bool set)
 {
-   struct icd_event *e = (struct icd_event *)event;
+   struct icd_event *e = icd_event_from_handle(event);
    if (e && e->device) {
       atomic_store(&e->last_set, set);
       atomic_fetch_add(&e->host_ops, 1);
    }
    VkResult r = set ? icd_gen_vkSetEvent(device, event) : icd_gen_vkResetEvent(device, event);
-   return r == VK_SUCCESS ? icd_connection_flush(((struct icd_device *)device)->base.conn) : r;
+   return r == VK_SUCCESS ? icd_connection_flush((icd_device_from_handle(device))->base.conn) : r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
@@ -75,8 +75,8 @@ icd_vkResetEvent(VkDevice device, VkEvent event)
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkGetEventStatus(VkDevice device, VkEvent event)
 {
-   struct icd_device *dev = (struct icd_device *)device;
-   const struct icd_event *e = (const struct icd_event *)event;
+   struct icd_device *dev = icd_device_from_handle(device);
+   const struct icd_event *e = icd_event_from_handle(event);
    struct gpud_completion_header *h = dev->completion;
    if (!h || !e->device)
       return icd_gen_vkGetEventStatus(device, event);

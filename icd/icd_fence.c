@@ -41,7 +41,7 @@ icd_vkCreateFence(VkDevice device, const VkFenceCreateInfo *pCreateInfo,
                   const VkAllocationCallbacks *pAllocator, VkFence *pFence)
 {
    VkResult r = icd_gen_vkCreateFence(device, pCreateInfo, pAllocator, pFence);
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    if (r != VK_SUCCESS || !dev->completion)
       return r;
    /* an exportable fence's payload may leave for another process: the host
@@ -50,7 +50,7 @@ icd_vkCreateFence(VkDevice device, const VkFenceCreateInfo *pCreateInfo,
       if (s->sType == VK_STRUCTURE_TYPE_EXPORT_FENCE_CREATE_INFO)
          return r;
    }
-   struct icd_fence *f = (struct icd_fence *)*pFence;
+   struct icd_fence *f = icd_fence_from_handle(*pFence);
    int slot = slot_take(dev);
    if (slot < 0)
       return r; /* asked about, as every fence was before */
@@ -69,7 +69,7 @@ icd_vkCreateFence(VkDevice device, const VkFenceCreateInfo *pCreateInfo,
 VKAPI_ATTR void VKAPI_CALL
 icd_vkDestroyFence(VkDevice device, VkFence fence, const VkAllocationCallbacks *pAllocator)
 {
-   struct icd_fence *f = (struct icd_fence *)fence;
+   struct icd_fence *f = icd_fence_from_handle(fence);
    if (f && f->device)
       slot_give(f->device, f);
    icd_gen_vkDestroyFence(device, fence, pAllocator);
@@ -80,7 +80,7 @@ icd_vkDestroyFence(VkDevice device, VkFence fence, const VkAllocationCallbacks *
 void
 icd_fence_untrack(VkFence fence)
 {
-   struct icd_fence *f = (struct icd_fence *)fence;
+   struct icd_fence *f = icd_fence_from_handle(fence);
    if (!f || !f->device)
       return;
    atomic_store(slot_of(f), GPUD_FENCE_ASK);
@@ -91,7 +91,7 @@ icd_fence_untrack(VkFence fence)
 void
 icd_fence_ask(VkFence fence)
 {
-   struct icd_fence *f = (struct icd_fence *)fence;
+   struct icd_fence *f = icd_fence_from_handle(fence);
    if (f && f->device)
       atomic_store(slot_of(f), GPUD_FENCE_ASK);
 }
@@ -99,14 +99,14 @@ icd_fence_ask(VkFence fence)
 bool
 icd_fence_here(VkFence fence)
 {
-   const struct icd_fence *f = (const struct icd_fence *)fence;
+   const struct icd_fence *f = icd_fence_from_handle(fence);
    return f && f->device && atomic_load(slot_of(f)) != GPUD_FENCE_ASK;
 }
 
 bool
 icd_fence_signalled_here(VkFence fence)
 {
-   const struct icd_fence *f = (const struct icd_fence *)fence;
+   const struct icd_fence *f = icd_fence_from_handle(fence);
    return f && f->device &&
           atomic_load(slot_of(f)) == gpud_fence_value(atomic_load(&f->generation), 1);
 }
@@ -114,7 +114,7 @@ icd_fence_signalled_here(VkFence fence)
 void
 icd_fence_signal_here(VkFence fence)
 {
-   struct icd_fence *f = (struct icd_fence *)fence;
+   struct icd_fence *f = icd_fence_from_handle(fence);
    atomic_store(slot_of(f), gpud_fence_value(atomic_load(&f->generation), 1));
    gpud_completion_wake(f->device->completion);
 }
@@ -132,7 +132,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkResetFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences)
 {
    for (uint32_t i = 0; i < fenceCount; i++) {
-      struct icd_fence *f = (struct icd_fence *)pFences[i];
+      struct icd_fence *f = icd_fence_from_handle(pFences[i]);
       if (f && f->device) {
          uint32_t generation = atomic_fetch_add(&f->generation, 1) + 1;
          atomic_store(slot_of(f), gpud_fence_value(generation, 0));
@@ -159,8 +159,8 @@ fence_state(const struct icd_fence *f)
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkGetFenceStatus(VkDevice device, VkFence fence)
 {
-   struct icd_device *dev = (struct icd_device *)device;
-   struct icd_fence *f = (struct icd_fence *)fence;
+   struct icd_device *dev = icd_device_from_handle(device);
+   struct icd_fence *f = icd_fence_from_handle(fence);
    struct gpud_completion_header *h = dev->completion;
    if (!h || !f->device)
       return icd_gen_vkGetFenceStatus(device, fence);
@@ -195,7 +195,7 @@ fences_reached(const void *data)
    const struct fence_wait *w = data;
    bool any = false, every = true;
    for (uint32_t i = 0; i < w->n; i++) {
-      switch (fence_state((const struct icd_fence *)w->fences[i])) {
+      switch (fence_state(icd_fence_from_handle(w->fences[i]))) {
       case FENCE_ASK:
          return VK_NOT_READY;
       case FENCE_SIGNALED:
@@ -213,7 +213,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences,
                     VkBool32 waitAll, uint64_t timeout)
 {
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    const struct fence_wait w = {.n = fenceCount, .fences = pFences, .all = waitAll};
    uint64_t left = timeout;
    util_trace(UTIL_TRACE_WAIT, fenceCount);

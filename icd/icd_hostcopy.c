@@ -84,7 +84,7 @@ icd_vkCreateImage(VkDevice device, const VkImageCreateInfo *pCreateInfo,
    VkResult r = icd_gen_vkCreateImage(device, pCreateInfo, pAllocator, pImage);
    if (r != VK_SUCCESS || !(pCreateInfo->usage & VK_IMAGE_USAGE_HOST_TRANSFER_BIT_EXT))
       return r;
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    struct icd_host_image *img = calloc(1, sizeof(*img));
    pthread_mutex_lock(&dev->hostcopy_mutex);
    if (!dev->host_images)
@@ -114,7 +114,7 @@ icd_vkCreateImage(VkDevice device, const VkImageCreateInfo *pCreateInfo,
 VKAPI_ATTR void VKAPI_CALL
 icd_vkDestroyImage(VkDevice device, VkImage image, const VkAllocationCallbacks *pAllocator)
 {
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    if (image) {
       pthread_mutex_lock(&dev->hostcopy_mutex);
       if (dev->host_images) {
@@ -214,7 +214,7 @@ struct copy {
 static VkResult
 send_part(const struct copy *c, uint32_t first, uint32_t count, const uint64_t *offsets)
 {
-   struct icd_device *dev = (struct icd_device *)c->device;
+   struct icd_device *dev = icd_device_from_handle(c->device);
    VkResult r;
    if (c->to_image) {
       for (uint32_t i = 0; i < count; i++)
@@ -241,7 +241,7 @@ send_part(const struct copy *c, uint32_t first, uint32_t count, const uint64_t *
 static VkResult
 host_copy(struct copy *c)
 {
-   struct icd_device *dev = (struct icd_device *)c->device;
+   struct icd_device *dev = icd_device_from_handle(c->device);
    const size_t n = c->count ? c->count : 1;
    uint64_t *offsets = calloc(n, sizeof(*offsets));
    c->bytes = calloc(n, sizeof(*c->bytes));
@@ -339,7 +339,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkConvertCooperativeVectorMatrixNV(VkDevice device,
                                        const VkConvertCooperativeVectorMatrixInfoNV *pInfo)
 {
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    VkConvertCooperativeVectorMatrixInfoNV info = *pInfo;
    info.srcData.deviceAddress = 0;
    info.dstData.deviceAddress = 0;

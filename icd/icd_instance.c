@@ -342,7 +342,7 @@ icd_vkCreateInstance(const VkInstanceCreateInfo *pCreateInfo,
 VKAPI_ATTR void VKAPI_CALL
 icd_vkDestroyInstance(VkInstance _instance, const VkAllocationCallbacks *pAllocator)
 {
-   struct icd_instance *instance = (struct icd_instance *)_instance;
+   struct icd_instance *instance = icd_instance_from_handle(_instance);
    if (!instance)
       return;
    instance->in_create_or_destroy = true;
@@ -371,7 +371,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkEnumeratePhysicalDevices(VkInstance _instance, uint32_t *pPhysicalDeviceCount,
                                VkPhysicalDevice *pPhysicalDevices)
 {
-   struct icd_instance *instance = (struct icd_instance *)_instance;
+   struct icd_instance *instance = icd_instance_from_handle(_instance);
    if (!pPhysicalDevices) {
       *pPhysicalDeviceCount = instance->n_physical_devices;
       return VK_SUCCESS;
@@ -387,7 +387,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkEnumeratePhysicalDeviceGroups(VkInstance _instance, uint32_t *pCount,
                                     VkPhysicalDeviceGroupProperties *pProps)
 {
-   struct icd_instance *instance = (struct icd_instance *)_instance;
+   struct icd_instance *instance = icd_instance_from_handle(_instance);
    if (!pProps) {
       *pCount = instance->n_physical_devices;
       return VK_SUCCESS;

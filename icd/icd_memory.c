@@ -51,7 +51,7 @@ allocate_memory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
                        c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
    }
    /* Flushes and invalidates of coherent memory need no daemon. */
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    VkPhysicalDeviceMemoryProperties props;
    icd_vkGetPhysicalDeviceMemoryProperties((VkPhysicalDevice)dev->physical_device, &props);
    mem->coherent = pAllocateInfo->memoryTypeIndex < props.memoryTypeCount &&
@@ -87,7 +87,7 @@ allocate_memory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
          mem->map = mmap(NULL, mem->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
          if (mem->map != MAP_FAILED && keep_fd)
             *keep_fd = util_fd_move(&fd);
-         else if (mem->map != MAP_FAILED && ((struct icd_device *)device)->keeps_memfds)
+         else if (mem->map != MAP_FAILED && (icd_device_from_handle(device))->keeps_memfds)
             mem->fd = util_fd_move(&fd);
          if (mem->map == MAP_FAILED) {
             mem->map = NULL;
@@ -137,7 +137,7 @@ icd_allocate_shared_memory(VkDevice device, uint32_t type_index, VkDeviceSize si
    VkResult r = allocate_memory(device, &info, memory, fd);
    if (r != VK_SUCCESS)
       return r;
-   struct icd_device_memory *mem = (struct icd_device_memory *)*memory;
+   struct icd_device_memory *mem = icd_device_memory_from_handle(*memory);
    if (*fd < 0 || !mem->map) {
       util_fd_close(fd);
       icd_vkFreeMemory(device, *memory, NULL);
@@ -201,7 +201,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkMapMemory(VkDevice device, VkDeviceMemory memory, VkDeviceSize offset, VkDeviceSize size,
                 VkMemoryMapFlags flags, void **ppData)
 {
-   struct icd_device_memory *mem = (struct icd_device_memory *)memory;
+   struct icd_device_memory *mem = icd_device_memory_from_handle(memory);
    if (icd_connection_is_lost(mem->base.conn))
       return ICD_LOST_vkMapMemory;
    if (!mem->map || offset > mem->size)
@@ -217,7 +217,7 @@ icd_vkUnmapMemory(VkDevice device, VkDeviceMemory memory)
    /* The mapping lives as long as the allocation; a placed one (only by
     * vkMapMemory2, unmapped here as by vkUnmapMemory2 without flags) does
     * not. */
-   struct icd_device_memory *mem = (struct icd_device_memory *)memory;
+   struct icd_device_memory *mem = icd_device_memory_from_handle(memory);
    if (mem && mem->placed)
       munmap(mem->placed, mem->placed_size);
    if (mem)
@@ -280,7 +280,7 @@ icd_vkMapMemory2KHR(VkDevice device, const VkMemoryMapInfoKHR *pMemoryMapInfo, v
          if (c->sType == VK_STRUCTURE_TYPE_MEMORY_MAP_PLACED_INFO_EXT)
             placed = (const VkMemoryMapPlacedInfoEXT *)c;
       }
-      struct icd_device_memory *mem = (struct icd_device_memory *)pMemoryMapInfo->memory;
+      struct icd_device_memory *mem = icd_device_memory_from_handle(pMemoryMapInfo->memory);
       if (icd_connection_is_lost(mem->base.conn))
          return ICD_LOST_vkMapMemory;
       return map_placed(mem, pMemoryMapInfo, placed ? placed->pPlacedAddress : NULL, ppData);
@@ -294,7 +294,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkUnmapMemory2KHR(VkDevice device, const VkMemoryUnmapInfoKHR *pMemoryUnmapInfo)
 {
 #ifdef VK_EXT_map_memory_placed
-   struct icd_device_memory *mem = (struct icd_device_memory *)pMemoryUnmapInfo->memory;
+   struct icd_device_memory *mem = icd_device_memory_from_handle(pMemoryUnmapInfo->memory);
    if (mem->placed)
       return unmap_placed(mem, pMemoryUnmapInfo->flags);
 #endif
@@ -311,7 +311,7 @@ static bool
 all_coherent(uint32_t n, const VkMappedMemoryRange *ranges)
 {
    for (uint32_t i = 0; i < n; i++) {
-      const struct icd_device_memory *mem = (const struct icd_device_memory *)ranges[i].memory;
+      const struct icd_device_memory *mem = icd_device_memory_from_handle(ranges[i].memory);
       if (!mem || !mem->coherent)
          return false;
    }

@@ -23,11 +23,11 @@ icd_vkCreateQueryPool(VkDevice device, const VkQueryPoolCreateInfo *pCreateInfo,
                       const VkAllocationCallbacks *pAllocator, VkQueryPool *pQueryPool)
 {
    VkResult r = icd_gen_vkCreateQueryPool(device, pCreateInfo, pAllocator, pQueryPool);
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    uint32_t n_values = gpud_query_values(pCreateInfo);
    if (r != VK_SUCCESS)
       return r;
-   struct icd_query_pool *pool = (struct icd_query_pool *)*pQueryPool;
+   struct icd_query_pool *pool = icd_query_pool_from_handle(*pQueryPool);
    pool->n_queries = pCreateInfo->queryCount;
    pool->n_values = n_values;
    /* no completion page: the worker has no tracker to fill this one */
@@ -55,7 +55,7 @@ VKAPI_ATTR void VKAPI_CALL
 icd_vkResetQueryPool(VkDevice device, VkQueryPool queryPool, uint32_t firstQuery,
                      uint32_t queryCount)
 {
-   struct icd_query_pool *pool = (struct icd_query_pool *)queryPool;
+   struct icd_query_pool *pool = icd_query_pool_from_handle(queryPool);
    atomic_fetch_add(&pool->host_resets, 1);
    icd_gen_vkResetQueryPool(device, queryPool, firstQuery, queryCount);
 }
@@ -113,8 +113,8 @@ icd_vkGetQueryPoolResults(VkDevice device, VkQueryPool queryPool, uint32_t first
                           uint32_t queryCount, size_t dataSize, void *pData, VkDeviceSize stride,
                           VkQueryResultFlags flags)
 {
-   struct icd_device *dev = (struct icd_device *)device;
-   const struct icd_query_pool *pool = (const struct icd_query_pool *)queryPool;
+   struct icd_device *dev = icd_device_from_handle(device);
+   const struct icd_query_pool *pool = icd_query_pool_from_handle(queryPool);
    if (!page_current(pool, firstQuery, queryCount, flags))
       return ask(device, pool, firstQuery, queryCount, dataSize, pData, stride, flags);
    if ((dev->completion && atomic_load(&dev->completion->lost)) ||

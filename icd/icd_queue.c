@@ -14,7 +14,7 @@ static VkQueue
 get_queue(VkDevice _device, uint32_t family, uint32_t index, VkDeviceQueueCreateFlags flags,
           const VkDeviceQueueInfo2 *info)
 {
-   struct icd_device *dev = (struct icd_device *)_device;
+   struct icd_device *dev = icd_device_from_handle(_device);
    pthread_mutex_lock(&dev->mutex);
    for (struct icd_queue *q = dev->queues; q; q = q->next) {
       if (q->family == family && q->index == index && q->flags == flags) {
@@ -28,7 +28,7 @@ get_queue(VkDevice _device, uint32_t family, uint32_t index, VkDeviceQueueCreate
    else
       icd_gen_vkGetDeviceQueue(_device, family, index, &queue);
    if (queue) {
-      struct icd_queue *q = (struct icd_queue *)queue;
+      struct icd_queue *q = icd_queue_from_handle(queue);
       q->family = family;
       q->index = index;
       q->flags = flags;
@@ -75,7 +75,7 @@ icd_queue_idle_fence(struct icd_queue *q)
       VkFence f = VK_NULL_HANDLE;
       if (icd_vkCreateFence(device, &info, NULL, &f) != VK_SUCCESS)
          return VK_NULL_HANDLE;
-      if (!((struct icd_fence *)f)->device) {
+      if (!(icd_fence_from_handle(f))->device) {
          icd_vkDestroyFence(device, f, NULL); /* no slot: it would be asked about */
          return VK_NULL_HANDLE;
       }
@@ -91,7 +91,7 @@ icd_queue_idle_fence(struct icd_queue *q)
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkQueueWaitIdle(VkQueue queue)
 {
-   struct icd_queue *q = (struct icd_queue *)queue;
+   struct icd_queue *q = icd_queue_from_handle(queue);
    VkFence f = icd_queue_idle_fence(q);
    if (!f)
       return icd_gen_vkQueueWaitIdle(queue);
@@ -104,7 +104,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubmits,
                   VkFence fence)
 {
-   struct icd_queue *q = (struct icd_queue *)queue;
+   struct icd_queue *q = icd_queue_from_handle(queue);
    struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
    uint32_t n = 0;
    bool plain = submitCount > 0 || fence;
@@ -116,7 +116,7 @@ icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubm
       plain &= !s->waitSemaphoreCount && !s->signalSemaphoreCount &&
                s->commandBufferCount <= MAX_UPLOAD_CBS - n;
       for (uint32_t k = 0; k < s->commandBufferCount && plain; k++)
-         cbs[n++] = (struct icd_command_buffer *)s->pCommandBuffers[k];
+         cbs[n++] = icd_command_buffer_from_handle(s->pCommandBuffers[k]);
    }
    VkResult r;
    util_trace(UTIL_TRACE_SUBMIT, n);
@@ -134,7 +134,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSubmits,
                    VkFence fence)
 {
-   struct icd_queue *q = (struct icd_queue *)queue;
+   struct icd_queue *q = icd_queue_from_handle(queue);
    struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
    uint32_t n = 0;
    bool plain = submitCount > 0 || fence;
@@ -145,7 +145,7 @@ icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSu
       for (uint32_t k = 0; k < s->commandBufferInfoCount && plain; k++) {
          const VkCommandBufferSubmitInfo *c = &s->pCommandBufferInfos[k];
          plain = !c->pNext && c->deviceMask <= 1;
-         cbs[n++] = (struct icd_command_buffer *)c->commandBuffer;
+         cbs[n++] = icd_command_buffer_from_handle(c->commandBuffer);
       }
    }
    VkResult r;
@@ -164,7 +164,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkQueueBindSparse(VkQueue queue, uint32_t bindInfoCount, const VkBindSparseInfo *pBindInfo,
                       VkFence fence)
 {
-   atomic_fetch_add(&((struct icd_queue *)queue)->device->submits, 1);
+   atomic_fetch_add(&(icd_queue_from_handle(queue))->device->submits, 1);
    return icd_gen_vkQueueBindSparse(queue, bindInfoCount, pBindInfo, fence);
 }
 

@@ -18,7 +18,7 @@ icd_vkCreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *pCreateInfo,
                       const VkAllocationCallbacks *pAllocator, VkSemaphore *pSemaphore)
 {
    VkResult r = icd_gen_vkCreateSemaphore(device, pCreateInfo, pAllocator, pSemaphore);
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    if (r != VK_SUCCESS || !dev->completion)
       return r;
    uint64_t initial = 0;
@@ -34,7 +34,7 @@ icd_vkCreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *pCreateInfo,
    }
    if (!timeline || initial == GPUD_SEMAPHORE_ASK)
       return r;
-   struct icd_semaphore *sem = (struct icd_semaphore *)*pSemaphore;
+   struct icd_semaphore *sem = icd_semaphore_from_handle(*pSemaphore);
    uint32_t tag;
    int slot = icd_completion_tagged_slot_take(dev, dev->semaphore_used, &dev->semaphore_hint,
                                GPUD_COMPLETION_SEMAPHORE_SLOTS, &tag);
@@ -61,7 +61,7 @@ VKAPI_ATTR void VKAPI_CALL
 icd_vkDestroySemaphore(VkDevice device, VkSemaphore semaphore,
                        const VkAllocationCallbacks *pAllocator)
 {
-   struct icd_semaphore *s = (struct icd_semaphore *)semaphore;
+   struct icd_semaphore *s = icd_semaphore_from_handle(semaphore);
    if (s && s->device)
       semaphore_give(s);
    icd_gen_vkDestroySemaphore(device, semaphore, pAllocator);
@@ -70,7 +70,7 @@ icd_vkDestroySemaphore(VkDevice device, VkSemaphore semaphore,
 void
 icd_semaphore_untrack(VkSemaphore semaphore)
 {
-   struct icd_semaphore *s = (struct icd_semaphore *)semaphore;
+   struct icd_semaphore *s = icd_semaphore_from_handle(semaphore);
    if (s && s->device)
       semaphore_give(s);
 }
@@ -107,8 +107,8 @@ semaphore_value(const struct icd_semaphore *s, uint64_t *value)
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkSignalSemaphore(VkDevice device, const VkSemaphoreSignalInfo *pSignalInfo)
 {
-   struct icd_device *dev = (struct icd_device *)device;
-   struct icd_semaphore *s = (struct icd_semaphore *)pSignalInfo->semaphore;
+   struct icd_device *dev = icd_device_from_handle(device);
+   struct icd_semaphore *s = icd_semaphore_from_handle(pSignalInfo->semaphore);
    VkResult r = icd_gen_vkSignalSemaphore(device, pSignalInfo);
    uint64_t v;
    struct gpud_completion_header *h = dev->completion;
@@ -124,10 +124,10 @@ icd_vkSignalSemaphore(VkDevice device, const VkSemaphoreSignalInfo *pSignalInfo)
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkGetSemaphoreCounterValue(VkDevice device, VkSemaphore semaphore, uint64_t *pValue)
 {
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    struct gpud_completion_header *h = dev->completion;
    uint64_t v;
-   if (!h || !semaphore_value((const struct icd_semaphore *)semaphore, &v))
+   if (!h || !semaphore_value(icd_semaphore_from_handle(semaphore), &v))
       return icd_gen_vkGetSemaphoreCounterValue(device, semaphore, pValue);
    if (atomic_load(&h->lost) || icd_connection_is_lost(dev->base.conn))
       return VK_ERROR_DEVICE_LOST;
@@ -144,7 +144,7 @@ semaphores_reached(const void *data)
    bool any = false, every = true;
    for (uint32_t i = 0; i < info->semaphoreCount; i++) {
       uint64_t v;
-      if (!semaphore_value((const struct icd_semaphore *)info->pSemaphores[i], &v))
+      if (!semaphore_value(icd_semaphore_from_handle(info->pSemaphores[i]), &v))
          return VK_NOT_READY;
       if (v >= info->pValues[i])
          any = true;
@@ -157,7 +157,7 @@ semaphores_reached(const void *data)
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkWaitSemaphores(VkDevice device, const VkSemaphoreWaitInfo *pWaitInfo, uint64_t timeout)
 {
-   struct icd_device *dev = (struct icd_device *)device;
+   struct icd_device *dev = icd_device_from_handle(device);
    uint64_t left = timeout;
    VkResult r = dev->completion ? icd_completion_wait(dev, semaphores_reached, pWaitInfo, timeout, &left)
                              : VK_NOT_READY;

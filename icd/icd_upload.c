@@ -58,7 +58,7 @@ void
 icd_upload_note_copy(VkCommandBuffer commandBuffer, VkBuffer src, VkBuffer dst, uint32_t n,
           const VkBufferCopy *regions, const VkBufferCopy2 *regions2)
 {
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
+   struct icd_command_buffer *cb = icd_command_buffer_from_handle(commandBuffer);
    if (cb->upload_no || !cb->recording)
       return;
    if (n > ICD_UPLOAD_MAX_COPIES - cb->n_upload) {
@@ -81,7 +81,7 @@ icd_upload_note_copy(VkCommandBuffer commandBuffer, VkBuffer src, VkBuffer dst, 
 void
 icd_upload_note_barrier(VkCommandBuffer commandBuffer, uint32_t n_images, bool ownership)
 {
-   struct icd_command_buffer *cb = (struct icd_command_buffer *)commandBuffer;
+   struct icd_command_buffer *cb = icd_command_buffer_from_handle(commandBuffer);
    if (n_images || ownership)
       cb->upload_no = true;
 }
@@ -226,7 +226,7 @@ upload_slot_make(struct icd_device *dev, struct icd_upload_slot *s, VkDeviceSize
       upload_slot_free(dev, s);
       return false;
    }
-   struct icd_device_memory *mem = (struct icd_device_memory *)s->memory;
+   struct icd_device_memory *mem = icd_device_memory_from_handle(s->memory);
    if (!mem->map || mem->map_size < want ||
        icd_vkBindBufferMemory(device, s->buffer, s->memory, 0) != VK_SUCCESS) {
       upload_slot_free(dev, s);

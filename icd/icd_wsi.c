@@ -31,7 +31,7 @@ queue_submit_queued(VkQueue queue, uint32_t count, const VkSubmitInfo *submits, 
 {
    struct icd_connection *conn = icd_object(queue)->conn;
    struct icd_call call;
-   atomic_fetch_add(&((struct icd_queue *)queue)->device->submits, 1);
+   atomic_fetch_add(&(icd_queue_from_handle(queue))->device->submits, 1);
    struct wire_enc *e = icd_call_begin(&call, conn, WIRE_OP_vkQueueSubmit, false, false);
    wire_enc_vkQueueSubmit(e, queue, count, submits, fence);
    icd_call_end(&call);
@@ -59,7 +59,7 @@ device_has_extension(VkPhysicalDevice pdev, const char *name)
 static struct wsi_device *
 wsi_of(VkPhysicalDevice _pdev)
 {
-   struct icd_physical_device *pdev = (struct icd_physical_device *)_pdev;
+   struct icd_physical_device *pdev = icd_physical_device_from_handle(_pdev);
    pthread_mutex_lock(&pdev->wsi_mutex);
    if (!pdev->wsi) {
       struct wsi_device *wsi = calloc(1, sizeof(*wsi));
@@ -112,7 +112,7 @@ wsi_of(VkPhysicalDevice _pdev)
 static struct wsi_device *
 wsi_of_device(VkDevice device)
 {
-   return wsi_of((VkPhysicalDevice)((struct icd_device *)device)->physical_device);
+   return wsi_of((VkPhysicalDevice)(icd_device_from_handle(device))->physical_device);
 }
 
 /* ---- surfaces ----------------------------------------------------------------- */
@@ -355,7 +355,7 @@ icd_vkQueuePresentKHR(VkQueue queue, const VkPresentInfoKHR *pPresentInfo)
 {
    if (icd_connection_lost(icd_object(queue)->conn))
       return VK_ERROR_DEVICE_LOST;
-   return wsi_queue_present(queue, ((struct icd_queue *)queue)->family, pPresentInfo);
+   return wsi_queue_present(queue, (icd_queue_from_handle(queue))->family, pPresentInfo);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
