@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "util_macros.h"
+#include "util_outarray.h"
 #include "util_trace.h"
 
 /* The application's VkInstance id; each connection's host instance has an
@@ -157,25 +158,19 @@ icd_vkEnumerateInstanceExtensionProperties(const char *pLayerName, uint32_t *pPr
 {
    if (pLayerName)
       return VK_ERROR_LAYER_NOT_PRESENT;
-   uint32_t total = 0;
-   for (unsigned i = 0; i < wire_extension_count; i++)
-      total += !wire_extensions[i].device;
-   if (!pProperties) {
-      *pPropertyCount = total;
-      return VK_SUCCESS;
-   }
-   uint32_t n = 0;
-   for (unsigned i = 0; i < wire_extension_count && n < *pPropertyCount; i++) {
+   struct util_outarray out;
+   util_outarray_init(&out, pProperties, pPropertyCount);
+   for (unsigned i = 0; i < wire_extension_count; i++) {
       if (wire_extensions[i].device)
          continue;
-      memset(&pProperties[n], 0, sizeof(pProperties[n]));
-      snprintf(pProperties[n].extensionName, sizeof(pProperties[n].extensionName), "%s",
-               wire_extensions[i].name);
-      pProperties[n].specVersion = wire_extensions[i].spec_version;
-      n++;
+      VkExtensionProperties *p = UTIL_OUTARRAY_NEXT(&out, VkExtensionProperties);
+      if (!p)
+         continue;
+      memset(p, 0, sizeof(*p));
+      snprintf(p->extensionName, sizeof(p->extensionName), "%s", wire_extensions[i].name);
+      p->specVersion = wire_extensions[i].spec_version;
    }
-   *pPropertyCount = n;
-   return n < total ? VK_INCOMPLETE : VK_SUCCESS;
+   return util_outarray_done(&out) ? VK_SUCCESS : VK_INCOMPLETE;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
@@ -372,15 +367,14 @@ icd_vkEnumeratePhysicalDevices(VkInstance _instance, uint32_t *pPhysicalDeviceCo
                                VkPhysicalDevice *pPhysicalDevices)
 {
    struct icd_instance *instance = icd_instance_from_handle(_instance);
-   if (!pPhysicalDevices) {
-      *pPhysicalDeviceCount = instance->n_physical_devices;
-      return VK_SUCCESS;
+   struct util_outarray out;
+   util_outarray_init(&out, pPhysicalDevices, pPhysicalDeviceCount);
+   for (uint32_t i = 0; i < instance->n_physical_devices; i++) {
+      VkPhysicalDevice *p = UTIL_OUTARRAY_NEXT(&out, VkPhysicalDevice);
+      if (p)
+         *p = (VkPhysicalDevice)instance->physical_devices[i];
    }
-   uint32_t n = UTIL_MIN(*pPhysicalDeviceCount, instance->n_physical_devices);
-   for (uint32_t i = 0; i < n; i++)
-      pPhysicalDevices[i] = (VkPhysicalDevice)instance->physical_devices[i];
-   *pPhysicalDeviceCount = n;
-   return n < instance->n_physical_devices ? VK_INCOMPLETE : VK_SUCCESS;
+   return util_outarray_done(&out) ? VK_SUCCESS : VK_INCOMPLETE;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
@@ -388,17 +382,17 @@ icd_vkEnumeratePhysicalDeviceGroups(VkInstance _instance, uint32_t *pCount,
                                     VkPhysicalDeviceGroupProperties *pProps)
 {
    struct icd_instance *instance = icd_instance_from_handle(_instance);
-   if (!pProps) {
-      *pCount = instance->n_physical_devices;
-      return VK_SUCCESS;
+   struct util_outarray out;
+   util_outarray_init(&out, pProps, pCount);
+   for (uint32_t i = 0; i < instance->n_physical_devices; i++) {
+      VkPhysicalDeviceGroupProperties *p = UTIL_OUTARRAY_NEXT(&out, VkPhysicalDeviceGroupProperties);
+      if (!p)
+         continue;
+      /* (sType and pNext are the application's) */
+      p->physicalDeviceCount = 1;
+      memset(p->physicalDevices, 0, sizeof(p->physicalDevices));
+      p->physicalDevices[0] = (VkPhysicalDevice)instance->physical_devices[i];
+      p->subsetAllocation = VK_FALSE;
    }
-   uint32_t n = UTIL_MIN(*pCount, instance->n_physical_devices);
-   for (uint32_t i = 0; i < n; i++) {
-      pProps[i].physicalDeviceCount = 1;
-      memset(pProps[i].physicalDevices, 0, sizeof(pProps[i].physicalDevices));
-      pProps[i].physicalDevices[0] = (VkPhysicalDevice)instance->physical_devices[i];
-      pProps[i].subsetAllocation = VK_FALSE;
-   }
-   *pCount = n;
-   return n < instance->n_physical_devices ? VK_INCOMPLETE : VK_SUCCESS;
+   return util_outarray_done(&out) ? VK_SUCCESS : VK_INCOMPLETE;
 }

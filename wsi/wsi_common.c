@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util_outarray.h"
+
 /* ---- surfaces ---------------------------------------------------------------- */
 
 static VkResult
@@ -259,17 +261,16 @@ wsi_get_surface_formats2(struct wsi_device *wsi, const VkPhysicalDeviceSurfaceIn
    /* 32-bit BGRX: what X11's depth-24 visuals and wl_shm's XRGB8888 hold */
    static const VkFormat supported[] = {VK_FORMAT_B8G8R8A8_SRGB, VK_FORMAT_B8G8R8A8_UNORM};
    const uint32_t n = sizeof(supported) / sizeof(supported[0]);
-   if (!formats) {
-      *count = n;
-      return VK_SUCCESS;
+   struct util_outarray out;
+   util_outarray_init(&out, formats, count);
+   for (uint32_t i = 0; i < n; i++) {
+      VkSurfaceFormat2KHR *f = UTIL_OUTARRAY_NEXT(&out, VkSurfaceFormat2KHR);
+      if (!f)
+         continue;
+      f->surfaceFormat.format = supported[i];
+      f->surfaceFormat.colorSpace = VK_COLOR_SPACE_SRGB_NONLINEAR_KHR;
    }
-   uint32_t written = *count < n ? *count : n;
-   for (uint32_t i = 0; i < written; i++) {
-      formats[i].surfaceFormat.format = supported[i];
-      formats[i].surfaceFormat.colorSpace = VK_COLOR_SPACE_SRGB_NONLINEAR_KHR;
-   }
-   *count = written;
-   return written < n ? VK_INCOMPLETE : VK_SUCCESS;
+   return util_outarray_done(&out) ? VK_SUCCESS : VK_INCOMPLETE;
 }
 
 VkResult
@@ -278,14 +279,14 @@ wsi_get_surface_present_modes(struct wsi_device *wsi, const VkPhysicalDeviceSurf
 {
    uint32_t n;
    const VkPresentModeKHR *supported = surface_modes(surface_of(info->surface), &n);
-   if (!modes) {
-      *count = n;
-      return VK_SUCCESS;
+   struct util_outarray out;
+   util_outarray_init(&out, modes, count);
+   for (uint32_t i = 0; i < n; i++) {
+      VkPresentModeKHR *m = UTIL_OUTARRAY_NEXT(&out, VkPresentModeKHR);
+      if (m)
+         *m = supported[i];
    }
-   uint32_t written = *count < n ? *count : n;
-   memcpy(modes, supported, sizeof(*modes) * written);
-   *count = written;
-   return written < n ? VK_INCOMPLETE : VK_SUCCESS;
+   return util_outarray_done(&out) ? VK_SUCCESS : VK_INCOMPLETE;
 }
 
 VkResult
@@ -299,15 +300,12 @@ wsi_get_present_rectangles(struct wsi_device *wsi, VkSurfaceKHR surface, uint32_
       if (r != VK_SUCCESS)
          return r;
    }
-   if (!rects) {
-      *count = 1;
-      return VK_SUCCESS;
-   }
-   if (*count < 1)
-      return VK_INCOMPLETE;
-   rects[0] = rect;
-   *count = 1;
-   return VK_SUCCESS;
+   struct util_outarray out;
+   util_outarray_init(&out, rects, count);
+   VkRect2D *r = UTIL_OUTARRAY_NEXT(&out, VkRect2D);
+   if (r)
+      *r = rect;
+   return util_outarray_done(&out) ? VK_SUCCESS : VK_INCOMPLETE;
 }
 
 /* ---- the swapchain's images --------------------------------------------------- */
@@ -921,15 +919,14 @@ VkResult
 wsi_get_swapchain_images(VkSwapchainKHR swapchain, uint32_t *count, VkImage *images)
 {
    struct wsi_swapchain *sc = swapchain_of(swapchain);
-   if (!images) {
-      *count = sc->n_images;
-      return VK_SUCCESS;
+   struct util_outarray out;
+   util_outarray_init(&out, images, count);
+   for (uint32_t i = 0; i < sc->n_images; i++) {
+      VkImage *img = UTIL_OUTARRAY_NEXT(&out, VkImage);
+      if (img)
+         *img = sc->images[i].image;
    }
-   uint32_t written = *count < sc->n_images ? *count : sc->n_images;
-   for (uint32_t i = 0; i < written; i++)
-      images[i] = sc->images[i].image;
-   *count = written;
-   return written < sc->n_images ? VK_INCOMPLETE : VK_SUCCESS;
+   return util_outarray_done(&out) ? VK_SUCCESS : VK_INCOMPLETE;
 }
 
 static void
