@@ -19,6 +19,7 @@
 
 #include "gpud_gen.h"
 #include "util_dir.h"
+#include "util_fd.h"
 #include "util_log.h"
 #include "util_macros.h"
 #include "util_memfd.h"

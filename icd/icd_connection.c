@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util_fd.h"
 #include "util_macros.h"
 #include "util_spin.h"
 #include "wire_control.h"

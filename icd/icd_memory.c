@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util_fd.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 

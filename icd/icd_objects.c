@@ -2,6 +2,7 @@
 /* Client-side objects behind new handles, created before the call that
  * names them and dropped when it fails or the object is destroyed. */
 #include "icd.h"
+#include "util_fd.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* CPU lists (sysfs and cgroup syntax) parsed, and the CPUs a process may
+ * use (util_cpus.h). */
 #include "util_cpus.h"
 
 #include <dirent.h>

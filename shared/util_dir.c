@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Path lists and directory helpers (util_dir.h). */
 #include "util_dir.h"
 
 #include <dirent.h>

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/* File descriptors closed once (util_fd.h). */
 #include <errno.h>
 #include <unistd.h>
 
+#include "util_fd.h"
 #include "util_macros.h"
 
 void

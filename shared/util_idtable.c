@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The dense id table: ids to pointers in pages of slots (util_idtable.h). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>

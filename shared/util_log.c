@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The log (util_log.h): levels, priorities on stderr, the sink. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>

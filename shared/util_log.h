@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* Logging for both daemons and gpudctl: lines on stderr with their syslog
+ * priority, a level from GPUD_LOG or the command line, an optional sink. */
+
 #include <stdbool.h>
 
 #include "util_macros.h"

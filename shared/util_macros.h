@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* Small macros every part uses: array sizes, alignment, min and max,
+ * container_of, printf checking, exported symbols. */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,15 +16,3 @@
 
 #define UTIL_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define UTIL_EXPORT __attribute__((visibility("default")))
-
-/* Takes ownership of an fd out of a variable, leaving -1 behind. */
-static inline int
-util_fd_move(int *fd)
-{
-   int r = *fd;
-   *fd = -1;
-   return r;
-}
-
-/* Closes an fd if it is valid and marks the variable closed. */
-void util_fd_close(int *fd);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+/* Sealed memfds made, checked and pre-faulted (util_memfd.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util_fd.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* Sealed memfds: the shared memory of rings, completion pages and
+ * host-visible allocations, made, checked before mapping, and pre-faulted. */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* Threads started detached. */
+
 #include <pthread.h>
 
 /* Starts fn(arg) on a detached thread; 0 or a positive pthread error. */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* Clocks in nanoseconds: the monotonic clock, deadlines and sleeps. */
+
 #include <stdint.h>
 #include <time.h>
 

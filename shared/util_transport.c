@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* The transport (util_transport.h): messages in packets over SEQPACKET
+ * sockets with fds beside them, listening and connecting, queued
+ * non-blocking sends. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +17,7 @@
 #include <unistd.h>
 
 #include "util_dir.h"
+#include "util_fd.h"
 #include "util_macros.h"
 #include "util_transport.h"
 #include "util_time.h"

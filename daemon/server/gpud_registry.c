@@ -17,6 +17,7 @@
 
 #include <event2/event.h>
 
+#include "util_fd.h"
 #include "util_log.h"
 #include "util_time.h"
 

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "util_dir.h"
+#include "util_fd.h"
 #include "util_log.h"
 #include "util_thread.h"
 #include "util_memfd.h"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "gpud_sched.h"
+#include "util_fd.h"
 #include "util_futex.h"
 #include "util_log.h"
 #include "util_macros.h"

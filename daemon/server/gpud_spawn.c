@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gpud_worker.h"
+#include "util_fd.h"
 #include "util_log.h"
 #include "util_thread.h"
 

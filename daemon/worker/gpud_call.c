@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util_fd.h"
 #include "util_time.h"
 #include "wire_gen.h"
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "gpud_limits.h"
+#include "util_fd.h"
 #include "util_time.h"
 #include "util_trace.h"
 #include "wire_control.h"

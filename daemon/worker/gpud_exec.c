@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 
 #include "util_cpus.h"
+#include "util_fd.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 

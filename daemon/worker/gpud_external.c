@@ -24,6 +24,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "util_fd.h"
 #include "util_memfd.h"
 #include "wire_gen.h"
 

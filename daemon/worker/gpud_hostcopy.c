@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
+#include "util_fd.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 #include "wire_hostcopy.h"

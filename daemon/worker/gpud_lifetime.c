@@ -15,6 +15,7 @@
 #include "gpud_transfer.h"
 #include "gpud_validate.h"
 #include "gpud_wait.h"
+#include "util_fd.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "util_fd.h"
 #include "util_futex.h"
 #include "util_macros.h"
 #include "wire_gen.h"

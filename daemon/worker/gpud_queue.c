@@ -39,6 +39,7 @@
 
 #include "gpud_gen.h"
 #include "gpud_limits.h"
+#include "util_fd.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 #include "util_spin.h"

@@ -16,6 +16,7 @@
 #include "gpud_inject.h"
 #include "gpud_queue.h"
 #include "gpud_replay.h"
+#include "util_fd.h"
 #include "util_time.h"
 #include "wire_gen.h"
 

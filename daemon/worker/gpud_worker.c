@@ -34,6 +34,7 @@
 #include "gpud_limits.h"
 #include "gpud_sandbox.h"
 #include "gpud_sched_worker.h"
+#include "util_fd.h"
 #include "util_log.h"
 #include "util_memfd.h"
 #include "util_thread.h"

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* util_cpus: CPU lists parsed, and the CPUs a process may use from a
+ * cgroup tree made for the test. */
 #include <ftw.h>
 #include <sys/stat.h>
 

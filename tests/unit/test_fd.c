@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* util_fd: descriptors closed once and marked closed, errno kept. */
 #include "unit_test.h"
+#include "util_fd.h"
 
 static void
 test_close(void)

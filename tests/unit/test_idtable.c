@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* util_idtable: ids inserted, found, removed and reused, from threads. */
 #include <pthread.h>
 
 #include "unit_test.h"

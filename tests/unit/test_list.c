@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* util_list: order, removal while iterating, empty lists. */
 #include "unit_test.h"
 #include "util_list.h"
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
+/* util_log: levels, priorities and the sink, from threads. */
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "unit_test.h"
+#include "util_fd.h"
 #include "util_log.h"
 
 /* Points stderr at a memfd; capture_end() restores it and returns what was

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+/* util_memfd: seals, sizes and the checks before a mapping. */
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "unit_test.h"
+#include "util_fd.h"
 #include "util_memfd.h"
 
 static void

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* util_spin: the polling windows that follow the waits seen. */
 #include "unit_test.h"
 #include "util_spin.h"
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* util_transport: messages and fds across socket pairs, split packets,
+ * malformed ones from a hostile peer, listening, queued sends, timeouts. */
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -7,6 +9,7 @@
 #include <sys/uio.h>
 
 #include "unit_test.h"
+#include "util_fd.h"
 #include "util_memfd.h"
 #include "util_transport.h"
 

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* File descriptors held in variables: moved out, or closed and marked so. */
+
+/* Takes ownership of an fd out of a variable, leaving -1 behind. */
+static inline int
+util_fd_move(int *fd)
+{
+   int r = *fd;
+   *fd = -1;
+   return r;
+}
+
+/* Closes an fd if it is valid and marks the variable closed. */
+void util_fd_close(int *fd);
