@@ -63,176 +63,11 @@ DENIED_EXTENSIONS = {
         'serves on every host',
 }
 
-# gpud's own commands, between the ICD and the daemon only (what Venus does
-# with VK_MESA_venus_protocol): declared as vk.xml declares commands, they get
-# encoders, decoders and round-trip tests like every Vulkan command, and wire
-# ops after Vulkan's.  Applications never see them (no entrypoint); the ICD
-# calls icd_gen_<name> and the daemon implements gpud_exec_<name> (there is
-# no host command to default to).  One naming a type the registry lacks (the
-# host image copies' before 1.3.258) is left out.  vkTestSyscallGPUD runs a
-# system call in the worker, for the tests of what a worker taken over can
-# do: only a build with -Dtest_hooks=true runs it (and only its ICD hands
-# it to a test program), any other refuses it as a client's protocol error.
-PRIVATE_COMMANDS = """
-<commands>
-  <command>
-    <proto><type>void</type> <name>vkSetMessageFilterGPUD</name></proto>
-    <param><type>VkPhysicalDevice</type> <name>physicalDevice</name></param>
-    <param optional="true"><type>VkDebugUtilsMessageSeverityFlagsEXT</type> <name>severities</name></param>
-    <param optional="true"><type>VkDebugUtilsMessageTypeFlagsEXT</type> <name>types</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkSignalGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param optional="true"><type>VkSemaphore</type> <name>semaphore</name></param>
-    <param optional="true"><type>VkFence</type> <name>fence</name></param>
-  </command>
-  <command>
-    <proto><type>VkResult</type> <name>vkGetCompletionPageGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>int</type>* <name>pFd</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkQueueUploadGPUD</name></proto>
-    <param><type>VkQueue</type> <name>queue</name></param>
-    <param optional="true"><type>VkFence</type> <name>fence</name></param>
-    <param optional="true"><type>uint32_t</type> <name>regionCount</name></param>
-    <param len="regionCount">const <type>VkBuffer</type>* <name>pBuffers</name></param>
-    <param len="regionCount">const <type>VkBufferCopy</type>* <name>pRegions</name></param>
-    <param optional="true"><type>uint32_t</type> <name>dataSize</name></param>
-    <param len="dataSize">const <type>void</type>* <name>pData</name></param>
-    <param optional="true"><type>VkBuffer</type> <name>srcBuffer</name></param>
-    <param optional="true"><type>VkFence</type> <name>doneFence</name></param>
-    <param><type>VkBool32</type> <name>counted</name></param>
-    <param><type>VkBool32</type> <name>signalled</name></param>
-    <param><type>uint64_t</type> <name>copyNs</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkSetFenceSlotGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>VkFence</type> <name>fence</name></param>
-    <param><type>uint32_t</type> <name>slot</name></param>
-    <param><type>uint32_t</type> <name>generation</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkSetSemaphoreSlotGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>VkSemaphore</type> <name>semaphore</name></param>
-    <param><type>uint32_t</type> <name>slot</name></param>
-    <param><type>uint32_t</type> <name>tag</name></param>
-    <param><type>uint64_t</type> <name>initialValue</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkSetEventSlotGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>VkEvent</type> <name>event</name></param>
-    <param><type>uint32_t</type> <name>slot</name></param>
-    <param><type>uint32_t</type> <name>tag</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkSetQueryPoolPageGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>VkQueryPool</type> <name>queryPool</name></param>
-    <param><type>int</type> <name>fd</name></param>
-  </command>
-  <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY">
-    <proto><type>VkResult</type> <name>vkGetHostCopyStagingGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>uint64_t</type> <name>size</name></param>
-    <param><type>int</type>* <name>pFd</name></param>
-  </command>
-  <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
-    <proto><type>VkResult</type> <name>vkCopyMemoryToImageGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param>const <type>VkCopyMemoryToImageInfoEXT</type>* <name>pCopyMemoryToImageInfo</name></param>
-    <param><type>uint32_t</type> <name>regionCount</name></param>
-    <param len="regionCount">const <type>uint64_t</type>* <name>pOffsets</name></param>
-  </command>
-  <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
-    <proto><type>VkResult</type> <name>vkCopyImageToMemoryGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param>const <type>VkCopyImageToMemoryInfoEXT</type>* <name>pCopyImageToMemoryInfo</name></param>
-    <param><type>uint32_t</type> <name>regionCount</name></param>
-    <param len="regionCount">const <type>uint64_t</type>* <name>pOffsets</name></param>
-  </command>
-  <command successcodes="VK_SUCCESS,VK_INCOMPLETE" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY">
-    <proto><type>VkResult</type> <name>vkGetDeviceFaultInfoGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>VkDeviceFaultCountsEXT</type>* <name>pFaultCounts</name></param>
-    <param><type>size_t</type> <name>descriptionSize</name></param>
-    <param optional="true" len="descriptionSize"><type>void</type>* <name>pDescription</name></param>
-    <param><type>size_t</type> <name>addressInfosSize</name></param>
-    <param optional="true" len="addressInfosSize"><type>void</type>* <name>pAddressInfos</name></param>
-    <param><type>size_t</type> <name>vendorInfosSize</name></param>
-    <param optional="true" len="vendorInfosSize"><type>void</type>* <name>pVendorInfos</name></param>
-    <param><type>size_t</type> <name>vendorBinarySize</name></param>
-    <param optional="true" len="vendorBinarySize"><type>void</type>* <name>pVendorBinaryData</name></param>
-  </command>
-  <command successcodes="VK_SUCCESS,VK_PIPELINE_BINARY_MISSING_KHR" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_OUT_OF_DEVICE_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
-    <proto><type>VkResult</type> <name>vkGetPipelineBinaryCountGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param optional="true">const <type>VkPipelineBinaryKeysAndDataKHR</type>* <name>pKeysAndDataInfo</name></param>
-    <param optional="true"><type>VkPipeline</type> <name>pipeline</name></param>
-    <param optional="true">const <type>VkGraphicsPipelineCreateInfo</type>* <name>pGraphicsCreateInfo</name></param>
-    <param optional="true">const <type>VkComputePipelineCreateInfo</type>* <name>pComputeCreateInfo</name></param>
-    <param optional="true">const <type>VkRayTracingPipelineCreateInfoKHR</type>* <name>pRayTracingCreateInfo</name></param>
-    <param><type>uint32_t</type>* <name>pPipelineBinaryCount</name></param>
-  </command>
-  <command successcodes="VK_SUCCESS,VK_INCOMPLETE,VK_PIPELINE_BINARY_MISSING_KHR" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_OUT_OF_DEVICE_MEMORY,VK_ERROR_INITIALIZATION_FAILED">
-    <proto><type>VkResult</type> <name>vkCreatePipelineBinariesGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param optional="true">const <type>VkPipelineBinaryKeysAndDataKHR</type>* <name>pKeysAndDataInfo</name></param>
-    <param optional="true"><type>VkPipeline</type> <name>pipeline</name></param>
-    <param optional="true">const <type>VkGraphicsPipelineCreateInfo</type>* <name>pGraphicsCreateInfo</name></param>
-    <param optional="true">const <type>VkComputePipelineCreateInfo</type>* <name>pComputeCreateInfo</name></param>
-    <param optional="true">const <type>VkRayTracingPipelineCreateInfoKHR</type>* <name>pRayTracingCreateInfo</name></param>
-    <param><type>uint32_t</type> <name>pipelineBinaryCount</name></param>
-    <param len="pipelineBinaryCount"><type>VkPipelineBinaryKHR</type>* <name>pPipelineBinaries</name></param>
-  </command>
-  <command successcodes="VK_SUCCESS" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_OUT_OF_DEVICE_MEMORY">
-    <proto><type>VkResult</type> <name>vkGetPipelineKeyGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param optional="true">const <type>VkGraphicsPipelineCreateInfo</type>* <name>pGraphicsCreateInfo</name></param>
-    <param optional="true">const <type>VkComputePipelineCreateInfo</type>* <name>pComputeCreateInfo</name></param>
-    <param optional="true">const <type>VkRayTracingPipelineCreateInfoKHR</type>* <name>pRayTracingCreateInfo</name></param>
-    <param><type>VkBool32</type> <name>global</name></param>
-    <param><type>VkPipelineBinaryKeyKHR</type>* <name>pPipelineKey</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkCmdSetCheckpointGPUD</name></proto>
-    <param><type>VkCommandBuffer</type> <name>commandBuffer</name></param>
-    <param><type>uint64_t</type> <name>marker</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkGetQueueCheckpointDataGPUD</name></proto>
-    <param><type>VkQueue</type> <name>queue</name></param>
-    <param><type>VkBool32</type> <name>stages2</name></param>
-    <param><type>uint32_t</type>* <name>pCheckpointDataCount</name></param>
-    <param optional="true" len="pCheckpointDataCount"><type>uint64_t</type>* <name>pStages</name></param>
-    <param optional="true" len="pCheckpointDataCount"><type>uint64_t</type>* <name>pMarkers</name></param>
-  </command>
-  <command successcodes="VK_SUCCESS,VK_INCOMPLETE" errorcodes="VK_ERROR_OUT_OF_HOST_MEMORY,VK_ERROR_OUT_OF_DEVICE_MEMORY">
-    <proto><type>VkResult</type> <name>vkConvertCooperativeVectorMatrixGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param>const <type>VkConvertCooperativeVectorMatrixInfoNV</type>* <name>pInfo</name></param>
-    <param><type>uint64_t</type> <name>srcOffset</name></param>
-    <param><type>VkBool32</type> <name>convert</name></param>
-    <param><type>uint64_t</type> <name>dstOffset</name></param>
-    <param><type>uint64_t</type>* <name>pDstSize</name></param>
-  </command>
-  <command>
-    <proto><type>void</type> <name>vkTestSyscallGPUD</name></proto>
-    <param><type>VkDevice</type> <name>device</name></param>
-    <param><type>uint64_t</type> <name>number</name></param>
-    <param><type>uint32_t</type> <name>argCount</name></param>
-    <param len="argCount">const <type>uint64_t</type>* <name>pArgs</name></param>
-    <param><type>uint32_t</type> <name>dataArgs</name></param>
-    <param><type>uint32_t</type> <name>dataSize</name></param>
-    <param optional="true" len="dataSize">const <type>void</type>* <name>pData</name></param>
-    <param><type>int64_t</type>* <name>pResult</name></param>
-  </command>
-</commands>
-"""
+# gpud's own commands, between the ICD and the daemon only: declared in
+# gpud_commands.xml beside this script as vk.xml declares commands (the file
+# says what they are).
+PRIVATE_COMMANDS_XML = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    'gpud_commands.xml')
 
 # Window-system extensions: implemented in the application's process by
 # wsi/ (linked into the ICD); none of their commands goes on the wire, none
@@ -907,7 +742,7 @@ class Gen:
                     self.command_extensions.setdefault(c, []).append(index)
         # gpud's own commands
         self.private = []
-        for elem in ET.fromstring(PRIVATE_COMMANDS).findall('command'):
+        for elem in ET.parse(PRIVATE_COMMANDS_XML).getroot().findall('command'):
             cmd = vkxml.Command(elem)
             if any(p.type.startswith('Vk') and reg.kind(p.type) == 'other' for p in cmd.params):
                 continue
