@@ -24,6 +24,7 @@
 #include "gpud_queue.h"
 #include "gpud_sched_worker.h"
 #include "gpud_timing.h"
+#include "gpud_track.h"
 #include "gpud_transfer.h"
 
 #include <fcntl.h>
@@ -94,110 +95,10 @@
  * sampled"), where a long job pays nothing worth saying for them. */
 #define TIMING_EVERY 8u
 #define TIMING_ALWAYS_NS (200ull * 1000)
-/* Command buffers whose last time a queue keeps (direct-mapped). */
-#define TRACK_EXPECT_SLOTS 64u
-
-/* An event slot as the worker keeps it (what the page shows is written
- * from this alone: a client that scribbles on its page misleads only
- * itself). */
-struct event_slot {
-   uint64_t owner; /* the event's id; 0: none */
-   uint32_t tag;
-   uint16_t host_ops;
-   uint16_t pending;
-   bool set;
-};
-
-/* A timeline semaphore a submission signals, to publish when it completes. */
-struct track_signal {
-   uint32_t slot;
-   uint64_t owner;
-   uint64_t value;
-};
-
-/* An event a submission sets or resets, read when it completes. */
-struct track_event {
-   uint32_t slot;
-   uint64_t owner;
-   VkEvent event;
-};
-
-/* A query pool whose results a page shows (gpud_exec_vkSetQueryPoolPageGPUD):
- * the worker's own copy of its shape and counts. */
-struct gpud_query_pool_page {
-   struct util_list link; /* dtrack->pools */
-   uint64_t owner;        /* the pool's id */
-   VkQueryPool pool;
-   struct gpud_query_page_header *map;
-   size_t size;
-   uint32_t n_queries, n_values;
-   uint32_t pending, host_resets;
-};
 
 /* A submission's timing slot when it was left untimed among timed ones:
  * its GPU time is estimated (TIMING_EVERY). */
 #define TIMING_ESTIMATED (-2)
-
-/* What a submission changes that the page shows. */
-struct track_gather {
-   struct track_signal *signals;
-   unsigned n_signals, cap_signals;
-   struct track_event *events;
-   unsigned n_events, cap_events;
-   uint64_t *pools; /* the ids of the query pools it changes */
-   unsigned n_pools, cap_pools;
-   uint64_t key; /* its first command buffer (0: none) */
-};
-
-struct track_entry {
-   VkFence fence;
-   uint64_t seq; /* the submission it completes */
-   /* the application's fence it signals on the page: its slot (or -1),
-    * its object's id and the value it gets */
-   int32_t slot;
-   uint64_t owner;
-   uint32_t value;
-   uint64_t done_ns; /* when the tracker saw it done (completions delayed) */
-   struct track_signal *signals; /* timeline semaphores it signals */
-   unsigned n_signals;
-   struct track_event *events; /* events it sets or resets */
-   unsigned n_events;
-   uint64_t *pools; /* query pools whose queries it changes */
-   unsigned n_pools;
-   bool published; /* on the page already (a wait the host answered) */
-   int32_t timing;   /* its timing slot (gpud_timing.h); -1: untimed, TIMING_ESTIMATED */
-   uint64_t submitted_ns; /* when it went to the host (the call began) */
-   bool charged;     /* the schedule knows its end (gpud_sched_worker.h) */
-   uint64_t key;     /* its first command buffer: what it takes, expected */
-};
-
-struct gpud_queue_track {
-   struct util_list link; /* dtrack->queues */
-   VkQueue queue;
-   struct gpud_status_queue *slot; /* NULL when the page has no free slot */
-   struct track_entry *ring;
-   unsigned head, count, cap;
-   uint64_t submitted, completed;
-   uint64_t busy_ns, busy_since_ns;
-   /* GPU time: timestamps around each submission where the family writes
-    * them (timing), else the time each had the queue busy */
-   struct gpud_queue_timing *timing;
-   uint32_t family;
-   bool timing_tried;
-   /* short submissions since the last timed one; GPU time over busy time
-    * of the timed ones, in 1/65536 (TIMING_EVERY), once one was timed */
-   uint32_t untimed_run;
-   uint32_t timing_ratio;
-   bool timing_ratio_known;
-   uint64_t gpu_ns;
-   uint64_t last_done_ns;
-   /* the last of the worker's own submissions (gpud_queue_submit_own) */
-   uint64_t own_seq;
-   /* what the last submission each command buffer began took */
-   struct track_expect {
-      uint64_t key, ns;
-   } expect[TRACK_EXPECT_SLOTS];
-};
 
 /* The slot of q's expectations a submission's first command buffer (key)
  * has. */
@@ -207,50 +108,10 @@ expect_slot(struct gpud_queue_track *q, uint64_t key)
    return &q->expect[(key >> 4) % TRACK_EXPECT_SLOTS];
 }
 
-struct gpud_device_track {
-   struct gpud_context *ctx;
-   struct gpud_object *device; /* outlives its tracker (gpud_queue_track_device_end) */
-   VkDevice dev;
-   const struct gpud_host_dispatch *disp;
-   pthread_mutex_t mutex;
-   pthread_cond_t cond;
-   pthread_cond_t retired; /* a queue's completed count moved, or lost */
-   pthread_t thread;
-   bool started, stop, lost;
-   /* a queue has a submission of the worker's own in flight; the device
-    * is on its context's own_devices */
-   atomic_bool own_pending;
-   bool own_listed;
-   struct gpud_device_track *own_next;
-   _Atomic uint64_t submissions; /* tracked so far: what the idle poll watches */
-   /* the page's `settled`: submissions run (each tracked, or done at once),
-    * those tracked that are not yet on the page, and whether one went to
-    * the host untracked (then the page never says the device settled) */
-   uint64_t processed;
-   uint64_t unpublished;
-   bool unsettled;
-   uint64_t poll_ns;
-   /* the tracker's: how long it polls for the next submission, and since
-    * when it has had nothing in flight (0: something is) */
-   struct util_spin_window window;
-   uint64_t idle_since_ns;
-   uint32_t cpus_seen; /* gpud_context_follow_cpus */
-   struct util_list queues;
-   VkFence *free_fences;
-   unsigned n_free, cap_free;
-   /* the completion page, and the id of the fence each slot is (0: none) */
-   struct gpud_completion_header *page;
-   int page_fd;
-   uint64_t *owner;
-   uint64_t *sem_owner; /* the id of the semaphore each semaphore slot is */
-   struct event_slot *events; /* what each event slot says, the worker's copy */
-   struct util_list pools;    /* query pools with a results page */
-};
-
 /* With the mutex held: a timeline semaphore's value raised, if it still owns
  * its slot. */
-static bool
-page_raise(struct gpud_device_track *t, uint32_t slot, uint64_t owner, uint64_t value)
+bool
+gpud_track_page_raise(struct gpud_device_track *t, uint32_t slot, uint64_t owner, uint64_t value)
 {
    if (!t->page || slot >= GPUD_COMPLETION_SEMAPHORE_SLOTS || t->sem_owner[slot] != owner)
       return false;
@@ -271,7 +132,7 @@ entry_signals(struct gpud_device_track *t, struct track_entry *e, bool ask)
          atomic_store(&gpud_completion_semaphores(t->page)[s->slot].value, GPUD_SEMAPHORE_ASK);
          wrote = true;
       } else if (!ask) {
-         wrote |= page_raise(t, s->slot, s->owner, s->value);
+         wrote |= gpud_track_page_raise(t, s->slot, s->owner, s->value);
       }
    }
    free(e->signals);
@@ -281,8 +142,8 @@ entry_signals(struct gpud_device_track *t, struct track_entry *e, bool ask)
 }
 
 /* With the mutex held: the slot's value, if the fence still owns it. */
-static bool
-page_write(struct gpud_device_track *t, int32_t slot, uint64_t owner, uint32_t value)
+bool
+gpud_track_page_write(struct gpud_device_track *t, int32_t slot, uint64_t owner, uint32_t value)
 {
    if (!t->page || slot < 0 || (uint32_t)slot >= GPUD_COMPLETION_FENCE_SLOTS ||
        t->owner[slot] != owner)
@@ -291,14 +152,13 @@ page_write(struct gpud_device_track *t, int32_t slot, uint64_t owner, uint32_t v
    return true;
 }
 
-enum { EVENT_KEEP = -1, EVENT_RESET = 0, EVENT_SET = 1, EVENT_READ = 2 };
 
 /* With the mutex held: an event slot changed and its word rewritten, if the
  * event still owns it: the submissions pending changed by delta (or always
  * asked about: ask), the state kept, set, reset or read from the host
  * driver, host_ops_add more host sets and resets run. */
-static bool
-event_write(struct gpud_device_track *t, uint32_t slot, uint64_t owner, VkEvent event,
+bool
+gpud_track_event_write(struct gpud_device_track *t, uint32_t slot, uint64_t owner, VkEvent event,
             int delta, bool ask, int state, uint32_t host_ops_add)
 {
    if (!t->page || slot >= GPUD_COMPLETION_EVENT_SLOTS || t->events[slot].owner != owner)
@@ -326,8 +186,8 @@ event_write(struct gpud_device_track *t, uint32_t slot, uint64_t owner, VkEvent 
 }
 
 /* With the mutex held: a query pool's page, if it still has one. */
-static struct gpud_query_pool_page *
-pool_find(struct gpud_device_track *t, uint64_t owner)
+struct gpud_query_pool_page *
+gpud_track_pool_find(struct gpud_device_track *t, uint64_t owner)
 {
    struct gpud_query_pool_page *p;
    util_list_for_each(p, &t->pools, link) {
@@ -340,10 +200,10 @@ pool_find(struct gpud_device_track *t, uint64_t owner)
 /* With the mutex held: a pool's submissions pending changed by delta (or
  * always asked about: ask), after its results were read from the host
  * driver into the page (read). */
-static bool
-pool_write(struct gpud_device_track *t, uint64_t owner, int delta, bool ask, bool read)
+bool
+gpud_track_pool_write(struct gpud_device_track *t, uint64_t owner, int delta, bool ask, bool read)
 {
-   struct gpud_query_pool_page *p = pool_find(t, owner);
+   struct gpud_query_pool_page *p = gpud_track_pool_find(t, owner);
    if (!p)
       return false;
    if (read && p->pending != GPUD_QUERY_ASK && t->disp->GetQueryPoolResults) {
@@ -373,10 +233,10 @@ watched_submitted(struct gpud_device_track *t, const struct track_event *events,
 {
    bool wrote = false;
    for (unsigned i = 0; i < n_events; i++)
-      wrote |= event_write(t, events[i].slot, events[i].owner, events[i].event, 1, !tracked,
+      wrote |= gpud_track_event_write(t, events[i].slot, events[i].owner, events[i].event, 1, !tracked,
                            EVENT_KEEP, 0);
    for (unsigned i = 0; i < n_pools; i++)
-      pool_write(t, pools[i], 1, !tracked, false);
+      gpud_track_pool_write(t, pools[i], 1, !tracked, false);
    return wrote;
 }
 
@@ -482,19 +342,19 @@ entry_publish(struct gpud_device_track *t, struct track_entry *e)
     * this batch must show by then), then this batch's fence */
    bool wrote = false;
    for (unsigned i = 0; i < e->n_events; i++)
-      wrote |= event_write(t, e->events[i].slot, e->events[i].owner, e->events[i].event, -1,
+      wrote |= gpud_track_event_write(t, e->events[i].slot, e->events[i].owner, e->events[i].event, -1,
                            false, EVENT_READ, 0);
    free(e->events);
    e->events = NULL;
    e->n_events = 0;
    for (unsigned i = 0; i < e->n_pools; i++)
-      pool_write(t, e->pools[i], -1, false, true);
+      gpud_track_pool_write(t, e->pools[i], -1, false, true);
    free(e->pools);
    e->pools = NULL;
    e->n_pools = 0;
    wrote |= entry_signals(t, e, false);
    settle(t);
-   return page_write(t, e->slot, e->owner, e->value) || wrote;
+   return gpud_track_page_write(t, e->slot, e->owner, e->value) || wrote;
 }
 
 /* With the mutex held, on any thread: every done submission on the page,
@@ -972,7 +832,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
           * in the ring, in flight) */
          struct track_entry *e = &q->ring[(q->head + q->count - 1) % q->cap];
          /* all of them, whatever the first says */
-         wrote |= page_write(t, e->slot, e->owner, GPUD_FENCE_ASK);
+         wrote |= gpud_track_page_write(t, e->slot, e->owner, GPUD_FENCE_ASK);
          wrote |= entry_signals(t, e, true);
          wrote |= watched_submitted(t, e->events, e->n_events, e->pools, e->n_pools, false);
          e->slot = -1;
@@ -999,7 +859,7 @@ track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence
       gpud_timing_drop(q->timing, timing);
    /* untracked: the host driver's fence, semaphores and events tell */
    wrote |= tracked_app && submitted &&
-            page_write(t, (int32_t)app_fence->fence_slot, app_fence->id, GPUD_FENCE_ASK);
+            gpud_track_page_write(t, (int32_t)app_fence->fence_slot, app_fence->id, GPUD_FENCE_ASK);
    /* (a submit that failed signals nothing: its device is lost) */
    struct track_entry untracked = {.signals = g->signals,
                                    .n_signals = submitted ? g->n_signals : 0};
@@ -1131,7 +991,7 @@ gather_watched(struct gpud_call *call, struct track_gather *g, VkCommandBuffer c
             g->pools[g->n_pools++] = obj->id;
          } else {
             pthread_mutex_lock(&t->mutex);
-            pool_write(t, obj->id, 0, true, false);
+            gpud_track_pool_write(t, obj->id, 0, true, false);
             pthread_mutex_unlock(&t->mutex);
          }
          continue;
@@ -1140,7 +1000,7 @@ gather_watched(struct gpud_call *call, struct track_gather *g, VkCommandBuffer c
          continue;
       if (!gather_grow((void **)&g->events, g->n_events, &g->cap_events, sizeof(*g->events))) {
          pthread_mutex_lock(&t->mutex);
-         event_write(t, obj->event_slot, obj->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0);
+         gpud_track_event_write(t, obj->event_slot, obj->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0);
          pthread_mutex_unlock(&t->mutex);
          continue;
       }
@@ -1510,7 +1370,7 @@ copies_done(struct gpud_device_track *t, struct gpud_queue_track *q,
    settle(t);
    if (app_fence && app_fence->fence_tracked) {
       atomic_store(&app_fence->fence_cpu_signaled, true);
-      if (page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
+      if (gpud_track_page_write(t, (int32_t)app_fence->fence_slot, app_fence->id,
                      gpud_fence_value(app_fence->fence_generation, 1)))
          gpud_completion_wake(t->page);
    }
@@ -1725,84 +1585,6 @@ gpud_exec_vkGetCompletionPageGPUD(struct gpud_call *call,
 }
 
 void
-gpud_exec_vkSetFenceSlotGPUD(struct gpud_call *call, struct wire_args_vkSetFenceSlotGPUD *a)
-{
-   struct gpud_object *fence =
-      gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence);
-   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
-   /* a slot past the page: the fence is asked about (the ICD's own
-    * business, nothing of the daemon's at stake) */
-   if (!fence || !t || a->slot >= GPUD_COMPLETION_FENCE_SLOTS)
-      return;
-   struct gpud_object *settle = NULL; /* the fence the slot was, now asked about */
-   pthread_mutex_lock(&t->mutex);
-   if (t->page && !fence->fence_tracked) {
-      /* the ICD hands out the slots: a slot it gives again is no longer
-       * the earlier fence's */
-      struct gpud_object *earlier =
-         t->owner[a->slot] ? gpud_object_find(call->ctx, t->owner[a->slot]) : NULL;
-      if (earlier && earlier->type == VK_OBJECT_TYPE_FENCE) {
-         earlier->fence_tracked = false;
-         settle = earlier;
-      }
-      t->owner[a->slot] = fence->id;
-      fence->fence_tracked = true;
-      fence->fence_slot = a->slot;
-      fence->fence_generation = a->generation;
-   }
-   pthread_mutex_unlock(&t->mutex);
-   gpud_queue_fence_settle(settle);
-}
-
-void
-gpud_queue_fence_settle(struct gpud_object *fence)
-{
-   VkQueue queue = fence ? fence->fence_owed_queue : VK_NULL_HANDLE;
-   struct gpud_device_track *t = fence && fence->device ? fence->device->dtrack : NULL;
-   if (!queue || !t)
-      return;
-   fence->fence_owed_queue = VK_NULL_HANDLE;
-   /* after everything before it on that queue, the submission it was
-    * owed for included (or it will be asked about in vain) */
-   VkResult r = t->disp->QueueSubmit(queue, 0, NULL, (VkFence)(uintptr_t)fence->handle);
-   if (r != VK_SUCCESS)
-      gpud_context_log(t->ctx, UTIL_LOG_WARNING, "a fence's own signal could not be submitted (%d)",
-                       r);
-}
-
-void
-gpud_queue_fence_gone(struct gpud_object *fence, bool ask)
-{
-   struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
-   if (ask)
-      gpud_queue_fence_settle(fence);
-   else
-      fence->fence_owed_queue = VK_NULL_HANDLE; /* destroyed: nothing waits for it */
-   if (!fence->fence_tracked || !t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (ask && page_write(t, (int32_t)fence->fence_slot, fence->id, GPUD_FENCE_ASK))
-      gpud_completion_wake(t->page);
-   if (t->owner && t->owner[fence->fence_slot] == fence->id)
-      t->owner[fence->fence_slot] = 0;
-   fence->fence_tracked = false;
-   pthread_mutex_unlock(&t->mutex);
-}
-
-void
-gpud_queue_fence_ask(struct gpud_object *fence)
-{
-   struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
-   gpud_queue_fence_settle(fence);
-   if (!fence->fence_tracked || !t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (page_write(t, (int32_t)fence->fence_slot, fence->id, GPUD_FENCE_ASK))
-      gpud_completion_wake(t->page);
-   pthread_mutex_unlock(&t->mutex);
-}
-
-void
 gpud_queue_publish(struct gpud_object *device)
 {
    struct gpud_device_track *t = device ? device->dtrack : NULL;
@@ -1811,50 +1593,6 @@ gpud_queue_publish(struct gpud_object *device)
    pthread_mutex_lock(&t->mutex);
    publish_done(t);
    pthread_mutex_unlock(&t->mutex);
-}
-
-void
-gpud_queue_fences_signalled(struct gpud_object *device, struct gpud_object *const *fences,
-                            uint32_t n)
-{
-   struct gpud_device_track *t = device ? device->dtrack : NULL;
-   if (!t)
-      return;
-   bool wrote = false;
-   for (uint32_t i = 0; i < n; i++) {
-      struct gpud_object *f = fences[i];
-      if (!f || !f->fence_tracked ||
-          t->disp->GetFenceStatus(t->dev, (VkFence)(uintptr_t)f->handle) != VK_SUCCESS)
-         continue;
-      pthread_mutex_lock(&t->mutex);
-      wrote |= page_write(t, (int32_t)f->fence_slot, f->id, gpud_fence_value(f->fence_generation, 1));
-      pthread_mutex_unlock(&t->mutex);
-   }
-   if (wrote)
-      gpud_completion_wake(t->page);
-}
-
-void
-gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_object *const *sems,
-                              uint32_t n)
-{
-   struct gpud_device_track *t = device ? device->dtrack : NULL;
-   if (!t || !t->disp->GetSemaphoreCounterValue)
-      return;
-   bool wrote = false;
-   for (uint32_t i = 0; i < n; i++) {
-      struct gpud_object *sem = sems[i];
-      uint64_t v;
-      if (!sem || !sem->semaphore_tracked ||
-          t->disp->GetSemaphoreCounterValue(t->dev, (VkSemaphore)(uintptr_t)sem->handle, &v) !=
-             VK_SUCCESS)
-         continue;
-      pthread_mutex_lock(&t->mutex);
-      wrote |= page_raise(t, sem->semaphore_slot, sem->id, v);
-      pthread_mutex_unlock(&t->mutex);
-   }
-   if (wrote)
-      gpud_completion_wake(t->page);
 }
 
 void
@@ -1868,65 +1606,6 @@ gpud_queue_device_lost(struct gpud_object *device)
    pthread_mutex_unlock(&t->mutex);
 }
 
-void
-gpud_exec_vkSetSemaphoreSlotGPUD(struct gpud_call *call,
-                                 struct wire_args_vkSetSemaphoreSlotGPUD *a)
-{
-   struct gpud_object *sem =
-      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
-   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
-   /* a slot past the page, or no tag: the semaphore is asked about */
-   if (!sem || !t || a->slot >= GPUD_COMPLETION_SEMAPHORE_SLOTS || !a->tag ||
-       a->initialValue == GPUD_SEMAPHORE_ASK)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (t->page && !sem->semaphore_tracked) {
-      struct gpud_object *earlier =
-         t->sem_owner[a->slot] ? gpud_object_find(call->ctx, t->sem_owner[a->slot]) : NULL;
-      if (earlier && earlier->type == VK_OBJECT_TYPE_SEMAPHORE)
-         earlier->semaphore_tracked = false;
-      t->sem_owner[a->slot] = sem->id;
-      sem->semaphore_tracked = true;
-      sem->semaphore_slot = a->slot;
-      /* its value, then its tag: an ICD that sees the tag sees the value */
-      struct gpud_semaphore_slot *slot = &gpud_completion_semaphores(t->page)[a->slot];
-      atomic_store(&slot->value, a->initialValue);
-      atomic_store(&slot->tag, a->tag);
-   }
-   pthread_mutex_unlock(&t->mutex);
-}
-
-void
-gpud_queue_semaphore_gone(struct gpud_object *sem, bool ask)
-{
-   struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
-   if (!sem->semaphore_tracked || !t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (t->sem_owner && t->sem_owner[sem->semaphore_slot] == sem->id) {
-      if (ask) {
-         atomic_store(&gpud_completion_semaphores(t->page)[sem->semaphore_slot].value,
-                      GPUD_SEMAPHORE_ASK);
-         gpud_completion_wake(t->page);
-      }
-      t->sem_owner[sem->semaphore_slot] = 0;
-   }
-   sem->semaphore_tracked = false;
-   pthread_mutex_unlock(&t->mutex);
-}
-
-void
-gpud_queue_semaphore_signalled(struct gpud_object *sem, uint64_t value)
-{
-   struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
-   if (!sem->semaphore_tracked || !t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (page_raise(t, sem->semaphore_slot, sem->id, value))
-      gpud_completion_wake(t->page);
-   pthread_mutex_unlock(&t->mutex);
-}
-
 /* Semaphores of a submission no tracker follows: the host driver tells. */
 static void
 untracked_signals(struct gpud_call *call, struct track_signal *signals, unsigned n_signals)
@@ -1937,286 +1616,6 @@ untracked_signals(struct gpud_call *call, struct track_signal *signals, unsigned
          gpud_queue_semaphore_gone(sem, true);
    }
    free(signals);
-}
-
-void
-gpud_exec_vkSignalSemaphore(struct gpud_call *call, struct wire_args_vkSignalSemaphore *a)
-{
-   gpud_gen_exec_vkSignalSemaphore(call, a);
-   struct gpud_object *sem = gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE,
-                                             (uint64_t)(uintptr_t)a->pSignalInfo->semaphore);
-   if (sem && a->ret == VK_SUCCESS)
-      gpud_queue_semaphore_signalled(sem, a->pSignalInfo->value);
-}
-
-/* ---- events ---------------------------------------------------------------- */
-
-void
-gpud_exec_vkSetEventSlotGPUD(struct gpud_call *call, struct wire_args_vkSetEventSlotGPUD *a)
-{
-   struct gpud_object *ev =
-      gpud_call_named(call, VK_OBJECT_TYPE_EVENT, (uint64_t)(uintptr_t)a->event);
-   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
-   /* a slot past the page, or no tag: the event is asked about */
-   if (!ev || !t || a->slot >= GPUD_COMPLETION_EVENT_SLOTS || !a->tag)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (t->page && !ev->event_tracked) {
-      struct event_slot *e = &t->events[a->slot];
-      struct gpud_object *earlier = e->owner ? gpud_object_find(call->ctx, e->owner) : NULL;
-      if (earlier && earlier->type == VK_OBJECT_TYPE_EVENT)
-         earlier->event_tracked = false;
-      ev->event_tracked = true;
-      ev->event_slot = a->slot;
-      /* a new event is reset, and the ICD sends this before anything else
-       * about it */
-      *e = (struct event_slot){.owner = ev->id, .tag = a->tag};
-      event_write(t, a->slot, ev->id, VK_NULL_HANDLE, 0, false, EVENT_KEEP, 0);
-   }
-   pthread_mutex_unlock(&t->mutex);
-}
-
-void
-gpud_queue_event_gone(struct gpud_object *ev)
-{
-   struct gpud_device_track *t = ev->device ? ev->device->dtrack : NULL;
-   if (!ev->event_tracked || !t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (t->events && t->events[ev->event_slot].owner == ev->id)
-      t->events[ev->event_slot].owner = 0;
-   ev->event_tracked = false;
-   pthread_mutex_unlock(&t->mutex);
-}
-
-/* The tracker may be reading the event's state: it stops first. */
-void
-gpud_exec_vkDestroyEvent(struct gpud_call *call, struct wire_args_vkDestroyEvent *a)
-{
-   struct gpud_object *ev =
-      gpud_call_named(call, VK_OBJECT_TYPE_EVENT, (uint64_t)(uintptr_t)a->event);
-   if (ev)
-      gpud_queue_event_gone(ev);
-   gpud_gen_exec_vkDestroyEvent(call, a);
-}
-
-/* The application's vkSetEvent and vkResetEvent run under the tracker's
- * mutex, so that the state the tracker reads when a submission completes
- * and the one a host call leaves reach the page in the order they happened
- * on the host. */
-#define HOST_EVENT_OP(cmd, state)                                                           \
-   void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
-   {                                                                                        \
-      struct gpud_object *ev =                                                              \
-         gpud_call_named(call, VK_OBJECT_TYPE_EVENT, (uint64_t)(uintptr_t)a->event);        \
-      struct gpud_device_track *t =                                                         \
-         ev && ev->event_tracked && ev->device ? ev->device->dtrack : NULL;                 \
-      if (!t) {                                                                             \
-         gpud_gen_exec_##cmd(call, a);                                                      \
-         return;                                                                            \
-      }                                                                                     \
-      pthread_mutex_lock(&t->mutex);                                                        \
-      gpud_gen_exec_##cmd(call, a);                                                         \
-      bool ok = a->ret == VK_SUCCESS;                                                       \
-      if (event_write(t, ev->event_slot, ev->id, a->event, 0, !ok, ok ? (state) : EVENT_KEEP, \
-                      1))                                                                   \
-         gpud_completion_wake(t->page);                                                     \
-      pthread_mutex_unlock(&t->mutex);                                                      \
-   }
-
-HOST_EVENT_OP(vkSetEvent, EVENT_SET)
-HOST_EVENT_OP(vkResetEvent, EVENT_RESET)
-
-/* ---- the events and query pools a recording changes ------------------------ */
-
-/* Distinct objects a command buffer's list holds; another one is asked
- * about from now on. */
-#define CMD_WATCHED_MAX 64u
-
-static void
-cmd_watch(struct gpud_object *cmd, struct gpud_object *obj)
-{
-   if (!cmd || !obj ||
-       !(obj->type == VK_OBJECT_TYPE_EVENT ? obj->event_tracked : obj->query_page != NULL))
-      return;
-   for (uint32_t i = 0; i < cmd->n_cmd_watched; i++) {
-      if (cmd->cmd_watched[i] == obj->id)
-         return;
-   }
-   if (!cmd->cmd_watched)
-      cmd->cmd_watched = calloc(CMD_WATCHED_MAX, sizeof(*cmd->cmd_watched));
-   if (cmd->cmd_watched && cmd->n_cmd_watched < CMD_WATCHED_MAX) {
-      cmd->cmd_watched[cmd->n_cmd_watched++] = obj->id;
-      return;
-   }
-   struct gpud_device_track *t = obj->device ? obj->device->dtrack : NULL;
-   if (!t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (obj->type == VK_OBJECT_TYPE_QUERY_POOL)
-      pool_write(t, obj->id, 0, true, false);
-   else if (event_write(t, obj->event_slot, obj->id, VK_NULL_HANDLE, 0, true, EVENT_KEEP, 0))
-      gpud_completion_wake(t->page);
-   pthread_mutex_unlock(&t->mutex);
-}
-
-#define CMD_WATCH(cmd, type, member)                                                        \
-   void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                 \
-   {                                                                                        \
-      gpud_gen_exec_##cmd(call, a);                                                         \
-      cmd_watch(gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,                        \
-                                (uint64_t)(uintptr_t)a->commandBuffer),                     \
-                gpud_call_named(call, type, (uint64_t)(uintptr_t)a->member));               \
-   }
-
-CMD_WATCH(vkCmdSetEvent, VK_OBJECT_TYPE_EVENT, event)
-CMD_WATCH(vkCmdResetEvent, VK_OBJECT_TYPE_EVENT, event)
-CMD_WATCH(vkCmdSetEvent2, VK_OBJECT_TYPE_EVENT, event)
-CMD_WATCH(vkCmdResetEvent2, VK_OBJECT_TYPE_EVENT, event)
-CMD_WATCH(vkCmdResetQueryPool, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
-CMD_WATCH(vkCmdBeginQuery, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
-CMD_WATCH(vkCmdEndQuery, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
-CMD_WATCH(vkCmdWriteTimestamp, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
-CMD_WATCH(vkCmdWriteTimestamp2, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
-CMD_WATCH(vkCmdBeginQueryIndexedEXT, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
-CMD_WATCH(vkCmdEndQueryIndexedEXT, VK_OBJECT_TYPE_QUERY_POOL, queryPool)
-
-/* A secondary's events and pools are its primary's too. */
-void
-gpud_exec_vkCmdExecuteCommands(struct gpud_call *call, struct wire_args_vkCmdExecuteCommands *a)
-{
-   gpud_gen_exec_vkCmdExecuteCommands(call, a);
-   struct gpud_object *primary = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
-                                                 (uint64_t)(uintptr_t)a->commandBuffer);
-   for (uint32_t i = 0; primary && i < a->commandBufferCount; i++) {
-      const struct gpud_object *secondary =
-         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
-                         (uint64_t)(uintptr_t)a->pCommandBuffers[i]);
-      for (uint32_t j = 0; secondary && secondary != primary && j < secondary->n_cmd_watched;
-           j++)
-         cmd_watch(primary, gpud_object_find(call->ctx, secondary->cmd_watched[j]));
-   }
-}
-
-/* A new recording starts with nothing watched. */
-void
-gpud_exec_vkBeginCommandBuffer(struct gpud_call *call, struct wire_args_vkBeginCommandBuffer *a)
-{
-   struct gpud_object *cmd = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
-                                             (uint64_t)(uintptr_t)a->commandBuffer);
-   if (cmd) {
-      cmd->n_cmd_watched = 0;
-      gpud_transfer_begin(cmd);
-   }
-   gpud_gen_exec_vkBeginCommandBuffer(call, a);
-   /* recorded: nobody waits for the result (the ICD answered at once) */
-   if (a->ret < 0)
-      gpud_call_async_error(call, a->ret);
-}
-
-/* A fence's payload may leave as a sync file or an fd: then its state is the
- * host's to tell, which the worker's own copies never signal. */
-void
-gpud_exec_vkCreateFence(struct gpud_call *call, struct wire_args_vkCreateFence *a)
-{
-   const VkExportFenceCreateInfo *e =
-      gpud_chain_find(a->pCreateInfo->pNext, VK_STRUCTURE_TYPE_EXPORT_FENCE_CREATE_INFO);
-   call->new_external = e && e->handleTypes;
-   gpud_gen_exec_vkCreateFence(call, a);
-}
-
-/* ---- query pools ------------------------------------------------------------ */
-
-void
-gpud_exec_vkCreateQueryPool(struct gpud_call *call, struct wire_args_vkCreateQueryPool *a)
-{
-   const VkQueryPoolCreateInfo *info = a->pCreateInfo;
-   call->new_size = info->queryCount;
-   call->new_query_values = gpud_query_values(info);
-   gpud_gen_exec_vkCreateQueryPool(call, a);
-}
-
-/* The pool's results page, a memfd the ICD made: mapped once checked (a
- * page the worker cannot take leaves the pool asked about). */
-void
-gpud_exec_vkSetQueryPoolPageGPUD(struct gpud_call *call, struct wire_args_vkSetQueryPoolPageGPUD *a)
-{
-   struct gpud_object *pool =
-      gpud_call_named(call, VK_OBJECT_TYPE_QUERY_POOL, (uint64_t)(uintptr_t)a->queryPool);
-   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
-   uint64_t size = pool ? gpud_query_page_size((uint32_t)pool->size, pool->query_values) : 0;
-   void *map = MAP_FAILED;
-   if (pool && t && !pool->query_page && pool->query_values && pool->size &&
-       size <= GPUD_QUERY_PAGE_MAX && a->fd >= 0 && util_memfd_check(a->fd, size) == 0)
-      map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
-   util_fd_close(&a->fd);
-   struct gpud_query_pool_page *p = map != MAP_FAILED ? calloc(1, sizeof(*p)) : NULL;
-   if (!p) {
-      if (map != MAP_FAILED)
-         munmap(map, size);
-      return;
-   }
-   *p = (struct gpud_query_pool_page){
-      .owner = pool->id,
-      .pool = (VkQueryPool)(uintptr_t)pool->handle,
-      .map = map,
-      .size = size,
-      .n_queries = (uint32_t)pool->size,
-      .n_values = pool->query_values,
-   };
-   struct gpud_query_page_header *h = map;
-   h->magic = GPUD_QUERY_PAGE_MAGIC;
-   h->n_queries = p->n_queries;
-   h->n_values = p->n_values;
-   atomic_store(&h->pending, 0);
-   atomic_store(&h->host_resets, 0);
-   /* a new pool's queries are unavailable until reset and ended: the host
-    * says so */
-   for (uint32_t i = 0; i < p->n_queries; i++)
-      atomic_store(&gpud_query_results(h, p->n_values, i)[p->n_values], 0);
-   atomic_store(&h->ready, 1);
-   pthread_mutex_lock(&t->mutex);
-   util_list_add_tail(&t->pools, &p->link);
-   pthread_mutex_unlock(&t->mutex);
-   pool->query_page = p;
-}
-
-void
-gpud_queue_query_pool_gone(struct gpud_object *pool)
-{
-   struct gpud_device_track *t = pool->device ? pool->device->dtrack : NULL;
-   struct gpud_query_pool_page *p = pool->query_page;
-   if (!p || !t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   util_list_remove(&p->link);
-   pthread_mutex_unlock(&t->mutex);
-   munmap(p->map, p->size);
-   free(p);
-   pool->query_page = NULL;
-}
-
-/* The application's host reset, under the tracker's mutex (it may be
- * reading the pool): the range unavailable on the page, then counted. */
-void
-gpud_exec_vkResetQueryPool(struct gpud_call *call, struct wire_args_vkResetQueryPool *a)
-{
-   struct gpud_object *pool =
-      gpud_call_named(call, VK_OBJECT_TYPE_QUERY_POOL, (uint64_t)(uintptr_t)a->queryPool);
-   struct gpud_query_pool_page *p = pool ? pool->query_page : NULL;
-   struct gpud_device_track *t = p && pool->device ? pool->device->dtrack : NULL;
-   if (!t) {
-      gpud_gen_exec_vkResetQueryPool(call, a);
-      return;
-   }
-   pthread_mutex_lock(&t->mutex);
-   gpud_gen_exec_vkResetQueryPool(call, a);
-   for (uint64_t i = a->firstQuery;
-        i < p->n_queries && i < (uint64_t)a->firstQuery + a->queryCount; i++)
-      atomic_store(&gpud_query_results(p->map, p->n_values, (uint32_t)i)[p->n_values], 0);
-   p->host_resets++;
-   atomic_store(&p->map->host_resets, p->host_resets);
-   pthread_mutex_unlock(&t->mutex);
 }
 
 /* ---- a lost device -------------------------------------------------------- */

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Timeline semaphores: the slot of each on its device's completion page,
+ * their values raised there as the host reaches them or the application
+ * signals them.
+ */
+#include "gpud_call.h"
+#include "gpud_queue.h"
+#include "gpud_track.h"
+
+#include <stdlib.h>
+
+#include "gpud_gen.h"
+#include "wire_completion.h"
+
+void
+gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_object *const *sems,
+                              uint32_t n)
+{
+   struct gpud_device_track *t = device ? device->dtrack : NULL;
+   if (!t || !t->disp->GetSemaphoreCounterValue)
+      return;
+   bool wrote = false;
+   for (uint32_t i = 0; i < n; i++) {
+      struct gpud_object *sem = sems[i];
+      uint64_t v;
+      if (!sem || !sem->semaphore_tracked ||
+          t->disp->GetSemaphoreCounterValue(t->dev, (VkSemaphore)(uintptr_t)sem->handle, &v) !=
+             VK_SUCCESS)
+         continue;
+      pthread_mutex_lock(&t->mutex);
+      wrote |= gpud_track_page_raise(t, sem->semaphore_slot, sem->id, v);
+      pthread_mutex_unlock(&t->mutex);
+   }
+   if (wrote)
+      gpud_completion_wake(t->page);
+}
+
+void
+gpud_exec_vkSetSemaphoreSlotGPUD(struct gpud_call *call,
+                                 struct wire_args_vkSetSemaphoreSlotGPUD *a)
+{
+   struct gpud_object *sem =
+      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
+   struct gpud_device_track *t = call->device ? call->device->dtrack : NULL;
+   /* a slot past the page, or no tag: the semaphore is asked about */
+   if (!sem || !t || a->slot >= GPUD_COMPLETION_SEMAPHORE_SLOTS || !a->tag ||
+       a->initialValue == GPUD_SEMAPHORE_ASK)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (t->page && !sem->semaphore_tracked) {
+      struct gpud_object *earlier =
+         t->sem_owner[a->slot] ? gpud_object_find(call->ctx, t->sem_owner[a->slot]) : NULL;
+      if (earlier && earlier->type == VK_OBJECT_TYPE_SEMAPHORE)
+         earlier->semaphore_tracked = false;
+      t->sem_owner[a->slot] = sem->id;
+      sem->semaphore_tracked = true;
+      sem->semaphore_slot = a->slot;
+      /* its value, then its tag: an ICD that sees the tag sees the value */
+      struct gpud_semaphore_slot *slot = &gpud_completion_semaphores(t->page)[a->slot];
+      atomic_store(&slot->value, a->initialValue);
+      atomic_store(&slot->tag, a->tag);
+   }
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_semaphore_gone(struct gpud_object *sem, bool ask)
+{
+   struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
+   if (!sem->semaphore_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (t->sem_owner && t->sem_owner[sem->semaphore_slot] == sem->id) {
+      if (ask) {
+         atomic_store(&gpud_completion_semaphores(t->page)[sem->semaphore_slot].value,
+                      GPUD_SEMAPHORE_ASK);
+         gpud_completion_wake(t->page);
+      }
+      t->sem_owner[sem->semaphore_slot] = 0;
+   }
+   sem->semaphore_tracked = false;
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_semaphore_signalled(struct gpud_object *sem, uint64_t value)
+{
+   struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
+   if (!sem->semaphore_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (gpud_track_page_raise(t, sem->semaphore_slot, sem->id, value))
+      gpud_completion_wake(t->page);
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_exec_vkSignalSemaphore(struct gpud_call *call, struct wire_args_vkSignalSemaphore *a)
+{
+   gpud_gen_exec_vkSignalSemaphore(call, a);
+   struct gpud_object *sem = gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE,
+                                             (uint64_t)(uintptr_t)a->pSignalInfo->semaphore);
+   if (sem && a->ret == VK_SUCCESS)
+      gpud_queue_semaphore_signalled(sem, a->pSignalInfo->value);
+}
