@@ -55,22 +55,6 @@ gpud_exec_vkSetFenceSlotGPUD(struct gpud_call *call, struct wire_args_vkSetFence
 }
 
 void
-gpud_queue_fence_settle(struct gpud_object *fence)
-{
-   VkQueue queue = fence ? fence->fence_owed_queue : VK_NULL_HANDLE;
-   struct gpud_device_track *t = fence && fence->device ? fence->device->dtrack : NULL;
-   if (!queue || !t)
-      return;
-   fence->fence_owed_queue = VK_NULL_HANDLE;
-   /* after everything before it on that queue, the submission it was
-    * owed for included (or it will be asked about in vain) */
-   VkResult r = t->disp->QueueSubmit(queue, 0, NULL, (VkFence)(uintptr_t)fence->handle);
-   if (r != VK_SUCCESS)
-      gpud_context_log(t->ctx, UTIL_LOG_WARNING, "a fence's own signal could not be submitted (%d)",
-                       r);
-}
-
-void
 gpud_queue_fence_gone(struct gpud_object *fence, bool ask)
 {
    struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
@@ -86,19 +70,6 @@ gpud_queue_fence_gone(struct gpud_object *fence, bool ask)
    if (t->owner && t->owner[fence->fence_slot] == fence->id)
       t->owner[fence->fence_slot] = 0;
    fence->fence_tracked = false;
-   pthread_mutex_unlock(&t->mutex);
-}
-
-void
-gpud_queue_fence_ask(struct gpud_object *fence)
-{
-   struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
-   gpud_queue_fence_settle(fence);
-   if (!fence->fence_tracked || !t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (gpud_track_page_write(t, (int32_t)fence->fence_slot, fence->id, GPUD_FENCE_ASK))
-      gpud_completion_wake(t->page);
    pthread_mutex_unlock(&t->mutex);
 }
 

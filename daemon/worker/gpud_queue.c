@@ -1584,6 +1584,57 @@ gpud_exec_vkGetCompletionPageGPUD(struct gpud_call *call,
    pthread_mutex_unlock(&t->mutex);
 }
 
+/* The page's word on a fence or a semaphore handed back to the host (used
+ * by the submissions here and by gpud_fence.c and gpud_semaphore.c). */
+
+void
+gpud_queue_fence_settle(struct gpud_object *fence)
+{
+   VkQueue queue = fence ? fence->fence_owed_queue : VK_NULL_HANDLE;
+   struct gpud_device_track *t = fence && fence->device ? fence->device->dtrack : NULL;
+   if (!queue || !t)
+      return;
+   fence->fence_owed_queue = VK_NULL_HANDLE;
+   /* after everything before it on that queue, the submission it was
+    * owed for included (or it will be asked about in vain) */
+   VkResult r = t->disp->QueueSubmit(queue, 0, NULL, (VkFence)(uintptr_t)fence->handle);
+   if (r != VK_SUCCESS)
+      gpud_context_log(t->ctx, UTIL_LOG_WARNING, "a fence's own signal could not be submitted (%d)",
+                       r);
+}
+
+void
+gpud_queue_fence_ask(struct gpud_object *fence)
+{
+   struct gpud_device_track *t = fence->device ? fence->device->dtrack : NULL;
+   gpud_queue_fence_settle(fence);
+   if (!fence->fence_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (gpud_track_page_write(t, (int32_t)fence->fence_slot, fence->id, GPUD_FENCE_ASK))
+      gpud_completion_wake(t->page);
+   pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_queue_semaphore_gone(struct gpud_object *sem, bool ask)
+{
+   struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
+   if (!sem->semaphore_tracked || !t)
+      return;
+   pthread_mutex_lock(&t->mutex);
+   if (t->sem_owner && t->sem_owner[sem->semaphore_slot] == sem->id) {
+      if (ask) {
+         atomic_store(&gpud_completion_semaphores(t->page)[sem->semaphore_slot].value,
+                      GPUD_SEMAPHORE_ASK);
+         gpud_completion_wake(t->page);
+      }
+      t->sem_owner[sem->semaphore_slot] = 0;
+   }
+   sem->semaphore_tracked = false;
+   pthread_mutex_unlock(&t->mutex);
+}
+
 void
 gpud_queue_publish(struct gpud_object *device)
 {

@@ -65,25 +65,6 @@ gpud_exec_vkSetSemaphoreSlotGPUD(struct gpud_call *call,
 }
 
 void
-gpud_queue_semaphore_gone(struct gpud_object *sem, bool ask)
-{
-   struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
-   if (!sem->semaphore_tracked || !t)
-      return;
-   pthread_mutex_lock(&t->mutex);
-   if (t->sem_owner && t->sem_owner[sem->semaphore_slot] == sem->id) {
-      if (ask) {
-         atomic_store(&gpud_completion_semaphores(t->page)[sem->semaphore_slot].value,
-                      GPUD_SEMAPHORE_ASK);
-         gpud_completion_wake(t->page);
-      }
-      t->sem_owner[sem->semaphore_slot] = 0;
-   }
-   sem->semaphore_tracked = false;
-   pthread_mutex_unlock(&t->mutex);
-}
-
-void
 gpud_queue_semaphore_signalled(struct gpud_object *sem, uint64_t value)
 {
    struct gpud_device_track *t = sem->device ? sem->device->dtrack : NULL;
