@@ -386,10 +386,10 @@ struct icd_query_pool {
 void icd_device_completion_init(struct icd_device *dev);
 void icd_device_completion_finish(struct icd_device *dev);
 /* Slots of the page's tables (with the device's mutex taken here): a free
- * one of n, or -1; with a new tag (never 0) for what takes it; given back. */
-int icd_completion_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint, unsigned n);
-int icd_completion_tagged_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint,
-                                    unsigned n, uint32_t *tag);
+ * one of n, or -1, and (tag not NULL) a new tag, never 0, for what takes
+ * it; given back. */
+int icd_completion_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint, unsigned n,
+                             uint32_t *tag);
 void icd_completion_slot_give(struct icd_device *dev, uint64_t *used, unsigned *hint, int slot);
 /* A fence's slot given back, the first generation of its next fence set. */
 void icd_completion_fence_slot_give(struct icd_device *dev, int slot, uint32_t next_generation);

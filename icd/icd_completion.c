@@ -112,21 +112,13 @@ bitmap_give(uint64_t *used, unsigned *hint, int slot)
 }
 
 int
-icd_completion_tagged_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint, unsigned n,
-                 uint32_t *tag)
+icd_completion_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint, unsigned n,
+                         uint32_t *tag)
 {
    pthread_mutex_lock(&dev->mutex);
    int slot = bitmap_take(used, hint, n);
-   *tag = ++dev->next_tag ? dev->next_tag : ++dev->next_tag;
-   pthread_mutex_unlock(&dev->mutex);
-   return slot;
-}
-
-int
-icd_completion_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint, unsigned n)
-{
-   pthread_mutex_lock(&dev->mutex);
-   int slot = bitmap_take(used, hint, n);
+   if (tag)
+      *tag = ++dev->next_tag ? dev->next_tag : ++dev->next_tag;
    pthread_mutex_unlock(&dev->mutex);
    return slot;
 }

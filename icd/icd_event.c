@@ -19,8 +19,8 @@ icd_vkCreateEvent(VkDevice device, const VkEventCreateInfo *pCreateInfo,
       return r;
    struct icd_event *e = icd_event_from_handle(*pEvent);
    uint32_t tag;
-   int slot = icd_completion_tagged_slot_take(dev, dev->event_used, &dev->event_hint,
-                               GPUD_COMPLETION_EVENT_SLOTS, &tag);
+   int slot = icd_completion_slot_take(dev, dev->event_used, &dev->event_hint,
+                                       GPUD_COMPLETION_EVENT_SLOTS, &tag);
    if (slot < 0)
       return r;
    e->device = dev;

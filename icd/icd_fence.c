@@ -20,7 +20,7 @@ static int
 slot_take(struct icd_device *dev)
 {
    return icd_completion_slot_take(dev, dev->fence_used, &dev->fence_hint,
-                                   GPUD_COMPLETION_FENCE_SLOTS);
+                                   GPUD_COMPLETION_FENCE_SLOTS, NULL);
 }
 
 static void

@@ -36,8 +36,8 @@ icd_vkCreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *pCreateInfo,
       return r;
    struct icd_semaphore *sem = icd_semaphore_from_handle(*pSemaphore);
    uint32_t tag;
-   int slot = icd_completion_tagged_slot_take(dev, dev->semaphore_used, &dev->semaphore_hint,
-                               GPUD_COMPLETION_SEMAPHORE_SLOTS, &tag);
+   int slot = icd_completion_slot_take(dev, dev->semaphore_used, &dev->semaphore_hint,
+                                       GPUD_COMPLETION_SEMAPHORE_SLOTS, &tag);
    if (slot < 0)
       return r;
    sem->device = dev;
