@@ -728,3 +728,49 @@ gpud_spirv_mode_parse(const char *name, enum gpud_spirv_mode *ret)
    }
    return false;
 }
+
+/* ---- validation (--validate) ---------------------------------------------- */
+
+int
+gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode)
+{
+   if (mode == GPUD_VALIDATE_OFF)
+      return 0;
+   /* The loader sees the host driver and nothing else: never the gpud ICD,
+    * no implicit layers. */
+   setenv("VK_DRIVER_FILES", host->manifest, 1);
+   setenv("VK_ICD_FILENAMES", host->manifest, 1);
+   unsetenv("VK_ADD_DRIVER_FILES");
+   unsetenv("VK_INSTANCE_LAYERS");
+   setenv("VK_LOADER_LAYERS_DISABLE", "~implicit~", 1);
+
+   void *loader = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+   PFN_vkGetInstanceProcAddr gipa =
+      loader ? (PFN_vkGetInstanceProcAddr)dlsym(loader, "vkGetInstanceProcAddr") : NULL;
+   PFN_vkEnumerateInstanceLayerProperties layers =
+      gipa ? (PFN_vkEnumerateInstanceLayerProperties)gipa(NULL,
+                                                         "vkEnumerateInstanceLayerProperties")
+           : NULL;
+   bool found = false;
+   uint32_t n = 0;
+   if (layers && layers(&n, NULL) == VK_SUCCESS && n) {
+      VkLayerProperties *props = calloc(n, sizeof(*props));
+      if (props && layers(&n, props) >= 0) {
+         for (uint32_t i = 0; i < n; i++)
+            found |= !strcmp(props[i].layerName, GPUD_VALIDATION_LAYER);
+      }
+      free(props);
+   }
+   if (!found) {
+      if (loader)
+         dlclose(loader);
+      util_err("--validate needs the Vulkan loader and %s (Debian: vulkan-validationlayers)",
+               GPUD_VALIDATION_LAYER);
+      return -ENOENT;
+   }
+   host->loader = loader;
+   host->get_instance_proc_addr = gipa;
+   host->validate = mode;
+   util_debug("validating every call with %s", GPUD_VALIDATION_LAYER);
+   return 0;
+}

@@ -63,7 +63,9 @@ bool gpud_spirv_mode_parse(const char *name, enum gpud_spirv_mode *ret);
  * or from the sysfs tree sysfs_root). */
 int gpud_host_load(struct gpud_host *host, const char *manifest, const struct gpud_selector *sel,
                    const char *sysfs_root);
-/* Reaches the host driver through the loader and the validation layer. */
+/* Reaches the host driver through the loader and the validation layer
+ * (the worker's side of it: worker/gpud_validate.c). */
+#define GPUD_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 int gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode);
 void gpud_host_finish(struct gpud_host *host);
 /* Picks a host driver manifest when none was named: the first GPU driver

@@ -6,20 +6,17 @@
  * client's call goes to that client's debug messengers (as a DebugMessage
  * the ICD delivers) and to the log, with its VUID; the call goes on.  With
  * --validate=strict a call that breaks a rule is not passed on and its
- * client is disconnected.
+ * client is disconnected.  The loader and the layer are found, for both
+ * processes, by gpud_host_enable_validation (gpud_host.c).
  */
 #include "gpud_call.h"
 #include "gpud_validate.h"
 
-#include <dlfcn.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "wire_control.h"
-
-#define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 
 static VKAPI_ATTR VkBool32 VKAPI_CALL
 on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -50,50 +47,6 @@ on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
    return VK_TRUE; /* the layer does not pass the call on */
 }
 
-int
-gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode)
-{
-   if (mode == GPUD_VALIDATE_OFF)
-      return 0;
-   /* The loader sees the host driver and nothing else: never the gpud ICD,
-    * no implicit layers. */
-   setenv("VK_DRIVER_FILES", host->manifest, 1);
-   setenv("VK_ICD_FILENAMES", host->manifest, 1);
-   unsetenv("VK_ADD_DRIVER_FILES");
-   unsetenv("VK_INSTANCE_LAYERS");
-   setenv("VK_LOADER_LAYERS_DISABLE", "~implicit~", 1);
-
-   void *loader = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-   PFN_vkGetInstanceProcAddr gipa =
-      loader ? (PFN_vkGetInstanceProcAddr)dlsym(loader, "vkGetInstanceProcAddr") : NULL;
-   PFN_vkEnumerateInstanceLayerProperties layers =
-      gipa ? (PFN_vkEnumerateInstanceLayerProperties)gipa(NULL,
-                                                         "vkEnumerateInstanceLayerProperties")
-           : NULL;
-   bool found = false;
-   uint32_t n = 0;
-   if (layers && layers(&n, NULL) == VK_SUCCESS && n) {
-      VkLayerProperties *props = calloc(n, sizeof(*props));
-      if (props && layers(&n, props) >= 0) {
-         for (uint32_t i = 0; i < n; i++)
-            found |= !strcmp(props[i].layerName, VALIDATION_LAYER);
-      }
-      free(props);
-   }
-   if (!found) {
-      if (loader)
-         dlclose(loader);
-      util_err("--validate needs the Vulkan loader and %s (Debian: vulkan-validationlayers)",
-               VALIDATION_LAYER);
-      return -ENOENT;
-   }
-   host->loader = loader;
-   host->get_instance_proc_addr = gipa;
-   host->validate = mode;
-   util_debug("validating every call with %s", VALIDATION_LAYER);
-   return 0;
-}
-
 static const VkDebugUtilsMessageSeverityFlagsEXT reported_severities =
    VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
 static const VkDebugUtilsMessageTypeFlagsEXT reported_types =
@@ -103,7 +56,7 @@ void
 gpud_validate_instance_info(struct gpud_call *call, VkInstanceCreateInfo *ci,
                             VkDebugUtilsMessengerCreateInfoEXT *messenger)
 {
-   static const char *const layer_names[] = {VALIDATION_LAYER};
+   static const char *const layer_names[] = {GPUD_VALIDATION_LAYER};
    static const char *const ext_names[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
    const struct gpud_host *host = call->ctx->host;
    if (host->validate == GPUD_VALIDATE_OFF)
