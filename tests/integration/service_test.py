@@ -652,7 +652,18 @@ def test_completion(fx):
         raise TestSkip("the completion page is gpud's")
 
     def commands(app):
-        return client_of(gpudctl_doc(fx, ['status']), app.pid)['commands']
+        """The client's commands the worker has decoded, once the count stays
+        put for 0.1 s: the asynchronous ones it sent last may still be on
+        their way (a loaded machine read 0 for 8 threads' 16, and counted
+        one of them in the next step)."""
+        last = None
+        deadline = time.monotonic() + 10
+        while True:
+            n = client_of(gpudctl_doc(fx, ['status']), app.pid)['commands']
+            if n == last or time.monotonic() > deadline:
+                return n
+            last = n
+            time.sleep(0.1)
 
     app = App(fx, 'fences')
     if app.do('fence')[0] != 'VK_SUCCESS':
