@@ -322,8 +322,7 @@ struct icd_device {
       VkBuffer buffer;
       VkDeviceMemory memory;
       VkFence done;
-      uint8_t *map;
-      VkDeviceSize size;
+      VkDeviceSize size; /* (the bytes: its memory's mapping) */
    } upload_slots[ICD_UPLOAD_SLOTS];
    bool upload_slots_failed;
 };

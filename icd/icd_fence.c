@@ -103,14 +103,6 @@ icd_fence_here(VkFence fence)
    return f && f->device && atomic_load(slot_of(f)) != GPUD_FENCE_ASK;
 }
 
-bool
-icd_fence_signalled_here(VkFence fence)
-{
-   const struct icd_fence *f = icd_fence_from_handle(fence);
-   return f && f->device &&
-          atomic_load(slot_of(f)) == gpud_fence_value(atomic_load(&f->generation), 1);
-}
-
 void
 icd_fence_signal_here(VkFence fence)
 {
@@ -155,6 +147,13 @@ fence_state(const struct icd_fence *f)
                                                                 : FENCE_UNSIGNALED;
 }
 
+
+bool
+icd_fence_signalled_here(VkFence fence)
+{
+   const struct icd_fence *f = icd_fence_from_handle(fence);
+   return f && fence_state(f) == FENCE_SIGNALED;
+}
 
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkGetFenceStatus(VkDevice device, VkFence fence)

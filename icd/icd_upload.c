@@ -56,7 +56,7 @@ icd_upload_note_op(struct icd_command_buffer *cb, uint32_t op)
 
 void
 icd_upload_note_copy(VkCommandBuffer commandBuffer, VkBuffer src, VkBuffer dst, uint32_t n,
-          const VkBufferCopy *regions, const VkBufferCopy2 *regions2)
+                     const VkBufferCopy *regions, const VkBufferCopy2 *regions2)
 {
    struct icd_command_buffer *cb = icd_command_buffer_from_handle(commandBuffer);
    if (cb->upload_no || !cb->recording)
@@ -151,7 +151,6 @@ upload_slot_free(struct icd_device *dev, struct icd_upload_slot *s)
       icd_vkFreeMemory((VkDevice)dev, s->memory, NULL);
    s->buffer = VK_NULL_HANDLE;
    s->memory = VK_NULL_HANDLE;
-   s->map = NULL;
    s->size = 0;
 }
 
@@ -235,7 +234,6 @@ upload_slot_make(struct icd_device *dev, struct icd_upload_slot *s, VkDeviceSize
    /* (the host made the pages: into this process's tables now, not one
     * fault a page in the application's submission) */
    util_map_prefault(mem->map, (size_t)want);
-   s->map = mem->map;
    s->size = want;
    return true;
 }
@@ -346,8 +344,8 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
 }
 
 bool
-icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cbs, VkFence fence,
-       VkResult *ret)
+icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, uint32_t n_cbs,
+                  VkFence fence, VkResult *ret)
 {
    struct icd_device *dev = q->device;
    const struct gpud_completion_header *h = dev->completion;
@@ -382,7 +380,9 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
       return false;
    VkBuffer buffers[ICD_UPLOAD_MAX_COPIES];
    VkBufferCopy regions[ICD_UPLOAD_MAX_COPIES];
-   uint8_t *data = slot ? slot->map : bytes ? malloc(bytes) : NULL;
+   uint8_t *data = slot ? icd_device_memory_from_handle(slot->memory)->map
+                        : bytes ? malloc(bytes)
+                                : NULL;
    if (bytes && !data)
       return false;
    /* in the order recorded: a copy reads what the ones before it wrote */

@@ -1164,10 +1164,10 @@ gpud_exec_vkCreateBuffer(struct gpud_call *call, struct wire_args_vkCreateBuffer
    call->new_size = info->size;
    uint64_t usage = info->usage;
 #ifdef VK_KHR_maintenance5
-   for (const VkBaseInStructure *c = info->pNext; c; c = c->pNext) {
-      if (c->sType == VK_STRUCTURE_TYPE_BUFFER_USAGE_FLAGS_2_CREATE_INFO_KHR)
-         usage = ((const VkBufferUsageFlags2CreateInfoKHR *)c)->usage;
-   }
+   const VkBufferUsageFlags2CreateInfoKHR *usage2 =
+      gpud_chain_find(info->pNext, VK_STRUCTURE_TYPE_BUFFER_USAGE_FLAGS_2_CREATE_INFO_KHR);
+   if (usage2)
+      usage = usage2->usage;
 #endif
    call->new_transfer_src = usage & VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
    if (!wants_twin(call, info)) {
