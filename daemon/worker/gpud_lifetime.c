@@ -20,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How long a teardown waits for each queue to let go of its submissions
+ * after the host said the device is idle (a queue stuck on a value nobody
+ * will signal is not waited for longer). */
+#define TEARDOWN_SETTLE_NS (500ull * 1000 * 1000)
 
 /* A new host object that cannot be named: destroyed at once. */
 static void
@@ -289,6 +293,12 @@ gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
          continue;
       gpud_waiters_cancel(ctx, obj, 0);
       obj->disp->DeviceWaitIdle((VkDevice)(uintptr_t)obj->handle);
+      /* ... and what the host's idle may not wait for (gpud_queue_settle) */
+      struct gpud_object *queue;
+      util_list_for_each(queue, &ctx->object_list, link) {
+         if (queue->type == VK_OBJECT_TYPE_QUEUE && queue->device == obj)
+            gpud_queue_settle(queue, TEARDOWN_SETTLE_NS);
+      }
       gpud_queue_track_device_end(ctx, obj);
       gpud_transfer_device_end(obj);
    }

@@ -62,6 +62,9 @@
 #define TRACK_PREFILL 48u
 /* The tracker sleeps at most this long in one host wait. */
 #define TRACK_SLICE_NS (50ull * 1000 * 1000)
+/* gpud_queue_settle waits in slices this long (the device may be lost
+ * meanwhile). */
+#define SETTLE_SLICE_NS (10ull * 1000 * 1000)
 /* Before it sleeps (in the host driver's fence wait, or for the next
  * submission) the tracker polls this long: a short submission's end reaches
  * the page without two thread wake-ups (GPUD_TRACK_POLL_US overrides it).
@@ -1064,6 +1067,50 @@ gather_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubm
    }
 }
 
+/* ---- the semaphores a submission waits on ---- */
+
+/* Each remembers the submission (gpud_exec_vkDestroySemaphore). */
+static void
+waited(struct gpud_call *call, VkSemaphore semaphore, const struct gpud_object *queue)
+{
+   struct gpud_object *sem =
+      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)semaphore);
+   if (!sem)
+      return;
+   sem->sem_waited_queue = queue->id;
+   sem->sem_waited_seq = queue->host_submits;
+}
+
+static void
+waited_vkQueueSubmit(struct gpud_call *call, const struct wire_args_vkQueueSubmit *a,
+                     const struct gpud_object *queue)
+{
+   for (uint32_t i = 0; i < a->submitCount; i++) {
+      for (uint32_t j = 0; j < a->pSubmits[i].waitSemaphoreCount; j++)
+         waited(call, a->pSubmits[i].pWaitSemaphores[j], queue);
+   }
+}
+
+static void
+waited_vkQueueSubmit2(struct gpud_call *call, const struct wire_args_vkQueueSubmit2 *a,
+                      const struct gpud_object *queue)
+{
+   for (uint32_t i = 0; i < a->submitCount; i++) {
+      for (uint32_t j = 0; j < a->pSubmits[i].waitSemaphoreInfoCount; j++)
+         waited(call, a->pSubmits[i].pWaitSemaphoreInfos[j].semaphore, queue);
+   }
+}
+
+static void
+waited_vkQueueBindSparse(struct gpud_call *call, const struct wire_args_vkQueueBindSparse *a,
+                         const struct gpud_object *queue)
+{
+   for (uint32_t i = 0; i < a->bindInfoCount; i++) {
+      for (uint32_t j = 0; j < a->pBindInfo[i].waitSemaphoreCount; j++)
+         waited(call, a->pBindInfo[i].pWaitSemaphores[j], queue);
+   }
+}
+
 /* ---- timestamps around a submission (gpud_timing.h) ---- */
 
 /* What a submit was before its batches got gpud's timing command buffers,
@@ -1301,6 +1348,10 @@ fence_in_place_off(void)
             gpud_queue_fence_ask((struct gpud_object *)app_fence);                          \
          untracked_signals(call, g.signals, g.n_signals);                                   \
       }                                                                                     \
+      if (queue && a->ret == VK_SUCCESS) {                                                  \
+         queue->host_submits++;                                                             \
+         waited_##cmd(call, a, queue);                                                      \
+      }                                                                                     \
       if (prof) {                                                                           \
          pt[3] = util_now_ns();                                                             \
          prof->submit_ns[0] += began_ns - t0;                                               \
@@ -1460,6 +1511,37 @@ gpud_queue_submit_own(struct gpud_call *call, struct gpud_object *queue, VkComma
       call->ctx->own_devices = t;
    }
    return VK_SUCCESS;
+}
+
+bool
+gpud_queue_settle(struct gpud_object *queue, uint64_t budget_ns)
+{
+   struct gpud_object *device = queue->device;
+   if (!device || atomic_load(&device->lost))
+      return false;
+   const struct gpud_host_dispatch *d = device->disp;
+   VkDevice dev = (VkDevice)(uintptr_t)device->handle;
+   const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VkFence fence;
+   if (d->CreateFence(dev, &info, NULL, &fence) != VK_SUCCESS)
+      return false;
+   const uint64_t through = queue->host_submits;
+   VkResult r = d->QueueSubmit((VkQueue)(uintptr_t)queue->handle, 0, NULL, fence);
+   const bool submitted = r == VK_SUCCESS;
+   const uint64_t until = util_now_ns() + budget_ns;
+   while (r == VK_SUCCESS) {
+      r = d->WaitForFences(dev, 1, &fence, VK_TRUE, SETTLE_SLICE_NS);
+      if (r == VK_SUCCESS)
+         break;
+      if (r == VK_TIMEOUT && !atomic_load(&device->lost) && util_now_ns() < until)
+         r = VK_SUCCESS; /* another slice */
+   }
+   /* one still pending is left to the device */
+   if (!submitted || r == VK_SUCCESS || d->GetFenceStatus(dev, fence) != VK_NOT_READY)
+      d->DestroyFence(dev, fence, NULL);
+   if (r == VK_SUCCESS)
+      queue->host_settled = through;
+   return r == VK_SUCCESS;
 }
 
 bool

@@ -67,6 +67,17 @@ VkResult gpud_queue_submit_own(struct gpud_call *call, struct gpud_object *queue
                                VkCommandBuffer cb, struct gpud_object *app_fence, bool counted,
                                uint64_t *ret_seq);
 bool gpud_queue_done(struct gpud_object *queue, uint64_t seq);
+/* An empty submission with a fence of its own on the queue, waited for at
+ * most budget_ns: once it signals, the host has let go of everything
+ * submitted before it.  Mesa's runtime, where it submits from a thread of
+ * its own (lavapipe's queue, once a submission waits for a value not yet
+ * signalled), lets go of a submission's wait semaphores on that thread
+ * after the submission's fence may have signalled, and lavapipe's
+ * vkDeviceWaitIdle does not wait for that thread: what a submission
+ * waited on is destroyed only after this, or after a later submission of
+ * the queue is seen complete.  False: not signalled in time (the fence is
+ * then left to the device), or the device is lost. */
+bool gpud_queue_settle(struct gpud_object *queue, uint64_t budget_ns);
 /* Waits until the worker's own submissions on the device's queues but
  * except's (NULL: all) are done (or the device lost, or the client gone). */
 void gpud_queue_own_wait(struct gpud_object *device, const struct gpud_object *except);

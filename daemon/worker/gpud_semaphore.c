@@ -2,11 +2,13 @@
 /*
  * Timeline semaphores: the slot of each on its device's completion page,
  * their values raised there as the host reaches them or the application
- * signals them.
+ * signals them.  Semaphores destroyed: after what the host does with the
+ * last submission that waited on one (gpud_queue_settle).
  */
 #include "gpud_call.h"
 #include "gpud_queue.h"
 #include "gpud_track.h"
+#include "gpud_wait.h"
 
 #include <stdlib.h>
 
@@ -84,4 +86,28 @@ gpud_exec_vkSignalSemaphore(struct gpud_call *call, struct wire_args_vkSignalSem
                                              (uint64_t)(uintptr_t)a->pSignalInfo->semaphore);
    if (sem && a->ret == VK_SUCCESS)
       gpud_queue_semaphore_signalled(sem, a->pSignalInfo->value);
+}
+
+/* How long a destroy waits for the queue that last waited on the semaphore
+ * to let go of it (a submission stuck on another semaphore: the
+ * application destroys this one regardless, as it may). */
+#define SEMAPHORE_SETTLE_NS (2000ull * 1000 * 1000)
+
+void
+gpud_exec_vkDestroySemaphore(struct gpud_call *call, struct wire_args_vkDestroySemaphore *a)
+{
+   struct gpud_object *sem =
+      a->semaphore
+         ? gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore)
+         : NULL;
+   /* a wait through the daemon that uses it ends first */
+   if (a->semaphore)
+      gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->semaphore);
+   /* then the queue that last waited on it lets go of it (the host's idle,
+    * or the page's word that the work is done, does not say it has) */
+   struct gpud_object *queue =
+      sem && sem->sem_waited_queue ? gpud_object_find(call->ctx, sem->sem_waited_queue) : NULL;
+   if (queue && queue->type == VK_OBJECT_TYPE_QUEUE && sem->sem_waited_seq > queue->host_settled)
+      gpud_queue_settle(queue, SEMAPHORE_SETTLE_NS);
+   gpud_gen_exec_vkDestroySemaphore(call, a);
 }

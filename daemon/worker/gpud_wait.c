@@ -487,7 +487,6 @@ gpud_waiters_cancel(struct gpud_context *ctx, struct gpud_object *device, uint64
    }
 
 CANCEL_THEN_DESTROY(vkDestroyFence, fence)
-CANCEL_THEN_DESTROY(vkDestroySemaphore, semaphore)
 
 /* ... and the queue tracker's reading of its results into the page */
 void
