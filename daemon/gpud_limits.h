@@ -54,7 +54,7 @@ struct gpud_limits {
    uint32_t crash_backoff_max_ms; /* ... up to this */
    uint32_t log_burst;            /* lines about one client before rate limiting */
    uint32_t log_per_second;       /* ... and the rate after that */
-   uint64_t cache_user_bytes;     /* one user's caches (gpud_cache.c) */
+   uint64_t cache_user_bytes;     /* one user's caches (srv_cache.c) */
    uint64_t cache_total_bytes;    /* ... every user's together */
 };
 

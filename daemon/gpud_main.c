@@ -17,9 +17,9 @@
 #define SD_JOURNAL_SUPPRESS_LOCATION /* the sink is no place worth naming */
 #include <systemd/sd-journal.h>
 
-#include "gpud_config.h"
+#include "srv_config.h"
 #include "gpud_host.h"
-#include "gpud_server.h"
+#include "srv_server.h"
 #include "gpud_status.h"
 #include "gpud_worker.h"
 #include "util_log.h"
@@ -98,22 +98,22 @@ log_setup(bool worker)
 int
 main(int argc, char **argv)
 {
-   struct gpud_config cfg;
+   struct srv_config cfg;
    pid_t worker_parent;
    char *error;
-   switch (gpud_config_build(&cfg, argc, argv, &worker_parent, &error)) {
-   case GPUD_CONFIG_OK:
+   switch (srv_config_build(&cfg, argc, argv, &worker_parent, &error)) {
+   case SRV_CONFIG_OK:
       break;
-   case GPUD_CONFIG_EXIT:
-      gpud_config_finish(&cfg);
+   case SRV_CONFIG_EXIT:
+      srv_config_finish(&cfg);
       return 0;
-   case GPUD_CONFIG_USAGE:
-      gpud_config_finish(&cfg);
+   case SRV_CONFIG_USAGE:
+      srv_config_finish(&cfg);
       return 2;
-   case GPUD_CONFIG_BAD:
+   case SRV_CONFIG_BAD:
       fprintf(stderr, "%s\n", error ? error : "gpud: cannot read the configuration");
       free(error);
-      gpud_config_finish(&cfg);
+      srv_config_finish(&cfg);
       return 78; /* EX_CONFIG: systemd does not restart the unit for it */
    }
    cfg.start_log_level = (int)util_log_get_max_level();
@@ -122,7 +122,7 @@ main(int argc, char **argv)
    if (cfg.manifest && access(cfg.manifest, R_OK) < 0) {
       fprintf(stderr, "gpud: cannot read host driver manifest '%s': %s\n", cfg.manifest,
               strerror(errno));
-      gpud_config_finish(&cfg);
+      srv_config_finish(&cfg);
       return 2;
    }
    signal(SIGPIPE, SIG_IGN);
@@ -130,7 +130,7 @@ main(int argc, char **argv)
 
    if (cfg.list_devices) {
       int r = gpud_host_list_devices(stdout, cfg.manifest, cfg.sysfs_root);
-      gpud_config_finish(&cfg);
+      srv_config_finish(&cfg);
       return r < 0 ? 1 : 0;
    }
 
@@ -148,7 +148,7 @@ main(int argc, char **argv)
          .base_identity = cfg.worker_base,
       };
       int r = gpud_worker_process_main(&opt);
-      gpud_config_finish(&cfg);
+      srv_config_finish(&cfg);
       return r;
    }
 
@@ -159,5 +159,5 @@ main(int argc, char **argv)
       setrlimit(RLIMIT_NOFILE, &rl);
    }
    /* the server owns cfg now (and frees its strings at the end) */
-   return gpud_server_run(&cfg);
+   return srv_server_run(&cfg);
 }

@@ -13,7 +13,7 @@
  * The commands that build and copy acceleration structures on the host
  * read and write the application's memory by host address, which is not
  * the worker's: accelerationStructureHostCommands is reported off
- * (daemon/worker/gpud_exec.c), and they fail here.
+ * (daemon/worker/gpud_instance.c), and they fail here.
  */
 #include "icd.h"
 

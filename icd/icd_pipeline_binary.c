@@ -6,7 +6,7 @@
  * vkCreatePipelineBinariesKHR returns its new binaries inside an output
  * structure. The ICD sends the create info as the structure it is, and the
  * binaries as an array of new handles (gpud's own commands, protocol/
- * gen_wire.py; the daemon's side in daemon/worker/gpud_exec.c).
+ * gen_wire.py; the daemon's side in daemon/worker/gpud_pipeline.c).
  */
 #include "icd.h"
 

@@ -100,6 +100,23 @@ icd_vkQueueWaitIdle(VkQueue queue)
 
 #define MAX_UPLOAD_CBS 8u
 
+/* A plain submission (command buffers alone, no semaphores) whose command
+ * buffers hold copies the ICD makes itself is answered here
+ * (icd_upload_submit): true, *r its result; else it counts as one the
+ * daemon runs. */
+static bool
+answered_here(struct icd_queue *q, bool plain, struct icd_command_buffer **cbs, uint32_t n,
+              VkFence fence, VkResult *r)
+{
+   util_trace(UTIL_TRACE_SUBMIT, n);
+   if (plain && icd_upload_submit(q, cbs, n, fence, r)) {
+      util_trace(UTIL_TRACE_SUBMITTED, 1);
+      return true;
+   }
+   atomic_fetch_add(&q->device->submits, 1);
+   return false;
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubmits,
                   VkFence fence)
@@ -119,12 +136,8 @@ icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubm
          cbs[n++] = icd_command_buffer_from_handle(s->pCommandBuffers[k]);
    }
    VkResult r;
-   util_trace(UTIL_TRACE_SUBMIT, n);
-   if (plain && icd_upload_submit(q, cbs, n, fence, &r)) {
-      util_trace(UTIL_TRACE_SUBMITTED, 1);
+   if (answered_here(q, plain, cbs, n, fence, &r))
       return r;
-   }
-   atomic_fetch_add(&q->device->submits, 1);
    r = icd_gen_vkQueueSubmit(queue, submitCount, pSubmits, fence);
    util_trace(UTIL_TRACE_SUBMITTED, 0);
    return r;
@@ -149,12 +162,8 @@ icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSu
       }
    }
    VkResult r;
-   util_trace(UTIL_TRACE_SUBMIT, n);
-   if (plain && icd_upload_submit(q, cbs, n, fence, &r)) {
-      util_trace(UTIL_TRACE_SUBMITTED, 1);
+   if (answered_here(q, plain, cbs, n, fence, &r))
       return r;
-   }
-   atomic_fetch_add(&q->device->submits, 1);
    r = icd_gen_vkQueueSubmit2(queue, submitCount, pSubmits, fence);
    util_trace(UTIL_TRACE_SUBMITTED, 0);
    return r;

@@ -553,7 +553,7 @@ DENIED_STRUCTS = {
     'VkPhysicalDeviceLayeredApiVulkanPropertiesKHR',
     # Capture-replay data handed back at creation: memory whose size only
     # a device property tells (descriptorBufferCaptureReplay is reported
-    # off: daemon/worker/gpud_exec.c).
+    # off: daemon/worker/gpud_descriptor.c).
     'VkOpaqueCaptureDescriptorDataCreateInfoEXT',
 }
 

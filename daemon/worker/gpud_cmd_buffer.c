@@ -8,6 +8,7 @@
 #include "gpud_queue.h"
 #include "gpud_track.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "gpud_gen.h"
@@ -99,4 +100,176 @@ gpud_exec_vkBeginCommandBuffer(struct gpud_call *call, struct wire_args_vkBeginC
    /* recorded: nobody waits for the result (the ICD answered at once) */
    if (a->ret < 0)
       gpud_call_async_error(call, a->ret);
+}
+
+/* ---- transfers -------------------------------------------------------------- */
+
+/* The simplest transfers are checked against the buffers' sizes, which the
+ * daemon knows: an out-of-range one would make the host driver write past
+ * the client's memory (in its own worker, which it could crash or
+ * corrupt).  The check makes that a protocol error, deterministically. */
+static bool
+range_fits(struct gpud_call *call, VkBuffer buffer, VkDeviceSize offset, VkDeviceSize size,
+           const char *what)
+{
+   const struct gpud_object *obj =
+      gpud_call_named(call, VK_OBJECT_TYPE_BUFFER, (uint64_t)(uintptr_t)buffer);
+   if (!obj || obj->sparse)
+      return true;
+   if (size == VK_WHOLE_SIZE ? offset < obj->size
+                             : offset <= obj->size && size <= obj->size - offset)
+      return true;
+   snprintf(call->validation_error, sizeof(call->validation_error),
+            "%s: %" PRIu64 " bytes at %" PRIu64 " are past the end of a %" PRIu64
+            "-byte buffer",
+            what, size, offset, obj->size);
+   gpud_call_fail(call, call->validation_error);
+   return false;
+}
+
+void
+gpud_exec_vkCmdUpdateBuffer(struct gpud_call *call, struct wire_args_vkCmdUpdateBuffer *a)
+{
+   if (range_fits(call, a->dstBuffer, a->dstOffset, a->dataSize, "dstBuffer"))
+      gpud_gen_exec_vkCmdUpdateBuffer(call, a);
+}
+
+void
+gpud_exec_vkCmdFillBuffer(struct gpud_call *call, struct wire_args_vkCmdFillBuffer *a)
+{
+   if (range_fits(call, a->dstBuffer, a->dstOffset, a->size, "dstBuffer"))
+      gpud_gen_exec_vkCmdFillBuffer(call, a);
+}
+
+static bool
+copies_fit(struct gpud_call *call, VkBuffer src, VkBuffer dst, uint32_t n,
+           const VkBufferCopy *regions, const VkBufferCopy2 *regions2)
+{
+   for (uint32_t i = 0; i < n; i++) {
+      VkDeviceSize s = regions ? regions[i].srcOffset : regions2[i].srcOffset;
+      VkDeviceSize d = regions ? regions[i].dstOffset : regions2[i].dstOffset;
+      VkDeviceSize size = regions ? regions[i].size : regions2[i].size;
+      if (size == VK_WHOLE_SIZE || !range_fits(call, src, s, size, "source") ||
+          !range_fits(call, dst, d, size, "destination")) {
+         if (!call->dec.fatal)
+            gpud_call_fail(call, "a region of VK_WHOLE_SIZE bytes");
+         return false;
+      }
+   }
+   return true;
+}
+
+void
+gpud_exec_vkCmdCopyBuffer(struct gpud_call *call, struct wire_args_vkCmdCopyBuffer *a)
+{
+   if (!copies_fit(call, a->srcBuffer, a->dstBuffer, a->regionCount, a->pRegions, NULL))
+      return;
+   gpud_gen_exec_vkCmdCopyBuffer(call, a);
+   gpud_transfer_note_copy(call, a->commandBuffer, a->srcBuffer, a->dstBuffer, a->regionCount,
+                           a->pRegions, NULL);
+}
+
+void
+gpud_exec_vkCmdCopyBuffer2(struct gpud_call *call, struct wire_args_vkCmdCopyBuffer2 *a)
+{
+   const VkCopyBufferInfo2 *info = a->pCopyBufferInfo;
+   if (!copies_fit(call, info->srcBuffer, info->dstBuffer, info->regionCount, NULL,
+                   info->pRegions))
+      return;
+   gpud_gen_exec_vkCmdCopyBuffer2(call, a);
+   /* (a chain of its own, on the regions or the info: the GPU's) */
+   bool chained = info->pNext != NULL;
+   for (uint32_t i = 0; i < info->regionCount; i++)
+      chained |= info->pRegions[i].pNext != NULL;
+   if (chained)
+      gpud_transfer_note_barrier(call, a->commandBuffer, true);
+   else
+      gpud_transfer_note_copy(call, a->commandBuffer, info->srcBuffer, info->dstBuffer,
+                              info->regionCount, NULL, info->pRegions);
+}
+
+/* Barriers that only order buffers' memory leave a recording of copies the
+ * worker may make itself; one of images (a layout changes) or that moves a
+ * buffer between queue families is the GPU's. */
+static bool
+buffer_barrier_moves(uint32_t src_family, uint32_t dst_family)
+{
+   return src_family != dst_family;
+}
+
+/* A barrier whose buffers move between queue families, or that carries an
+ * extension's structure, makes the recording the GPU's (gpud_transfer.c);
+ * images always do.  bufs, mems: either generation's barriers. */
+#define BARRIERS_NEED_GPU(gpu, bufs, n_bufs, mems, n_mems)                                \
+   do {                                                                                  \
+      for (uint32_t i = 0; i < (n_bufs); i++)                                            \
+         (gpu) |= buffer_barrier_moves((bufs)[i].srcQueueFamilyIndex,                     \
+                                       (bufs)[i].dstQueueFamilyIndex) ||                  \
+                  (bufs)[i].pNext;                                                       \
+      for (uint32_t i = 0; i < (n_mems); i++)                                            \
+         (gpu) |= (mems)[i].pNext != NULL;                                               \
+   } while (0)
+
+void
+gpud_exec_vkCmdPipelineBarrier(struct gpud_call *call, struct wire_args_vkCmdPipelineBarrier *a)
+{
+   gpud_gen_exec_vkCmdPipelineBarrier(call, a);
+   bool gpu = a->imageMemoryBarrierCount != 0;
+   BARRIERS_NEED_GPU(gpu, a->pBufferMemoryBarriers, a->bufferMemoryBarrierCount,
+                     a->pMemoryBarriers, a->memoryBarrierCount);
+   gpud_transfer_note_barrier(call, a->commandBuffer, gpu);
+}
+
+#ifdef WIRE_HAS_vkCmdPipelineBarrier2
+void
+gpud_exec_vkCmdPipelineBarrier2(struct gpud_call *call, struct wire_args_vkCmdPipelineBarrier2 *a)
+{
+   gpud_gen_exec_vkCmdPipelineBarrier2(call, a);
+   const VkDependencyInfo *d = a->pDependencyInfo;
+   bool gpu = d->imageMemoryBarrierCount != 0 || d->pNext;
+   BARRIERS_NEED_GPU(gpu, d->pBufferMemoryBarriers, d->bufferMemoryBarrierCount,
+                     d->pMemoryBarriers, d->memoryBarrierCount);
+   gpud_transfer_note_barrier(call, a->commandBuffer, gpu);
+}
+#endif
+
+
+/* ---- recordings: the state the replay checks chunks against (gpud_replay.c) ---- */
+
+/* A reset ends the recording (the ICD starts the next at chunk 0). */
+void
+gpud_exec_vkResetCommandBuffer(struct gpud_call *call, struct wire_args_vkResetCommandBuffer *a)
+{
+   struct gpud_object *cb = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_BUFFER,
+                                            (uint64_t)(uintptr_t)a->commandBuffer);
+   if (cb)
+      cb->recording = false;
+   gpud_gen_exec_vkResetCommandBuffer(call, a);
+}
+
+/* ... and so does a reset of its pool, for every command buffer of it. */
+void
+gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCommandPool *a)
+{
+   struct gpud_object *pool = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
+                                              (uint64_t)(uintptr_t)a->commandPool);
+   if (pool)
+      pool->pool_resets++;
+   gpud_gen_exec_vkResetCommandPool(call, a);
+}
+
+/* A pool with secondaries: its resets wait for every lane (a primary on
+ * another lane may be executing one). */
+void
+gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
+                                   struct wire_args_vkAllocateCommandBuffers *a)
+{
+   if (a->pAllocateInfo && a->pAllocateInfo->level == VK_COMMAND_BUFFER_LEVEL_SECONDARY) {
+      struct gpud_object *pool =
+         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
+                         (uint64_t)(uintptr_t)a->pAllocateInfo->commandPool);
+      if (pool)
+         pool->secondaries = true;
+   }
+   gpud_gen_exec_vkAllocateCommandBuffers(call, a);
 }

@@ -16,3 +16,4 @@ void gpud_lifetime_forget_children(struct gpud_context *ctx, struct gpud_object 
  * run (gpud_compile_drain): they use what goes. */
 void gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
                            struct gpud_object *instance);
+

@@ -196,7 +196,7 @@ read_file(const char *path, size_t *ret_size)
       return NULL;
    struct stat st;
    void *data = NULL;
-   /* read now: its last use, for the server's trimming (gpud_cache.c),
+   /* read now: its last use, for the server's trimming (srv_cache.c),
     * whatever the file system's atime updates */
    futimens(fd, (const struct timespec[2]){{.tv_nsec = UTIME_NOW}, {.tv_nsec = UTIME_OMIT}});
    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&

@@ -2,13 +2,12 @@
 /*
  * Timeline semaphores: the slot of each on its device's completion page,
  * their values raised there as the host reaches them or the application
- * signals them.  Semaphores destroyed: after what the host does with the
- * last submission that waited on one (gpud_queue_settle).
+ * signals them; one about to be destroyed, once the host let go of the
+ * last submission that waited on it (gpud_queue_settle).
  */
 #include "gpud_call.h"
 #include "gpud_queue.h"
 #include "gpud_track.h"
-#include "gpud_wait.h"
 
 #include <stdlib.h>
 
@@ -94,20 +93,51 @@ gpud_exec_vkSignalSemaphore(struct gpud_call *call, struct wire_args_vkSignalSem
 #define SEMAPHORE_SETTLE_NS (2000ull * 1000 * 1000)
 
 void
-gpud_exec_vkDestroySemaphore(struct gpud_call *call, struct wire_args_vkDestroySemaphore *a)
+gpud_semaphore_settle(struct gpud_context *ctx, struct gpud_object *sem)
 {
-   struct gpud_object *sem =
-      a->semaphore
-         ? gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore)
-         : NULL;
-   /* a wait through the daemon that uses it ends first */
-   if (a->semaphore)
-      gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->semaphore);
-   /* then the queue that last waited on it lets go of it (the host's idle,
-    * or the page's word that the work is done, does not say it has) */
    struct gpud_object *queue =
-      sem && sem->sem_waited_queue ? gpud_object_find(call->ctx, sem->sem_waited_queue) : NULL;
+      sem->sem_waited_queue ? gpud_object_find(ctx, sem->sem_waited_queue) : NULL;
    if (queue && queue->type == VK_OBJECT_TYPE_QUEUE && sem->sem_waited_seq > queue->host_settled)
       gpud_queue_settle(queue, SEMAPHORE_SETTLE_NS);
-   gpud_gen_exec_vkDestroySemaphore(call, a);
+}
+
+/* ---- gpud's own: an acquired swapchain image is ready ---------------------- */
+
+/* Signals the semaphore and/or fence at once, on the device's first queue
+ * (the image was free when the ICD acquired it). */
+void
+gpud_exec_vkSignalGPUD(struct gpud_call *call, struct wire_args_vkSignalGPUD *a)
+{
+   const struct gpud_object *dev = call->device;
+   if (!dev || dev->n_queues == 0) {
+      gpud_call_fail(call, "vkSignalGPUD: the device has no queue");
+      return;
+   }
+   const struct gpud_queue_info *q = &dev->queues[0];
+   VkQueue queue = VK_NULL_HANDLE;
+   if (q->flags) {
+      const VkDeviceQueueInfo2 info = {
+         .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_INFO_2,
+         .flags = q->flags,
+         .queueFamilyIndex = q->family,
+      };
+      call->disp->GetDeviceQueue2(a->device, &info, &queue);
+   } else {
+      call->disp->GetDeviceQueue(a->device, q->family, 0, &queue);
+   }
+   const VkSubmitInfo submit = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .signalSemaphoreCount = a->semaphore ? 1 : 0,
+      .pSignalSemaphores = &a->semaphore,
+   };
+   VkResult r = call->disp->QueueSubmit(queue, a->semaphore ? 1 : 0, &submit, a->fence);
+   if (r != VK_SUCCESS)
+      gpud_call_async_error(call, r);
+   /* no tracker sees this signal: the ICD asks the host driver's fence,
+    * until the fence is reset */
+   struct gpud_object *fence =
+      a->fence ? gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence)
+               : NULL;
+   if (fence)
+      gpud_queue_fence_ask(fence);
 }

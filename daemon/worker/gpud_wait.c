@@ -423,8 +423,9 @@ gpud_exec_vkDeviceWaitIdle(struct gpud_call *call, struct wire_args_vkDeviceWait
       gpud_queue_publish(call->device);
 }
 
-void
-gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
+/* Results waited for (VK_QUERY_RESULT_WAIT_BIT) on a thread of their own. */
+static void
+wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
 {
    struct gpud_waiter *w = waiter_new(call, WAIT_QUERY, 1);
    size_t room = a->dataSize;
@@ -450,6 +451,34 @@ gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *
       waiter_free(w);
       gpud_gen_exec_vkGetQueryPoolResults(call, a);
    }
+}
+
+void
+gpud_exec_vkGetQueryPoolResults(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
+{
+   /* The host writes queryCount results at stride, whatever dataSize says:
+    * give it room for the largest result (statistics: 11 values, plus
+    * availability, 64 bits each) so a lying client cannot overrun. */
+   uint64_t need = a->queryCount ? (uint64_t)(a->queryCount - 1) * a->stride + 12 * 8 : 0;
+   if (need > WIRE_MAX_OUTPUT_BYTES) {
+      gpud_call_fail(call, "results too large");
+      return;
+   }
+   if (a->pData && need > a->dataSize) {
+      uint8_t *room = wire_dec_alloc(&call->dec, need);
+      if (!room)
+         return;
+      a->pData = room;
+   }
+   if (!a->pData) {
+      a->ret = VK_SUCCESS;
+      return;
+   }
+   if (a->flags & VK_QUERY_RESULT_WAIT_BIT) {
+      wait_query(call, a);
+      return;
+   }
+   gpud_gen_exec_vkGetQueryPoolResults(call, a);
 }
 
 void
@@ -487,6 +516,21 @@ gpud_waiters_cancel(struct gpud_context *ctx, struct gpud_object *device, uint64
    }
 
 CANCEL_THEN_DESTROY(vkDestroyFence, fence)
+
+/* ... and, for a semaphore, the host's hold on it through a submission
+ * that waited on it (gpud_semaphore_settle) */
+void
+gpud_exec_vkDestroySemaphore(struct gpud_call *call, struct wire_args_vkDestroySemaphore *a)
+{
+   if (a->semaphore) {
+      gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->semaphore);
+      struct gpud_object *sem =
+         gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
+      if (sem)
+         gpud_semaphore_settle(call->ctx, sem);
+   }
+   gpud_gen_exec_vkDestroySemaphore(call, a);
+}
 
 /* ... and the queue tracker's reading of its results into the page */
 void

@@ -10,4 +10,3 @@
 /* Ends the waits of a device (or every device: NULL) that use handle (or
  * any: 0), before what they use goes. */
 void gpud_waiters_cancel(struct gpud_context *ctx, struct gpud_object *device, uint64_t handle);
-void gpud_wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a);

@@ -9,7 +9,7 @@
  * it in the server's private directory.  The next server connects there,
  * proves it knows the token this worker was handed with its client, and
  * the connection becomes the worker's control channel (it "adopts" the
- * worker: gpud_adopt.c).  A worker nobody adopts within the grace period
+ * worker: srv_adopt.c).  A worker nobody adopts within the grace period
  * ends, and its client's device is lost.
  */
 #include "gpud_worker.h"
@@ -494,7 +494,7 @@ same_token(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len)
 }
 
 /* A connection on the adopt socket: a later server asking for this worker
- * (gpud_adopt.c has its side).  It gets the worker only when the worker's
+ * (srv_adopt.c has its side).  It gets the worker only when the worker's
  * own server is gone, it is the user that server was, and it knows the
  * token; the connection then becomes the control channel. */
 static void

@@ -2571,6 +2571,12 @@ def render_pipeline_cache(fx, vk_render, reference):
     d = os.path.join(user_cache(fx), 'gpud', 'pipelines')
     try:
         for setting in ('off', ''):
+            # the last run's worker writes its cache as the device goes,
+            # which may be after the program ended: gone from the daemon's
+            # clients, it has written it
+            t0 = time.monotonic()
+            while fx.gpudctl_status()['clients'] and time.monotonic() - t0 < 10:
+                time.sleep(0.05)
             fx.stop_daemon()
             shutil.rmtree(d, ignore_errors=True)
             fx.daemon_env = {'GPUD_PIPELINE_CACHE': setting}

@@ -41,7 +41,7 @@ from gpud_test import (TEST_GID, TEST_UID, TestSkip, as_user, fail, indent,  # n
                        log)
 import service_test  # noqa: E402
 
-# gpud's range of workers' uids by default (daemon/server/gpud_config.h)
+# gpud's range of workers' uids by default (daemon/server/srv_config.h)
 UID_FIRST, UID_LAST = 2113929216, 2113994751
 NOBODY = 65534
 

@@ -5,7 +5,7 @@
  * with inih) and the command line, which wins; read again for a reload
  * (SIGHUP).  Bad input gets a message naming the file, line or option.
  */
-#include "gpud_config.h"
+#include "srv_config.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -121,7 +121,7 @@ usage(FILE *f)
            "      --fair-share=yes|no  submissions take turns by their clients' weighted GPU\n"
            "                           time (default: yes; no: as the host driver has them)\n",
            GPUD_LAVAPIPE_MANIFEST[0] ? GPUD_LAVAPIPE_MANIFEST : "lvp_icd*.json where the loader looks",
-           GPUD_CONFIG_FILE, (unsigned)GPUD_WORKER_UID_FIRST, (unsigned)GPUD_WORKER_UID_LAST,
+           GPUD_CONFIG_FILE, (unsigned)SRV_WORKER_UID_FIRST, (unsigned)SRV_WORKER_UID_LAST,
            d.cache_user_bytes >> 20, d.cache_total_bytes >> 20, d.client_objects, d.uid_connections, d.max_clients,
            d.handshake_timeout_ms, d.start_timeout_ms, d.send_timeout_ms, d.teardown_timeout_ms,
            d.restart_grace_ms, d.drain_timeout_ms, d.crash_backoff_ms, d.crash_backoff_max_ms, d.crash_limit,
@@ -296,16 +296,16 @@ set_limit(const struct limit_option *o, const char *arg, struct gpud_limits *l)
 /* ---- one option, from the command line or a configuration file -------------- */
 
 /* Strings a configuration owns (values read from files). */
-struct gpud_config_strings {
+struct srv_config_strings {
    char **v;
    size_t n;
-   struct gpud_config_strings *older; /* a reload's predecessor, still pointed to */
+   struct srv_config_strings *older; /* a reload's predecessor, still pointed to */
 };
 
 static const char *
-keep(struct gpud_config *cfg, const char *value)
+keep(struct srv_config *cfg, const char *value)
 {
-   struct gpud_config_strings *s = cfg->strings;
+   struct srv_config_strings *s = cfg->strings;
    char *copy = strdup(value);
    char **v = copy ? realloc(s->v, sizeof(*v) * (s->n + 1)) : NULL;
    if (!v) {
@@ -318,10 +318,10 @@ keep(struct gpud_config *cfg, const char *value)
 }
 
 static void
-config_strings_free(struct gpud_config_strings *s)
+config_strings_free(struct srv_config_strings *s)
 {
    while (s) {
-      struct gpud_config_strings *older = s->older;
+      struct srv_config_strings *older = s->older;
       for (size_t i = 0; i < s->n; i++)
          free(s->v[i]);
       free(s->v);
@@ -331,7 +331,7 @@ config_strings_free(struct gpud_config_strings *s)
 }
 
 void
-gpud_config_keep_older(struct gpud_config *cfg, struct gpud_config *older)
+srv_config_keep_older(struct srv_config *cfg, struct srv_config *older)
 {
    if (cfg->strings) {
       cfg->strings->older = older->strings;
@@ -361,7 +361,7 @@ static const char unknown_setting[] = "a known setting";
  * caller with the value).
  */
 static const char *
-set_option(struct gpud_config *cfg, const char *name, const char *value, bool copy)
+set_option(struct srv_config *cfg, const char *name, const char *value, bool copy)
 {
    const char *kept = copy ? keep(cfg, value) : value;
    if (!kept)
@@ -426,9 +426,9 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
          return "report, strict or off";
    } else if (!strcmp(name, "isolation")) {
       if (!strcmp(value, "process"))
-         cfg->isolation = GPUD_ISOLATION_PROCESS;
+         cfg->isolation = SRV_ISOLATION_PROCESS;
       else if (!strcmp(value, "thread"))
-         cfg->isolation = GPUD_ISOLATION_THREAD;
+         cfg->isolation = SRV_ISOLATION_THREAD;
       else
          return "process or thread";
    } else if (!strcmp(name, "sandbox")) {
@@ -470,7 +470,7 @@ set_option(struct gpud_config *cfg, const char *name, const char *value, bool co
 /* ---- configuration files ---------------------------------------------------------- */
 
 struct file_state {
-   struct gpud_config *cfg;
+   struct srv_config *cfg;
    const char *path;
    char *error; /* the first error, "file:line: ..." */
 };
@@ -496,7 +496,7 @@ parse_share(const char *s, uint32_t *ret)
 
 /* A key of a [user NAME] or [program NAME] section; NULL, or what is wrong. */
 static const char *
-set_share_rule(struct gpud_config *cfg, const char *section, const char *key, const char *value)
+set_share_rule(struct srv_config *cfg, const char *section, const char *key, const char *value)
 {
    bool user = !strncmp(section, "user ", 5);
    const char *name = section + (user ? 5 : 8);
@@ -504,13 +504,13 @@ set_share_rule(struct gpud_config *cfg, const char *section, const char *key, co
       name++;
    if (!*name)
       return "the section names no user or program";
-   struct gpud_share_rule *rule = NULL;
+   struct srv_share_rule *rule = NULL;
    for (unsigned i = 0; i < cfg->n_share_rules; i++) {
       if (cfg->share_rules[i].user == user && !strcmp(cfg->share_rules[i].name, name))
          rule = &cfg->share_rules[i];
    }
    if (!rule) {
-      if (cfg->n_share_rules == GPUD_MAX_SHARE_RULES)
+      if (cfg->n_share_rules == SRV_MAX_SHARE_RULES)
          return "too many [user] and [program] sections (64 at most)";
       uid_t uid = 0;
       if (user) {
@@ -532,7 +532,7 @@ set_share_rule(struct gpud_config *cfg, const char *section, const char *key, co
       if (!kept)
          return "out of memory";
       rule = &cfg->share_rules[cfg->n_share_rules++];
-      *rule = (struct gpud_share_rule){.user = user, .name = kept, .uid = uid};
+      *rule = (struct srv_share_rule){.user = user, .name = kept, .uid = uid};
    }
    if (!strcmp(key, "nice")) {
       uint64_t v;
@@ -593,7 +593,7 @@ file_key(void *data, const char *section, const char *name, const char *value)
 /* One file into cfg; missing is not an error unless required. 0, or -1 with
  * *error set ("file:line: reason", the caller's to free). */
 static int
-load_file(struct gpud_config *cfg, const char *path, bool required, char **error)
+load_file(struct srv_config *cfg, const char *path, bool required, char **error)
 {
    FILE *fp = fopen(path, "re");
    if (!fp) {
@@ -624,7 +624,7 @@ drop_in_name(const struct dirent *d)
 
 /* path, then path.d/\*.conf in name order: later files win. */
 static int
-load_files(struct gpud_config *cfg, const char *path, bool required, char **error)
+load_files(struct srv_config *cfg, const char *path, bool required, char **error)
 {
    if (load_file(cfg, path, required, error) < 0)
       return -1;
@@ -683,18 +683,18 @@ static int saved_argc;
 static char **saved_argv;
 
 static void
-config_defaults(struct gpud_config *cfg)
+config_defaults(struct srv_config *cfg)
 {
-   *cfg = (struct gpud_config){
+   *cfg = (struct srv_config){
       .validate = GPUD_VALIDATE_OFF,
       .spirv = GPUD_SPIRV_REPORT,
-      .isolation = GPUD_ISOLATION_PROCESS,
+      .isolation = SRV_ISOLATION_PROCESS,
       .sandbox = true,
       .fair_share = true,
       .spare_workers = 1,
       .replay_threads = -1,
-      .worker_uid_first = GPUD_WORKER_UID_FIRST,
-      .worker_uid_last = GPUD_WORKER_UID_LAST,
+      .worker_uid_first = SRV_WORKER_UID_FIRST,
+      .worker_uid_last = SRV_WORKER_UID_LAST,
       .limits = GPUD_LIMITS_DEFAULT,
       .log_level = -1,
    };
@@ -704,10 +704,10 @@ config_defaults(struct gpud_config *cfg)
  * cfg from the defaults, the configuration files (--config FILE, else
  * GPUD_CONFIG_FILE, each with its .d/ drop-ins) and the command line, which
  * wins. quiet: a reload (the command line was checked at start). On
- * GPUD_CONFIG_BAD, *error says why.
+ * SRV_CONFIG_BAD, *error says why.
  */
-static enum gpud_config_result
-build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **error)
+static enum srv_config_result
+build_config(struct srv_config *cfg, pid_t *worker_parent, bool quiet, char **error)
 {
    struct option options[UTIL_ARRAY_SIZE(fixed_options) + UTIL_ARRAY_SIZE(limit_options) + 1];
    memcpy(options, fixed_options, sizeof(fixed_options));
@@ -717,9 +717,9 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
    memset(&options[UTIL_ARRAY_SIZE(options) - 1], 0, sizeof(struct option));
 
    config_defaults(cfg);
-   cfg->strings = calloc(1, sizeof(struct gpud_config_strings));
+   cfg->strings = calloc(1, sizeof(struct srv_config_strings));
    if (!cfg->strings)
-      return GPUD_CONFIG_BAD;
+      return SRV_CONFIG_BAD;
    *worker_parent = 0;
    *error = NULL;
 
@@ -739,7 +739,7 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
    if (!is_worker &&
        load_files(cfg, config_path ? config_path : GPUD_CONFIG_FILE, config_path != NULL,
                   error) < 0)
-      return GPUD_CONFIG_BAD;
+      return SRV_CONFIG_BAD;
 
    opterr = !quiet;
    optind = 0;
@@ -776,7 +776,7 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
       case OPT_WORKER:
          if (parse_u64(optarg, INT_MAX, &v) < 0 || !v) {
             fprintf(stderr, "gpud: --worker: '%s' is not the server's pid\n", optarg);
-            return GPUD_CONFIG_USAGE;
+            return SRV_CONFIG_USAGE;
          }
          *worker_parent = (pid_t)v;
          continue;
@@ -791,10 +791,10 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
          continue;
       case 'h':
          usage(stdout);
-         return GPUD_CONFIG_EXIT;
+         return SRV_CONFIG_EXIT;
       case 'V':
          printf("gpud %s\n", gpud_version);
-         return GPUD_CONFIG_EXIT;
+         return SRV_CONFIG_EXIT;
       default:
          if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)UTIL_ARRAY_SIZE(limit_options)) {
             name = limit_options[c - OPT_LIMIT].name;
@@ -802,13 +802,13 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
          }
          if (!quiet)
             usage(stderr);
-         return GPUD_CONFIG_USAGE;
+         return SRV_CONFIG_USAGE;
       }
       const char *problem = set_option(cfg, name, value, false);
       if (problem) {
          if (!quiet)
             fprintf(stderr, "gpud: --%s: '%s' is not %s\n", name, value, problem);
-         return GPUD_CONFIG_USAGE;
+         return SRV_CONFIG_USAGE;
       }
    }
    if (optind < saved_argc) {
@@ -816,13 +816,13 @@ build_config(struct gpud_config *cfg, pid_t *worker_parent, bool quiet, char **e
          fprintf(stderr, "gpud: unexpected argument '%s'\n", saved_argv[optind]);
          usage(stderr);
       }
-      return GPUD_CONFIG_USAGE;
+      return SRV_CONFIG_USAGE;
    }
-   return GPUD_CONFIG_OK;
+   return SRV_CONFIG_OK;
 }
 
-enum gpud_config_result
-gpud_config_build(struct gpud_config *cfg, int argc, char **argv, pid_t *worker_parent,
+enum srv_config_result
+srv_config_build(struct srv_config *cfg, int argc, char **argv, pid_t *worker_parent,
                   char **error)
 {
    saved_argc = argc;
@@ -831,15 +831,15 @@ gpud_config_build(struct gpud_config *cfg, int argc, char **argv, pid_t *worker_
 }
 
 int
-gpud_config_reload(struct gpud_config *cfg, char **error)
+srv_config_reload(struct srv_config *cfg, char **error)
 {
    pid_t unused;
    *error = NULL;
    if (!saved_argv)
       return -1;
-   enum gpud_config_result r = build_config(cfg, &unused, true, error);
-   if (r != GPUD_CONFIG_OK) {
-      gpud_config_finish(cfg);
+   enum srv_config_result r = build_config(cfg, &unused, true, error);
+   if (r != SRV_CONFIG_OK) {
+      srv_config_finish(cfg);
       if (!*error && asprintf(error, "gpud: the command line no longer parses") < 0)
          *error = NULL;
       return -1;
@@ -848,7 +848,7 @@ gpud_config_reload(struct gpud_config *cfg, char **error)
 }
 
 void
-gpud_config_finish(struct gpud_config *cfg)
+srv_config_finish(struct srv_config *cfg)
 {
    if (cfg->strings)
       config_strings_free(cfg->strings);

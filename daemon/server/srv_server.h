@@ -9,7 +9,7 @@
  * run clients.  It never calls the host driver for a client.
  */
 
-#include "gpud_registry.h"
+#include "srv_registry.h"
 
 /* Runs the server until SIGTERM; returns the exit status. */
-int gpud_server_run(const struct gpud_config *cfg);
+int srv_server_run(const struct srv_config *cfg);

@@ -2,11 +2,11 @@
 #pragma once
 
 /*
- * The server's registry (gpud_registry.c): the server's state, its
+ * The server's registry (srv_registry.c): the server's state, its
  * clients, workers, accounts, faults and crashed programs, and the small
  * operations the server's files share on them.  The files above it (the
- * loop in gpud_server.c, gpud_control.c, gpud_bus.c, gpud_access.c,
- * gpud_spawn.c) use it; it uses none of them.
+ * loop in srv_server.c, srv_control.c, srv_bus.c, srv_access.c,
+ * srv_spawn.c) use it; it uses none of them.
  */
 
 #include <stdbool.h>
@@ -15,7 +15,7 @@
 
 #include <vulkan/vulkan_core.h>
 
-#include "gpud_config.h"
+#include "srv_config.h"
 #include "gpud_host.h"
 #include "gpud_limits.h"
 #include "gpud_status.h"
@@ -26,8 +26,8 @@
 struct event;
 struct event_base;
 
-/* Who may connect, and who workers run as (gpud_access.c). */
-struct gpud_access {
+/* Who may connect, and who workers run as (srv_access.c). */
+struct srv_access {
    bool root;
    uid_t self_uid;
    bool have_group;
@@ -44,7 +44,7 @@ struct gpud_access {
 };
 
 /* Per-user accounting. */
-struct gpud_account {
+struct srv_account {
    struct util_list link;
    uid_t uid;
    unsigned connections;
@@ -55,25 +55,25 @@ struct gpud_account {
    unsigned log_suppressed;
 };
 
-enum gpud_client_state {
-   GPUD_CLIENT_HANDSHAKE, /* waiting for its Hello */
-   GPUD_CLIENT_CONTROL,   /* gpudctl */
-   GPUD_CLIENT_WAITING,   /* welcomed, waiting for a worker */
-   GPUD_CLIENT_SERVING,   /* its worker has it */
+enum srv_client_state {
+   SRV_CLIENT_HANDSHAKE, /* waiting for its Hello */
+   SRV_CLIENT_CONTROL,   /* gpudctl */
+   SRV_CLIENT_WAITING,   /* welcomed, waiting for a worker */
+   SRV_CLIENT_SERVING,   /* its worker has it */
 };
 
-struct gpud_worker;
+struct srv_worker;
 
 /* A connection, as the server sees it. */
-struct gpud_client {
+struct srv_client {
    struct util_list link; /* server->clients */
-   struct gpud_server *server;
+   struct srv_server *server;
    uint64_t id;
    pid_t pid;
    uid_t uid;
    char name[64];
    int fd;
-   enum gpud_client_state state;
+   enum srv_client_state state;
    bool admin;           /* control: may see and act on every client */
    uint64_t connected_ns;
    struct event *read_ev;
@@ -82,9 +82,9 @@ struct gpud_client {
    uint64_t not_before_ns; /* its worker not before this (its program's crash back-off) */
    struct util_msg_reader reader;
    struct util_msg_queue out;
-   struct gpud_account *account;
-   struct gpud_worker *worker;
-   /* its share of the GPU (gpud_share.c) */
+   struct srv_account *account;
+   struct srv_worker *worker;
+   /* its share of the GPU (srv_share.c) */
    int sched_slot;       /* on the schedule page; -1: none */
    int nice;             /* its nice level now */
    int asked_nice;       /* the application's own ask (Hello) */
@@ -93,16 +93,16 @@ struct gpud_client {
    uint64_t heap_memory[VK_MAX_MEMORY_HEAPS];
 };
 
-enum gpud_worker_state {
-   GPUD_WORKER_STARTING, /* loading the host driver */
-   GPUD_WORKER_SPARE,    /* ready, waiting for a client */
-   GPUD_WORKER_BUSY,     /* serving its client */
+enum srv_worker_state {
+   SRV_WORKER_STARTING, /* loading the host driver */
+   SRV_WORKER_SPARE,    /* ready, waiting for a client */
+   SRV_WORKER_BUSY,     /* serving its client */
 };
 
-struct gpud_worker {
+struct srv_worker {
    struct util_list link; /* server->workers */
-   struct gpud_server *server;
-   enum gpud_worker_state state;
+   struct srv_server *server;
+   enum srv_worker_state state;
    pid_t pid;             /* 0 for a thread */
    uid_t uid;             /* the identity it took for its client (0: as started) */
    bool can_become;       /* started as root, it can take its client user's uid */
@@ -112,7 +112,7 @@ struct gpud_worker {
    struct event *timer;   /* teardown deadline */
    struct util_msg_reader reader;
    struct util_msg_queue out;
-   struct gpud_client *client;
+   struct srv_client *client;
    int status_fd;
    struct gpud_status_page *status;
    char goodbye[256];     /* why its client left, as the worker says */
@@ -125,7 +125,7 @@ struct gpud_worker {
    bool reported_fault;
    char version[32];      /* the gpud version it runs, as it says; "" unknown */
    uint32_t control_version;
-   /* restarts (gpud_adopt.c) */
+   /* restarts (srv_adopt.c) */
    uint32_t restart_grace_ms; /* what it was started with: it waits this long for the
                                * next server (0: it dies with this one) */
    bool has_record;       /* its record and adopt socket are in adopt_dir ... */
@@ -141,7 +141,7 @@ struct gpud_worker {
    char served_program[64];
 };
 
-struct gpud_fault {
+struct srv_fault {
    uint64_t time_ns;
    uint64_t client_id;
    pid_t pid;
@@ -151,16 +151,16 @@ struct gpud_fault {
    char reason[192];
 };
 
-struct gpud_bus;
-struct gpud_identities;
-struct gpud_caches;
-struct gpud_adoption;
+struct srv_bus;
+struct srv_identities;
+struct srv_caches;
+struct srv_adoption;
 struct gpud_sched_page;
 
-/* A worker of an earlier server that this one adopted (gpud_adopt.c), as
+/* A worker of an earlier server that this one adopted (srv_adopt.c), as
  * the server's loop takes it in: the client's identity from the earlier
  * server's record, the rest from the worker. */
-struct gpud_adopted {
+struct srv_adopted {
    uint64_t client_id;
    pid_t client_pid;
    uid_t client_uid;
@@ -182,7 +182,7 @@ struct gpud_adopted {
    int nice;               /* ... and the nice level written there */
 };
 
-struct gpud_crash_record {
+struct srv_crash_record {
    struct util_list link;
    uid_t uid;
    char name[64];
@@ -190,8 +190,8 @@ struct gpud_crash_record {
    unsigned count;
 };
 
-struct gpud_server {
-   struct gpud_config cfg;
+struct srv_server {
+   struct srv_config cfg;
    const char *self_path; /* executable to start workers from */
    char *manifest;        /* the host driver's manifest */
    struct event_base *base;
@@ -227,10 +227,10 @@ struct gpud_server {
    uint64_t total_heap;
    struct gpud_host host; /* --isolation=thread: loaded here */
 
-   struct gpud_access access;
-   struct gpud_identities *ids; /* the workers' uids (gpud_identity.c) */
-   struct gpud_caches *caches;  /* the users' caches (gpud_cache.c) */
-   struct gpud_bus *bus;  /* org.gpud.Daemon1 on D-Bus; NULL: not on a bus */
+   struct srv_access access;
+   struct srv_identities *ids; /* the workers' uids (srv_identity.c) */
+   struct srv_caches *caches;  /* the users' caches (srv_cache.c) */
+   struct srv_bus *bus;  /* org.gpud.Daemon1 on D-Bus; NULL: not on a bus */
    struct event *bus_retry; /* a lost bus connection is made again */
    unsigned bus_retry_ms;   /* after this long, doubling to 30 s */
 
@@ -239,62 +239,62 @@ struct gpud_server {
    struct util_list accounts;
    struct util_list crashes;
 
-   /* restarts (gpud_adopt.c): the private directory where each worker's
+   /* restarts (srv_adopt.c): the private directory where each worker's
     * record and adopt socket are (NULL: workers end with this server) */
    char *adopt_dir;
    struct util_list adoptions; /* workers of earlier servers being adopted */
    uint64_t id_mark;           /* the next client id, as adopt_dir's next-id says */
    bool handing_over;          /* stopping: busy workers wait for the next server */
-   /* the loop's side of an adoption (gpud_server.c): takes every fd */
-   void (*adopted)(struct gpud_server *server, struct gpud_adopted *a);
+   /* the loop's side of an adoption (srv_server.c): takes every fd */
+   void (*adopted)(struct srv_server *server, struct srv_adopted *a);
 
-   /* the fair share (gpud_share.c): the schedule page every worker maps */
+   /* the fair share (srv_share.c): the schedule page every worker maps */
    struct gpud_sched_page *sched;
    int sched_fd;
    unsigned n_clients;
    unsigned n_starting;
    unsigned start_failures;
    uint64_t next_client_id;
-   struct gpud_fault faults[GPUD_MAX_FAULTS];
+   struct srv_fault faults[GPUD_MAX_FAULTS];
    unsigned n_faults; /* total ever recorded */
 };
 
 /* A line about a client, under its user's rate limit (root's are not). */
-void gpud_client_log(struct gpud_client *client, int level, const char *fmt, ...)
+void srv_client_log(struct srv_client *client, int level, const char *fmt, ...)
    __attribute__((format(printf, 3, 4)));
 /* A message to a client, queued and flushed as its socket takes it; a
  * client that lets too much pile up is shut down. */
-void gpud_client_queue(struct gpud_client *client, const void *data, size_t size);
-void gpud_client_queue_control(struct gpud_client *client, const Gpud__ControlMessage *m);
+void srv_client_queue(struct srv_client *client, const void *data, size_t size);
+void srv_client_queue_control(struct srv_client *client, const Gpud__ControlMessage *m);
 
 /* A user's account (made on first use; NULL when out of memory), and its
  * end once nothing is charged to it and its log budget is full again. */
-struct gpud_account *gpud_account_get(struct gpud_server *server, uid_t uid);
-void gpud_account_put(struct gpud_server *server, struct gpud_account *a);
+struct srv_account *srv_account_get(struct srv_server *server, uid_t uid);
+void srv_account_put(struct srv_server *server, struct srv_account *a);
 
 /* The crash record of a program (user and name), made when create; records
  * whose crashes are all forgotten go on the way. */
-struct gpud_crash_record *gpud_crash_record_find(struct gpud_server *server, uid_t uid,
+struct srv_crash_record *srv_crash_record_find(struct srv_server *server, uid_t uid,
                                                  const char *name, bool create);
 /* Where a program stands after its crashes. */
-struct gpud_crash_state {
+struct srv_crash_state {
    unsigned crashes;       /* within the cool-down */
    uint64_t last_ns;       /* the last of them */
    uint64_t backoff_ms;    /* its next worker starts this long after the last */
    uint64_t not_before_ns; /* ... then (0 or past: at once) */
    bool refused;           /* at the crash limit (when there is one) */
 };
-void gpud_crash_state(const struct gpud_server *server, const struct gpud_crash_record *c,
-                      struct gpud_crash_state *state);
+void srv_crash_state(const struct srv_server *server, const struct srv_crash_record *c,
+                      struct srv_crash_state *state);
 
 /* How long workers wait for the next server (--restart-grace); 0 without
- * the private directory (gpud_adopt.c): then they end with this server. */
-uint32_t gpud_restart_grace_ms(const struct gpud_server *server);
+ * the private directory (srv_adopt.c): then they end with this server. */
+uint32_t srv_restart_grace_ms(const struct srv_server *server);
 /* Text a worker (or a client) wrote made fit to show: control characters
  * and bytes that are not UTF-8 become '?', a character cut short goes. */
-void gpud_clean_text(char *text);
+void srv_clean_text(char *text);
 /* Closes fds a peer sent, on the closer thread (a peer's fd may take
  * forever to close: a file on its own FUSE mount, say); one fd, as a
  * reader's close_fd (data: the server). */
-void gpud_server_discard_fds(struct gpud_server *server, struct util_msg *msg);
-void gpud_server_discard_fd(int fd, void *server);
+void srv_server_discard_fds(struct srv_server *server, struct util_msg *msg);
+void srv_server_discard_fd(int fd, void *server);

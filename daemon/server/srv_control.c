@@ -4,13 +4,13 @@
  * clients and recent faults, and disconnecting a client.  A user sees and
  * acts on their own clients; root and the admin group on all.
  */
-#include "gpud_control.h"
-#include "gpud_access.h"
-#include "gpud_cache.h"
-#include "gpud_identity.h"
+#include "srv_control.h"
+#include "srv_access.h"
+#include "srv_cache.h"
+#include "srv_identity.h"
 #include "util_dir.h"
-#include "gpud_spawn.h"
-#include "gpud_share.h"
+#include "srv_spawn.h"
+#include "srv_share.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -31,14 +31,14 @@
 #include "util_time.h"
 
 static const char *
-state_name(const struct gpud_client *c)
+state_name(const struct srv_client *c)
 {
    switch (c->state) {
-   case GPUD_CLIENT_HANDSHAKE:
+   case SRV_CLIENT_HANDSHAKE:
       return "handshake";
-   case GPUD_CLIENT_WAITING:
+   case SRV_CLIENT_WAITING:
       return "waiting";
-   case GPUD_CLIENT_SERVING:
+   case SRV_CLIENT_SERVING:
       return c->worker && c->worker->goodbye[0] ? "closing" : "serving";
    default:
       return "control";
@@ -89,7 +89,7 @@ fill_names(Gpud__ClientInfo *info, const struct gpud_status_page *page)
       /* the worker wrote these: bounded, printable, or not shown */
       char *name = text + j * GPUD_STATUS_NAME_SIZE;
       memcpy(name, names[i].name, GPUD_STATUS_NAME_SIZE - 1);
-      gpud_clean_text(name);
+      srv_clean_text(name);
       const char *type = wire_object_type_name((VkObjectType)names[i].type);
       gpud__object_name__init(&objs[j]);
       objs[j].id = names[i].id;
@@ -199,16 +199,16 @@ fill_injected(Gpud__ClientInfo *info, struct client_parts *parts,
 /* The uid a worker runs as: its user's, else the base user's (--user), else
  * the daemon's own (a thread). */
 static uid_t
-worker_uid(const struct gpud_worker *w)
+worker_uid(const struct srv_worker *w)
 {
-   const struct gpud_access *ac = &w->server->access;
+   const struct srv_access *ac = &w->server->access;
    if (w->uid)
       return w->uid;
    return ac->switch_user && w->pid ? ac->worker_uid : geteuid();
 }
 
 static void
-fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpud_client *c,
+fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct srv_client *c,
             uint64_t now)
 {
    gpud__client_info__init(info);
@@ -219,7 +219,7 @@ fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpu
    info->memory_bytes = c->memory;
    info->state = (char *)state_name(c);
    info->connected_ms = (now - c->connected_ns) / 1000000;
-   const struct gpud_server *server = c->server;
+   const struct srv_server *server = c->server;
    for (uint32_t h = 0; h < server->n_heaps; h++) {
       if (!c->heap_memory[h])
          continue;
@@ -230,12 +230,12 @@ fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpu
       parts->heap_ptrs[info->n_heaps++] = u;
    }
    info->heaps = parts->heap_ptrs;
-   const struct gpud_worker *w = c->worker;
+   const struct srv_worker *w = c->worker;
    if (w) {
       info->worker_pid = (uint32_t)w->pid;
       info->worker_uid = (uint32_t)worker_uid(w);
       info->worker_version = (char *)w->version;
-      gpud_share_fill(c->server, c, info);
+      srv_share_fill(c->server, c, info);
       info->adopted = w->adopted;
       info->details_unknown = w->details_unknown;
       if (w->status) {
@@ -254,7 +254,7 @@ fill_client(Gpud__ClientInfo *info, struct client_parts *parts, const struct gpu
 }
 
 /* A status and what it points to. */
-struct gpud_status_view {
+struct srv_status_view {
    Gpud__StatusReply reply;
    Gpud__Limits limits;
    char replay_threads[16];
@@ -269,11 +269,11 @@ struct gpud_status_view {
    Gpud__CrashInfo **crash_ptrs;
 };
 
-struct gpud_status_view *
-gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer,
+struct srv_status_view *
+srv_control_status(struct srv_server *server, const struct srv_client *viewer,
                     const Gpud__StatusReply **ret)
 {
-   struct gpud_status_view *v = calloc(1, sizeof(*v));
+   struct srv_status_view *v = calloc(1, sizeof(*v));
    if (!v)
       return NULL;
    uint64_t now = util_now_ns();
@@ -286,7 +286,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    reply->render_node = server->render_node;
    reply->daemon_pid = (uint32_t)getpid();
    reply->isolation =
-      (char *)(server->cfg.isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
+      (char *)(server->cfg.isolation == SRV_ISOLATION_THREAD ? "thread" : "process");
    const struct gpud_limits *l = &server->cfg.limits;
    Gpud__Limits *limits = &v->limits;
    gpud__limits__init(limits);
@@ -296,7 +296,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    limits->uid_connections = l->uid_connections;
    limits->max_clients = l->max_clients;
    limits->spare_workers = server->cfg.spare_workers;
-   limits->restart_grace_ms = gpud_restart_grace_ms(server);
+   limits->restart_grace_ms = srv_restart_grace_ms(server);
    limits->fair_share = server->sched != NULL;
    limits->cache_user_bytes = l->cache_user_bytes == GPUD_UNLIMITED ? 0 : l->cache_user_bytes;
    limits->cache_total_bytes = l->cache_total_bytes == GPUD_UNLIMITED ? 0 : l->cache_total_bytes;
@@ -313,10 +313,10 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    reply->limits = limits;
    reply->daemon_version = (char *)gpud_version;
    reply->uptime_ms = (now - server->start_ns) / 1000000;
-   reply->cache_dir = (char *)gpud_cache_root(server);
-   reply->cache_state = (char *)gpud_cache_state(server);
-   reply->worker_identity = (char *)(gpud_identity_on(server) ? "per-user" : "shared");
-   reply->identity_state = (char *)gpud_identity_state(server);
+   reply->cache_dir = (char *)srv_cache_root(server);
+   reply->cache_state = (char *)srv_cache_state(server);
+   reply->worker_identity = (char *)(srv_identity_on(server) ? "per-user" : "shared");
+   reply->identity_state = (char *)srv_identity_state(server);
    Gpud__HeapInfo *heaps = v->heaps;
    for (uint32_t h = 0; h < server->n_heaps && h < VK_MAX_MEMORY_HEAPS; h++) {
       gpud__heap_info__init(&heaps[h]);
@@ -329,17 +329,17 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    reply->n_heaps = server->n_heaps;
 
    size_t n = 0;
-   struct gpud_client *c;
+   struct srv_client *c;
    util_list_for_each(c, &server->clients, link)
-      n += c->state != GPUD_CLIENT_CONTROL;
+      n += c->state != SRV_CLIENT_CONTROL;
    v->infos = calloc(n ? n : 1, sizeof(*v->infos));
    v->info_ptrs = calloc(n ? n : 1, sizeof(*v->info_ptrs));
    v->parts = calloc(n ? n : 1, sizeof(*v->parts));
    size_t i = 0;
    util_list_for_each(c, &server->clients, link) {
-      if (c->state == GPUD_CLIENT_CONTROL || !v->infos || !v->info_ptrs || !v->parts)
+      if (c->state == SRV_CLIENT_CONTROL || !v->infos || !v->info_ptrs || !v->parts)
          continue;
-      if (!gpud_access_may_see(viewer, c)) {
+      if (!srv_access_may_see(viewer, c)) {
          reply->hidden_clients++;
          continue;
       }
@@ -357,7 +357,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
    unsigned kept = server->n_faults < GPUD_MAX_FAULTS ? server->n_faults : GPUD_MAX_FAULTS;
    size_t nf = 0;
    for (unsigned k = server->n_faults - kept; k < server->n_faults; k++) {
-      const struct gpud_fault *f = &server->faults[k % GPUD_MAX_FAULTS];
+      const struct srv_fault *f = &server->faults[k % GPUD_MAX_FAULTS];
       if (!viewer->admin && f->uid != viewer->uid)
          continue;
       Gpud__FaultInfo *out = &v->faults[nf];
@@ -376,15 +376,15 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
 
    /* programs backing off after crashes (a user sees their own) */
    size_t n_records = 0;
-   const struct gpud_crash_record *cr;
+   const struct srv_crash_record *cr;
    util_list_for_each(cr, &server->crashes, link)
       n_records++;
    v->crashes = n_records ? calloc(n_records, sizeof(*v->crashes)) : NULL;
    v->crash_ptrs = n_records ? calloc(n_records, sizeof(*v->crash_ptrs)) : NULL;
    size_t nc = 0;
    util_list_for_each(cr, &server->crashes, link) {
-      struct gpud_crash_state st;
-      gpud_crash_state(server, cr, &st);
+      struct srv_crash_state st;
+      srv_crash_state(server, cr, &st);
       if (!v->crashes || !v->crash_ptrs || !st.crashes ||
           (!viewer->admin && cr->uid != viewer->uid))
          continue;
@@ -406,7 +406,7 @@ gpud_control_status(struct gpud_server *server, const struct gpud_client *viewer
 }
 
 void
-gpud_control_status_free(struct gpud_status_view *v)
+srv_control_status_free(struct srv_status_view *v)
 {
    if (!v)
       return;
@@ -421,83 +421,83 @@ gpud_control_status_free(struct gpud_status_view *v)
 }
 
 static void
-status(struct gpud_client *control)
+status(struct srv_client *control)
 {
    const Gpud__StatusReply *reply = NULL;
-   struct gpud_status_view *v = gpud_control_status(control->server, control, &reply);
+   struct srv_status_view *v = srv_control_status(control->server, control, &reply);
    Gpud__StatusReply empty = GPUD__STATUS_REPLY__INIT;
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY;
    m.status_reply = v ? (Gpud__StatusReply *)reply : &empty;
-   gpud_client_queue_control(control, &m);
-   gpud_control_status_free(v);
+   srv_client_queue_control(control, &m);
+   srv_control_status_free(v);
 }
 
-static struct gpud_client *
-find_client(struct gpud_server *server, uint64_t id)
+static struct srv_client *
+find_client(struct srv_server *server, uint64_t id)
 {
-   struct gpud_client *c;
+   struct srv_client *c;
    util_list_for_each(c, &server->clients, link) {
-      if (c->id == id && c->state != GPUD_CLIENT_CONTROL)
+      if (c->id == id && c->state != SRV_CLIENT_CONTROL)
          return c;
    }
    return NULL;
 }
 
 int
-gpud_control_disconnect(struct gpud_server *server, const struct gpud_client *viewer,
+srv_control_disconnect(struct srv_server *server, const struct srv_client *viewer,
                         uint64_t id, const char *via)
 {
-   struct gpud_client *c = find_client(server, id);
+   struct srv_client *c = find_client(server, id);
    if (!c)
       return -ENOENT;
-   if (!gpud_access_may_see(viewer, c)) {
-      gpud_client_log(c, UTIL_LOG_WARNING,
+   if (!srv_access_may_see(viewer, c)) {
+      srv_client_log(c, UTIL_LOG_WARNING,
                       "uid %u (pid %d) may not disconnect this client",
                       (unsigned)viewer->uid, (int)viewer->pid);
       return -EACCES;
    }
-   gpud_client_log(c, UTIL_LOG_NOTICE, "disconnected by uid %u (pid %d, %s)",
+   srv_client_log(c, UTIL_LOG_NOTICE, "disconnected by uid %u (pid %d, %s)",
                    (unsigned)viewer->uid, (int)viewer->pid, via);
    if (c->worker)
-      gpud_kill_worker(c->worker, "disconnected by an administrator");
+      srv_kill_worker(c->worker, "disconnected by an administrator");
    else
       shutdown(c->fd, SHUT_RDWR);
    return 0;
 }
 
 static void
-disconnect(struct gpud_client *control, uint64_t id)
+disconnect(struct srv_client *control, uint64_t id)
 {
    Gpud__DisconnectClientReply dr = GPUD__DISCONNECT_CLIENT_REPLY__INIT;
-   int r = gpud_control_disconnect(control->server, control, id, "gpudctl");
+   int r = srv_control_disconnect(control->server, control, id, "gpudctl");
    dr.found = r != -ENOENT;
    dr.denied = r == -EACCES;
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT_CLIENT_REPLY;
    m.disconnect_client_reply = &dr;
-   gpud_client_queue_control(control, &m);
+   srv_client_queue_control(control, &m);
 }
 
 /* gpudctl inject ID FAULT [VALUE]: written on the client's status page for
  * its worker (gpud_inject.c), or, for crash-worker, a SIGSEGV to the
  * worker as if its host driver had crashed. */
 int
-gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer, uint64_t id,
+srv_control_inject(struct srv_server *server, const struct srv_client *viewer, uint64_t id,
                     const char *fault, uint64_t value, const char *via, const char **error)
 {
    *error = NULL;
-   struct gpud_client *c = find_client(server, id);
+   struct srv_client *c = find_client(server, id);
    if (!c)
       return -ENOENT;
-   if (!gpud_access_may_see(viewer, c)) {
-      gpud_client_log(c, UTIL_LOG_WARNING,
+   if (!srv_access_may_see(viewer, c)) {
+      srv_client_log(c, UTIL_LOG_WARNING,
                       "uid %u (pid %d) may not inject faults into this client",
                       (unsigned)viewer->uid, (int)viewer->pid);
       return -EACCES;
    }
-   struct gpud_worker *w = c->worker;
-   if (!w || !w->status || c->state != GPUD_CLIENT_SERVING) {
+   struct srv_worker *w = c->worker;
+   if (!w || !w->status || c->state != SRV_CLIENT_SERVING) {
       *error = "the client has no worker yet";
       return -EINVAL;
    }
@@ -532,18 +532,18 @@ gpud_control_inject(struct gpud_server *server, const struct gpud_client *viewer
    /* (the worker's thread that tells the ICD sleeps on seq) */
    atomic_fetch_add(&in->seq, 1);
    util_futex_wake((_Atomic uint32_t *)&in->seq);
-   gpud_client_log(c, UTIL_LOG_NOTICE,
+   srv_client_log(c, UTIL_LOG_NOTICE,
                    "fault injected by uid %u (pid %d, %s): %s %" PRIu64,
                    (unsigned)viewer->uid, (int)viewer->pid, via, fault, value);
    return 0;
 }
 
 static void
-inject(struct gpud_client *control, const Gpud__InjectRequest *req)
+inject(struct srv_client *control, const Gpud__InjectRequest *req)
 {
    Gpud__InjectReply ir = GPUD__INJECT_REPLY__INIT;
    const char *error = NULL;
-   int r = gpud_control_inject(control->server, control, req->client_id,
+   int r = srv_control_inject(control->server, control, req->client_id,
                                req->fault ? req->fault : "", req->value, "gpudctl", &error);
    ir.found = r != -ENOENT;
    ir.denied = r == -EACCES;
@@ -551,26 +551,26 @@ inject(struct gpud_client *control, const Gpud__InjectRequest *req)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_INJECT_REPLY;
    m.inject_reply = &ir;
-   gpud_client_queue_control(control, &m);
+   srv_client_queue_control(control, &m);
 }
 
 /* gpudctl renice ID N: the client's nice level, so its share of the GPU.
  * Its own user may only lower its priority (raise N); root and the admin
  * group may set any. */
 int
-gpud_control_renice(struct gpud_server *server, const struct gpud_client *viewer, uint64_t id,
+srv_control_renice(struct srv_server *server, const struct srv_client *viewer, uint64_t id,
                     int nice, const char *via, const char **error)
 {
    *error = NULL;
-   struct gpud_client *c = find_client(server, id);
+   struct srv_client *c = find_client(server, id);
    if (!c)
       return -ENOENT;
-   if (!gpud_access_may_see(viewer, c)) {
-      gpud_client_log(c, UTIL_LOG_WARNING, "uid %u (pid %d) may not renice this client",
+   if (!srv_access_may_see(viewer, c)) {
+      srv_client_log(c, UTIL_LOG_WARNING, "uid %u (pid %d) may not renice this client",
                       (unsigned)viewer->uid, (int)viewer->pid);
       return -EACCES;
    }
-   if (c->state != GPUD_CLIENT_SERVING || c->sched_slot < 0) {
+   if (c->state != SRV_CLIENT_SERVING || c->sched_slot < 0) {
       *error = server->sched ? "the client has no share yet (no worker)"
                              : "this daemon shares the GPU as the host driver does (no "
                                "schedule page)";
@@ -582,25 +582,25 @@ gpud_control_renice(struct gpud_server *server, const struct gpud_client *viewer
    }
    bool privileged = viewer->uid == 0 || viewer->admin;
    if (nice < c->nice && !privileged) {
-      gpud_client_log(c, UTIL_LOG_WARNING,
+      srv_client_log(c, UTIL_LOG_WARNING,
                       "uid %u (pid %d) may not raise this client's priority (nice %d to %d)",
                       (unsigned)viewer->uid, (int)viewer->pid, c->nice, nice);
       *error = "only root and the admin group may raise a client's priority";
       return -EACCES;
    }
    int was = c->nice;
-   gpud_share_renice(server, c, nice);
-   gpud_client_log(c, UTIL_LOG_NOTICE, "reniced from %d to %d by uid %u (pid %d, %s)", was, nice,
+   srv_share_renice(server, c, nice);
+   srv_client_log(c, UTIL_LOG_NOTICE, "reniced from %d to %d by uid %u (pid %d, %s)", was, nice,
                    (unsigned)viewer->uid, (int)viewer->pid, via);
    return 0;
 }
 
 static void
-renice(struct gpud_client *control, const Gpud__ReniceRequest *req)
+renice(struct srv_client *control, const Gpud__ReniceRequest *req)
 {
    Gpud__ReniceReply rr = GPUD__RENICE_REPLY__INIT;
    const char *error = NULL;
-   int r = gpud_control_renice(control->server, control, req->client_id, req->nice, "gpudctl",
+   int r = srv_control_renice(control->server, control, req->client_id, req->nice, "gpudctl",
                                &error);
    rr.found = r != -ENOENT;
    rr.denied = r == -EACCES;
@@ -608,30 +608,30 @@ renice(struct gpud_client *control, const Gpud__ReniceRequest *req)
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_RENICE_REPLY;
    m.renice_reply = &rr;
-   gpud_client_queue_control(control, &m);
+   srv_client_queue_control(control, &m);
 }
 
 /* ---- gpudctl cache ------------------------------------------------------- */
 
-struct gpud_cache_view {
+struct srv_cache_view {
    Gpud__CacheReply reply;
-   struct gpud_cache_entry *entries;
+   struct srv_cache_entry *entries;
    Gpud__CacheEntry *out;
    Gpud__CacheEntry **ptrs;
 };
 
-struct gpud_cache_view *
-gpud_control_cache(struct gpud_server *server, const struct gpud_client *viewer, bool user_given,
+struct srv_cache_view *
+srv_control_cache(struct srv_server *server, const struct srv_client *viewer, bool user_given,
                    uid_t uid, const char *program, bool clear, const char *via,
                    const Gpud__CacheReply **ret)
 {
-   struct gpud_cache_view *v = calloc(1, sizeof(*v));
+   struct srv_cache_view *v = calloc(1, sizeof(*v));
    if (!v)
       return NULL;
    Gpud__CacheReply *reply = &v->reply;
    gpud__cache_reply__init(reply);
-   reply->cache_dir = (char *)gpud_cache_root(server);
-   reply->cache_state = (char *)gpud_cache_state(server);
+   reply->cache_dir = (char *)srv_cache_root(server);
+   reply->cache_state = (char *)srv_cache_state(server);
    const struct gpud_limits *l = &server->cfg.limits;
    reply->user_limit_bytes = l->cache_user_bytes == GPUD_UNLIMITED ? 0 : l->cache_user_bytes;
    reply->total_limit_bytes = l->cache_total_bytes == GPUD_UNLIMITED ? 0 : l->cache_total_bytes;
@@ -650,7 +650,7 @@ gpud_control_cache(struct gpud_server *server, const struct gpud_client *viewer,
    const char *prog = program && program[0] ? name : NULL;
    if (clear) {
       uint64_t files = 0;
-      int64_t removed = gpud_cache_clear(server, who, prog, &files);
+      int64_t removed = srv_cache_clear(server, who, prog, &files);
       if (removed < 0) {
          reply->error = (char *)"no cache is kept";
       } else {
@@ -665,11 +665,11 @@ gpud_control_cache(struct gpud_server *server, const struct gpud_client *viewer,
                      (int)viewer->pid, via, files, (uint64_t)removed);
       }
    }
-   int n = gpud_cache_list(server, who, prog, &v->entries);
+   int n = srv_cache_list(server, who, prog, &v->entries);
    v->out = n > 0 ? calloc((size_t)n, sizeof(*v->out)) : NULL;
    v->ptrs = n > 0 ? calloc((size_t)n, sizeof(*v->ptrs)) : NULL;
    for (int i = 0; v->out && v->ptrs && i < n; i++) {
-      const struct gpud_cache_entry *e = &v->entries[i];
+      const struct srv_cache_entry *e = &v->entries[i];
       Gpud__CacheEntry *o = &v->out[i];
       gpud__cache_entry__init(o);
       o->uid = (uint32_t)e->uid;
@@ -686,7 +686,7 @@ gpud_control_cache(struct gpud_server *server, const struct gpud_client *viewer,
 }
 
 void
-gpud_control_cache_free(struct gpud_cache_view *v)
+srv_control_cache_free(struct srv_cache_view *v)
 {
    if (!v)
       return;
@@ -697,23 +697,23 @@ gpud_control_cache_free(struct gpud_cache_view *v)
 }
 
 static void
-cache(struct gpud_client *control, const Gpud__CacheRequest *req)
+cache(struct srv_client *control, const Gpud__CacheRequest *req)
 {
    const Gpud__CacheReply *reply = NULL;
-   struct gpud_cache_view *v =
-      gpud_control_cache(control->server, control, req->user_given, (uid_t)req->uid,
+   struct srv_cache_view *v =
+      srv_control_cache(control->server, control, req->user_given, (uid_t)req->uid,
                          req->program, req->clear, "gpudctl", &reply);
    Gpud__CacheReply empty = GPUD__CACHE_REPLY__INIT;
    empty.error = (char *)"out of memory";
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_CACHE_REPLY;
    m.cache_reply = v ? (Gpud__CacheReply *)reply : &empty;
-   gpud_client_queue_control(control, &m);
-   gpud_control_cache_free(v);
+   srv_client_queue_control(control, &m);
+   srv_control_cache_free(v);
 }
 
 int
-gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
+srv_control_handle(struct srv_client *control, const void *data, size_t size)
 {
    Gpud__ControlMessage *m = wire_control_unpack(data, size);
    int r = 0;
@@ -737,7 +737,7 @@ gpud_control_handle(struct gpud_client *control, const void *data, size_t size)
       r = -ECONNRESET;
       break;
    default:
-      gpud_client_log(control, UTIL_LOG_ERR, "protocol error: bad control message");
+      srv_client_log(control, UTIL_LOG_ERR, "protocol error: bad control message");
       r = -EPROTO;
       break;
    }

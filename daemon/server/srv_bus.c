@@ -10,11 +10,11 @@
  * allowed to connect, and sees and acts on its own clients (root and the
  * admin group on all).  docs/dbus.md describes the interface.
  */
-#include "gpud_bus.h"
-#include "gpud_access.h"
-#include "gpud_cache.h"
-#include "gpud_control.h"
-#include "gpud_identity.h"
+#include "srv_bus.h"
+#include "srv_access.h"
+#include "srv_cache.h"
+#include "srv_control.h"
+#include "srv_identity.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -48,7 +48,7 @@
 #define CALLER_HELD 16    /* calls of one connection held meanwhile */
 
 struct bus_caller {
-   struct gpud_bus *bus;
+   struct srv_bus *bus;
    char *sender;          /* its unique name; NULL: a free entry */
    bool asking;
    bool known;            /* the bus said who it is (else: it would not) */
@@ -63,8 +63,8 @@ struct bus_caller {
    unsigned n_held;
 };
 
-struct gpud_bus {
-   struct gpud_server *server;
+struct srv_bus {
+   struct srv_server *server;
    sd_bus *bus;
    struct event *io;
    struct event *timer;
@@ -75,13 +75,13 @@ struct gpud_bus {
    uint64_t tick;
 };
 
-static void bus_rearm(struct gpud_bus *b);
-static void bus_retry_later(struct gpud_server *server);
+static void bus_rearm(struct srv_bus *b);
+static void bus_retry_later(struct srv_server *server);
 
 static void
 on_bus_event(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_bus *b = data;
+   struct srv_bus *b = data;
    int r = 0;
    /* a batch, then the loop's other events get their turn (a caller that
     * floods the bus does not starve the clients) */
@@ -95,10 +95,10 @@ on_bus_event(evutil_socket_t fd, short what, void *data)
       return;
    }
    if (r < 0) {
-      struct gpud_server *server = b->server;
+      struct srv_server *server = b->server;
       util_warn("D-Bus: the connection failed (%s); gpud is no longer on the bus",
                 strerror(-r));
-      gpud_bus_stop(server);
+      srv_bus_stop(server);
       bus_retry_later(server);
       return;
    }
@@ -108,13 +108,13 @@ on_bus_event(evutil_socket_t fd, short what, void *data)
 static void
 on_bus_retry(evutil_socket_t fd, short what, void *data)
 {
-   gpud_bus_start(data);
+   srv_bus_start(data);
 }
 
 /* A bus that went away (restarted, or a connection it dropped) is asked
  * again: after 1 s, doubling to 30 s while it keeps failing. */
 static void
-bus_retry_later(struct gpud_server *server)
+bus_retry_later(struct srv_server *server)
 {
    if (!server->bus_retry)
       server->bus_retry = evtimer_new(server->base, on_bus_retry, server);
@@ -131,7 +131,7 @@ bus_retry_later(struct gpud_server *server)
 
 /* Waits for what sd-bus wants next: its fd's events and its timeout. */
 static void
-bus_rearm(struct gpud_bus *b)
+bus_rearm(struct srv_bus *b)
 {
    int events = sd_bus_get_events(b->bus);
    short what = EV_READ;
@@ -181,7 +181,7 @@ user_groups(uid_t uid, gid_t *gid, gid_t **ret)
 }
 
 static struct bus_caller *
-find_caller(struct gpud_bus *b, const char *sender)
+find_caller(struct srv_bus *b, const char *sender)
 {
    for (unsigned i = 0; i < CALLERS; i++) {
       if (b->callers[i].sender && !strcmp(b->callers[i].sender, sender))
@@ -198,7 +198,7 @@ forget_caller(struct bus_caller *c)
    sd_bus_slot_unref(c->query);
    free(c->sender);
    free(c->groups);
-   struct gpud_bus *b = c->bus;
+   struct srv_bus *b = c->bus;
    memset(c, 0, sizeof(*c));
    c->bus = b;
 }
@@ -206,7 +206,7 @@ forget_caller(struct bus_caller *c)
 /* A free entry, or the least recently used one that is not being asked
  * about; NULL when every entry waits for the bus. */
 static struct bus_caller *
-new_caller(struct gpud_bus *b, const char *sender)
+new_caller(struct srv_bus *b, const char *sender)
 {
    struct bus_caller *pick = NULL;
    for (unsigned i = 0; i < CALLERS; i++) {
@@ -230,7 +230,7 @@ static int
 on_credentials(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 {
    struct bus_caller *c = userdata;
-   struct gpud_bus *b = c->bus;
+   struct srv_bus *b = c->bus;
    c->query = sd_bus_slot_unref(c->query);
    c->asking = false;
    bool have_uid = false;
@@ -279,7 +279,7 @@ on_credentials(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 static int
 on_incoming(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 {
-   struct gpud_bus *b = userdata;
+   struct srv_bus *b = userdata;
    const char *path = sd_bus_message_get_path(m);
    const char *sender = sd_bus_message_get_sender(m);
    if (!sd_bus_message_is_method_call(m, NULL, NULL) || !path || strcmp(path, BUS_PATH) ||
@@ -314,10 +314,10 @@ on_incoming(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 /* The caller as a control viewer (uid, pid, admin); false with an error set
  * when it may not use the daemon at all. */
 static bool
-caller(struct gpud_bus *b, sd_bus_message *m, struct gpud_client *viewer, sd_bus_error *error)
+caller(struct srv_bus *b, sd_bus_message *m, struct srv_client *viewer, sd_bus_error *error)
 {
    memset(viewer, 0, sizeof(*viewer));
-   viewer->state = GPUD_CLIENT_CONTROL;
+   viewer->state = SRV_CLIENT_CONTROL;
    viewer->server = b->server;
    const char *sender = sd_bus_message_get_sender(m);
    const struct bus_caller *c = sender ? find_caller(b, sender) : NULL;
@@ -329,7 +329,7 @@ caller(struct gpud_bus *b, sd_bus_message *m, struct gpud_client *viewer, sd_bus
    pid_t pid = c->pid;
    char reason[160];
    bool admin = false;
-   bool ok = gpud_access_check(b->server, uid, c->gid, c->n_groups > 0 ? c->groups : NULL,
+   bool ok = srv_access_check(b->server, uid, c->gid, c->n_groups > 0 ? c->groups : NULL,
                                c->n_groups > 0 ? (size_t)c->n_groups : 0, reason,
                                sizeof(reason), &admin);
    if (!ok) {
@@ -479,12 +479,12 @@ with_status(sd_bus_message *m, void *userdata, sd_bus_error *error,
             int (*fill)(sd_bus_message *reply, const Gpud__StatusReply *s, sd_bus_message *call,
                         sd_bus_error *error))
 {
-   struct gpud_bus *b = userdata;
-   struct gpud_client viewer;
+   struct srv_bus *b = userdata;
+   struct srv_client viewer;
    if (!caller(b, m, &viewer, error))
       return -EACCES;
    const Gpud__StatusReply *s = NULL;
-   struct gpud_status_view *v = gpud_control_status(b->server, &viewer, &s);
+   struct srv_status_view *v = srv_control_status(b->server, &viewer, &s);
    if (!v)
       return -ENOMEM;
    sd_bus_message *reply = NULL;
@@ -494,7 +494,7 @@ with_status(sd_bus_message *m, void *userdata, sd_bus_error *error,
    if (r >= 0)
       r = sd_bus_send(NULL, reply, NULL);
    sd_bus_message_unref(reply);
-   gpud_control_status_free(v);
+   srv_control_status_free(v);
    return r;
 }
 
@@ -664,23 +664,23 @@ act_reply(sd_bus_message *m, int r, uint64_t id, const char *why, const char *fa
 static int
 method_disconnect(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-   struct gpud_bus *b = userdata;
-   struct gpud_client viewer;
+   struct srv_bus *b = userdata;
+   struct srv_client viewer;
    uint64_t id;
    if (!caller(b, m, &viewer, error))
       return -EACCES;
    int r = sd_bus_message_read(m, "t", &id);
    if (r < 0)
       return r;
-   return act_reply(m, gpud_control_disconnect(b->server, &viewer, id, "D-Bus"), id, NULL,
+   return act_reply(m, srv_control_disconnect(b->server, &viewer, id, "D-Bus"), id, NULL,
                     BUS_ERROR_CANNOT_INJECT, error);
 }
 
 static int
 method_inject(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-   struct gpud_bus *b = userdata;
-   struct gpud_client viewer;
+   struct srv_bus *b = userdata;
+   struct srv_client viewer;
    uint64_t id, value;
    const char *fault;
    if (!caller(b, m, &viewer, error))
@@ -689,15 +689,15 @@ method_inject(sd_bus_message *m, void *userdata, sd_bus_error *error)
    if (r < 0)
       return r;
    const char *why = NULL;
-   r = gpud_control_inject(b->server, &viewer, id, fault, value, "D-Bus", &why);
+   r = srv_control_inject(b->server, &viewer, id, fault, value, "D-Bus", &why);
    return act_reply(m, r, id, why, BUS_ERROR_CANNOT_INJECT, error);
 }
 
 static int
 method_renice(sd_bus_message *m, void *userdata, sd_bus_error *error)
 {
-   struct gpud_bus *b = userdata;
-   struct gpud_client viewer;
+   struct srv_bus *b = userdata;
+   struct srv_client viewer;
    uint64_t id;
    int32_t nice;
    if (!caller(b, m, &viewer, error))
@@ -706,7 +706,7 @@ method_renice(sd_bus_message *m, void *userdata, sd_bus_error *error)
    if (r < 0)
       return r;
    const char *why = NULL;
-   r = gpud_control_renice(b->server, &viewer, id, nice, "D-Bus", &why);
+   r = srv_control_renice(b->server, &viewer, id, nice, "D-Bus", &why);
    return act_reply(m, r, id, why, BUS_ERROR_CANNOT_RENICE, error);
 }
 
@@ -715,8 +715,8 @@ method_renice(sd_bus_message *m, void *userdata, sd_bus_error *error)
 static int
 cache_call(sd_bus_message *m, void *userdata, sd_bus_error *error, bool clear)
 {
-   struct gpud_bus *b = userdata;
-   struct gpud_client viewer;
+   struct srv_bus *b = userdata;
+   struct srv_client viewer;
    int user_given = 0;
    uint32_t uid = 0;
    const char *program = NULL;
@@ -726,14 +726,14 @@ cache_call(sd_bus_message *m, void *userdata, sd_bus_error *error, bool clear)
    if (r < 0)
       return r;
    const Gpud__CacheReply *c = NULL;
-   struct gpud_cache_view *v = gpud_control_cache(b->server, &viewer, user_given, (uid_t)uid,
+   struct srv_cache_view *v = srv_control_cache(b->server, &viewer, user_given, (uid_t)uid,
                                                   program, clear, "D-Bus", &c);
    if (!v)
       return -ENOMEM;
    if (c->error && c->error[0]) {
       r = sd_bus_error_setf(error, c->denied ? SD_BUS_ERROR_ACCESS_DENIED : BUS_ERROR_NO_CACHE,
                             "%s", c->error);
-      gpud_control_cache_free(v);
+      srv_control_cache_free(v);
       return r;
    }
    sd_bus_message *reply = NULL;
@@ -760,7 +760,7 @@ cache_call(sd_bus_message *m, void *userdata, sd_bus_error *error, bool clear)
    if (r >= 0)
       r = sd_bus_send(NULL, reply, NULL);
    sd_bus_message_unref(reply);
-   gpud_control_cache_free(v);
+   srv_control_cache_free(v);
    return r;
 }
 
@@ -782,8 +782,8 @@ static int
 get_property(sd_bus *bus, const char *path, const char *interface, const char *property,
              sd_bus_message *reply, void *userdata, sd_bus_error *error)
 {
-   struct gpud_bus *b = userdata;
-   struct gpud_server *server = b->server;
+   struct srv_bus *b = userdata;
+   struct srv_server *server = b->server;
    if (!strcmp(property, "Device"))
       return sd_bus_message_append(reply, "s", server->device_name);
    if (!strcmp(property, "DeviceUuid"))
@@ -800,28 +800,28 @@ get_property(sd_bus *bus, const char *path, const char *interface, const char *p
       return sd_bus_message_append(reply, "s", b->socket);
    if (!strcmp(property, "Isolation"))
       return sd_bus_message_append(
-         reply, "s", server->cfg.isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
+         reply, "s", server->cfg.isolation == SRV_ISOLATION_THREAD ? "thread" : "process");
    if (!strcmp(property, "DaemonPid"))
       return sd_bus_message_append(reply, "u", (uint32_t)getpid());
    if (!strcmp(property, "UptimeMs"))
       return sd_bus_message_append(reply, "t", (util_now_ns() - server->start_ns) / 1000000);
    if (!strcmp(property, "WorkerIdentity"))
-      return sd_bus_message_append(reply, "s", gpud_identity_on(server) ? "per-user" : "shared");
+      return sd_bus_message_append(reply, "s", srv_identity_on(server) ? "per-user" : "shared");
    if (!strcmp(property, "IdentityState"))
-      return sd_bus_message_append(reply, "s", gpud_identity_state(server));
+      return sd_bus_message_append(reply, "s", srv_identity_state(server));
    if (!strcmp(property, "CacheDirectory"))
-      return sd_bus_message_append(reply, "s", gpud_cache_root(server));
+      return sd_bus_message_append(reply, "s", srv_cache_root(server));
    if (!strcmp(property, "CacheState"))
-      return sd_bus_message_append(reply, "s", gpud_cache_state(server));
+      return sd_bus_message_append(reply, "s", srv_cache_state(server));
    /* the totals of what the caller may see */
-   struct gpud_client viewer;
+   struct srv_client viewer;
    sd_bus_message *m = sd_bus_get_current_message(bus);
    if (!m || !caller(b, m, &viewer, error))
       return -EACCES;
    uint64_t clients = 0, memory = 0, objects = 0;
-   struct gpud_client *c;
+   struct srv_client *c;
    util_list_for_each(c, &server->clients, link) {
-      if (c->state == GPUD_CLIENT_CONTROL || !gpud_access_may_see(&viewer, c))
+      if (c->state == SRV_CLIENT_CONTROL || !srv_access_may_see(&viewer, c))
          continue;
       clients++;
       memory += c->memory;
@@ -922,7 +922,7 @@ bus_name_for(const char *path)
 }
 
 static char *
-socket_path_of(struct gpud_server *server)
+socket_path_of(struct srv_server *server)
 {
    if (server->socket_path)
       return strdup(server->socket_path);
@@ -938,7 +938,7 @@ socket_path_of(struct gpud_server *server)
 static int
 on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 {
-   struct gpud_bus *b = userdata;
+   struct srv_bus *b = userdata;
    const sd_bus_error *e = sd_bus_message_get_error(reply);
    uint32_t answer = 0;
    if (e)
@@ -955,7 +955,7 @@ on_name(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error)
 }
 
 void
-gpud_bus_start(struct gpud_server *server)
+srv_bus_start(struct srv_server *server)
 {
    const char *want = server->cfg.bus;
    bool asked = want != NULL;
@@ -963,7 +963,7 @@ gpud_bus_start(struct gpud_server *server)
       return;
    if (!want)
       want = server->access.root ? "system" : "session";
-   struct gpud_bus *b = calloc(1, sizeof(*b));
+   struct srv_bus *b = calloc(1, sizeof(*b));
    if (!b)
       return;
    b->server = server;
@@ -1021,9 +1021,9 @@ gpud_bus_start(struct gpud_server *server)
 }
 
 void
-gpud_bus_stop(struct gpud_server *server)
+srv_bus_stop(struct srv_server *server)
 {
-   struct gpud_bus *b = server->bus;
+   struct srv_bus *b = server->bus;
    if (!b)
       return;
    server->bus = NULL;
@@ -1040,9 +1040,9 @@ gpud_bus_stop(struct gpud_server *server)
 }
 
 static void
-emit(struct gpud_server *server, const char *signal, const char *types, ...)
+emit(struct srv_server *server, const char *signal, const char *types, ...)
 {
-   struct gpud_bus *b = server->bus;
+   struct srv_bus *b = server->bus;
    if (!b)
       return;
    sd_bus_message *m = NULL;
@@ -1062,20 +1062,20 @@ emit(struct gpud_server *server, const char *signal, const char *types, ...)
 }
 
 void
-gpud_bus_client_connected(struct gpud_server *server, const struct gpud_client *c)
+srv_bus_client_connected(struct srv_server *server, const struct srv_client *c)
 {
    emit(server, "ClientConnected", "tuus", c->id, (uint32_t)c->pid, (uint32_t)c->uid, c->name);
 }
 
 void
-gpud_bus_client_disconnected(struct gpud_server *server, const struct gpud_client *c)
+srv_bus_client_disconnected(struct srv_server *server, const struct srv_client *c)
 {
    emit(server, "ClientDisconnected", "tuus", c->id, (uint32_t)c->pid, (uint32_t)c->uid,
         c->name);
 }
 
 void
-gpud_bus_client_faulted(struct gpud_server *server, uint64_t client_id, const char *reason)
+srv_bus_client_faulted(struct srv_server *server, uint64_t client_id, const char *reason)
 {
    emit(server, "ClientFaulted", "ts", client_id, reason);
 }

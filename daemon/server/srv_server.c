@@ -9,15 +9,15 @@
  * socket has room.  A peer that lets its queue grow past
  * GPUD_MAX_SERVER_QUEUE is dropped.
  */
-#include "gpud_server.h"
-#include "gpud_access.h"
-#include "gpud_adopt.h"
-#include "gpud_bus.h"
-#include "gpud_control.h"
-#include "gpud_cache.h"
-#include "gpud_identity.h"
-#include "gpud_share.h"
-#include "gpud_spawn.h"
+#include "srv_server.h"
+#include "srv_access.h"
+#include "srv_adopt.h"
+#include "srv_bus.h"
+#include "srv_control.h"
+#include "srv_cache.h"
+#include "srv_identity.h"
+#include "srv_share.h"
+#include "srv_spawn.h"
 #include "gpud_worker.h"
 #include "gpud_sched.h"
 
@@ -61,9 +61,9 @@ timer_in(struct event *timer, uint32_t ms)
    evtimer_add(timer, &tv);
 }
 
-static void ensure_workers(struct gpud_server *server);
-static void worker_ended(struct gpud_worker *worker, int wstatus, bool reaped);
-static void check_stopped(struct gpud_server *server);
+static void ensure_workers(struct srv_server *server);
+static void worker_ended(struct srv_worker *worker, int wstatus, bool reaped);
+static void check_stopped(struct srv_server *server);
 
 /* ---- fds peers sent ------------------------------------------------------ */
 
@@ -90,7 +90,7 @@ closer_thread(void *data)
 }
 
 static int
-closer_start(struct gpud_server *server)
+closer_start(struct srv_server *server)
 {
    int p[2];
    if (pipe2(p, O_CLOEXEC) < 0)
@@ -107,24 +107,24 @@ closer_start(struct gpud_server *server)
 }
 
 static void
-reader_init(struct gpud_server *server, struct util_msg_reader *reader)
+reader_init(struct srv_server *server, struct util_msg_reader *reader)
 {
    util_msg_reader_init(reader, UTIL_PACKET_MAX_PAYLOAD);
-   reader->close_fd = gpud_server_discard_fd;
+   reader->close_fd = srv_server_discard_fd;
    reader->close_data = server;
 }
 
 /* ---- clients --------------------------------------------------------------- */
 
 static void
-client_free(struct gpud_client *client)
+client_free(struct srv_client *client)
 {
-   struct gpud_server *server = client->server;
-   if (client->state == GPUD_CLIENT_WAITING || client->state == GPUD_CLIENT_SERVING)
-      gpud_bus_client_disconnected(server, client);
+   struct srv_server *server = client->server;
+   if (client->state == SRV_CLIENT_WAITING || client->state == SRV_CLIENT_SERVING)
+      srv_bus_client_disconnected(server, client);
    if (client->worker)
       client->worker->client = NULL;
-   gpud_share_release(server, client);
+   srv_share_release(server, client);
    if (client->read_ev)
       event_free(client->read_ev);
    if (client->write_ev)
@@ -137,7 +137,7 @@ client_free(struct gpud_client *client)
    if (client->account) {
       client->account->connections--;
       client->account->memory -= client->memory;
-      gpud_account_put(server, client->account);
+      srv_account_put(server, client->account);
    }
    util_list_remove(&client->link);
    server->n_clients--;
@@ -153,39 +153,39 @@ client_free(struct gpud_client *client)
 static void
 on_client_write(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_client *client = data;
+   struct srv_client *client = data;
    int r = util_msg_queue_flush(client->fd, &client->out);
    if (r == -EAGAIN)
       return;
    event_del(client->write_ev);
-   if (r < 0 && client->state != GPUD_CLIENT_SERVING)
+   if (r < 0 && client->state != SRV_CLIENT_SERVING)
       client_free(client);
 }
 
 /* Tells the client why it is being let go (best effort: it never waits). */
 static void
-send_disconnect(struct gpud_client *client, const char *reason)
+send_disconnect(struct srv_client *client, const char *reason)
 {
    Gpud__Disconnect d = GPUD__DISCONNECT__INIT;
    d.reason = (char *)reason;
    Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
    m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
    m.disconnect = &d;
-   gpud_client_queue_control(client, &m);
+   srv_client_queue_control(client, &m);
 }
 
 static void
-refuse(struct gpud_client *client, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+refuse(struct srv_client *client, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
-refuse(struct gpud_client *client, const char *fmt, ...)
+refuse(struct srv_client *client, const char *fmt, ...)
 {
    char reason[512];
    va_list ap;
    va_start(ap, fmt);
    vsnprintf(reason, sizeof(reason), fmt, ap);
    va_end(ap);
-   gpud_client_log(client, UTIL_LOG_ERR, "refused: %s", reason);
+   srv_client_log(client, UTIL_LOG_ERR, "refused: %s", reason);
    send_disconnect(client, reason);
    /* Closing with unread input would reset the connection, and the client
     * would read the reset instead of the reason: read what came. */
@@ -193,7 +193,7 @@ refuse(struct gpud_client *client, const char *fmt, ...)
       struct util_msg msg;
       if (util_msg_recv_packet(client->fd, &client->reader, &msg) < 0)
          break;
-      gpud_server_discard_fds(client->server, &msg);
+      srv_server_discard_fds(client->server, &msg);
    }
    client_free(client);
 }
@@ -204,23 +204,23 @@ static void on_client_timer(evutil_socket_t fd, short what, void *data);
 /* The client's events on the loop and its user's account (counted);
  * false when one is missing (client_free lets go of the rest). */
 static bool
-client_watch(struct gpud_server *server, struct gpud_client *client)
+client_watch(struct srv_server *server, struct srv_client *client)
 {
    client->read_ev =
       event_new(server->base, client->fd, EV_READ | EV_PERSIST, on_client_read, client);
    client->write_ev =
       event_new(server->base, client->fd, EV_WRITE | EV_PERSIST, on_client_write, client);
    client->timer = evtimer_new(server->base, on_client_timer, client);
-   client->account = gpud_account_get(server, client->uid);
+   client->account = srv_account_get(server, client->uid);
    if (client->account)
       client->account->connections++;
    return client->read_ev && client->write_ev && client->timer && client->account;
 }
 
-static struct gpud_client *
-client_new(struct gpud_server *server, int fd)
+static struct srv_client *
+client_new(struct srv_server *server, int fd)
 {
-   struct gpud_client *client = calloc(1, sizeof(*client));
+   struct srv_client *client = calloc(1, sizeof(*client));
    if (!client) {
       close(fd);
       return NULL;
@@ -229,7 +229,7 @@ client_new(struct gpud_server *server, int fd)
    client->fd = fd;
    client->sched_slot = -1;
    client->id = ++server->next_client_id;
-   gpud_adopt_note_id(server, client->id);
+   srv_adopt_note_id(server, client->id);
    client->connected_ns = util_now_ns();
    util_msg_queue_init(&client->out);
    reader_init(server, &client->reader);
@@ -255,7 +255,7 @@ client_new(struct gpud_server *server, int fd)
 
    char reason[256];
    bool admin = false;
-   if (!gpud_access_allowed(server, fd, cred.uid, cred.gid, reason, sizeof(reason), &admin)) {
+   if (!srv_access_allowed(server, fd, cred.uid, cred.gid, reason, sizeof(reason), &admin)) {
       refuse(client, "%s", reason);
       return NULL;
    }
@@ -278,10 +278,10 @@ client_new(struct gpud_server *server, int fd)
 /* ---- crashes -------------------------------------------------------------- */
 
 static void
-record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worker_pid,
+record_fault(struct srv_server *server, struct srv_client *client, pid_t worker_pid,
              const char *reason, bool crash)
 {
-   struct gpud_fault *f = &server->faults[server->n_faults++ % GPUD_MAX_FAULTS];
+   struct srv_fault *f = &server->faults[server->n_faults++ % GPUD_MAX_FAULTS];
    f->time_ns = util_now_ns();
    f->client_id = client->id;
    f->pid = client->pid;
@@ -289,13 +289,13 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
    snprintf(f->name, sizeof(f->name), "%s", client->name);
    f->worker_pid = worker_pid;
    snprintf(f->reason, sizeof(f->reason), "%s", reason);
-   gpud_clean_text(f->reason);
-   gpud_clean_text(f->name);
-   gpud_bus_client_faulted(server, client->id, f->reason);
+   srv_clean_text(f->reason);
+   srv_clean_text(f->name);
+   srv_bus_client_faulted(server, client->id, f->reason);
    if (!crash)
       return;
-   struct gpud_crash_record *c =
-      gpud_crash_record_find(server, client->uid, client->name, true);
+   struct srv_crash_record *c =
+      srv_crash_record_find(server, client->uid, client->name, true);
    if (c) {
       if (c->count >= 8)
          memmove(c->times_ns, c->times_ns + 1, sizeof(c->times_ns[0]) * 7);
@@ -307,9 +307,9 @@ record_fault(struct gpud_server *server, struct gpud_client *client, pid_t worke
 /* ---- the handshake ---------------------------------------------------------- */
 
 static void
-welcome(struct gpud_client *client)
+welcome(struct srv_client *client)
 {
-   struct gpud_server *server = client->server;
+   struct srv_server *server = client->server;
    Gpud__Welcome welcome = GPUD__WELCOME__INIT;
    welcome.daemon_version = (char *)gpud_version;
    welcome.device_name = server->device_name;
@@ -320,14 +320,14 @@ welcome(struct gpud_client *client)
    Gpud__ControlMessage w = GPUD__CONTROL_MESSAGE__INIT;
    w.msg_case = GPUD__CONTROL_MESSAGE__MSG_WELCOME;
    w.welcome = &welcome;
-   gpud_client_queue_control(client, &w);
+   srv_client_queue_control(client, &w);
 }
 
 /* Returns false when the client was refused (and freed). */
 static bool
-check_hello(struct gpud_client *client, const Gpud__Hello *hello)
+check_hello(struct srv_client *client, const Gpud__Hello *hello)
 {
-   struct gpud_server *server = client->server;
+   struct srv_server *server = client->server;
    if (hello->client_name && hello->client_name[0]) {
       /* keep what is printable */
       size_t n = 0;
@@ -355,17 +355,17 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
              WIRE_VK_HEADER_VERSION);
       return false;
    }
-   struct gpud_crash_record *c =
+   struct srv_crash_record *c =
       hello->role == GPUD__ROLE__ROLE_VULKAN
-         ? gpud_crash_record_find(server, client->uid, client->name, false)
+         ? srv_crash_record_find(server, client->uid, client->name, false)
          : NULL;
    if (c) {
-      struct gpud_crash_state st;
-      gpud_crash_state(server, c, &st);
+      struct srv_crash_state st;
+      srv_crash_state(server, c, &st);
       uint64_t now = util_now_ns();
       if (st.not_before_ns > now) {
          client->not_before_ns = st.not_before_ns;
-         gpud_client_log(client, UTIL_LOG_NOTICE,
+         srv_client_log(client, UTIL_LOG_NOTICE,
                          "its workers crashed %u times in the last %u s: its worker "
                          "starts in %" PRIu64 " ms (back-off %" PRIu64 " ms)",
                          st.crashes, server->cfg.limits.crash_cooldown_ms / 1000,
@@ -385,9 +385,9 @@ check_hello(struct gpud_client *client, const Gpud__Hello *hello)
 }
 
 static void
-handle_hello(struct gpud_client *client, const struct util_msg *msg)
+handle_hello(struct srv_client *client, const struct util_msg *msg)
 {
-   struct gpud_server *server = client->server;
+   struct srv_server *server = client->server;
    if (msg->n_fds) {
       refuse(client, "file descriptors in the handshake");
       return;
@@ -407,15 +407,15 @@ handle_hello(struct gpud_client *client, const struct util_msg *msg)
    evtimer_del(client->timer);
    welcome(client);
    if (control) {
-      client->state = GPUD_CLIENT_CONTROL;
-      gpud_client_log(client, UTIL_LOG_DEBUG, "connected (control)");
+      client->state = SRV_CLIENT_CONTROL;
+      srv_client_log(client, UTIL_LOG_DEBUG, "connected (control)");
       return;
    }
    /* From here the client's stream is its worker's to read. */
    event_del(client->read_ev);
-   client->state = GPUD_CLIENT_WAITING;
-   gpud_client_log(client, UTIL_LOG_INFO, "connected");
-   gpud_bus_client_connected(server, client);
+   client->state = SRV_CLIENT_WAITING;
+   srv_client_log(client, UTIL_LOG_INFO, "connected");
+   srv_bus_client_connected(server, client);
    /* a client waiting out its program's back-off has that time more */
    uint64_t now = util_now_ns();
    uint64_t backoff_ms =
@@ -427,50 +427,50 @@ handle_hello(struct gpud_client *client, const struct util_msg *msg)
 static void
 on_client_read(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_client *client = data;
-   struct gpud_server *server = client->server; /* the client may go */
+   struct srv_client *client = data;
+   struct srv_server *server = client->server; /* the client may go */
    struct util_msg msg;
    int r = util_msg_recv_packet(client->fd, &client->reader, &msg);
    if (r == -EAGAIN)
       return;
    if (r < 0) {
-      if (r != -ECONNRESET && client->state == GPUD_CLIENT_HANDSHAKE)
+      if (r != -ECONNRESET && client->state == SRV_CLIENT_HANDSHAKE)
          refuse(client, "%s",
                 r == -EPROTO ? "malformed or oversized handshake" : strerror(-r));
       else
          client_free(client);
       return;
    }
-   if (client->state == GPUD_CLIENT_HANDSHAKE) {
+   if (client->state == SRV_CLIENT_HANDSHAKE) {
       handle_hello(client, &msg);
-      gpud_server_discard_fds(server, &msg);
+      srv_server_discard_fds(server, &msg);
       return;
    }
    /* a control connection */
    if (msg.n_fds) {
-      gpud_server_discard_fds(server, &msg);
-      gpud_client_log(client, UTIL_LOG_ERR, "protocol error: unexpected file descriptors");
+      srv_server_discard_fds(server, &msg);
+      srv_client_log(client, UTIL_LOG_ERR, "protocol error: unexpected file descriptors");
       client_free(client);
       return;
    }
    if (msg.type != UTIL_MSG_CONTROL) {
-      gpud_client_log(client, UTIL_LOG_ERR,
+      srv_client_log(client, UTIL_LOG_ERR,
                       "protocol error: commands on a control connection");
       send_disconnect(client, "commands on a control connection");
       client_free(client);
       return;
    }
-   if (gpud_control_handle(client, msg.data, msg.size) < 0)
+   if (srv_control_handle(client, msg.data, msg.size) < 0)
       client_free(client);
 }
 
 static void
 on_client_timer(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_client *client = data;
-   if (client->state == GPUD_CLIENT_HANDSHAKE)
+   struct srv_client *client = data;
+   if (client->state == SRV_CLIENT_HANDSHAKE)
       refuse(client, "no Hello within %u ms", client->server->cfg.limits.handshake_timeout_ms);
-   else if (client->state == GPUD_CLIENT_WAITING)
+   else if (client->state == SRV_CLIENT_WAITING)
       refuse(client, "no worker could be started for it within %u ms",
              client->server->cfg.limits.start_timeout_ms);
 }
@@ -478,10 +478,10 @@ on_client_timer(evutil_socket_t fd, short what, void *data)
 /* ---- workers -------------------------------------------------------------- */
 
 static void
-worker_free(struct gpud_worker *worker)
+worker_free(struct srv_worker *worker)
 {
-   struct gpud_server *server = worker->server;
-   if (worker->state == GPUD_WORKER_STARTING)
+   struct srv_server *server = worker->server;
+   if (worker->state == SRV_WORKER_STARTING)
       server->n_starting--;
    if (worker->client)
       worker->client->worker = NULL;
@@ -497,12 +497,12 @@ worker_free(struct gpud_worker *worker)
    if (worker->served && worker->status) {
       /* its pipelines, found in its user's cache and not */
       const struct gpud_status_page *page = worker->status;
-      gpud_cache_count(server, worker->served_uid, worker->served_program,
+      srv_cache_count(server, worker->served_uid, worker->served_program,
                        atomic_load(&page->pipelines_cached),
                        atomic_load(&page->pipelines_compiled));
    }
    if (worker->served && !server->stopping)
-      gpud_cache_trim_soon(server);
+      srv_cache_trim_soon(server);
    if (worker->status)
       munmap(worker->status, GPUD_STATUS_PAGE_SIZE);
    util_fd_close(&worker->status_fd);
@@ -512,7 +512,7 @@ worker_free(struct gpud_worker *worker)
 }
 
 static void
-worker_queue(struct gpud_worker *worker, const Gpud__WorkerMessage *m, const int *fds,
+worker_queue(struct srv_worker *worker, const Gpud__WorkerMessage *m, const int *fds,
              unsigned n_fds)
 {
    size_t size;
@@ -521,7 +521,7 @@ worker_queue(struct gpud_worker *worker, const Gpud__WorkerMessage *m, const int
                : -ENOMEM;
    free(buf);
    if (r < 0 || worker->out.bytes > GPUD_MAX_SERVER_QUEUE) {
-      gpud_kill_worker(worker, "its control channel broke down");
+      srv_kill_worker(worker, "its control channel broke down");
       return;
    }
    r = util_msg_queue_flush(worker->fd, &worker->out);
@@ -532,14 +532,14 @@ worker_queue(struct gpud_worker *worker, const Gpud__WorkerMessage *m, const int
 static void
 on_worker_write(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_worker *worker = data;
+   struct srv_worker *worker = data;
    int r = util_msg_queue_flush(worker->fd, &worker->out);
    if (r != -EAGAIN)
       event_del(worker->write_ev);
 }
 
 static VkResult
-heap_full_result(struct gpud_server *server, uint32_t heap)
+heap_full_result(struct srv_server *server, uint32_t heap)
 {
    return (server->heap_flags[heap] & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
              ? VK_ERROR_OUT_OF_DEVICE_MEMORY
@@ -547,7 +547,7 @@ heap_full_result(struct gpud_server *server, uint32_t heap)
 }
 
 static uint64_t
-limit_or_heaps(struct gpud_server *server, uint64_t limit)
+limit_or_heaps(struct srv_server *server, uint64_t limit)
 {
    return limit ? limit : server->total_heap;
 }
@@ -561,10 +561,10 @@ room_under(uint64_t limit, uint64_t used)
 }
 
 static VkResult
-reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
+reserve(struct srv_worker *worker, uint32_t heap, uint64_t bytes)
 {
-   struct gpud_server *server = worker->server;
-   struct gpud_client *client = worker->client;
+   struct srv_server *server = worker->server;
+   struct srv_client *client = worker->client;
    if (!client || heap >= server->n_heaps)
       return VK_ERROR_OUT_OF_DEVICE_MEMORY;
    const struct gpud_limits *l = &server->cfg.limits;
@@ -576,7 +576,7 @@ reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
    else if (bytes > room_under(limit_or_heaps(server, l->uid_memory), client->account->memory))
       over = "the user's memory limit";
    if (over) {
-      gpud_client_log(client, UTIL_LOG_INFO,
+      srv_client_log(client, UTIL_LOG_INFO,
                       "allocation of %" PRIu64 " bytes from heap %u refused: over %s",
                       bytes, heap, over);
       return heap_full_result(server, heap);
@@ -590,10 +590,10 @@ reserve(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
 /* What the worker's client holds of each heap, and what it may hold in all
  * (VK_EXT_memory_budget's usage and budget). */
 static void
-budget(struct gpud_worker *worker, uint64_t *usage, uint64_t *total)
+budget(struct srv_worker *worker, uint64_t *usage, uint64_t *total)
 {
-   struct gpud_server *server = worker->server;
-   struct gpud_client *client = worker->client;
+   struct srv_server *server = worker->server;
+   struct srv_client *client = worker->client;
    const struct gpud_limits *l = &server->cfg.limits;
    for (uint32_t h = 0; h < server->n_heaps; h++) {
       usage[h] = client ? client->heap_memory[h] : 0;
@@ -609,9 +609,9 @@ budget(struct gpud_worker *worker, uint64_t *usage, uint64_t *total)
 }
 
 static void
-release(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
+release(struct srv_worker *worker, uint32_t heap, uint64_t bytes)
 {
-   struct gpud_client *client = worker->client;
+   struct srv_client *client = worker->client;
    if (!client || heap >= worker->server->n_heaps)
       return;
    /* never more than was granted, whatever the worker says */
@@ -624,7 +624,7 @@ release(struct gpud_worker *worker, uint32_t heap, uint64_t bytes)
 
 /* The worker serves client from now on (for the caches' counts). */
 static void
-worker_serves(struct gpud_worker *worker, const struct gpud_client *client)
+worker_serves(struct srv_worker *worker, const struct srv_client *client)
 {
    worker->served = true;
    worker->served_uid = client->uid;
@@ -637,15 +637,15 @@ worker_serves(struct gpud_worker *worker, const struct gpud_client *client)
  * workers, in the groups of the GPU's nodes) and its user's cache
  * directory; false: the client is refused (why says why). */
 static bool
-worker_identity(struct gpud_worker *worker, struct gpud_client *client, gid_t *groups,
+worker_identity(struct srv_worker *worker, struct srv_client *client, gid_t *groups,
                 size_t *n_groups, char *cache, size_t cache_size, const char **why)
 {
-   struct gpud_server *server = worker->server;
-   const struct gpud_access *ac = &server->access;
+   struct srv_server *server = worker->server;
+   const struct srv_access *ac = &server->access;
    worker->uid = 0;
    *n_groups = 0;
    if (worker->can_become) {
-      int r = gpud_identity_for(server, client->uid, &worker->uid);
+      int r = srv_identity_for(server, client->uid, &worker->uid);
       if (r < 0) {
          *why = r == -EPERM ? "its uid is one gpud gives its workers"
                             : "gpud has no uid left for its user's workers (--worker-uids)";
@@ -663,15 +663,15 @@ worker_identity(struct gpud_worker *worker, struct gpud_client *client, gid_t *g
    gid_t group = worker->uid ? (gid_t)worker->uid
                  : ac->switch_user && worker->pid ? ac->worker_gid
                                                   : getegid();
-   if (gpud_cache_user_dir(server, client->uid, owner, group, cache, cache_size) < 0)
+   if (srv_cache_user_dir(server, client->uid, owner, group, cache, cache_size) < 0)
       cache[0] = '\0';
    return true;
 }
 
 static void
-assign(struct gpud_worker *worker, struct gpud_client *client)
+assign(struct srv_worker *worker, struct srv_client *client)
 {
-   struct gpud_server *server = worker->server;
+   struct srv_server *server = worker->server;
    gid_t groups[32];
    size_t n_groups;
    char cache[1024];
@@ -693,18 +693,18 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
    /* a worker that outlives this server: a later one adopts it */
    uint8_t token[32];
    int adopt_fd = -1;
-   int r = gpud_adopt_prepare(worker, client, token, &adopt_fd);
+   int r = srv_adopt_prepare(worker, client, token, &adopt_fd);
    if (r < 0)
-      gpud_client_log(client, UTIL_LOG_WARNING,
+      srv_client_log(client, UTIL_LOG_WARNING,
                       "no record for a later server (%s): its worker ends with this one",
                       strerror(-r));
    worker->status = page;
    worker->status_fd = status_fd;
-   worker->state = GPUD_WORKER_BUSY;
+   worker->state = SRV_WORKER_BUSY;
    worker_serves(worker, client);
    worker->client = client;
    client->worker = worker;
-   client->state = GPUD_CLIENT_SERVING;
+   client->state = SRV_CLIENT_SERVING;
    evtimer_del(client->timer);
 
    const struct gpud_limits *l = &server->cfg.limits;
@@ -735,7 +735,7 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
    a.cache_dir = cache;
    int fds[4] = {client->fd, status_fd};
    unsigned n_fds = 2;
-   if (gpud_share_take(server, client) == 0) {
+   if (srv_share_take(server, client) == 0) {
       a.scheduled = true;
       a.sched_slot = (uint32_t)client->sched_slot;
       fds[n_fds++] = server->sched_fd;
@@ -751,28 +751,28 @@ assign(struct gpud_worker *worker, struct gpud_client *client)
    worker_queue(worker, &m, fds, n_fds);
    util_fd_close(&adopt_fd); /* the worker's now */
    if (worker->pid)
-      gpud_client_log(client, UTIL_LOG_DEBUG, "served by worker %d", (int)worker->pid);
+      srv_client_log(client, UTIL_LOG_DEBUG, "served by worker %d", (int)worker->pid);
 }
 
 static void
-worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
+worker_ready(struct srv_worker *worker, const Gpud__WorkerReady *ready)
 {
-   struct gpud_server *server = worker->server;
-   if (worker->state != GPUD_WORKER_STARTING) {
-      gpud_kill_worker(worker, "it broke the worker protocol");
+   struct srv_server *server = worker->server;
+   if (worker->state != SRV_WORKER_STARTING) {
+      srv_kill_worker(worker, "it broke the worker protocol");
       return;
    }
    server->n_starting--;
-   worker->state = GPUD_WORKER_SPARE;
+   worker->state = SRV_WORKER_SPARE;
    evtimer_del(worker->timer);
    snprintf(worker->version, sizeof(worker->version), "%s", ready->version ? ready->version : "");
-   gpud_clean_text(worker->version);
+   srv_clean_text(worker->version);
    worker->control_version = ready->control_version;
    if (!server->manifest) {
       /* the driver the first worker picked: every later one loads it */
       if (!ready->host_driver || ready->host_driver[0] != '/' ||
           access(ready->host_driver, R_OK) < 0) {
-         gpud_kill_worker(worker, "it named no host driver");
+         srv_kill_worker(worker, "it named no host driver");
          worker->failed_start = true;
          return;
       }
@@ -781,7 +781,7 @@ worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
    }
    if (!server->have_device) {
       if (ready->device_uuid.len != VK_UUID_SIZE) {
-         gpud_kill_worker(worker, "it named no device");
+         srv_kill_worker(worker, "it named no device");
          worker->failed_start = true;
          return;
       }
@@ -808,7 +808,7 @@ worker_ready(struct gpud_worker *worker, const Gpud__WorkerReady *ready)
 }
 
 static void
-worker_message(struct gpud_worker *worker, const struct util_msg *msg)
+worker_message(struct srv_worker *worker, const struct util_msg *msg)
 {
    Gpud__WorkerMessage *m =
       msg->type == UTIL_MSG_CONTROL && !msg->n_fds ? wire_worker_unpack(msg->data, msg->size)
@@ -844,7 +844,7 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
          worker->reported_fault = true;
          char reason[160];
          snprintf(reason, sizeof(reason), "%s", m->fault->reason ? m->fault->reason : "?");
-         gpud_client_log(worker->client, UTIL_LOG_WARNING, "%s", reason);
+         srv_client_log(worker->client, UTIL_LOG_WARNING, "%s", reason);
          record_fault(worker->server, worker->client, worker->pid, reason, false);
       }
       break;
@@ -860,7 +860,7 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
       }
       break;
    default:
-      gpud_kill_worker(worker, "it broke the worker protocol");
+      srv_kill_worker(worker, "it broke the worker protocol");
       break;
    }
    wire_worker_free(m);
@@ -872,7 +872,7 @@ worker_message(struct gpud_worker *worker, const struct util_msg *msg)
 #define WORKER_BATCH 32
 
 static bool
-drain_worker(struct gpud_worker *worker)
+drain_worker(struct srv_worker *worker)
 {
    for (unsigned i = 0; i < WORKER_BATCH; i++) {
       struct util_msg msg;
@@ -881,11 +881,11 @@ drain_worker(struct gpud_worker *worker)
          return true;
       if (r < 0) {
          if (r != -ECONNRESET)
-            gpud_kill_worker(worker, "it broke the worker protocol");
+            srv_kill_worker(worker, "it broke the worker protocol");
          return false;
       }
       worker_message(worker, &msg);
-      gpud_server_discard_fds(worker->server, &msg);
+      srv_server_discard_fds(worker->server, &msg);
    }
    return true;
 }
@@ -893,7 +893,7 @@ drain_worker(struct gpud_worker *worker)
 static void
 on_worker_read(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_worker *worker = data;
+   struct srv_worker *worker = data;
    if (drain_worker(worker))
       return;
    event_del(worker->read_ev);
@@ -902,7 +902,7 @@ on_worker_read(evutil_socket_t fd, short what, void *data)
     * this server's child: whatever it did, it is made sure of); a child's
     * is its exit status. */
    if (worker->adopted)
-      gpud_kill_worker(worker, NULL);
+      srv_kill_worker(worker, NULL);
    if (!worker->pid || worker->adopted)
       worker_ended(worker, 0, false);
 }
@@ -910,18 +910,18 @@ on_worker_read(evutil_socket_t fd, short what, void *data)
 static void
 on_worker_timer(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_worker *worker = data;
-   if (worker->state == GPUD_WORKER_STARTING) {
+   struct srv_worker *worker = data;
+   if (worker->state == SRV_WORKER_STARTING) {
       worker->start_timed_out = true;
-      gpud_kill_worker(worker, "it did not start in time");
+      srv_kill_worker(worker, "it did not start in time");
    } else
-      gpud_kill_worker(worker, "it did not end after its client left");
+      srv_kill_worker(worker, "it did not end after its client left");
 }
 
 /* The worker's control channel's events on the loop; false when one is
  * missing. */
 static bool
-worker_watch(struct gpud_server *server, struct gpud_worker *worker)
+worker_watch(struct srv_server *server, struct srv_worker *worker)
 {
    worker->read_ev =
       event_new(server->base, worker->fd, EV_READ | EV_PERSIST, on_worker_read, worker);
@@ -931,10 +931,10 @@ worker_watch(struct gpud_server *server, struct gpud_worker *worker)
    return worker->read_ev && worker->write_ev && worker->timer;
 }
 
-static struct gpud_worker *
-worker_start(struct gpud_server *server)
+static struct srv_worker *
+worker_start(struct srv_server *server)
 {
-   struct gpud_worker *worker = calloc(1, sizeof(*worker));
+   struct srv_worker *worker = calloc(1, sizeof(*worker));
    if (!worker)
       return NULL;
    worker->server = server;
@@ -944,16 +944,16 @@ worker_start(struct gpud_server *server)
    util_msg_queue_init(&worker->out);
    reader_init(server, &worker->reader);
    util_list_add_tail(&server->workers, &worker->link);
-   worker->state = GPUD_WORKER_STARTING;
+   worker->state = SRV_WORKER_STARTING;
    server->n_starting++;
-   int r = gpud_spawn_worker(server, worker);
+   int r = srv_spawn_worker(server, worker);
    if (r < 0) {
       util_err("cannot start a worker: %s", strerror(-r));
       worker_free(worker);
       return NULL;
    }
    if (!worker_watch(server, worker)) {
-      gpud_kill_worker(worker, "out of memory");
+      srv_kill_worker(worker, "out of memory");
       if (!worker->pid)
          worker_free(worker);
       return NULL;
@@ -964,10 +964,10 @@ worker_start(struct gpud_server *server)
    return worker;
 }
 
-static struct gpud_worker *
-first_worker(struct gpud_server *server, enum gpud_worker_state state)
+static struct srv_worker *
+first_worker(struct srv_server *server, enum srv_worker_state state)
 {
-   struct gpud_worker *w;
+   struct srv_worker *w;
    util_list_for_each(w, &server->workers, link) {
       if (w->state == state && !w->kill_reason && !w->ended)
          return w;
@@ -984,15 +984,15 @@ on_spawn_timer(evutil_socket_t fd, short what, void *data)
 /* Hands waiting clients to spare workers and starts workers so that every
  * waiting client gets one and cfg.spare_workers are ready for the next. */
 static void
-ensure_workers(struct gpud_server *server)
+ensure_workers(struct srv_server *server)
 {
    if (!server->have_device && server->n_starting)
       return; /* the first worker tells what the device is */
    unsigned waiting = 0;
    uint64_t now = util_now_ns(), next_backoff = 0;
-   struct gpud_client *c;
+   struct srv_client *c;
    util_list_for_each_safe(c, &server->clients, link) {
-      if (c->state != GPUD_CLIENT_WAITING)
+      if (c->state != SRV_CLIENT_WAITING)
          continue;
       if (c->not_before_ns > now) {
          /* its program's crash back-off: no worker yet, none started for it */
@@ -1000,7 +1000,7 @@ ensure_workers(struct gpud_server *server)
             next_backoff = c->not_before_ns;
          continue;
       }
-      struct gpud_worker *w = first_worker(server, GPUD_WORKER_SPARE);
+      struct srv_worker *w = first_worker(server, SRV_WORKER_SPARE);
       if (w)
          assign(w, c);
       else
@@ -1013,9 +1013,9 @@ ensure_workers(struct gpud_server *server)
    if (server->stopping || evtimer_pending(server->spawn_timer, NULL))
       return;
    unsigned spare = 0;
-   struct gpud_worker *w;
+   struct srv_worker *w;
    util_list_for_each(w, &server->workers, link)
-      spare += w->state == GPUD_WORKER_SPARE && !w->kill_reason && !w->ended;
+      spare += w->state == SRV_WORKER_SPARE && !w->kill_reason && !w->ended;
    unsigned want = waiting + server->cfg.spare_workers;
    if (!server->have_device && want == 0)
       want = 1;
@@ -1030,7 +1030,7 @@ ensure_workers(struct gpud_server *server)
 /* Where a dying worker was, as its status page says: the worker wrote it,
  * so names only for op numbers that exist. */
 static void
-describe_where(const struct gpud_worker *worker, char *where, size_t size)
+describe_where(const struct srv_worker *worker, char *where, size_t size)
 {
    where[0] = '\0';
    if (!worker->status)
@@ -1052,7 +1052,7 @@ describe_where(const struct gpud_worker *worker, char *where, size_t size)
 }
 
 static void
-describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, size_t size,
+describe_end(struct srv_worker *worker, int wstatus, bool reaped, char *buf, size_t size,
              bool *ret_crash)
 {
    *ret_crash = false;
@@ -1098,9 +1098,9 @@ describe_end(struct gpud_worker *worker, int wstatus, bool reaped, char *buf, si
 }
 
 static void
-worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
+worker_ended(struct srv_worker *worker, int wstatus, bool reaped)
 {
-   struct gpud_server *server = worker->server;
+   struct srv_server *server = worker->server;
    /* Gone: never signalled again (its pid may be another process's now),
     * never made a spare by what it sent before it went. */
    worker->ended = true;
@@ -1111,10 +1111,10 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
             break; /* a goodbye may still have been on its way */
       }
    }
-   struct gpud_client *client = worker->client;
+   struct srv_client *client = worker->client;
    if (!client) {
       /* (a starting worker killed at shutdown did not fail) */
-      bool failed = worker->failed_start || (worker->state == GPUD_WORKER_STARTING &&
+      bool failed = worker->failed_start || (worker->state == SRV_WORKER_STARTING &&
                                              (!worker->kill_reason || worker->start_timed_out));
       if (failed) {
          server->start_failures++;
@@ -1146,19 +1146,19 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
    describe_end(worker, wstatus, reaped, reason, sizeof(reason), &crash);
    bool fault = crash || worker->goodbye_fault;
    if (crash) {
-      gpud_client_log(client, UTIL_LOG_ERR, "%s; its device is lost", reason);
+      srv_client_log(client, UTIL_LOG_ERR, "%s; its device is lost", reason);
       record_fault(server, client, worker->pid, reason, true);
    } else if (fault) {
       record_fault(server, client, worker->pid, reason, false);
    } else {
-      gpud_client_log(client, UTIL_LOG_INFO, "%s", reason);
+      srv_client_log(client, UTIL_LOG_INFO, "%s", reason);
    }
    if (crash || worker->kill_reason) {
       char why[300];
       snprintf(why, sizeof(why), "%s", reason);
       send_disconnect(client, why);
    }
-   gpud_adopt_forget(worker); /* nothing left to adopt */
+   srv_adopt_forget(worker); /* nothing left to adopt */
    worker->client = NULL;
    client->worker = NULL;
    worker_free(worker);
@@ -1166,13 +1166,13 @@ worker_ended(struct gpud_worker *worker, int wstatus, bool reaped)
    ensure_workers(server);
 }
 
-/* A worker of an earlier server, adopted (gpud_adopt.c): its client in the
+/* A worker of an earlier server, adopted (srv_adopt.c): its client in the
  * registry again, as the earlier server had it, with what it holds. */
 static void
-adopted(struct gpud_server *server, struct gpud_adopted *a)
+adopted(struct srv_server *server, struct srv_adopted *a)
 {
-   struct gpud_client *client = calloc(1, sizeof(*client));
-   struct gpud_worker *worker = calloc(1, sizeof(*worker));
+   struct srv_client *client = calloc(1, sizeof(*client));
+   struct srv_worker *worker = calloc(1, sizeof(*worker));
    void *page = MAP_FAILED;
    if (client && worker)
       page = mmap(NULL, GPUD_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, a->status_fd,
@@ -1190,9 +1190,9 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
    client->pid = a->client_pid;
    client->uid = a->client_uid;
    snprintf(client->name, sizeof(client->name), "%s", a->name);
-   gpud_clean_text(client->name);
+   srv_clean_text(client->name);
    client->fd = util_fd_move(&a->client_fd);
-   client->state = GPUD_CLIENT_SERVING;
+   client->state = SRV_CLIENT_SERVING;
    client->connected_ns = a->connected_ns;
    client->asked_nice = a->asked_nice;
    client->sched_slot = a->sched_slot; /* taken for it when it was asked */
@@ -1205,12 +1205,12 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
    bool watched = client_watch(server, client);
 
    worker->server = server;
-   worker->state = GPUD_WORKER_BUSY;
+   worker->state = SRV_WORKER_BUSY;
    worker->pid = a->worker_pid;
    /* a uid of its user's own (else the base user's or the server's) */
    if (a->worker_uid != server->access.worker_uid && a->worker_uid != geteuid()) {
       worker->uid = a->worker_uid;
-      gpud_identity_learn(server, a->client_uid, a->worker_uid);
+      srv_identity_learn(server, a->client_uid, a->worker_uid);
    }
    worker->pidfd = util_fd_move(&a->pidfd);
    worker->fd = util_fd_move(&a->control_fd);
@@ -1236,8 +1236,8 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
    fcntl(worker->fd, F_SETFL, O_NONBLOCK);
    if (!worker_watch(server, worker) || !watched) {
       /* not served: its worker goes (it would wait for nobody) */
-      gpud_kill_worker(worker, "out of memory");
-      gpud_adopt_forget(worker);
+      srv_kill_worker(worker, "out of memory");
+      srv_adopt_forget(worker);
       worker->client = NULL;
       client->worker = NULL;
       worker_free(worker);
@@ -1254,10 +1254,10 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
       client->memory += bytes;
       client->account->memory += bytes;
    }
-   gpud_client_log(client, UTIL_LOG_NOTICE,
+   srv_client_log(client, UTIL_LOG_NOTICE,
                    "adopted: its worker %d (gpud %s) serves on for this server",
                    (int)worker->pid, worker->version[0] ? worker->version : "of unknown version");
-   gpud_bus_client_connected(server, client);
+   srv_bus_client_connected(server, client);
    if (a->fault[0]) {
       worker->reported_fault = true;
       record_fault(server, client, worker->pid, a->fault, false);
@@ -1265,14 +1265,14 @@ adopted(struct gpud_server *server, struct gpud_adopted *a)
 }
 
 static void
-reap_children(struct gpud_server *server)
+reap_children(struct srv_server *server)
 {
    for (;;) {
       int wstatus;
       pid_t pid = waitpid(-1, &wstatus, WNOHANG);
       if (pid <= 0)
          return;
-      struct gpud_worker *w, *found = NULL;
+      struct srv_worker *w, *found = NULL;
       util_list_for_each(w, &server->workers, link) {
          if (w->pid == pid && !w->adopted) /* (an adopted one is no child) */
             found = w;
@@ -1287,7 +1287,7 @@ reap_children(struct gpud_server *server)
 static void
 on_accept_retry(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_server *server = data;
+   struct srv_server *server = data;
    if (!server->stopping)
       event_add(server->accept_ev, NULL);
 }
@@ -1295,7 +1295,7 @@ on_accept_retry(evutil_socket_t fd, short what, void *data)
 static void
 on_accept(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_server *server = data;
+   struct srv_server *server = data;
    for (int i = 0; i < 64; i++) {
       int cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (cfd >= 0) {
@@ -1323,13 +1323,13 @@ on_accept(evutil_socket_t fd, short what, void *data)
 /* ---- signals and stopping ------------------------------------------------- */
 
 static bool
-busy_workers(struct gpud_server *server)
+busy_workers(struct srv_server *server)
 {
    return !util_list_empty(&server->workers);
 }
 
 static void
-check_stopped(struct gpud_server *server)
+check_stopped(struct srv_server *server)
 {
    if (server->stopping && !busy_workers(server))
       event_base_loopbreak(server->base);
@@ -1338,7 +1338,7 @@ check_stopped(struct gpud_server *server)
 static void
 on_drain_timeout(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_server *server = data;
+   struct srv_server *server = data;
    if (server->drain_killed) {
       /* killed workers are reaped as they go; these never went */
       util_warn("workers still running %u ms after they were killed; exiting anyway",
@@ -1347,15 +1347,15 @@ on_drain_timeout(evutil_socket_t fd, short what, void *data)
       return;
    }
    server->drain_killed = true;
-   struct gpud_worker *w;
+   struct srv_worker *w;
    unsigned n = 0;
    util_list_for_each(w, &server->workers, link) {
       if (w->client) {
-         gpud_kill_worker(w, "the daemon stopped");
+         srv_kill_worker(w, "the daemon stopped");
          n++;
       }
    }
-   if (server->cfg.isolation == GPUD_ISOLATION_THREAD) {
+   if (server->cfg.isolation == SRV_ISOLATION_THREAD) {
       /* threads cannot be killed: their sockets are shut, but a thread
        * stuck in the host driver stays stuck */
       if (n)
@@ -1372,14 +1372,14 @@ on_drain_timeout(evutil_socket_t fd, short what, void *data)
 /* Whether a worker stays for the next server when this one stops: it
  * serves a client (its Assign went out), has a record, and is not ending. */
 static bool
-worker_stays(const struct gpud_worker *w)
+worker_stays(const struct srv_worker *w)
 {
    return w->client && w->has_record && !w->goodbye[0] && !w->out.bytes && !w->kill_reason &&
           !w->ended;
 }
 
 static void
-begin_stop(struct gpud_server *server)
+begin_stop(struct srv_server *server)
 {
    if (server->stopping)
       return;
@@ -1390,26 +1390,26 @@ begin_stop(struct gpud_server *server)
    if (server->own_socket)
       unlink(server->socket_path);
    /* Connections that have no worker yet go now; spares too. */
-   struct gpud_client *c;
+   struct srv_client *c;
    util_list_for_each_safe(c, &server->clients, link) {
-      if (c->state != GPUD_CLIENT_SERVING)
+      if (c->state != SRV_CLIENT_SERVING)
          client_free(c);
    }
-   struct gpud_worker *w;
+   struct srv_worker *w;
    util_list_for_each_safe(w, &server->workers, link) {
       if (!w->client)
-         gpud_kill_worker(w, "the daemon stopped");
+         srv_kill_worker(w, "the daemon stopped");
    }
    /* With restarts, the workers serving clients stay: each serves on and
-    * waits for the next server (gpud_adopt.c), which adopts it. */
-   if (gpud_restart_grace_ms(server)) {
+    * waits for the next server (srv_adopt.c), which adopts it. */
+   if (srv_restart_grace_ms(server)) {
       unsigned staying = 0;
       util_list_for_each(w, &server->workers, link)
          staying += worker_stays(w);
       server->handing_over = true;
       util_notice("stopping: %u client(s) stay with their workers, which wait up to %u ms "
                   "for the next gpud",
-                  staying, gpud_restart_grace_ms(server));
+                  staying, srv_restart_grace_ms(server));
       event_base_loopbreak(server->base);
       return;
    }
@@ -1433,11 +1433,11 @@ same_string(const char *a, const char *b)
  * wins). Limits, access, spare workers, validation (of workers started from
  * now on) and the log level change at once; a bad file changes nothing. */
 static void
-reload(struct gpud_server *server)
+reload(struct srv_server *server)
 {
-   struct gpud_config next;
+   struct srv_config next;
    char *error = NULL;
-   if (gpud_config_reload(&next, &error) < 0) {
+   if (srv_config_reload(&next, &error) < 0) {
       const char *why = error ? error : "no configuration to read";
       if (!strncmp(why, "gpud: ", 6))
          why += 6;
@@ -1450,12 +1450,12 @@ reload(struct gpud_server *server)
       const char *what;
       size_t offset;
    } restart_strings[] = {
-      {"socket", offsetof(struct gpud_config, socket_path)},
-      {"host-driver", offsetof(struct gpud_config, manifest)},
-      {"device", offsetof(struct gpud_config, device)},
-      {"bus", offsetof(struct gpud_config, bus)},
-      {"state-dir", offsetof(struct gpud_config, state_dir)},
-      {"cache-dir", offsetof(struct gpud_config, cache_dir)},
+      {"socket", offsetof(struct srv_config, socket_path)},
+      {"host-driver", offsetof(struct srv_config, manifest)},
+      {"device", offsetof(struct srv_config, device)},
+      {"bus", offsetof(struct srv_config, bus)},
+      {"state-dir", offsetof(struct srv_config, state_dir)},
+      {"cache-dir", offsetof(struct srv_config, cache_dir)},
    };
    for (size_t i = 0; i < sizeof(restart_strings) / sizeof(restart_strings[0]); i++) {
       const char **was = (const char **)((char *)&server->cfg + restart_strings[i].offset);
@@ -1483,22 +1483,22 @@ reload(struct gpud_server *server)
                   next.validate != server->cfg.validate || next.spirv != server->cfg.spirv ||
                   next.limits.restart_grace_ms != server->cfg.limits.restart_grace_ms;
    unsigned keep = respawn ? 0 : next.spare_workers;
-   struct gpud_worker *w;
+   struct srv_worker *w;
    util_list_for_each(w, &server->workers, link) {
-      if (w->state != GPUD_WORKER_SPARE || w->client || w->kill_reason || w->ended)
+      if (w->state != SRV_WORKER_SPARE || w->client || w->kill_reason || w->ended)
          continue;
       if (keep) {
          keep--;
          continue;
       }
-      gpud_kill_worker(w, "replaced after a reload");
+      srv_kill_worker(w, "replaced after a reload");
    }
-   gpud_config_keep_older(&next, &server->cfg);
+   srv_config_keep_older(&next, &server->cfg);
    server->cfg = next;
-   gpud_share_reload(server);
+   srv_share_reload(server);
    util_log_set_max_level((enum util_log_level)(next.log_level >= 0 ? next.log_level
                                                                     : next.start_log_level));
-   if (gpud_access_init(server) < 0)
+   if (srv_access_init(server) < 0)
       util_err("reload: the access policy is unchanged where it could not be read");
    ensure_workers(server);
    util_notice("reloaded the configuration");
@@ -1507,7 +1507,7 @@ reload(struct gpud_server *server)
 static void
 on_signal(evutil_socket_t sig, short what, void *data)
 {
-   struct gpud_server *server = data;
+   struct srv_server *server = data;
    switch (sig) {
    case SIGCHLD:
       reap_children(server);
@@ -1561,7 +1561,7 @@ default_socket_path(void)
 }
 
 static int
-open_socket(struct gpud_server *server)
+open_socket(struct srv_server *server)
 {
    int n = sd_listen_fds(1);
    if (n > 1) {
@@ -1605,7 +1605,7 @@ open_socket(struct gpud_server *server)
 }
 
 static int
-load_host(struct gpud_server *server)
+load_host(struct srv_server *server)
 {
    if (gpud_host_load(&server->host, server->manifest, &server->cfg.device_sel,
                       server->cfg.sysfs_root) < 0)
@@ -1631,7 +1631,7 @@ load_host(struct gpud_server *server)
 
 /* Runs the loop until the first worker tells what the device is. */
 static int
-wait_for_device(struct gpud_server *server)
+wait_for_device(struct srv_server *server)
 {
    ensure_workers(server);
    while (!server->have_device && !server->exit_status && !server->stopping) {
@@ -1642,31 +1642,31 @@ wait_for_device(struct gpud_server *server)
 }
 
 static void
-server_finish(struct gpud_server *server)
+server_finish(struct srv_server *server)
 {
-   gpud_bus_stop(server);
+   srv_bus_stop(server);
    if (server->bus_retry)
       event_free(server->bus_retry);
-   struct gpud_worker *w;
+   struct srv_worker *w;
    util_list_for_each_safe(w, &server->workers, link) {
       /* (handing over: what it has is the next server's to adopt) */
       if (!server->handing_over || !worker_stays(w)) {
-         gpud_kill_worker(w, "the daemon stopped");
-         gpud_adopt_forget(w);
+         srv_kill_worker(w, "the daemon stopped");
+         srv_adopt_forget(w);
       }
       worker_free(w);
    }
-   struct gpud_client *c;
+   struct srv_client *c;
    util_list_for_each_safe(c, &server->clients, link)
       client_free(c);
-   gpud_adopt_finish(server);
-   gpud_share_finish(server);
-   struct gpud_account *a;
+   srv_adopt_finish(server);
+   srv_share_finish(server);
+   struct srv_account *a;
    util_list_for_each_safe(a, &server->accounts, link) {
       util_list_remove(&a->link);
       free(a);
    }
-   struct gpud_crash_record *cr;
+   struct srv_crash_record *cr;
    util_list_for_each_safe(cr, &server->crashes, link) {
       util_list_remove(&cr->link);
       free(cr);
@@ -1687,7 +1687,7 @@ server_finish(struct gpud_server *server)
       event_free(server->spawn_timer);
    if (server->backoff_timer)
       event_free(server->backoff_timer);
-   gpud_cache_finish(server); /* (its timer before the loop) */
+   srv_cache_finish(server); /* (its timer before the loop) */
    if (server->base)
       event_base_free(server->base);
    if (server->listen_fd >= 0)
@@ -1696,17 +1696,17 @@ server_finish(struct gpud_server *server)
       unlink(server->socket_path);
    free(server->socket_path);
    free(server->manifest);
-   gpud_access_finish(&server->access);
-   gpud_identity_finish(server);
+   srv_access_finish(&server->access);
+   srv_identity_finish(server);
    util_fd_close(&server->closer_fd);
    gpud_host_finish(&server->host);
 }
 
 int
-gpud_server_run(const struct gpud_config *cfg)
+srv_server_run(const struct srv_config *cfg)
 {
-   static struct gpud_server server_storage;
-   struct gpud_server *server = &server_storage;
+   static struct srv_server server_storage;
+   struct srv_server *server = &server_storage;
    server->cfg = *cfg;
    server->listen_fd = -1;
    server->closer_fd = -1;
@@ -1720,23 +1720,23 @@ gpud_server_run(const struct gpud_config *cfg)
    util_list_init(&server->adoptions);
 
    int status = 1;
-   if (gpud_access_init(server) < 0)
+   if (srv_access_init(server) < 0)
       goto out;
-   gpud_identity_init(server);
-   gpud_cache_init(server);
+   srv_identity_init(server);
+   srv_cache_init(server);
    /* In process isolation without --host-driver the first worker picks
     * the driver: the server never loads one. */
    if (cfg->manifest)
       server->manifest = strdup(cfg->manifest);
-   else if (cfg->isolation == GPUD_ISOLATION_THREAD &&
+   else if (cfg->isolation == SRV_ISOLATION_THREAD &&
             gpud_host_default_manifest(&cfg->device_sel, cfg->sysfs_root, &server->manifest) ==
                -ENODEV)
       status = GPUD_EXIT_NO_DEVICE;
-   if ((cfg->manifest || cfg->isolation == GPUD_ISOLATION_THREAD) && !server->manifest)
+   if ((cfg->manifest || cfg->isolation == SRV_ISOLATION_THREAD) && !server->manifest)
       goto out;
    server->host_driver = server->manifest;
    int loaded = 0;
-   if (cfg->isolation == GPUD_ISOLATION_THREAD && (loaded = load_host(server)) < 0) {
+   if (cfg->isolation == SRV_ISOLATION_THREAD && (loaded = load_host(server)) < 0) {
       if (loaded == -ENODEV)
          status = GPUD_EXIT_NO_DEVICE;
       goto out;
@@ -1756,8 +1756,8 @@ gpud_server_run(const struct gpud_config *cfg)
    /* the ids earlier servers gave stay theirs: known before the first
     * client gets one */
    server->adopted = adopted;
-   gpud_adopt_init(server);
-   gpud_share_init(server);
+   srv_adopt_init(server);
+   srv_share_init(server);
    server->accept_ev =
       event_new(server->base, server->listen_fd, EV_READ | EV_PERSIST, on_accept, server);
    server->accept_retry = evtimer_new(server->base, on_accept_retry, server);
@@ -1793,16 +1793,16 @@ gpud_server_run(const struct gpud_config *cfg)
    }
    util_notice("serving %s (host driver %s) on %s, %s isolation", server->device_name,
                server->manifest, server->socket_path ? server->socket_path : "systemd's socket",
-               cfg->isolation == GPUD_ISOLATION_THREAD ? "thread" : "process");
-   gpud_bus_start(server);
-   gpud_adopt_begin(server);
+               cfg->isolation == SRV_ISOLATION_THREAD ? "thread" : "process");
+   srv_bus_start(server);
+   srv_adopt_begin(server);
    sd_notifyf(0, "READY=1\nSTATUS=serving %s", server->device_name);
    ensure_workers(server);
 
    server->exit_status = 0;
    event_base_dispatch(server->base);
    status = server->exit_status;
-   if (cfg->isolation == GPUD_ISOLATION_THREAD && !util_list_empty(&server->workers)) {
+   if (cfg->isolation == SRV_ISOLATION_THREAD && !util_list_empty(&server->workers)) {
       /* contexts stuck in the host driver still use what would be freed */
       util_warn("exiting with %zu client thread(s) still in the host driver",
                 util_list_length(&server->workers));
@@ -1810,6 +1810,6 @@ gpud_server_run(const struct gpud_config *cfg)
    }
 out:
    server_finish(server);
-   gpud_config_finish(&server->cfg);
+   srv_config_finish(&server->cfg);
    return status;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The caches the server keeps (gpud_cache.h).
+ * The caches the server keeps (srv_cache.h).
  *
  * CACHE_DIR (/var/cache/gpud for a root daemon, $XDG_CACHE_HOME/gpud for a
  * user's) holds users/UID for each client user, made by the server and
@@ -22,7 +22,7 @@
  * depth), so a worker that makes a million files costs the server a
  * bounded time, not a hang.
  */
-#include "gpud_cache.h"
+#include "srv_cache.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,8 +36,8 @@
 
 #include <event2/event.h>
 
-#include "gpud_identity.h"
-#include "gpud_registry.h"
+#include "srv_identity.h"
+#include "srv_registry.h"
 #include "util_dir.h"
 #include "util_log.h"
 
@@ -51,13 +51,13 @@ struct cache_stat {
    uint64_t hits, misses;
 };
 
-struct gpud_caches {
+struct srv_caches {
    char *root;       /* CACHE_DIR */
    char *users;      /* CACHE_DIR/users */
    char state[320];  /* why caches are not kept; "" kept */
    struct cache_stat *stats;
    size_t n_stats, cap_stats;
-   struct event *trim; /* a trim soon (gpud_cache_trim_soon) */
+   struct event *trim; /* a trim soon (srv_cache_trim_soon) */
 };
 
 /* how long after a client ends its user's cache is trimmed: out of the
@@ -110,14 +110,14 @@ reachable_as(const char *dir, uid_t uid, gid_t gid)
  * start: a uid of the range (one no directory above the cache is
  * owned by), or the workers' one user. */
 static bool
-some_worker(const struct gpud_server *server, uid_t *uid, gid_t *gid)
+some_worker(const struct srv_server *server, uid_t *uid, gid_t *gid)
 {
-   if (gpud_identity_on(server)) {
+   if (srv_identity_on(server)) {
       *uid = server->cfg.worker_uid_first;
       *gid = (gid_t)server->cfg.worker_uid_first;
       return true;
    }
-   if (server->access.switch_user && server->cfg.isolation == GPUD_ISOLATION_PROCESS) {
+   if (server->access.switch_user && server->cfg.isolation == SRV_ISOLATION_PROCESS) {
       *uid = server->access.worker_uid;
       *gid = server->access.worker_gid;
       return true;
@@ -131,7 +131,7 @@ some_worker(const struct gpud_server *server, uid_t *uid, gid_t *gid)
  * default directory (once the gpud user's home, where every user's
  * workers shared the drivers' caches) what is not users/ goes. */
 static int
-take_root(const struct gpud_caches *c, bool legacy)
+take_root(const struct srv_caches *c, bool legacy)
 {
    static const mode_t modes[] = {0755, 0711};
    for (unsigned i = 0; i < 2; i++) {
@@ -179,11 +179,11 @@ take_root(const struct gpud_caches *c, bool legacy)
 }
 
 void
-gpud_cache_init(struct gpud_server *server)
+srv_cache_init(struct srv_server *server)
 {
    if (server->caches)
       return;
-   struct gpud_caches *c = calloc(1, sizeof(*c));
+   struct srv_caches *c = calloc(1, sizeof(*c));
    if (!c)
       return;
    server->caches = c;
@@ -214,13 +214,13 @@ gpud_cache_init(struct gpud_server *server)
                 "without)",
                 c->state);
    else
-      gpud_cache_trim(server);
+      srv_cache_trim(server);
 }
 
 void
-gpud_cache_finish(struct gpud_server *server)
+srv_cache_finish(struct srv_server *server)
 {
-   struct gpud_caches *c = server->caches;
+   struct srv_caches *c = server->caches;
    if (!c)
       return;
    if (c->trim)
@@ -233,13 +233,13 @@ gpud_cache_finish(struct gpud_server *server)
 }
 
 const char *
-gpud_cache_state(const struct gpud_server *server)
+srv_cache_state(const struct srv_server *server)
 {
    return server->caches ? server->caches->state : "not set up";
 }
 
 const char *
-gpud_cache_root(const struct gpud_server *server)
+srv_cache_root(const struct srv_server *server)
 {
    return server->caches && server->caches->root ? server->caches->root : "";
 }
@@ -334,9 +334,9 @@ walk_dir(struct walk *w, int fd, char *rel, size_t len, unsigned depth, uid_t ui
 }
 
 static int
-open_users(const struct gpud_server *server)
+open_users(const struct srv_server *server)
 {
-   const struct gpud_caches *c = server->caches;
+   const struct srv_caches *c = server->caches;
    if (!c || !c->users || c->state[0])
       return -ENOENT;
    int fd = open(c->users, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -358,7 +358,7 @@ user_name(const char *name, uid_t *ret)
 
 /* The files of one user (uid), or of every user ((uid_t)-1). */
 static void
-walk_users(const struct gpud_server *server, uid_t uid, struct walk *w)
+walk_users(const struct srv_server *server, uid_t uid, struct walk *w)
 {
    int users = open_users(server);
    if (users < 0)
@@ -444,7 +444,7 @@ remove_below(int fd, unsigned depth)
 /* ---- a user's directory ------------------------------------------------------ */
 
 int
-gpud_cache_user_dir(struct gpud_server *server, uid_t client, uid_t owner, gid_t group,
+srv_cache_user_dir(struct srv_server *server, uid_t client, uid_t owner, gid_t group,
                     char *path, size_t size)
 {
    path[0] = '\0';
@@ -531,7 +531,7 @@ file_program(const char *rel, char *program, size_t size)
 }
 
 static struct cache_stat *
-stat_of(struct gpud_caches *c, uid_t uid, const char *program, bool add)
+stat_of(struct srv_caches *c, uid_t uid, const char *program, bool add)
 {
    for (size_t i = 0; i < c->n_stats; i++) {
       if (c->stats[i].uid == uid && !strcmp(c->stats[i].program, program))
@@ -554,10 +554,10 @@ stat_of(struct gpud_caches *c, uid_t uid, const char *program, bool add)
 }
 
 void
-gpud_cache_count(struct gpud_server *server, uid_t uid, const char *program, uint64_t hits,
+srv_cache_count(struct srv_server *server, uid_t uid, const char *program, uint64_t hits,
                  uint64_t misses)
 {
-   struct gpud_caches *c = server->caches;
+   struct srv_caches *c = server->caches;
    struct cache_stat *s = c && (hits || misses) ? stat_of(c, uid, program, true) : NULL;
    if (s) {
       s->hits += hits;
@@ -565,41 +565,41 @@ gpud_cache_count(struct gpud_server *server, uid_t uid, const char *program, uin
    }
 }
 
-static struct gpud_cache_entry *
-entry_of(struct gpud_cache_entry **v, size_t *n, uid_t uid, const char *program)
+static struct srv_cache_entry *
+entry_of(struct srv_cache_entry **v, size_t *n, uid_t uid, const char *program)
 {
    for (size_t i = 0; i < *n; i++) {
       if ((*v)[i].uid == uid && !strcmp((*v)[i].program, program))
          return &(*v)[i];
    }
-   struct gpud_cache_entry *grown = realloc(*v, (*n + 1) * sizeof(**v));
+   struct srv_cache_entry *grown = realloc(*v, (*n + 1) * sizeof(**v));
    if (!grown)
       return NULL;
    *v = grown;
-   struct gpud_cache_entry *e = &grown[(*n)++];
-   *e = (struct gpud_cache_entry){.uid = uid};
+   struct srv_cache_entry *e = &grown[(*n)++];
+   *e = (struct srv_cache_entry){.uid = uid};
    snprintf(e->program, sizeof(e->program), "%s", program);
    return e;
 }
 
 int
-gpud_cache_list(struct gpud_server *server, uid_t uid, const char *program,
-                struct gpud_cache_entry **ret)
+srv_cache_list(struct srv_server *server, uid_t uid, const char *program,
+                struct srv_cache_entry **ret)
 {
    *ret = NULL;
-   struct gpud_caches *c = server->caches;
+   struct srv_caches *c = server->caches;
    if (!c)
       return -ENOENT;
    struct walk w = {0};
    walk_users(server, uid, &w);
-   struct gpud_cache_entry *v = NULL;
+   struct srv_cache_entry *v = NULL;
    size_t n = 0;
    for (size_t i = 0; i < w.n; i++) {
       char prog[64];
       file_program(w.files[i].rel, prog, sizeof(prog));
       if (program && strcmp(prog, program))
          continue;
-      struct gpud_cache_entry *e = entry_of(&v, &n, w.files[i].uid, prog);
+      struct srv_cache_entry *e = entry_of(&v, &n, w.files[i].uid, prog);
       if (!e)
          break;
       e->bytes += w.files[i].bytes;
@@ -612,22 +612,22 @@ gpud_cache_list(struct gpud_server *server, uid_t uid, const char *program,
       const struct cache_stat *s = &c->stats[i];
       if ((uid != (uid_t)-1 && s->uid != uid) || (program && strcmp(s->program, program)))
          continue;
-      struct gpud_cache_entry *e = entry_of(&v, &n, s->uid, s->program);
+      struct srv_cache_entry *e = entry_of(&v, &n, s->uid, s->program);
       if (e) {
          e->hits = s->hits;
          e->misses = s->misses;
       }
    }
    /* and what the workers serving now count on their pages (theirs until
-    * they end: gpud_cache_count) */
-   const struct gpud_worker *wk;
+    * they end: srv_cache_count) */
+   const struct srv_worker *wk;
    util_list_for_each(wk, &server->workers, link) {
       if (!wk->served || !wk->status || (uid != (uid_t)-1 && wk->served_uid != uid) ||
           (program && strcmp(wk->served_program, program)))
          continue;
       uint64_t hits = atomic_load(&wk->status->pipelines_cached);
       uint64_t misses = atomic_load(&wk->status->pipelines_compiled);
-      struct gpud_cache_entry *e =
+      struct srv_cache_entry *e =
          hits || misses ? entry_of(&v, &n, wk->served_uid, wk->served_program) : NULL;
       if (e) {
          e->hits += hits;
@@ -639,7 +639,7 @@ gpud_cache_list(struct gpud_server *server, uid_t uid, const char *program,
 }
 
 int64_t
-gpud_cache_clear(struct gpud_server *server, uid_t uid, const char *program,
+srv_cache_clear(struct srv_server *server, uid_t uid, const char *program,
                  uint64_t *ret_files)
 {
    *ret_files = 0;
@@ -660,7 +660,7 @@ gpud_cache_clear(struct gpud_server *server, uid_t uid, const char *program,
    if (users >= 0)
       close(users);
    free(w.files);
-   struct gpud_caches *c = server->caches;
+   struct srv_caches *c = server->caches;
    for (size_t i = 0; c && i < c->n_stats; i++) {
       if ((uid == (uid_t)-1 || c->stats[i].uid == uid) &&
           (!program || !strcmp(c->stats[i].program, program)))
@@ -680,9 +680,9 @@ older_first(const void *a, const void *b)
 
 /* Whether a user has a client now (its files may be in use). */
 static bool
-user_active(const struct gpud_server *server, uid_t uid)
+user_active(const struct srv_server *server, uid_t uid)
 {
-   const struct gpud_client *client;
+   const struct srv_client *client;
    util_list_for_each(client, &server->clients, link) {
       if (client->uid == uid && client->worker)
          return true;
@@ -707,7 +707,7 @@ total_of(struct user_total *t, size_t *n, uid_t uid)
 }
 
 void
-gpud_cache_trim(struct gpud_server *server)
+srv_cache_trim(struct srv_server *server)
 {
    const struct gpud_limits *l = &server->cfg.limits;
    struct walk w = {0};
@@ -752,13 +752,13 @@ gpud_cache_trim(struct gpud_server *server)
 static void
 on_trim(evutil_socket_t fd, short what, void *data)
 {
-   gpud_cache_trim(data);
+   srv_cache_trim(data);
 }
 
 void
-gpud_cache_trim_soon(struct gpud_server *server)
+srv_cache_trim_soon(struct srv_server *server)
 {
-   struct gpud_caches *c = server->caches;
+   struct srv_caches *c = server->caches;
    if (!c || c->state[0] || !server->base)
       return;
    if (!c->trim)

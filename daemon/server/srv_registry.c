@@ -6,7 +6,7 @@
  * limit, queueing a message to a client, a program's crash back-off).  It
  * calls into none of them.
  */
-#include "gpud_registry.h"
+#include "srv_registry.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,14 +21,14 @@
 #include "util_log.h"
 #include "util_time.h"
 
-static bool account_log_allowed(struct gpud_server *server, struct gpud_account *a);
-static unsigned recent_crashes(const struct gpud_server *server,
-                               const struct gpud_crash_record *c, uint64_t *ret_last);
+static bool account_log_allowed(struct srv_server *server, struct srv_account *a);
+static unsigned recent_crashes(const struct srv_server *server,
+                               const struct srv_crash_record *c, uint64_t *ret_last);
 
 /* Lines about one user's connections are rate limited per user (root's are
  * not): a user connecting in a loop cannot flood the log. */
 void
-gpud_client_log(struct gpud_client *client, int level, const char *fmt, ...)
+srv_client_log(struct srv_client *client, int level, const char *fmt, ...)
 {
    if (client->account && !account_log_allowed(client->server, client->account))
       return;
@@ -47,7 +47,7 @@ gpud_client_log(struct gpud_client *client, int level, const char *fmt, ...)
 }
 
 static void
-account_refill(struct gpud_server *server, struct gpud_account *a)
+account_refill(struct srv_server *server, struct srv_account *a)
 {
    uint64_t now = util_now_ns();
    double burst = server->cfg.limits.log_burst;
@@ -58,7 +58,7 @@ account_refill(struct gpud_server *server, struct gpud_account *a)
 }
 
 static bool
-account_log_allowed(struct gpud_server *server, struct gpud_account *a)
+account_log_allowed(struct srv_server *server, struct srv_account *a)
 {
    if (a->uid == 0)
       return true;
@@ -76,10 +76,10 @@ account_log_allowed(struct gpud_server *server, struct gpud_account *a)
    return true;
 }
 
-struct gpud_account *
-gpud_account_get(struct gpud_server *server, uid_t uid)
+struct srv_account *
+srv_account_get(struct srv_server *server, uid_t uid)
 {
-   struct gpud_account *a;
+   struct srv_account *a;
    util_list_for_each(a, &server->accounts, link) {
       if (a->uid == uid)
          return a;
@@ -97,7 +97,7 @@ gpud_account_get(struct gpud_server *server, uid_t uid)
 /* An account goes once nothing is charged to it and its log budget is
  * full again (else reconnecting would reset the rate limit). */
 void
-gpud_account_put(struct gpud_server *server, struct gpud_account *a)
+srv_account_put(struct srv_server *server, struct srv_account *a)
 {
    if (!a || a->connections || a->memory || a->log_suppressed)
       return;
@@ -109,7 +109,7 @@ gpud_account_put(struct gpud_server *server, struct gpud_account *a)
 }
 
 void
-gpud_client_queue(struct gpud_client *client, const void *data, size_t size)
+srv_client_queue(struct srv_client *client, const void *data, size_t size)
 {
    if (util_msg_queue_push(&client->out, UTIL_MSG_CONTROL, data, size, NULL, 0) < 0 ||
        client->out.bytes > GPUD_MAX_SERVER_QUEUE) {
@@ -123,19 +123,19 @@ gpud_client_queue(struct gpud_client *client, const void *data, size_t size)
 }
 
 void
-gpud_client_queue_control(struct gpud_client *client, const Gpud__ControlMessage *m)
+srv_client_queue_control(struct srv_client *client, const Gpud__ControlMessage *m)
 {
    size_t size;
    void *buf = wire_control_pack(m, &size);
    if (buf)
-      gpud_client_queue(client, buf, size);
+      srv_client_queue(client, buf, size);
    free(buf);
 }
 
-struct gpud_crash_record *
-gpud_crash_record_find(struct gpud_server *server, uid_t uid, const char *name, bool create)
+struct srv_crash_record *
+srv_crash_record_find(struct srv_server *server, uid_t uid, const char *name, bool create)
 {
-   struct gpud_crash_record *c, *found = NULL;
+   struct srv_crash_record *c, *found = NULL;
    util_list_for_each_safe(c, &server->crashes, link) {
       if (c->uid == uid && !strcmp(c->name, name)) {
          found = c;
@@ -161,7 +161,7 @@ gpud_crash_record_find(struct gpud_server *server, uid_t uid, const char *name, 
 
 /* Crashes of this program in the cool-down window. */
 static unsigned
-recent_crashes(const struct gpud_server *server, const struct gpud_crash_record *c,
+recent_crashes(const struct srv_server *server, const struct srv_crash_record *c,
                uint64_t *ret_last)
 {
    uint64_t window = (uint64_t)server->cfg.limits.crash_cooldown_ms * 1000000ull;
@@ -181,11 +181,11 @@ recent_crashes(const struct gpud_server *server, const struct gpud_crash_record 
 }
 
 void
-gpud_crash_state(const struct gpud_server *server, const struct gpud_crash_record *c,
-                 struct gpud_crash_state *state)
+srv_crash_state(const struct srv_server *server, const struct srv_crash_record *c,
+                 struct srv_crash_state *state)
 {
    const struct gpud_limits *l = &server->cfg.limits;
-   *state = (struct gpud_crash_state){0};
+   *state = (struct srv_crash_state){0};
    state->crashes = recent_crashes(server, c, &state->last_ns);
    state->refused = l->crash_limit && state->crashes >= l->crash_limit;
    if (!state->crashes || !l->crash_backoff_ms)
@@ -203,7 +203,7 @@ gpud_crash_state(const struct gpud_server *server, const struct gpud_crash_recor
 /* ---- small things the server's files share ------------------------------- */
 
 uint32_t
-gpud_restart_grace_ms(const struct gpud_server *server)
+srv_restart_grace_ms(const struct srv_server *server)
 {
    return server->adopt_dir ? server->cfg.limits.restart_grace_ms : 0u;
 }
@@ -238,7 +238,7 @@ utf8_char(const unsigned char *s)
  * that are not UTF-8 become '?', and a character cut short at the end (the
  * status page's names are bounded) goes. */
 void
-gpud_clean_text(char *name)
+srv_clean_text(char *name)
 {
    unsigned char *p = (unsigned char *)name;
    while (*p) {
@@ -256,9 +256,9 @@ gpud_clean_text(char *name)
 }
 
 void
-gpud_server_discard_fd(int fd, void *data)
+srv_server_discard_fd(int fd, void *data)
 {
-   struct gpud_server *server = data;
+   struct srv_server *server = data;
    if (server->closer_fd >= 0 && write(server->closer_fd, &fd, sizeof(fd)) == sizeof(fd))
       return;
    /* The closer is stuck on one already: keep this one open rather than
@@ -272,10 +272,10 @@ gpud_server_discard_fd(int fd, void *data)
 }
 
 void
-gpud_server_discard_fds(struct gpud_server *server, struct util_msg *msg)
+srv_server_discard_fds(struct srv_server *server, struct util_msg *msg)
 {
    for (unsigned i = 0; i < msg->n_fds && i < UTIL_MSG_MAX_FDS; i++) {
       if (msg->fds[i] >= 0)
-         gpud_server_discard_fd(util_fd_move(&msg->fds[i]), server);
+         srv_server_discard_fd(util_fd_move(&msg->fds[i]), server);
    }
 }

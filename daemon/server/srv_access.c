@@ -9,7 +9,7 @@
  * checks the peer's credentials as well, so a socket passed in by someone
  * else (or a mode changed by hand) opens nothing.
  */
-#include "gpud_access.h"
+#include "srv_access.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -42,7 +42,7 @@ resolve_group(const char *name, gid_t *ret)
 }
 
 static int
-resolve_user(struct gpud_access *a, const char *name)
+resolve_user(struct srv_access *a, const char *name)
 {
    struct passwd *pw = NULL;
    char *end = NULL;
@@ -75,12 +75,12 @@ resolve_user(struct gpud_access *a, const char *name)
 }
 
 int
-gpud_access_init(struct gpud_server *server)
+srv_access_init(struct srv_server *server)
 {
    /* Resolved into a new policy and applied only whole: a reload that
     * fails (a directory service down, say) leaves the old one. */
-   const struct gpud_config *cfg = &server->cfg;
-   struct gpud_access a = {.self_uid = geteuid()};
+   const struct srv_config *cfg = &server->cfg;
+   struct srv_access a = {.self_uid = geteuid()};
    a.root = a.self_uid == 0;
    if (cfg->admin_group) {
       if (resolve_group(cfg->admin_group, &a.admin_group) < 0) {
@@ -103,7 +103,7 @@ gpud_access_init(struct gpud_server *server)
                    "another)",
                    group);
       }
-      if (cfg->isolation == GPUD_ISOLATION_PROCESS &&
+      if (cfg->isolation == SRV_ISOLATION_PROCESS &&
           resolve_user(&a, cfg->user ? cfg->user : "gpud") < 0)
          return -ENOENT;
    }
@@ -112,7 +112,7 @@ gpud_access_init(struct gpud_server *server)
 }
 
 void
-gpud_access_finish(struct gpud_access *access)
+srv_access_finish(struct srv_access *access)
 {
    (void)access;
 }
@@ -152,7 +152,7 @@ in_group(gid_t primary, const gid_t *groups, size_t n_groups, gid_t gid)
 }
 
 bool
-gpud_access_check(struct gpud_server *server, uid_t uid, gid_t gid, const gid_t *groups,
+srv_access_check(struct srv_server *server, uid_t uid, gid_t gid, const gid_t *groups,
                   size_t n_groups, char *reason, size_t reason_size, bool *ret_admin)
 {
    *ret_admin = false;
@@ -188,18 +188,18 @@ gpud_access_check(struct gpud_server *server, uid_t uid, gid_t gid, const gid_t 
 }
 
 bool
-gpud_access_allowed(struct gpud_server *server, int fd, uid_t uid, gid_t gid, char *reason,
+srv_access_allowed(struct srv_server *server, int fd, uid_t uid, gid_t gid, char *reason,
                     size_t reason_size, bool *ret_admin)
 {
    gid_t *groups = NULL;
    size_t n = server->access.root && uid != 0 ? peer_groups(fd, &groups) : 0;
-   bool ok = gpud_access_check(server, uid, gid, groups, n, reason, reason_size, ret_admin);
+   bool ok = srv_access_check(server, uid, gid, groups, n, reason, reason_size, ret_admin);
    free(groups);
    return ok;
 }
 
 bool
-gpud_access_may_see(const struct gpud_client *control, const struct gpud_client *client)
+srv_access_may_see(const struct srv_client *control, const struct srv_client *client)
 {
    return control->admin || control->uid == client->uid;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The identities the server gives workers (gpud_identity.h).  The table of
+ * The identities the server gives workers (srv_identity.h).  The table of
  * client user -> worker uid lives in STATE_DIR/worker-uids, a line "CLIENT
  * WORKER" each, written whole beside it and renamed into place whenever a
  * uid is given; a line that cannot be read, names a uid outside the range
@@ -15,7 +15,7 @@
  * reading what the others gave, so that a user's workers have one uid on
  * every GPU and no uid serves two users.
  */
-#include "gpud_identity.h"
+#include "srv_identity.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpud_registry.h"
+#include "srv_registry.h"
 #include "util_dir.h"
 #include "util_log.h"
 
@@ -36,7 +36,7 @@ struct identity {
    uid_t client, worker;
 };
 
-struct gpud_identities {
+struct srv_identities {
    struct identity *v;
    size_t n, cap;
    char *path;       /* the table's file; NULL: no state directory */
@@ -44,21 +44,21 @@ struct gpud_identities {
 };
 
 bool
-gpud_identity_on(const struct gpud_server *server)
+srv_identity_on(const struct srv_server *server)
 {
    return server->ids && server->access.root && server->access.switch_user &&
-          server->cfg.isolation == GPUD_ISOLATION_PROCESS &&
+          server->cfg.isolation == SRV_ISOLATION_PROCESS &&
           server->cfg.worker_uid_first <= server->cfg.worker_uid_last;
 }
 
 const char *
-gpud_identity_state(const struct gpud_server *server)
+srv_identity_state(const struct srv_server *server)
 {
    return server->ids ? server->ids->state : "";
 }
 
 char *
-gpud_identity_state_dir(const struct gpud_server *server)
+srv_identity_state_dir(const struct srv_server *server)
 {
    if (server->cfg.state_dir)
       return strdup(server->cfg.state_dir);
@@ -66,13 +66,13 @@ gpud_identity_state_dir(const struct gpud_server *server)
 }
 
 static bool
-in_range(const struct gpud_server *server, uid_t uid)
+in_range(const struct srv_server *server, uid_t uid)
 {
    return uid >= server->cfg.worker_uid_first && uid <= server->cfg.worker_uid_last;
 }
 
 static struct identity *
-find_client(struct gpud_identities *ids, uid_t client)
+find_client(struct srv_identities *ids, uid_t client)
 {
    for (size_t i = 0; i < ids->n; i++) {
       if (ids->v[i].client == client)
@@ -82,7 +82,7 @@ find_client(struct gpud_identities *ids, uid_t client)
 }
 
 static bool
-worker_taken(const struct gpud_identities *ids, uid_t worker)
+worker_taken(const struct srv_identities *ids, uid_t worker)
 {
    for (size_t i = 0; i < ids->n; i++) {
       if (ids->v[i].worker == worker)
@@ -92,7 +92,7 @@ worker_taken(const struct gpud_identities *ids, uid_t worker)
 }
 
 static int
-add(struct gpud_identities *ids, uid_t client, uid_t worker)
+add(struct srv_identities *ids, uid_t client, uid_t worker)
 {
    if (ids->n == ids->cap) {
       size_t cap = ids->cap ? ids->cap * 2 : 16;
@@ -107,7 +107,7 @@ add(struct gpud_identities *ids, uid_t client, uid_t worker)
 }
 
 static void
-not_kept(struct gpud_identities *ids, const char *what, int err)
+not_kept(struct srv_identities *ids, const char *what, int err)
 {
    char text[sizeof(ids->state)];
    snprintf(text, sizeof(text), "%s %s: %s", what, ids->path ? ids->path : "(none)",
@@ -119,7 +119,7 @@ not_kept(struct gpud_identities *ids, const char *what, int err)
 
 /* The table, written whole and renamed into place. */
 static void
-save(struct gpud_identities *ids)
+save(struct srv_identities *ids)
 {
    if (!ids->path)
       return;
@@ -153,9 +153,9 @@ save(struct gpud_identities *ids)
 /* Takes in what the file has that the table has not (warn: say what is
  * dropped); whether a line was dropped. */
 static bool
-read_table(struct gpud_server *server, bool warn)
+read_table(struct srv_server *server, bool warn)
 {
-   struct gpud_identities *ids = server->ids;
+   struct srv_identities *ids = server->ids;
    FILE *f = ids->path ? fopen(ids->path, "re") : NULL;
    if (!f) {
       if (errno != ENOENT && ids->path)
@@ -193,7 +193,7 @@ read_table(struct gpud_server *server, bool warn)
 /* The lock of the table's file, taken (-1: none, the table is this
  * daemon's alone then). */
 static int
-lock_table(const struct gpud_identities *ids)
+lock_table(const struct srv_identities *ids)
 {
    char *path = NULL;
    if (!ids->path || asprintf(&path, "%s.lock", ids->path) < 0)
@@ -210,18 +210,18 @@ lock_table(const struct gpud_identities *ids)
 }
 
 void
-gpud_identity_init(struct gpud_server *server)
+srv_identity_init(struct srv_server *server)
 {
    if (server->ids)
       return; /* (a reload keeps the table) */
-   struct gpud_identities *ids = calloc(1, sizeof(*ids));
+   struct srv_identities *ids = calloc(1, sizeof(*ids));
    if (!ids)
       return;
    server->ids = ids;
-   char *dir = gpud_identity_state_dir(server);
+   char *dir = srv_identity_state_dir(server);
    if (!dir || asprintf(&ids->path, "%s/worker-uids", dir) < 0)
       ids->path = NULL;
-   bool on = gpud_identity_on(server);
+   bool on = srv_identity_on(server);
    /* the server's alone: no worker lists it (save() says when it cannot
     * be written) */
    if (on && dir && util_mkdirs(dir, 0755, 0700) == 0)
@@ -239,7 +239,7 @@ gpud_identity_init(struct gpud_server *server)
 }
 
 void
-gpud_identity_finish(struct gpud_server *server)
+srv_identity_finish(struct srv_server *server)
 {
    if (!server->ids)
       return;
@@ -251,16 +251,16 @@ gpud_identity_finish(struct gpud_server *server)
 
 /* Whether a uid may be given: nobody's account or group, in no use. */
 static bool
-free_uid(const struct gpud_server *server, uid_t uid, uid_t client)
+free_uid(const struct srv_server *server, uid_t uid, uid_t client)
 {
    return uid != client && uid != 0 && !worker_taken(server->ids, uid) && !getpwuid(uid) &&
           !getgrgid((gid_t)uid);
 }
 
 int
-gpud_identity_for(struct gpud_server *server, uid_t client, uid_t *ret)
+srv_identity_for(struct srv_server *server, uid_t client, uid_t *ret)
 {
-   struct gpud_identities *ids = server->ids;
+   struct srv_identities *ids = server->ids;
    if (!ids)
       return -ENOMEM;
    if (in_range(server, client))
@@ -298,9 +298,9 @@ gpud_identity_for(struct gpud_server *server, uid_t client, uid_t *ret)
 }
 
 bool
-gpud_identity_client(const struct gpud_server *server, uid_t worker, uid_t *ret_client)
+srv_identity_client(const struct srv_server *server, uid_t worker, uid_t *ret_client)
 {
-   const struct gpud_identities *ids = server->ids;
+   const struct srv_identities *ids = server->ids;
    for (size_t i = 0; ids && i < ids->n; i++) {
       if (ids->v[i].worker == worker) {
          *ret_client = ids->v[i].client;
@@ -311,10 +311,10 @@ gpud_identity_client(const struct gpud_server *server, uid_t worker, uid_t *ret_
 }
 
 void
-gpud_identity_learn(struct gpud_server *server, uid_t client, uid_t worker)
+srv_identity_learn(struct srv_server *server, uid_t client, uid_t worker)
 {
-   struct gpud_identities *ids = server->ids;
-   if (!ids || !gpud_identity_on(server) || !in_range(server, worker) || client == worker ||
+   struct srv_identities *ids = server->ids;
+   if (!ids || !srv_identity_on(server) || !in_range(server, worker) || client == worker ||
        find_client(ids, client) || worker_taken(ids, worker))
       return;
    int lock = lock_table(ids);

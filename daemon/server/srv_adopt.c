@@ -20,8 +20,8 @@
  * names one client for as long as the directory lasts.  See
  * docs/architecture.md, "Restarts".
  */
-#include "gpud_adopt.h"
-#include "gpud_share.h"
+#include "srv_adopt.h"
+#include "srv_share.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -55,10 +55,10 @@
 #define MAX_ID (1ull << 53) /* a record or next-id above it is no one's */
 
 /* A worker of an earlier server, from its record, while it is asked. */
-struct gpud_adoption {
+struct srv_adoption {
    struct util_list link; /* server->adoptions */
-   struct gpud_server *server;
-   struct gpud_adopted a; /* the identity from the record */
+   struct srv_server *server;
+   struct srv_adopted a; /* the identity from the record */
    uid_t worker_uid;
    uint8_t token[TOKEN_SIZE];
    int fd;
@@ -73,7 +73,7 @@ struct gpud_adoption {
 /* A client's record (suffix "state") or adopt socket ("sock"); false when
  * it does not fit. */
 static bool
-path_of(const struct gpud_server *server, char *buf, size_t size, uint64_t id,
+path_of(const struct srv_server *server, char *buf, size_t size, uint64_t id,
         const char *suffix)
 {
    return (size_t)snprintf(buf, size, "%s/client-%" PRIu64 ".%s", server->adopt_dir, id,
@@ -81,7 +81,7 @@ path_of(const struct gpud_server *server, char *buf, size_t size, uint64_t id,
 }
 
 static void
-forget_id(struct gpud_server *server, uint64_t id)
+forget_id(struct srv_server *server, uint64_t id)
 {
    char path[PATH_MAX];
    path_of(server, path, sizeof(path), id, "sock");
@@ -92,7 +92,7 @@ forget_id(struct gpud_server *server, uint64_t id)
 
 /* Writes a file in the directory whole, or not at all. */
 static int
-write_file(struct gpud_server *server, const char *name, const char *text)
+write_file(struct srv_server *server, const char *name, const char *text)
 {
    char path[PATH_MAX], tmp[PATH_MAX];
    snprintf(path, sizeof(path), "%s/%s", server->adopt_dir, name);
@@ -104,7 +104,7 @@ write_file(struct gpud_server *server, const char *name, const char *text)
 
 /* SOCKET.d beside the socket the server listens on (also systemd's). */
 static char *
-dir_path(struct gpud_server *server)
+dir_path(struct srv_server *server)
 {
    if (server->socket_path) {
       char *dir = NULL;
@@ -139,7 +139,7 @@ make_dir(const char *dir)
 }
 
 static uint64_t
-read_mark(struct gpud_server *server)
+read_mark(struct srv_server *server)
 {
    char path[PATH_MAX];
    snprintf(path, sizeof(path), "%s/next-id", server->adopt_dir);
@@ -157,7 +157,7 @@ read_mark(struct gpud_server *server)
  * that the loop writes a file once every ID_BLOCK connections (ids skip
  * what is left of a block at a restart). */
 void
-gpud_adopt_note_id(struct gpud_server *server, uint64_t id)
+srv_adopt_note_id(struct srv_server *server, uint64_t id)
 {
    if (!server->adopt_dir || id < server->id_mark)
       return;
@@ -185,7 +185,7 @@ hex_decode(const char *hex, uint8_t *out, size_t size)
 
 /* A record, as prepare wrote it; -EINVAL for anything else. */
 static int
-read_record(struct gpud_server *server, const char *name, struct gpud_adoption *ad)
+read_record(struct srv_server *server, const char *name, struct srv_adoption *ad)
 {
    char path[PATH_MAX];
    snprintf(path, sizeof(path), "%s/%s", server->adopt_dir, name);
@@ -248,10 +248,10 @@ read_record(struct gpud_server *server, const char *name, struct gpud_adoption *
 }
 
 int
-gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
+srv_adopt_prepare(struct srv_worker *worker, struct srv_client *client,
                    uint8_t token[32], int *ret_fd)
 {
-   struct gpud_server *server = worker->server;
+   struct srv_server *server = worker->server;
    *ret_fd = -1;
    if (!server->adopt_dir || !worker->restart_grace_ms || worker->pid <= 0)
       return 0; /* (a worker started without a grace dies with this server) */
@@ -296,7 +296,7 @@ gpud_adopt_prepare(struct gpud_worker *worker, struct gpud_client *client,
 }
 
 void
-gpud_adopt_forget(struct gpud_worker *worker)
+srv_adopt_forget(struct srv_worker *worker)
 {
    if (!worker->has_record || !worker->server->adopt_dir)
       return;
@@ -307,10 +307,10 @@ gpud_adopt_forget(struct gpud_worker *worker)
 /* ---- adopting ------------------------------------------------------------- */
 
 /* The client of an adoption as the schedule page's functions take it. */
-static struct gpud_client
-who(const struct gpud_adoption *ad)
+static struct srv_client
+who(const struct srv_adoption *ad)
 {
-   struct gpud_client c = {
+   struct srv_client c = {
       .id = ad->a.client_id,
       .uid = ad->a.client_uid,
       .asked_nice = ad->a.asked_nice,
@@ -321,12 +321,12 @@ who(const struct gpud_adoption *ad)
 }
 
 static void
-adoption_free(struct gpud_adoption *ad)
+adoption_free(struct srv_adoption *ad)
 {
    if (ad->a.sched_slot >= 0) {
       /* (not adopted: its slot goes) */
-      struct gpud_client c = who(ad);
-      gpud_share_release(ad->server, &c);
+      struct srv_client c = who(ad);
+      srv_share_release(ad->server, &c);
    }
    if (ad->read_ev)
       event_free(ad->read_ev);
@@ -337,7 +337,7 @@ adoption_free(struct gpud_adoption *ad)
    util_fd_close(&ad->a.control_fd);
    /* fds a peer sent close off the loop */
    struct util_msg sent = {.fds = {ad->a.client_fd, ad->a.status_fd}, .n_fds = 2};
-   gpud_server_discard_fds(ad->server, &sent);
+   srv_server_discard_fds(ad->server, &sent);
    ad->a.client_fd = ad->a.status_fd = -1;
    util_msg_reader_finish(&ad->reader);
    util_list_remove(&ad->link);
@@ -348,7 +348,7 @@ adoption_free(struct gpud_adoption *ad)
  * record and socket go), or it would not let itself be adopted (they stay:
  * its own server may still be there). */
 static void
-give_up(struct gpud_adoption *ad, int level, const char *why, bool forget)
+give_up(struct srv_adoption *ad, int level, const char *why, bool forget)
 {
    util_log(level, "client %" PRIu64 " (pid %d, %s) of an earlier server: %s",
             ad->a.client_id, (int)ad->a.client_pid, ad->a.name, why);
@@ -362,13 +362,13 @@ give_up(struct gpud_adoption *ad, int level, const char *why, bool forget)
    adoption_free(ad);
 }
 
-static void try_adopt(struct gpud_adoption *ad);
+static void try_adopt(struct srv_adoption *ad);
 
 /* Whether fd is the client's connection to this daemon, as the record has
  * it: a socket accepted on the daemon's own address, from the client's pid
  * and user. */
 static bool
-is_client_socket(struct gpud_server *server, int fd, const struct gpud_adopted *a)
+is_client_socket(struct srv_server *server, int fd, const struct srv_adopted *a)
 {
    struct stat st;
    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
@@ -387,7 +387,7 @@ is_client_socket(struct gpud_server *server, int fd, const struct gpud_adopted *
 }
 
 static void
-retry(struct gpud_adoption *ad)
+retry(struct srv_adoption *ad)
 {
    if (ad->read_ev)
       event_del(ad->read_ev);
@@ -404,9 +404,9 @@ retry(struct gpud_adoption *ad)
 /* The worker's answer: checked against the record, then the client is the
  * loop's again. */
 static void
-take_answer(struct gpud_adoption *ad, struct util_msg *msg)
+take_answer(struct srv_adoption *ad, struct util_msg *msg)
 {
-   struct gpud_server *server = ad->server;
+   struct srv_server *server = ad->server;
    Gpud__WorkerMessage *m = msg->type == UTIL_MSG_CONTROL
                                ? wire_worker_unpack(msg->data, msg->size)
                                : NULL;
@@ -428,7 +428,7 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
       bad = "its worker sent no socket of this daemon's client";
    if (bad) {
       wire_worker_free(m);
-      gpud_server_discard_fds(server, msg);
+      srv_server_discard_fds(server, msg);
       give_up(ad, UTIL_LOG_WARNING, bad, true);
       return;
    }
@@ -436,14 +436,14 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
    ad->a.client_fd = util_fd_move(&msg->fds[0]);
    ad->a.status_fd = util_fd_move(&msg->fds[1]);
    snprintf(ad->a.version, sizeof(ad->a.version), "%s", w->version ? w->version : "");
-   gpud_clean_text(ad->a.version);
+   srv_clean_text(ad->a.version);
    ad->a.control_version = w->control_version;
    ad->a.worker_uid = ad->worker_uid;
    ad->a.n_heaps = (uint32_t)UTIL_MIN(w->n_heap_usage, (size_t)VK_MAX_MEMORY_HEAPS);
    for (uint32_t h = 0; h < ad->a.n_heaps; h++)
       ad->a.heap_usage[h] = w->heap_usage[h];
    snprintf(ad->a.fault, sizeof(ad->a.fault), "%s", w->fault ? w->fault : "");
-   gpud_clean_text(ad->a.fault);
+   srv_clean_text(ad->a.fault);
    wire_worker_free(m);
    /* To signal it without a pid that could be another process's by then:
     * the pidfd is the answering worker's if the connection is still there
@@ -463,7 +463,7 @@ take_answer(struct gpud_adoption *ad, struct util_msg *msg)
 static void
 on_answer(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_adoption *ad = data;
+   struct srv_adoption *ad = data;
    struct util_msg msg;
    int r = util_msg_recv_packet(ad->fd, &ad->reader, &msg);
    if (r == -EAGAIN)
@@ -480,7 +480,7 @@ on_answer(evutil_socket_t fd, short what, void *data)
 static void
 on_timer(evutil_socket_t fd, short what, void *data)
 {
-   struct gpud_adoption *ad = data;
+   struct srv_adoption *ad = data;
    if (ad->fd >= 0)
       retry(ad); /* no answer in time */
    else
@@ -488,9 +488,9 @@ on_timer(evutil_socket_t fd, short what, void *data)
 }
 
 static void
-try_adopt(struct gpud_adoption *ad)
+try_adopt(struct srv_adoption *ad)
 {
-   struct gpud_server *server = ad->server;
+   struct srv_server *server = ad->server;
    struct sockaddr_un addr = {.sun_family = AF_UNIX};
    path_of(server, addr.sun_path, sizeof(addr.sun_path), ad->a.client_id, "sock");
    ad->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -509,8 +509,8 @@ try_adopt(struct gpud_adoption *ad)
    }
    /* its slot on this server's schedule page, given once */
    if (ad->a.sched_slot < 0 && ad->takes_page) {
-      struct gpud_client c = who(ad);
-      if (gpud_share_take(server, &c) == 0) {
+      struct srv_client c = who(ad);
+      if (srv_share_take(server, &c) == 0) {
          ad->a.sched_slot = c.sched_slot;
          ad->a.nice = c.nice;
       }
@@ -538,9 +538,9 @@ try_adopt(struct gpud_adoption *ad)
 }
 
 void
-gpud_adopt_begin(struct gpud_server *server)
+srv_adopt_begin(struct srv_server *server)
 {
-   struct gpud_adoption *ad;
+   struct srv_adoption *ad;
    util_list_for_each_safe(ad, &server->adoptions, link) {
       ad->read_ev = event_new(server->base, -1, 0, on_answer, ad);
       ad->timer = evtimer_new(server->base, on_timer, ad);
@@ -555,7 +555,7 @@ gpud_adopt_begin(struct gpud_server *server)
 /* The records earlier servers left: each a worker to adopt (its id stays
  * taken whatever becomes of it). */
 static void
-read_records(struct gpud_server *server)
+read_records(struct srv_server *server)
 {
    DIR *d = opendir(server->adopt_dir);
    if (!d)
@@ -566,7 +566,7 @@ read_records(struct gpud_server *server)
       if (strncmp(e->d_name, "client-", 7) || len < 7 + 6 ||
           strcmp(e->d_name + len - 6, ".state"))
          continue;
-      struct gpud_adoption *ad = calloc(1, sizeof(*ad));
+      struct srv_adoption *ad = calloc(1, sizeof(*ad));
       if (!ad)
          break;
       ad->server = server;
@@ -589,9 +589,9 @@ read_records(struct gpud_server *server)
 }
 
 int
-gpud_adopt_init(struct gpud_server *server)
+srv_adopt_init(struct srv_server *server)
 {
-   if (server->cfg.isolation != GPUD_ISOLATION_PROCESS)
+   if (server->cfg.isolation != SRV_ISOLATION_PROCESS)
       return 0; /* threads end with their server */
    char *dir = dir_path(server);
    if (!dir) {
@@ -619,9 +619,9 @@ gpud_adopt_init(struct gpud_server *server)
 }
 
 void
-gpud_adopt_finish(struct gpud_server *server)
+srv_adopt_finish(struct srv_server *server)
 {
-   struct gpud_adoption *ad;
+   struct srv_adoption *ad;
    util_list_for_each_safe(ad, &server->adoptions, link)
       adoption_free(ad); /* their records stay for the next server */
    free(server->adopt_dir);

@@ -7,8 +7,8 @@
  * privileges.  With --isolation=thread a worker is a thread of the server
  * using the server's host driver.
  */
-#include "gpud_spawn.h"
-#include "gpud_identity.h"
+#include "srv_spawn.h"
+#include "srv_identity.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +62,7 @@ validate_name(enum gpud_validate_mode mode)
  * directory comes with its client (gpud_become_cache_dir), and until
  * then (a spare loading the host driver) nothing is cached. */
 static char **
-worker_environ(struct gpud_server *server)
+worker_environ(struct srv_server *server)
 {
    size_t n = 0;
    while (environ[n])
@@ -101,14 +101,14 @@ worker_environ(struct gpud_server *server)
 }
 
 static void
-free_environ(struct gpud_server *server, char **env)
+free_environ(struct srv_server *server, char **env)
 {
    (void)server;
    free(env);
 }
 
 static int
-spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_fd)
+spawn_process(struct srv_server *server, struct srv_worker *worker, int child_fd)
 {
    char parent[32], level[16], device[128], grace[40], base[48 + 12 * 32];
    snprintf(parent, sizeof(parent), "--worker=%d", (int)getpid());
@@ -140,16 +140,16 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
    argv[n++] = level;
    /* a worker no later server can find (no private directory) ends with
     * its server */
-   worker->restart_grace_ms = gpud_restart_grace_ms(server);
+   worker->restart_grace_ms = srv_restart_grace_ms(server);
    snprintf(grace, sizeof(grace), "--restart-grace=%u", worker->restart_grace_ms);
    argv[n++] = grace;
    if (!server->cfg.sandbox)
       argv[n++] = "--no-sandbox";
    /* each client user's own uid: started as root, the worker waits as the
     * base user with root as its saved uid (gpud_become.c) */
-   const bool become = gpud_identity_on(server);
+   const bool become = srv_identity_on(server);
    if (become) {
-      const struct gpud_access *ac = &server->access;
+      const struct srv_access *ac = &server->access;
       int len = snprintf(base, sizeof(base), "--worker-base=%u:%u:", (unsigned)ac->worker_uid,
                          (unsigned)ac->worker_gid);
       /* the groups its client's identity has too (the base user's own
@@ -215,13 +215,13 @@ spawn_process(struct gpud_server *server, struct gpud_worker *worker, int child_
 }
 
 int
-gpud_spawn_worker(struct gpud_server *server, struct gpud_worker *worker)
+srv_spawn_worker(struct srv_server *server, struct srv_worker *worker)
 {
    int sv[2];
    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
       return -errno;
    int r;
-   if (server->cfg.isolation == GPUD_ISOLATION_THREAD) {
+   if (server->cfg.isolation == SRV_ISOLATION_THREAD) {
       struct thread_start *ts = malloc(sizeof(*ts));
       r = ts ? 0 : -ENOMEM;
       if (ts) {
@@ -247,7 +247,7 @@ gpud_spawn_worker(struct gpud_server *server, struct gpud_worker *worker)
 }
 
 void
-gpud_kill_worker(struct gpud_worker *worker, const char *why)
+srv_kill_worker(struct srv_worker *worker, const char *why)
 {
    if (!worker->kill_reason)
       worker->kill_reason = why;

@@ -9,7 +9,7 @@
  * workers decide whose turn it is from the page (daemon/worker/gpud_sched.c);
  * the server only says who weighs what, and shows what each took.
  */
-#include "gpud_share.h"
+#include "srv_share.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +29,7 @@
 #define BUCKET_MS 100   /* a quota's bucket: this much wall time of its share */
 
 int
-gpud_share_init(struct gpud_server *server)
+srv_share_init(struct srv_server *server)
 {
    if (!server->cfg.fair_share)
       return -ENODEV; /* clients go as the host driver has them */
@@ -57,7 +57,7 @@ gpud_share_init(struct gpud_server *server)
 }
 
 void
-gpud_share_finish(struct gpud_server *server)
+srv_share_finish(struct srv_server *server)
 {
    if (server->sched)
       munmap(server->sched, GPUD_SCHED_SIZE);
@@ -72,14 +72,14 @@ gpud_share_finish(struct gpud_server *server)
  * programs that say who they are.  The application may only lower its
  * priority too. */
 static void
-configured(const struct gpud_server *server, const struct gpud_client *client, int *ret_nice,
+configured(const struct srv_server *server, const struct srv_client *client, int *ret_nice,
            uint32_t *ret_quota, uint32_t *ret_user_quota)
 {
    int nice = 0;
    uint32_t quota = 0, user_quota = 0;
-   const struct gpud_config *cfg = &server->cfg;
+   const struct srv_config *cfg = &server->cfg;
    for (unsigned i = 0; i < cfg->n_share_rules; i++) {
-      const struct gpud_share_rule *r = &cfg->share_rules[i];
+      const struct srv_share_rule *r = &cfg->share_rules[i];
       if (r->user && r->uid == client->uid) {
          if (r->has_nice)
             nice = r->nice;
@@ -88,7 +88,7 @@ configured(const struct gpud_server *server, const struct gpud_client *client, i
       }
    }
    for (unsigned i = 0; i < cfg->n_share_rules; i++) {
-      const struct gpud_share_rule *r = &cfg->share_rules[i];
+      const struct srv_share_rule *r = &cfg->share_rules[i];
       if (!r->user && !strcmp(r->name, client->name)) {
          if (r->has_nice && r->nice > nice)
             nice = r->nice;
@@ -133,7 +133,7 @@ user_entry(struct gpud_sched_page *page, uid_t uid, uint32_t quota)
 
 /* With the client's slot taken: its weight and quotas written. */
 static void
-apply(struct gpud_server *server, struct gpud_client *client)
+apply(struct srv_server *server, struct srv_client *client)
 {
    struct gpud_sched_slot *slot = &server->sched->slots[client->sched_slot];
    int nice;
@@ -154,7 +154,7 @@ apply(struct gpud_server *server, struct gpud_client *client)
 }
 
 int
-gpud_share_take(struct gpud_server *server, struct gpud_client *client)
+srv_share_take(struct srv_server *server, struct srv_client *client)
 {
    client->sched_slot = -1;
    struct gpud_sched_page *page = server->sched;
@@ -189,7 +189,7 @@ gpud_share_take(struct gpud_server *server, struct gpud_client *client)
 }
 
 void
-gpud_share_release(struct gpud_server *server, struct gpud_client *client)
+srv_share_release(struct srv_server *server, struct srv_client *client)
 {
    if (!server->sched || client->sched_slot < 0)
       return;
@@ -201,42 +201,42 @@ gpud_share_release(struct gpud_server *server, struct gpud_client *client)
    atomic_fetch_sub(&server->sched->clients, 1);
    client->sched_slot = -1;
    atomic_fetch_add(&server->sched->epoch, 1);
-   gpud_share_wake(server);
+   srv_share_wake(server);
 }
 
 void
-gpud_share_wake(struct gpud_server *server)
+srv_share_wake(struct srv_server *server)
 {
    if (server->sched && atomic_load(&server->sched->waiters))
       util_futex_wake(&server->sched->epoch);
 }
 
 void
-gpud_share_renice(struct gpud_server *server, struct gpud_client *client, int nice)
+srv_share_renice(struct srv_server *server, struct srv_client *client, int nice)
 {
    client->nice = nice;
    client->reniced = true;
    if (server->sched && client->sched_slot >= 0) {
       apply(server, client);
-      gpud_share_wake(server);
+      srv_share_wake(server);
    }
 }
 
 void
-gpud_share_reload(struct gpud_server *server)
+srv_share_reload(struct srv_server *server)
 {
    if (!server->sched)
       return;
-   struct gpud_client *c;
+   struct srv_client *c;
    util_list_for_each(c, &server->clients, link) {
       if (c->sched_slot >= 0)
          apply(server, c);
    }
-   gpud_share_wake(server);
+   srv_share_wake(server);
 }
 
 void
-gpud_share_fill(const struct gpud_server *server, const struct gpud_client *client,
+srv_share_fill(const struct srv_server *server, const struct srv_client *client,
                 Gpud__ClientInfo *info)
 {
    if (!server->sched || client->sched_slot < 0)

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The daemon's configuration (gpud_config.c): defaults, then the files,
+ * The daemon's configuration (srv_config.c): defaults, then the files,
  * then the command line.
  */
 
@@ -16,19 +16,19 @@
 
 /* The workers' uids by default: in the range systemd's UIDS-GIDS.md leaves
  * unused (1879048192-2147352575, below its foreign range), 65536 of them. */
-#define GPUD_WORKER_UID_FIRST ((uid_t)2113929216) /* 0x7e000000 */
-#define GPUD_WORKER_UID_LAST ((uid_t)2113994751)
+#define SRV_WORKER_UID_FIRST ((uid_t)2113929216) /* 0x7e000000 */
+#define SRV_WORKER_UID_LAST ((uid_t)2113994751)
 
-enum gpud_isolation {
-   GPUD_ISOLATION_PROCESS, /* a worker process per client (the default) */
-   GPUD_ISOLATION_THREAD,  /* contexts on threads of the server, for debugging */
+enum srv_isolation {
+   SRV_ISOLATION_PROCESS, /* a worker process per client (the default) */
+   SRV_ISOLATION_THREAD,  /* contexts on threads of the server, for debugging */
 };
 
 /* A fair share's rule from the configuration files: [user NAME] (a user's
  * clients: its nice level, and a quota its clients share) or [program NAME]
  * (each client of that name: its nice level and quota). */
-#define GPUD_MAX_SHARE_RULES 64
-struct gpud_share_rule {
+#define SRV_MAX_SHARE_RULES 64
+struct srv_share_rule {
    bool user;
    const char *name;    /* as written */
    uid_t uid;           /* a user's, resolved when read */
@@ -39,7 +39,7 @@ struct gpud_share_rule {
 };
 
 /* Everything the command line sets. */
-struct gpud_config {
+struct srv_config {
    const char *socket_path; /* NULL: systemd's socket or the default */
    const char *manifest;    /* host driver; NULL: pick one */
    const char *device;      /* the served device's selector, as written */
@@ -48,9 +48,9 @@ struct gpud_config {
    bool list_devices;       /* --list-devices */
    enum gpud_validate_mode validate;
    enum gpud_spirv_mode spirv;
-   enum gpud_isolation isolation;
+   enum srv_isolation isolation;
    bool sandbox;
-   bool fair_share;         /* the schedule page (gpud_share.c) */
+   bool fair_share;         /* the schedule page (srv_share.c) */
    const char *user;        /* workers run as this user before they have a client, and
                              * as its groups (root daemons) */
    /* a uid (and gid) of their own for each client user's workers, from
@@ -69,33 +69,33 @@ struct gpud_config {
    unsigned spare_workers;
    int replay_threads;      /* a worker's replay lanes; -1: by its CPUs */
    struct gpud_limits limits;
-   struct gpud_share_rule share_rules[GPUD_MAX_SHARE_RULES];
+   struct srv_share_rule share_rules[SRV_MAX_SHARE_RULES];
    unsigned n_share_rules;
    int log_level;           /* enum util_log_level, or -1: the default */
    int start_log_level;     /* the level before the files (a reload without
                              * log-level returns to it) */
    /* the values read from configuration files */
-   struct gpud_config_strings *strings;
+   struct srv_config_strings *strings;
 };
 
 /* Frees cfg's strings (and those of the configurations it replaced); cfg
  * keeps older's strings alive (a reload keeps some values of the running
  * configuration). */
-void gpud_config_finish(struct gpud_config *cfg);
-void gpud_config_keep_older(struct gpud_config *cfg, struct gpud_config *older);
+void srv_config_finish(struct srv_config *cfg);
+void srv_config_keep_older(struct srv_config *cfg, struct srv_config *older);
 
-enum gpud_config_result {
-   GPUD_CONFIG_OK,
-   GPUD_CONFIG_EXIT,  /* --help, --version: printed */
-   GPUD_CONFIG_USAGE, /* a bad command line (said on stderr): exit 2 */
-   GPUD_CONFIG_BAD,   /* a bad configuration file, *error says why: exit 78 */
+enum srv_config_result {
+   SRV_CONFIG_OK,
+   SRV_CONFIG_EXIT,  /* --help, --version: printed */
+   SRV_CONFIG_USAGE, /* a bad command line (said on stderr): exit 2 */
+   SRV_CONFIG_BAD,   /* a bad configuration file, *error says why: exit 78 */
 };
 
 /* cfg from the defaults, the files and argv (kept for reloads).
  * *worker_parent: the server's pid for a worker (--worker), else 0. */
-enum gpud_config_result gpud_config_build(struct gpud_config *cfg, int argc, char **argv,
+enum srv_config_result srv_config_build(struct srv_config *cfg, int argc, char **argv,
                                           pid_t *worker_parent, char **error);
 /* The configuration again, for a reload (SIGHUP): the files read again and
  * the command line applied over them.  -1 with *error ("file:line: reason",
  * to free) when it cannot. */
-int gpud_config_reload(struct gpud_config *cfg, char **error);
+int srv_config_reload(struct srv_config *cfg, char **error);
