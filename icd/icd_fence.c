@@ -14,6 +14,8 @@
  */
 #include "icd.h"
 
+#include "util_fd.h"
+
 #include "util_trace.h"
 
 static int
@@ -222,4 +224,20 @@ icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences
    /* the daemon knows: ask it, for what is left of the timeout */
    return r == VK_NOT_READY ? icd_gen_vkWaitForFences(device, fenceCount, pFences, waitAll, left)
                             : r;
+}
+
+/* An fd the application gives must be open: sending a closed one would
+ * fail the whole message and lose the connection. */
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkImportFenceFdKHR(VkDevice device, const VkImportFenceFdInfoKHR *pImportFenceFdInfo)
+{
+   if (pImportFenceFdInfo->fd != -1 && !util_fd_open(pImportFenceFdInfo->fd))
+      return VK_ERROR_INVALID_EXTERNAL_HANDLE;
+   VkResult r = icd_gen_vkImportFenceFdKHR(device, pImportFenceFdInfo);
+   if (r == VK_SUCCESS) {
+      int fd = pImportFenceFdInfo->fd;
+      util_fd_close(&fd);
+      icd_fence_untrack(pImportFenceFdInfo->fence);
+   }
+   return r;
 }

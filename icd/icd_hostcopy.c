@@ -10,7 +10,8 @@
  * worker to copy the image into it and hands the regions to the
  * application. A region's size comes from its format's
  * texel blocks (protocol/wire_hostcopy.h), which both sides compute: the
- * ICD remembers the format and layers of each image made for host copies.
+ * ICD remembers the format and layers of each image made for host copies
+ * (icd_image.c adds and removes them).
  *
  * One copy at a time per device uses the staging memory; it grows to the
  * largest copy, up to ICD_STAGING_MAX, and larger copies go in parts (a
@@ -77,60 +78,45 @@ host_image_find(struct icd_device *dev, uint64_t id)
    return NULL;
 }
 
-VKAPI_ATTR VkResult VKAPI_CALL
-icd_vkCreateImage(VkDevice device, const VkImageCreateInfo *pCreateInfo,
-                  const VkAllocationCallbacks *pAllocator, VkImage *pImage)
+bool
+icd_hostcopy_image_add(struct icd_device *dev, VkImage image, VkFormat format, uint32_t layers)
 {
-   VkResult r = icd_gen_vkCreateImage(device, pCreateInfo, pAllocator, pImage);
-   if (r != VK_SUCCESS || !(pCreateInfo->usage & VK_IMAGE_USAGE_HOST_TRANSFER_BIT_EXT))
-      return r;
-   struct icd_device *dev = icd_device_from_handle(device);
    struct icd_host_image *img = calloc(1, sizeof(*img));
    pthread_mutex_lock(&dev->hostcopy_mutex);
    if (!dev->host_images)
       dev->host_images = calloc(HOST_IMAGE_BUCKETS, sizeof(*dev->host_images));
-   if (img && dev->host_images) {
+   bool added = img && dev->host_images;
+   if (added) {
       *img = (struct icd_host_image){
-         .id = (uint64_t)*pImage,
-         .format = pCreateInfo->format,
-         .layers = pCreateInfo->arrayLayers,
-         .next = dev->host_images[bucket((uint64_t)*pImage)],
+         .id = (uint64_t)image,
+         .format = format,
+         .layers = layers,
+         .next = dev->host_images[bucket((uint64_t)image)],
       };
       dev->host_images[bucket(img->id)] = img;
       img = NULL;
-      r = VK_SUCCESS;
-   } else {
-      r = VK_ERROR_OUT_OF_HOST_MEMORY;
    }
    pthread_mutex_unlock(&dev->hostcopy_mutex);
-   if (r != VK_SUCCESS) {
-      free(img);
-      icd_gen_vkDestroyImage(device, *pImage, pAllocator);
-      *pImage = VK_NULL_HANDLE;
-   }
-   return r;
+   free(img);
+   return added;
 }
 
-VKAPI_ATTR void VKAPI_CALL
-icd_vkDestroyImage(VkDevice device, VkImage image, const VkAllocationCallbacks *pAllocator)
+void
+icd_hostcopy_image_remove(struct icd_device *dev, VkImage image)
 {
-   struct icd_device *dev = icd_device_from_handle(device);
-   if (image) {
-      pthread_mutex_lock(&dev->hostcopy_mutex);
-      if (dev->host_images) {
-         for (struct icd_host_image **p = &dev->host_images[bucket((uint64_t)image)]; *p;
-              p = &(*p)->next) {
-            if ((*p)->id == (uint64_t)image) {
-               struct icd_host_image *gone = *p;
-               *p = gone->next;
-               free(gone);
-               break;
-            }
+   pthread_mutex_lock(&dev->hostcopy_mutex);
+   if (dev->host_images) {
+      for (struct icd_host_image **p = &dev->host_images[bucket((uint64_t)image)]; *p;
+           p = &(*p)->next) {
+         if ((*p)->id == (uint64_t)image) {
+            struct icd_host_image *gone = *p;
+            *p = gone->next;
+            free(gone);
+            break;
          }
       }
-      pthread_mutex_unlock(&dev->hostcopy_mutex);
    }
-   icd_gen_vkDestroyImage(device, image, pAllocator);
+   pthread_mutex_unlock(&dev->hostcopy_mutex);
 }
 
 /* The bytes region i takes in host memory (0: a region gpud cannot size,

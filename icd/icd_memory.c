@@ -16,14 +16,6 @@
 #include "util_macros.h"
 #include "util_memfd.h"
 
-/* An fd the application gives must be open: sending a closed one would
- * fail the whole message and lose the connection. */
-static bool
-fd_bad(int fd)
-{
-   return fd < 0 || fcntl(fd, F_GETFD) < 0;
-}
-
 /* vkAllocateMemory; keep_fd (may be NULL) receives a copy of the memfd of
  * host-visible memory (-1 for other memory). */
 static VkResult
@@ -32,10 +24,12 @@ allocate_memory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
 {
    if (keep_fd)
       *keep_fd = -1;
+   /* an fd the application gives must be open: sending a closed one would
+    * fail the whole message and lose the connection */
    for (const VkBaseInStructure *c = pAllocateInfo->pNext; c; c = c->pNext) {
       const VkImportMemoryFdInfoKHR *import = (const VkImportMemoryFdInfoKHR *)c;
       if (c->sType == VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR && import->handleType &&
-          fd_bad(import->fd)) {
+          !util_fd_open(import->fd)) {
          *pMemory = VK_NULL_HANDLE;
          return VK_ERROR_INVALID_EXTERNAL_HANDLE;
       }
@@ -147,36 +141,6 @@ icd_allocate_shared_memory(VkDevice device, uint32_t type_index, VkDeviceSize si
    }
    *map = mem->map;
    return VK_SUCCESS;
-}
-
-VKAPI_ATTR VkResult VKAPI_CALL
-icd_vkImportSemaphoreFdKHR(VkDevice device,
-                           const VkImportSemaphoreFdInfoKHR *pImportSemaphoreFdInfo)
-{
-   /* (-1 is a signalled sync fd) */
-   if (pImportSemaphoreFdInfo->fd != -1 && fd_bad(pImportSemaphoreFdInfo->fd))
-      return VK_ERROR_INVALID_EXTERNAL_HANDLE;
-   VkResult r = icd_gen_vkImportSemaphoreFdKHR(device, pImportSemaphoreFdInfo);
-   if (r == VK_SUCCESS) {
-      int fd = pImportSemaphoreFdInfo->fd;
-      util_fd_close(&fd);
-      icd_semaphore_untrack(pImportSemaphoreFdInfo->semaphore);
-   }
-   return r;
-}
-
-VKAPI_ATTR VkResult VKAPI_CALL
-icd_vkImportFenceFdKHR(VkDevice device, const VkImportFenceFdInfoKHR *pImportFenceFdInfo)
-{
-   if (pImportFenceFdInfo->fd != -1 && fd_bad(pImportFenceFdInfo->fd))
-      return VK_ERROR_INVALID_EXTERNAL_HANDLE;
-   VkResult r = icd_gen_vkImportFenceFdKHR(device, pImportFenceFdInfo);
-   if (r == VK_SUCCESS) {
-      int fd = pImportFenceFdInfo->fd;
-      util_fd_close(&fd);
-      icd_fence_untrack(pImportFenceFdInfo->fence);
-   }
-   return r;
 }
 
 /* A program fills what it maps: where the host driver made the pages
@@ -344,7 +308,7 @@ VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkGetMemoryFdPropertiesKHR(VkDevice device, VkExternalMemoryHandleTypeFlagBits handleType,
                                int fd, VkMemoryFdPropertiesKHR *pMemoryFdProperties)
 {
-   if (fd_bad(fd))
+   if (!util_fd_open(fd))
       return VK_ERROR_INVALID_EXTERNAL_HANDLE;
    return icd_gen_vkGetMemoryFdPropertiesKHR(device, handleType, fd, pMemoryFdProperties);
 }

@@ -7,6 +7,8 @@
  */
 #include "icd.h"
 
+#include "util_fd.h"
+
 static struct gpud_semaphore_slot *
 sem_slot(const struct icd_semaphore *s)
 {
@@ -162,4 +164,22 @@ icd_vkWaitSemaphores(VkDevice device, const VkSemaphoreWaitInfo *pWaitInfo, uint
    VkResult r = dev->completion ? icd_completion_wait(dev, semaphores_reached, pWaitInfo, timeout, &left)
                              : VK_NOT_READY;
    return r == VK_NOT_READY ? icd_gen_vkWaitSemaphores(device, pWaitInfo, left) : r;
+}
+
+/* An fd the application gives must be open: sending a closed one would
+ * fail the whole message and lose the connection. */
+VKAPI_ATTR VkResult VKAPI_CALL
+icd_vkImportSemaphoreFdKHR(VkDevice device,
+                           const VkImportSemaphoreFdInfoKHR *pImportSemaphoreFdInfo)
+{
+   /* (-1 is a signalled sync fd) */
+   if (pImportSemaphoreFdInfo->fd != -1 && !util_fd_open(pImportSemaphoreFdInfo->fd))
+      return VK_ERROR_INVALID_EXTERNAL_HANDLE;
+   VkResult r = icd_gen_vkImportSemaphoreFdKHR(device, pImportSemaphoreFdInfo);
+   if (r == VK_SUCCESS) {
+      int fd = pImportSemaphoreFdInfo->fd;
+      util_fd_close(&fd);
+      icd_semaphore_untrack(pImportSemaphoreFdInfo->semaphore);
+   }
+   return r;
 }

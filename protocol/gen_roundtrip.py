@@ -28,8 +28,9 @@ tests/unit/test_wire_roundtrip.c.  Each case has two variants, each of which
     values, and re-encodes what the ICD received to compare it with the
     reply.
 
-Like gen_wire.py, this uses only the Python standard library; it imports
-gen_wire.py for the command table and the encoding rules."""
+Like gen_wire.py, this uses only the Python standard library; it uses the
+generator's own parts: its tables (gen_tables.py), its model of the
+registry (gen_model.py) and its encoding rules (gen_emit_*.py)."""
 
 import argparse
 import os
@@ -37,9 +38,21 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gen_wire  # noqa: E402
+from gen_tables import (  # noqa: E402
+    CONDITIONAL_MEMBERS,
+    DROPPED_MEMBERS,
+    FD_MEMBERS,
+    ICD_POINTER_HANDLES,
+    MAX_OPAQUE_DATA,
+    NESTED_LENS,
+    VIDEO_SUBLAYER_ARRAYS,
+    nested_len)
+from gen_model import Gen, pointer_array  # noqa: E402
+from gen_writer import Writer, write_if_changed  # noqa: E402
+from gen_emit_structs import member_len, member_nullable  # noqa: E402
+from gen_emit_commands import cmd_params, count_param_of, decl_type, is_sync  # noqa: E402
 import vkxml  # noqa: E402
-from gen_wire import ICD_POINTER_HANDLES  # noqa: E402
+
 
 # --------------------------------------------------------------------------
 # The tables: everything hand-decided lives here.
@@ -93,7 +106,7 @@ CHOSEN_VALUES = {
         'VK_BUILD_ACCELERATION_STRUCTURE_MODE_BUILD_KHR'],
 }
 
-# Members of which a structure holds one only (gen_wire's STRUCT_CHECKS
+# Members of which a structure holds one only (gen_tables.py's STRUCT_CHECKS
 # refuse both): successive occurrences fill each in turn.
 ONE_OF = {
     'VkAccelerationStructureBuildGeometryInfoKHR': ('pGeometries', 'ppGeometries'),
@@ -159,7 +172,7 @@ class Case:
 
     def absent(self, owner, m):
         """Whether the sparse variant leaves member or parameter m out."""
-        return self.sparse and gen_wire.member_nullable(self.gen, owner, m)
+        return self.sparse and member_nullable(self.gen, owner, m)
 
     def local(self, prefix):
         self.nlocal += 1
@@ -305,7 +318,7 @@ class Case:
         for m in s.members:
             mlv = f'{lv}.{m.name}'
             key = (sname, m.name)
-            if m.name in skipped or key in gen_wire.DROPPED_MEMBERS:
+            if m.name in skipped or key in DROPPED_MEMBERS:
                 continue  # NULL: zeroed
             if m.name in chosen:
                 um = chosen[m.name]
@@ -344,7 +357,7 @@ class Case:
                 self.w(f'{mlv} = ({m.type})(({self.scalar_value(m.type)}) & 0x{mask:x}u);')
             elif m.ptr == 0:
                 self.fill_value(mlv, m.type, m.dims, depth + 1)
-            elif key in gen_wire.VIDEO_SUBLAYER_ARRAYS:
+            elif key in VIDEO_SUBLAYER_ARRAYS:
                 # as many as the parameter set may have sub-layers
                 self.fill_pointer(mlv, m, sname, depth + 1, count=7)
             else:
@@ -376,7 +389,7 @@ class Case:
             self.w(f'memset({loc}, 0, sizeof({loc}));')
             self.w(f'{lv} = {loc};')
             return
-        if gen_wire.pointer_array(reg, m):
+        if pointer_array(reg, m):
             t = self.ctype(m.type)
             loc = self.local('a')
             ptrs = self.local('p')
@@ -387,7 +400,7 @@ class Case:
             self.w(f'const {t} *{ptrs}[{n}] = {{{", ".join(f"&{loc}[{i}]" for i in range(n))}}};')
             self.w(f'{lv} = {ptrs};')
             return
-        if (owner, m.name) in gen_wire.NESTED_LENS:
+        if (owner, m.name) in NESTED_LENS:
             # each inner array as long as any inner length the sample sets
             t = self.ctype(m.type)
             ptrs = self.local('p')
@@ -462,9 +475,9 @@ class Case:
         reg = self.reg
         cmd = self.cmd
         name = self.name
-        params = gen_wire.cmd_params(gen, cmd)
+        params = cmd_params(gen, cmd)
         byname = {p.name: p for p in params}
-        sync = gen_wire.is_sync(gen, cmd)
+        sync = is_sync(gen, cmd)
 
         # lengths given by scalar parameters or by members of input structs
         scalar_lens = {}
@@ -515,7 +528,7 @@ class Case:
             by_address = p.role in ('out_count', 'out_struct', 'out_scalar')
             args.append(f'&{x}' if by_address else x)
             if p.role == 'input':
-                decl = re.sub(r'\b' + re.escape(p.name) + r'\b', x, gen_wire.decl_type(m))
+                decl = re.sub(r'\b' + re.escape(p.name) + r'\b', x, decl_type(m))
                 if m.ptr == 0 and m.dims:
                     self.w(decl.replace('const ', '') + ';')
                     self.fill_value(x, m.type, m.dims, 0)
@@ -544,11 +557,11 @@ class Case:
             if p.role == 'out_count':
                 self.w(f'{m.type} {x} = {scalar_lens.get(p.name, OUTPUT_CAP)};')
             elif p.role == 'out_array':
-                cp = gen_wire.count_param_of(cmd, p)
+                cp = count_param_of(cmd, p)
                 cap = scalar_lens.get(cp.name if cp else m.len[0], OUTPUT_CAP) \
                     if m.len else OUTPUT_CAP
                 if m.len and m.len[0] == 'WIRE_MAX_OPAQUE_DATA':
-                    cap = gen_wire.MAX_OPAQUE_DATA
+                    cap = MAX_OPAQUE_DATA
                 t = self.ctype(m.type)
                 if self.sparse and m.is_optional:
                     self.w(f'{t} *{x} = NULL; /* asks for the count only */')
@@ -645,7 +658,7 @@ class Case:
         if ret != 'void':
             if ret == 'VkResult':
                 # an fd comes back with VK_SUCCESS only
-                fd_out = any((name, p.name) in gen_wire.FD_MEMBERS for p in outs)
+                fd_out = any((name, p.name) in FD_MEMBERS for p in outs)
                 ret_value = 'VK_SUCCESS' if fd_out else 'VK_INCOMPLETE'
             else:
                 info = reg.scalar_info(ret)
@@ -702,7 +715,7 @@ class Case:
                 self.w('if (same)')
                 self.w(f'   same = rt_eq_{p.type}(t, a.{p.name}, &{x});')
             elif p.role == 'out_array' and p.name not in self.null_outs:
-                cp = gen_wire.count_param_of(cmd, p)
+                cp = count_param_of(cmd, p)
                 n = f'*a.{cp.name}' if cp else f'a.{p.name}_cap'
                 self.w(f'if (a.{p.name}) {{')
                 if p.kind == 'struct':
@@ -767,11 +780,11 @@ def emit_eq_member(gen, w, ind, owner, members, m, xp, yp):
     k = reg.kind(m.type)
     t = reg.resolve_type(m.type)
     xv, yv = xp + m.name, yp + m.name
-    if (owner, m.name) in gen_wire.DROPPED_MEMBERS:
+    if (owner, m.name) in DROPPED_MEMBERS:
         w(f'{ind}if (same && {yp}{m.name} != NULL)')
         w(f'{ind}   same = rt_differs(t, "{owner}.{m.name} (travelled though dropped)");')
         return
-    cond = gen_wire.CONDITIONAL_MEMBERS.get((owner, m.name))
+    cond = CONDITIONAL_MEMBERS.get((owner, m.name))
     differs = f'same = rt_differs(t, "{owner}.{m.name}");'
     if cond:
         absent = f'{yv} != VK_NULL_HANDLE' if m.ptr == 0 else f'{yv} != NULL'
@@ -834,8 +847,8 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
     w(f'{ind}   {differs}')
     w(f'{ind}if (same && {xv}) {{')
     i2 = ind + '   '
-    n = gen_wire.member_len(gen, members, m, xp)
-    if gen_wire.pointer_array(reg, m):
+    n = member_len(gen, members, m, xp)
+    if pointer_array(reg, m):
         w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
         w(f'{i2}   same = rt_eq_{t}(t, {xv}[i], {yv}[i]);')
     elif m.ptr == 2 and m.type != 'char':
@@ -882,9 +895,9 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
 def owner_nested_len(gen, members, m, prefix):
     """NESTED_LENS' inner length of parameter m (members: its command's
     parameters)."""
-    for (cmd, name) in gen_wire.NESTED_LENS:
+    for (cmd, name) in NESTED_LENS:
         if name == m.name and cmd in gen.reg.commands and gen.reg.commands[cmd].params is members:
-            return gen_wire.nested_len((cmd, name), prefix)
+            return nested_len((cmd, name), prefix)
     raise SystemExit(f'gen_roundtrip: {m.name}: a pointer to pointers NESTED_LENS does not list')
 
 
@@ -938,7 +951,7 @@ def emit_eq(gen, w):
         w('   (void)t;')
         w('   (void)x;')
         w('   (void)y;')
-        if any((sname, m.name) in gen_wire.CONDITIONAL_MEMBERS for m in s.members):
+        if any((sname, m.name) in CONDITIONAL_MEMBERS for m in s.members):
             w(f'   const {sname} *s = x; /* what the conditions read */')
             w('   struct wire_enc *e = &cond_enc;')
             w('   (void)s;')
@@ -1057,13 +1070,13 @@ def main():
                     help="only the daemon's decoders by op, for the fuzzer")
     args = ap.parse_args()
     reg = vkxml.Registry(args.xml)
-    gen = gen_wire.Gen(reg)
+    gen = Gen(reg)
 
-    w = gen_wire.Writer()
+    w = Writer()
     if args.decoders:
         w(f'/* Generated by gen_roundtrip.py from vk.xml {reg.header_version}; do not edit. */')
         emit_decoders(gen, w)
-        gen_wire.write_if_changed(args.out, w.text())
+        write_if_changed(args.out, w.text())
         return 0
     w(f'/* Generated by gen_roundtrip.py from vk.xml {reg.header_version}; do not edit. */')
     w('#include "test_wire_roundtrip.h"')
@@ -1090,7 +1103,7 @@ def main():
     w('};\n')
     w(f'const unsigned rt_case_count = {len(gen.wire_commands)};')
 
-    gen_wire.write_if_changed(args.out, w.text())
+    write_if_changed(args.out, w.text())
     return 0
 
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* File descriptors closed once (util_fd.h). */
+/* File descriptors closed once, and told open (util_fd.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "util_fd.h"
@@ -18,4 +19,10 @@ util_fd_close(int *fd)
    close(*fd);
    *fd = -1;
    errno = saved_errno;
+}
+
+bool
+util_fd_open(int fd)
+{
+   return fd >= 0 && fcntl(fd, F_GETFD) >= 0;
 }

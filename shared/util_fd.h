@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
+
 /* File descriptors held in variables: moved out, or closed and marked so. */
 
 /* Takes ownership of an fd out of a variable, leaving -1 behind. */
@@ -14,3 +16,6 @@ util_fd_move(int *fd)
 
 /* Closes an fd if it is valid and marks the variable closed. */
 void util_fd_close(int *fd);
+
+/* Whether fd is an open file descriptor of this process. */
+bool util_fd_open(int fd);

@@ -16,7 +16,7 @@ Values that differ from run to run whatever the driver is asked (handles,
 device addresses, host pointers, fds) are written as what they are, not as
 numbers; bytes (SPIR-V, specialization data, initial cache data) as their
 length and a hash.  Members the API ignores under a condition follow the
-wire's CONDITIONAL_MEMBERS (protocol/gen_wire.py): an application may leave
+wire's CONDITIONAL_MEMBERS (protocol/gen_tables.py): an application may leave
 them uninitialised.
 
 Python standard library only; it reads the registry through
@@ -29,7 +29,16 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
                                 'protocol'))
 import vkxml  # noqa: E402
-import gen_wire  # noqa: E402
+from gen_tables import (  # noqa: E402
+    ADDRESS_UNIONS,
+    CONDITIONAL_MEMBERS,
+    FD_MEMBERS,
+    TEXT_LENS,
+    VIDEO_LENS,
+    VIDEO_SUBLAYER_ARRAYS)
+from gen_model import pointer_array, resolve_command  # noqa: E402
+from gen_writer import Writer, write_if_changed  # noqa: E402
+from gen_emit_structs import member_len  # noqa: E402
 
 # --------------------------------------------------------------------------
 # The tables: everything hand-decided lives here.
@@ -99,12 +108,12 @@ def in_headers(reg):
 class Model:
     def __init__(self, reg):
         self.reg = reg
-        for (sname, mname), length in (gen_wire.VIDEO_LENS | gen_wire.TEXT_LENS).items():
+        for (sname, mname), length in (VIDEO_LENS | TEXT_LENS).items():
             for m in reg.structs[sname].members if sname in reg.structs else ():
                 if m.name == mname and not m.len:
                     m.len = [length]
         # (their length is the parameter set's count of sub-layers)
-        for sname, mname in gen_wire.VIDEO_SUBLAYER_ARRAYS:
+        for sname, mname in VIDEO_SUBLAYER_ARRAYS:
             for m in reg.structs[sname].members if sname in reg.structs else ():
                 if m.name == mname:
                     m.len = []
@@ -187,7 +196,7 @@ def value_line(model, ind, tname, expr, bitfield=False):
     k = reg.kind(t)
     if t in OPAQUE_TYPES:
         return f'{ind}hr_opaque(h, {expr} != 0, "{OPAQUE_TYPES[t]}");'
-    if t in gen_wire.ADDRESS_UNIONS:
+    if t in ADDRESS_UNIONS:
         return f'{ind}hr_opaque(h, true, "address");'
     if k == 'handle':
         return f'{ind}hr_opaque(h, {expr} != VK_NULL_HANDLE, "handle");'
@@ -230,7 +239,7 @@ def emit_member(model, w, owner, members, m, prefix, ind):
     if not model.usable(t):
         return
     w(f'{ind}hr_at(h, at, "{label}");')
-    fd = (owner, m.name) in gen_wire.FD_MEMBERS
+    fd = (owner, m.name) in FD_MEMBERS
     if m.ptr == 0 and not m.dims:
         if fd:
             w(f'{ind}hr_opaque(h, {v} >= 0, "fd");')
@@ -253,7 +262,7 @@ def emit_member(model, w, owner, members, m, prefix, ind):
             w(f'{ind}}}')
         return
     # pointers
-    cond = gen_wire.CONDITIONAL_MEMBERS.get((owner, m.name))
+    cond = CONDITIONAL_MEMBERS.get((owner, m.name))
     if cond:
         w(f'{ind}if (!({cond})) {{')
         w(f'{ind}   hr_opaque(h, false, "ignored");')
@@ -261,7 +270,7 @@ def emit_member(model, w, owner, members, m, prefix, ind):
         ind2 = ind + '   '
     else:
         ind2 = ind
-    n = gen_wire.member_len(None, members, m, prefix)
+    n = member_len(None, members, m, prefix)
     if n is not None and not (m.len and m.len[0] == 'null-terminated'):
         # (an empty array is empty, whatever its pointer)
         w(f'{ind2}if (!({n})) {{')
@@ -280,7 +289,7 @@ def emit_member(model, w, owner, members, m, prefix, ind):
         w(f'{i3}   hr_index(h, i);')
         w(f'{i3}   hr_string(h, {v}[i]);')
         w(f'{i3}}}')
-    elif gen_wire.pointer_array(reg, m) and t in model.struct_set:
+    elif pointer_array(reg, m) and t in model.struct_set:
         w(f'{i3}for (uint32_t i = 0; i < (uint32_t)({n}); i++) {{')
         w(f'{i3}   hr_at(h, at, "{label}");')
         w(f'{i3}   hr_index(h, i);')
@@ -298,7 +307,7 @@ def emit_member(model, w, owner, members, m, prefix, ind):
         else:
             w(f'{i3}hr_bytes(h, {v}, (size_t)({n}));')
     elif n is None:
-        if (owner, m.name) in gen_wire.FD_MEMBERS:
+        if (owner, m.name) in FD_MEMBERS:
             w(f'{i3}hr_opaque(h, true, "fd");')
         elif k == 'struct' and t in model.struct_set:
             w(f'{i3}hr_dump_{t}(h, {v});')
@@ -372,7 +381,7 @@ def emit_structs(model, w):
             continue
         w('   const size_t at = h->len;')
         w('   (void)at;')
-        if any((t, m.name) in gen_wire.CONDITIONAL_MEMBERS for m in s.members):
+        if any((t, m.name) in CONDITIONAL_MEMBERS for m in s.members):
             w('   struct wire_enc *e = &hr_cond_enc;')
             w('   (void)e;')
         for m in s.members:
@@ -429,7 +438,7 @@ def emit_commands(model, w):
         w(f'   {{"{name}", (PFN_vkVoidFunction)rec_{name}, (PFN_vkVoidFunction *)&next_{name}, '
           f'{"true" if device_level(reg, cmd) else "false"}}},')
         for alias, target in sorted(reg.command_alias.items()):
-            if gen_wire.resolve_command(reg, alias) == name:
+            if resolve_command(reg, alias) == name:
                 w(f'   {{"{alias}", (PFN_vkVoidFunction)rec_{name}, '
                   f'(PFN_vkVoidFunction *)&next_{name}, '
                   f'{"true" if device_level(reg, cmd) else "false"}}},')
@@ -444,7 +453,7 @@ def main():
     args = ap.parse_args()
     reg = vkxml.Registry(args.xml)
     model = Model(reg)
-    w = gen_wire.Writer()
+    w = Writer()
     w(f'/* Generated by gen_hostrec.py from vk.xml {reg.header_version}; do not edit. */')
     w('#include "hostrec.h"')
     w()
@@ -455,7 +464,7 @@ def main():
     w()
     emit_structs(model, w)
     emit_commands(model, w)
-    gen_wire.write_if_changed(args.out, w.text())
+    write_if_changed(args.out, w.text())
     return 0
 
 

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The worker's completion page as a device reads it (icd_completion.c):
+ * its slots and the waits on it.
+ */
+
+#include "icd_object.h"
+
+void icd_device_completion_init(struct icd_device *dev);
+void icd_device_completion_finish(struct icd_device *dev);
+/* Slots of the page's tables (with the device's mutex taken here): a free
+ * one of n, or -1, and (tag not NULL) a new tag, never 0, for what takes
+ * it; given back. */
+int icd_completion_slot_take(struct icd_device *dev, uint64_t *used, unsigned *hint, unsigned n,
+                             uint32_t *tag);
+void icd_completion_slot_give(struct icd_device *dev, uint64_t *used, unsigned *hint, int slot);
+/* A fence's slot given back, the first generation of its next fence set. */
+void icd_completion_fence_slot_give(struct icd_device *dev, int slot, uint32_t next_generation);
+/* Waits on the page until reached(what) says VK_SUCCESS, the timeout ends
+ * (VK_TIMEOUT), the device or the daemon is lost (VK_ERROR_DEVICE_LOST), or
+ * something must be asked about (VK_NOT_READY, with the timeout left in
+ * *left). */
+VkResult icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *),
+                             const void *what, uint64_t timeout, uint64_t *left);
