@@ -50,6 +50,21 @@ def canonical_tables(reg):
         t.update(canonical)
 
 
+def apply_member_lens(reg):
+    """The lengths the registry leaves out given to the members that need
+    them (VIDEO_LENS, TEXT_LENS), and the video sub-layer arrays' taken
+    away (later registries name them "*_max_sub_layers_minus1 + 1"; their
+    length is the parameter set's count of sub-layers)."""
+    for (sname, mname), length in (VIDEO_LENS | TEXT_LENS).items():
+        for m in reg.structs[sname].members if sname in reg.structs else ():
+            if m.name == mname and not m.len:
+                m.len = [length]
+    for sname, mname in VIDEO_SUBLAYER_ARRAYS:
+        for m in reg.structs[sname].members if sname in reg.structs else ():
+            if m.name == mname:
+                m.len = []
+
+
 class Gen:
     def __init__(self, reg):
         self.reg = reg
@@ -60,15 +75,7 @@ class Gen:
             for p in reg.commands[c].params if c in reg.commands else ():
                 if p.name == param and not p.len:
                     p.len = ['WIRE_MAX_OPAQUE_DATA']
-        for (sname, mname), length in (VIDEO_LENS | TEXT_LENS).items():
-            for m in reg.structs[sname].members if sname in reg.structs else ():
-                if m.name == mname and not m.len:
-                    m.len = [length]
-        # (later registries name them "*_max_sub_layers_minus1 + 1")
-        for sname, mname in VIDEO_SUBLAYER_ARRAYS:
-            for m in reg.structs[sname].members if sname in reg.structs else ():
-                if m.name == mname:
-                    m.len = []
+        apply_member_lens(reg)
         self.walked = False
         self.types = set()
         self.commands = []

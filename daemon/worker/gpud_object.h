@@ -109,7 +109,7 @@ struct gpud_object {
     * charged to the client until the client ends */
    bool exported;
    char *name; /* VK_EXT_debug_utils */
-   /* queues: which one, and its completion tracking (gpud_queue.c) */
+   /* queues: which one, and its completion tracking (gpud_track.c) */
    uint32_t queue_family, queue_index;
    struct gpud_queue_track *track;
    /* devices: the tracker of their queues */
@@ -119,7 +119,7 @@ struct gpud_object {
    /* fences, while completions are delayed (gpud_inject.c): when the worker
     * first saw it signalled */
    atomic_uint_least64_t signal_seen_ns;
-   /* fences with a slot on their device's completion page (gpud_queue.c):
+   /* fences with a slot on their device's completion page (gpud_track.c):
     * the slot, and the resets so far (from the slot's first generation) */
    bool fence_tracked;
    uint32_t fence_slot;

@@ -2,11 +2,12 @@
 #pragma once
 
 /*
- * The queues of a client's devices (gpud_queue.c): each submission tracked
- * to its completion, what gpudctl shows of it (submissions, in flight, busy
- * time), and the completion page the application reads its fences,
- * timeline semaphores, events and query results from.  The executors of
- * submissions and of the page's slots.
+ * The queues of a client's devices (gpud_queue.c, the submissions;
+ * gpud_track.c, the tracker): each submission tracked to its completion,
+ * what gpudctl shows of it (submissions, in flight, busy time), and the
+ * completion page the application reads its fences, timeline semaphores,
+ * events and query results from.  The executors of submissions and of the
+ * page's slots.
  */
 #include "gpud_call.h"
 

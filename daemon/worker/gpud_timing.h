@@ -7,7 +7,7 @@
  * write a timestamp before its work and one after, and the tracker reads
  * the pair once the submission is done.  Where the queue's family writes no
  * timestamps (or a submission cannot carry them) the tracker counts the
- * time the submission had the queue busy instead (gpud_queue.c).
+ * time the submission had the queue busy instead (gpud_track.c).
  */
 
 #include <stdbool.h>

@@ -3,7 +3,7 @@
 
 /*
  * The tracker's state, shared by the files of the objects it publishes on
- * the completion page (gpud_queue.c tracks submissions; gpud_fence.c,
+ * the completion page (gpud_track.c; gpud_queue.c's submissions; gpud_fence.c,
  * gpud_semaphore.c, gpud_event.c and gpud_query.c keep their objects'
  * slots; gpud_cmd_buffer.c notes what a recording changes).  Worker-only.
  */
@@ -180,3 +180,22 @@ bool gpud_track_event_write(struct gpud_device_track *t, uint32_t slot, uint64_t
 struct gpud_query_pool_page *gpud_track_pool_find(struct gpud_device_track *t, uint64_t owner);
 bool gpud_track_pool_write(struct gpud_device_track *t, uint64_t owner, int delta, bool ask,
                            bool read);
+
+/* What gpud_queue.c's submissions ask of the tracker (gpud_track.c):
+ * a fence for the next submission on q (VK_NULL_HANDLE: it goes untracked)
+ * with what it changes pending on the page, and its timing slot (timed);
+ * the submission recorded once the host has it (or not: submitted); the
+ * events and pools a submission changes marked pending (or asked about);
+ * with the mutex held, the page's count of settled submissions, and a
+ * queue's counts on the status page. */
+VkFence gpud_track_begin(struct gpud_device_track *t, struct gpud_queue_track *q,
+                         struct track_gather *g, bool timed, int *ret_timing,
+                         VkCommandBuffer *ret_begin, VkCommandBuffer *ret_end);
+void gpud_track_end(struct gpud_device_track *t, struct gpud_queue_track *q, VkFence fence,
+                    bool submitted, bool fence_used, const struct gpud_object *app_fence,
+                    struct track_gather *g, int timing, uint64_t began_ns, bool counted);
+bool gpud_track_watched_submitted(struct gpud_device_track *t, const struct track_event *events,
+                                  unsigned n_events, const uint64_t *pools, unsigned n_pools,
+                                  bool tracked);
+void gpud_track_settle(struct gpud_device_track *t);
+void gpud_track_publish(struct gpud_queue_track *q);

@@ -29,14 +29,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
                                 'protocol'))
 import vkxml  # noqa: E402
-from gen_tables import (  # noqa: E402
-    ADDRESS_UNIONS,
-    CONDITIONAL_MEMBERS,
-    FD_MEMBERS,
-    TEXT_LENS,
-    VIDEO_LENS,
-    VIDEO_SUBLAYER_ARRAYS)
-from gen_model import pointer_array, resolve_command  # noqa: E402
+from gen_tables import ADDRESS_UNIONS, CONDITIONAL_MEMBERS, FD_MEMBERS  # noqa: E402
+from gen_model import apply_member_lens, pointer_array, resolve_command  # noqa: E402
 from gen_writer import Writer, write_if_changed  # noqa: E402
 from gen_emit_structs import member_len  # noqa: E402
 
@@ -108,15 +102,7 @@ def in_headers(reg):
 class Model:
     def __init__(self, reg):
         self.reg = reg
-        for (sname, mname), length in (VIDEO_LENS | TEXT_LENS).items():
-            for m in reg.structs[sname].members if sname in reg.structs else ():
-                if m.name == mname and not m.len:
-                    m.len = [length]
-        # (their length is the parameter set's count of sub-layers)
-        for sname, mname in VIDEO_SUBLAYER_ARRAYS:
-            for m in reg.structs[sname].members if sname in reg.structs else ():
-                if m.name == mname:
-                    m.len = []
+        apply_member_lens(reg)
         self.bad_types = excluded_types(reg)
         cmds, self.header_types = in_headers(reg)
         bad_cmds = excluded_commands(reg)
