@@ -128,15 +128,24 @@ usage(FILE *f)
            d.crash_cooldown_ms, d.log_burst, d.log_per_second);
 }
 
+/* The decimal number s starts with (no sign): -EINVAL where there is none,
+ * or it does not fit; *end: what follows it. */
+static int
+leading_number(const char *s, char **end, unsigned long long *ret)
+{
+   errno = 0;
+   if (!*s || *s == '-')
+      return -EINVAL;
+   *ret = strtoull(s, end, 10);
+   return errno || *end == s ? -EINVAL : 0;
+}
+
 static int
 parse_u64(const char *s, uint64_t max, uint64_t *ret)
 {
    char *end = NULL;
-   errno = 0;
-   if (!*s || *s == '-')
-      return -EINVAL;
-   unsigned long long v = strtoull(s, &end, 10);
-   if (errno || *end || v > max)
+   unsigned long long v;
+   if (leading_number(s, &end, &v) < 0 || *end || v > max)
       return -EINVAL;
    *ret = v;
    return 0;
@@ -150,11 +159,8 @@ parse_size(const char *s, uint64_t *ret)
       return 0;
    }
    char *end = NULL;
-   errno = 0;
-   if (!*s || *s == '-')
-      return -EINVAL;
-   unsigned long long v = strtoull(s, &end, 10);
-   if (errno || end == s)
+   unsigned long long v;
+   if (leading_number(s, &end, &v) < 0)
       return -EINVAL;
    unsigned shift = 0;
    switch (*end) {
@@ -187,11 +193,8 @@ static int
 parse_time(const char *s, uint32_t *ret)
 {
    char *end = NULL;
-   errno = 0;
-   if (!*s || *s == '-')
-      return -EINVAL;
-   unsigned long long v = strtoull(s, &end, 10);
-   if (errno || end == s)
+   unsigned long long v;
+   if (leading_number(s, &end, &v) < 0)
       return -EINVAL;
    if (!strcmp(end, "s"))
       v *= 1000;

@@ -51,7 +51,7 @@ struct gpud_call {
    uint32_t new_api_version; /* a new instance: its host apiVersion */
    uint32_t new_host_type;   /* new memory: its host memory type */
    bool new_external;        /* a new fence: exportable */
-   uint64_t new_twin;        /* a new buffer: its twin (gpud_memory.c) */
+   uint64_t new_twin;        /* a new buffer: its twin (gpud_buffer.c) */
    uint64_t new_code_hash;   /* a new shader module: its code's (gpud_pipecache.c) */
    char validation_error[256];
    /* create flags of a new buffer or image, and a buffer's size (a query

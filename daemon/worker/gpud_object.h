@@ -82,7 +82,7 @@ struct gpud_object {
    /* buffers not bound yet: a second host buffer that can be bound to an
     * imported host allocation (the first, made as asked, cannot: the
     * NVIDIA driver leaves its mappable device memory out of a buffer made
-    * for both); the bind keeps the one its memory takes (gpud_memory.c) */
+    * for both); the bind keeps the one its memory takes (gpud_buffer.c) */
    uint64_t twin;
    /* memory: its host memory type, and the worker's own mapping of it where
     * it is no memfd but the host lets the worker map it (made when a copy

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* util_fd: descriptors closed once and marked closed, errno kept. */
+/* util_fd: descriptors closed once and marked closed, errno kept; told
+ * open or not. */
 #include "unit_test.h"
 #include "util_fd.h"
 
@@ -42,4 +43,18 @@ test_move(void)
    CHECK(!unit_fd_is_open(number));
 }
 
-UNIT_MAIN(UNIT_TEST(test_close), UNIT_TEST(test_move))
+/* What the ICD checks of an fd an application hands it: a closed or
+ * negative one is refused before it could fail a whole message. */
+static void
+test_open(void)
+{
+   CHECK(!util_fd_open(-1));
+   int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+   CHECK_SYS(fd);
+   int number = fd;
+   CHECK(util_fd_open(fd));
+   util_fd_close(&fd);
+   CHECK(!util_fd_open(number));
+}
+
+UNIT_MAIN(UNIT_TEST(test_close), UNIT_TEST(test_move), UNIT_TEST(test_open))
