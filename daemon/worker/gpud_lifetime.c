@@ -299,6 +299,7 @@ gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
          if (queue->type == VK_OBJECT_TYPE_QUEUE && queue->device == obj)
             gpud_queue_settle(queue, TEARDOWN_SETTLE_NS);
       }
+      gpud_semaphores_reap(ctx, obj, true);
       gpud_queue_track_device_end(ctx, obj);
       gpud_transfer_device_end(obj);
    }

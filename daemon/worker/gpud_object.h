@@ -147,6 +147,9 @@ struct gpud_object {
    /* devices: what the worker records the ICD's copies into where it makes
     * them on the GPU (gpud_transfer.c) */
    struct gpud_upload *upload;
+   /* devices: semaphores the application destroyed whose host destroy
+    * waits for a queue to let go of them (gpud_semaphore.c) */
+   struct gpud_deferred_semaphore *deferred_semaphores;
    /* fences with a payload of the host's: imported, or exportable */
    bool fence_external;
    /* fences the worker signalled itself (its own copies, gpud_transfer.c):

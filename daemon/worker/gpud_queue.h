@@ -41,9 +41,14 @@ void gpud_queue_semaphores_reached(struct gpud_object *device, struct gpud_objec
  * host signalled, or said it has reached, value. */
 void gpud_queue_semaphore_gone(struct gpud_object *semaphore, bool ask);
 void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t value);
-/* Before the host destroys a semaphore: the queue that last waited on it
- * has let go of that submission (gpud_queue_settle), if it may not have. */
-void gpud_semaphore_settle(struct gpud_context *ctx, struct gpud_object *semaphore);
+/* Before the host destroys a semaphore: true, it may now; false, the queue
+ * that last waited on it may still hold it, and the host's destroy is left
+ * to gpud_semaphores_reap, once that queue let go of it (a marker submitted
+ * after its work signalled: gpud_queue_settle says why).  A device's
+ * semaphores so left are destroyed as their markers signal (all: at the
+ * device's end, waiting for each a while). */
+bool gpud_semaphore_settle(struct gpud_context *ctx, struct gpud_object *semaphore);
+void gpud_semaphores_reap(struct gpud_context *ctx, struct gpud_object *device, bool all);
 /* Copies the worker makes itself instead of the host: where the queue's
  * device has nothing in flight (and no completions are held back),
  * run(data), then the queue counts it submitted and complete, busy and at

@@ -87,18 +87,85 @@ gpud_exec_vkSignalSemaphore(struct gpud_call *call, struct wire_args_vkSignalSem
       gpud_queue_semaphore_signalled(sem, a->pSignalInfo->value);
 }
 
-/* How long a destroy waits for the queue that last waited on the semaphore
- * to let go of it (a submission stuck on another semaphore: the
- * application destroys this one regardless, as it may). */
+/* How long a destroy that cannot be deferred waits for the queue that last
+ * waited on the semaphore to let go of it (a submission stuck on another
+ * semaphore: the application destroys this one regardless, as it may). */
 #define SEMAPHORE_SETTLE_NS (2000ull * 1000 * 1000)
 
+/* A semaphore the application destroyed while the host may still hold it
+ * through a submission that waited on it: the host's destroy waits for an
+ * empty submission with a fence (marker) on that queue, submitted after
+ * everything the queue had (through: the queue's host_submits then). */
+struct gpud_deferred_semaphore {
+   struct gpud_deferred_semaphore *next;
+   VkSemaphore semaphore;
+   VkFence marker;
+   uint64_t queue_id, through;
+};
+
+/* How long a device's teardown waits for each marker left (a queue stuck
+ * on a value nobody will signal: its semaphores are left to the device). */
+#define DEFERRED_WAIT_NS (500ull * 1000 * 1000)
+
 void
+gpud_semaphores_reap(struct gpud_context *ctx, struct gpud_object *device, bool all)
+{
+   const struct gpud_host_dispatch *d = device->disp;
+   VkDevice dev = (VkDevice)(uintptr_t)device->handle;
+   uint64_t wait_ns = DEFERRED_WAIT_NS; /* (none after one timed out) */
+   for (struct gpud_deferred_semaphore **p = &device->deferred_semaphores; *p;) {
+      struct gpud_deferred_semaphore *e = *p;
+      VkResult r = all ? d->WaitForFences(dev, 1, &e->marker, VK_TRUE, wait_ns)
+                       : d->GetFenceStatus(dev, e->marker);
+      if (r == VK_TIMEOUT)
+         wait_ns = 0;
+      if (r != VK_SUCCESS && !(all && r != VK_TIMEOUT)) {
+         p = &e->next; /* still held (or, at the end, stuck: left to the device) */
+         continue;
+      }
+      struct gpud_object *queue = gpud_object_find(ctx, e->queue_id);
+      if (r == VK_SUCCESS && queue && queue->type == VK_OBJECT_TYPE_QUEUE &&
+          queue->host_settled < e->through)
+         queue->host_settled = e->through;
+      d->DestroySemaphore(dev, e->semaphore, NULL);
+      d->DestroyFence(dev, e->marker, NULL);
+      *p = e->next;
+      free(e);
+   }
+}
+
+bool
 gpud_semaphore_settle(struct gpud_context *ctx, struct gpud_object *sem)
 {
+   struct gpud_object *device = sem->device;
+   if (device && device->deferred_semaphores)
+      gpud_semaphores_reap(ctx, device, false);
    struct gpud_object *queue =
       sem->sem_waited_queue ? gpud_object_find(ctx, sem->sem_waited_queue) : NULL;
-   if (queue && queue->type == VK_OBJECT_TYPE_QUEUE && sem->sem_waited_seq > queue->host_settled)
+   if (!device || !queue || queue->type != VK_OBJECT_TYPE_QUEUE ||
+       sem->sem_waited_seq <= queue->host_settled || atomic_load(&device->lost))
+      return true;
+   const struct gpud_host_dispatch *d = device->disp;
+   VkDevice dev = (VkDevice)(uintptr_t)device->handle;
+   const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   struct gpud_deferred_semaphore *e = calloc(1, sizeof(*e));
+   if (!e || d->CreateFence(dev, &info, NULL, &e->marker) != VK_SUCCESS) {
+      free(e);
+      gpud_queue_settle(queue, SEMAPHORE_SETTLE_NS); /* (waited for instead) */
+      return true;
+   }
+   e->through = queue->host_submits;
+   if (d->QueueSubmit((VkQueue)(uintptr_t)queue->handle, 0, NULL, e->marker) != VK_SUCCESS) {
+      d->DestroyFence(dev, e->marker, NULL);
+      free(e);
       gpud_queue_settle(queue, SEMAPHORE_SETTLE_NS);
+      return true;
+   }
+   e->semaphore = (VkSemaphore)(uintptr_t)sem->handle;
+   e->queue_id = queue->id;
+   e->next = device->deferred_semaphores;
+   device->deferred_semaphores = e;
+   return false;
 }
 
 /* ---- gpud's own: an acquired swapchain image is ready ---------------------- */

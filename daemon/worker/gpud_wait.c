@@ -526,8 +526,8 @@ gpud_exec_vkDestroySemaphore(struct gpud_call *call, struct wire_args_vkDestroyS
       gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->semaphore);
       struct gpud_object *sem =
          gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
-      if (sem)
-         gpud_semaphore_settle(call->ctx, sem);
+      if (sem && !gpud_semaphore_settle(call->ctx, sem))
+         return; /* the host's destroy comes once its queue let go of it */
    }
    gpud_gen_exec_vkDestroySemaphore(call, a);
 }
