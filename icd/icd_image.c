@@ -6,6 +6,9 @@
  */
 #include "icd.h"
 
+/* (with the registry that has host image copies; else the generated
+ * entry points serve) */
+#ifdef WIRE_HAS_vkCopyMemoryToImageGPUD
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkCreateImage(VkDevice device, const VkImageCreateInfo *pCreateInfo,
                   const VkAllocationCallbacks *pAllocator, VkImage *pImage)
@@ -29,3 +32,4 @@ icd_vkDestroyImage(VkDevice device, VkImage image, const VkAllocationCallbacks *
       icd_hostcopy_image_remove(icd_device_from_handle(device), image);
    icd_gen_vkDestroyImage(device, image, pAllocator);
 }
+#endif
