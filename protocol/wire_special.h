@@ -2,7 +2,7 @@
 #pragma once
 
 /* Conditions the generated code tests for struct members the API ignores
- * in some states (gen_wire.py's CONDITIONAL_MEMBERS says which). */
+ * in some states (gen_tables.py's CONDITIONAL_MEMBERS says which). */
 
 #include "wire.h"
 
