@@ -293,7 +293,7 @@ gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
          continue;
       gpud_waiters_cancel(ctx, obj, 0);
       obj->disp->DeviceWaitIdle((VkDevice)(uintptr_t)obj->handle);
-      /* ... and what the host's idle may not wait for (gpud_queue_settle) */
+      /* ... and what the host's idle may not wait for (gpud_queue_marker) */
       struct gpud_object *queue;
       util_list_for_each(queue, &ctx->object_list, link) {
          if (queue->type == VK_OBJECT_TYPE_QUEUE && queue->device == obj)

@@ -130,7 +130,7 @@ struct gpud_object {
    /* semaphores: the queue (its object's id) of the last host submission
     * that waited on one, and that submission's host_submits there; queues:
     * the submissions of the application's the host took, and how many of
-    * them the last gpud_queue_settle covered (gpud_exec_vkDestroySemaphore) */
+    * them a signalled marker covered (gpud_queue_marker, gpud_semaphore.c) */
    uint64_t sem_waited_queue, sem_waited_seq;
    uint64_t host_submits, host_settled;
    /* events with a slot on the page */

@@ -594,34 +594,53 @@ gpud_queue_submit_own(struct gpud_call *call, struct gpud_object *queue, VkComma
    return VK_SUCCESS;
 }
 
-bool
-gpud_queue_settle(struct gpud_object *queue, uint64_t budget_ns)
+VkFence
+gpud_queue_marker(struct gpud_object *queue, uint64_t *ret_through)
 {
    struct gpud_object *device = queue->device;
    if (!device || atomic_load(&device->lost))
-      return false;
+      return VK_NULL_HANDLE;
    const struct gpud_host_dispatch *d = device->disp;
    VkDevice dev = (VkDevice)(uintptr_t)device->handle;
    const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
    VkFence fence;
    if (d->CreateFence(dev, &info, NULL, &fence) != VK_SUCCESS)
-      return false;
-   const uint64_t through = queue->host_submits;
-   VkResult r = d->QueueSubmit((VkQueue)(uintptr_t)queue->handle, 0, NULL, fence);
-   const bool submitted = r == VK_SUCCESS;
-   const uint64_t until = util_now_ns() + budget_ns;
-   while (r == VK_SUCCESS) {
-      r = d->WaitForFences(dev, 1, &fence, VK_TRUE, SETTLE_SLICE_NS);
-      if (r == VK_SUCCESS)
-         break;
-      if (r == VK_TIMEOUT && !atomic_load(&device->lost) && util_now_ns() < until)
-         r = VK_SUCCESS; /* another slice */
+      return VK_NULL_HANDLE;
+   if (d->QueueSubmit((VkQueue)(uintptr_t)queue->handle, 0, NULL, fence) != VK_SUCCESS) {
+      d->DestroyFence(dev, fence, NULL);
+      return VK_NULL_HANDLE;
    }
+   *ret_through = queue->host_submits;
+   return fence;
+}
+
+void
+gpud_queue_settled(struct gpud_object *queue, uint64_t through)
+{
+   if (queue->host_settled < through)
+      queue->host_settled = through;
+}
+
+bool
+gpud_queue_settle(struct gpud_object *queue, uint64_t budget_ns)
+{
+   uint64_t through;
+   VkFence fence = gpud_queue_marker(queue, &through);
+   if (!fence)
+      return false;
+   struct gpud_object *device = queue->device;
+   const struct gpud_host_dispatch *d = device->disp;
+   VkDevice dev = (VkDevice)(uintptr_t)device->handle;
+   const uint64_t until = util_now_ns() + budget_ns;
+   VkResult r;
+   do
+      r = d->WaitForFences(dev, 1, &fence, VK_TRUE, SETTLE_SLICE_NS);
+   while (r == VK_TIMEOUT && !atomic_load(&device->lost) && util_now_ns() < until);
    /* one still pending is left to the device */
-   if (!submitted || r == VK_SUCCESS || d->GetFenceStatus(dev, fence) != VK_NOT_READY)
+   if (r == VK_SUCCESS || d->GetFenceStatus(dev, fence) != VK_NOT_READY)
       d->DestroyFence(dev, fence, NULL);
    if (r == VK_SUCCESS)
-      queue->host_settled = through;
+      gpud_queue_settled(queue, through);
    return r == VK_SUCCESS;
 }
 

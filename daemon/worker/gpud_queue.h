@@ -44,7 +44,7 @@ void gpud_queue_semaphore_signalled(struct gpud_object *semaphore, uint64_t valu
 /* Before the host destroys a semaphore: true, it may now; false, the queue
  * that last waited on it may still hold it, and the host's destroy is left
  * to gpud_semaphores_reap, once that queue let go of it (a marker submitted
- * after its work signalled: gpud_queue_settle says why).  A device's
+ * after its work signalled: gpud_queue_marker says why).  A device's
  * semaphores so left are destroyed as their markers signal (all: at the
  * device's end, waiting for each a while). */
 bool gpud_semaphore_settle(struct gpud_context *ctx, struct gpud_object *semaphore);
@@ -76,16 +76,20 @@ VkResult gpud_queue_submit_own(struct gpud_call *call, struct gpud_object *queue
                                VkCommandBuffer cb, struct gpud_object *app_fence, bool counted,
                                uint64_t *ret_seq);
 bool gpud_queue_done(struct gpud_object *queue, uint64_t seq);
-/* An empty submission with a fence of its own on the queue, waited for at
- * most budget_ns: once it signals, the host has let go of everything
- * submitted before it.  Mesa's runtime, where it submits from a thread of
- * its own (lavapipe's queue, once a submission waits for a value not yet
- * signalled), lets go of a submission's wait semaphores on that thread
- * after the submission's fence may have signalled, and lavapipe's
- * vkDeviceWaitIdle does not wait for that thread: what a submission
- * waited on is destroyed only after this, or after a later submission of
- * the queue is seen complete.  False: not signalled in time (the fence is
- * then left to the device), or the device is lost. */
+/* A marker: an empty submission with a fence of its own on the queue, after
+ * everything the queue has (*ret_through: the queue's host_submits then);
+ * VK_NULL_HANDLE when none could be submitted.  Once it signals, the host
+ * has let go of everything submitted before it.  Mesa's runtime, where it
+ * submits from a thread of its own (lavapipe's queue, once a submission
+ * waits for a value not yet signalled), lets go of a submission's wait
+ * semaphores on that thread after the submission's fence may have
+ * signalled, and lavapipe's vkDeviceWaitIdle does not wait for that
+ * thread: what a submission waited on is destroyed on the host only after
+ * a marker behind it signalled (gpud_queue_settled records it). */
+VkFence gpud_queue_marker(struct gpud_object *queue, uint64_t *ret_through);
+void gpud_queue_settled(struct gpud_object *queue, uint64_t through);
+/* A marker waited for, at most budget_ns.  False: not signalled in time
+ * (the fence is then left to the device), or the device is lost. */
 bool gpud_queue_settle(struct gpud_object *queue, uint64_t budget_ns);
 /* Waits until the worker's own submissions on the device's queues but
  * except's (NULL: all) are done (or the device lost, or the client gone). */

@@ -3,7 +3,7 @@
  * Timeline semaphores: the slot of each on its device's completion page,
  * their values raised there as the host reaches them or the application
  * signals them; one about to be destroyed, once the host let go of the
- * last submission that waited on it (gpud_queue_settle).
+ * last submission that waited on it (gpud_queue_marker).
  */
 #include "gpud_call.h"
 #include "gpud_queue.h"
@@ -87,11 +87,6 @@ gpud_exec_vkSignalSemaphore(struct gpud_call *call, struct wire_args_vkSignalSem
       gpud_queue_semaphore_signalled(sem, a->pSignalInfo->value);
 }
 
-/* How long a destroy that cannot be deferred waits for the queue that last
- * waited on the semaphore to let go of it (a submission stuck on another
- * semaphore: the application destroys this one regardless, as it may). */
-#define SEMAPHORE_SETTLE_NS (2000ull * 1000 * 1000)
-
 /* A semaphore the application destroyed while the host may still hold it
  * through a submission that waited on it: the host's destroy waits for an
  * empty submission with a fence (marker) on that queue, submitted after
@@ -124,9 +119,8 @@ gpud_semaphores_reap(struct gpud_context *ctx, struct gpud_object *device, bool 
          continue;
       }
       struct gpud_object *queue = gpud_object_find(ctx, e->queue_id);
-      if (r == VK_SUCCESS && queue && queue->type == VK_OBJECT_TYPE_QUEUE &&
-          queue->host_settled < e->through)
-         queue->host_settled = e->through;
+      if (r == VK_SUCCESS && queue && queue->type == VK_OBJECT_TYPE_QUEUE)
+         gpud_queue_settled(queue, e->through);
       d->DestroySemaphore(dev, e->semaphore, NULL);
       d->DestroyFence(dev, e->marker, NULL);
       *p = e->next;
@@ -145,21 +139,12 @@ gpud_semaphore_settle(struct gpud_context *ctx, struct gpud_object *sem)
    if (!device || !queue || queue->type != VK_OBJECT_TYPE_QUEUE ||
        sem->sem_waited_seq <= queue->host_settled || atomic_load(&device->lost))
       return true;
-   const struct gpud_host_dispatch *d = device->disp;
-   VkDevice dev = (VkDevice)(uintptr_t)device->handle;
-   const VkFenceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
    struct gpud_deferred_semaphore *e = calloc(1, sizeof(*e));
-   if (!e || d->CreateFence(dev, &info, NULL, &e->marker) != VK_SUCCESS) {
+   if (e)
+      e->marker = gpud_queue_marker(queue, &e->through);
+   if (!e || !e->marker) {
       free(e);
-      gpud_queue_settle(queue, SEMAPHORE_SETTLE_NS); /* (waited for instead) */
-      return true;
-   }
-   e->through = queue->host_submits;
-   if (d->QueueSubmit((VkQueue)(uintptr_t)queue->handle, 0, NULL, e->marker) != VK_SUCCESS) {
-      d->DestroyFence(dev, e->marker, NULL);
-      free(e);
-      gpud_queue_settle(queue, SEMAPHORE_SETTLE_NS);
-      return true;
+      return true; /* (nothing to wait behind: as the application asks) */
    }
    e->semaphore = (VkSemaphore)(uintptr_t)sem->handle;
    e->queue_id = queue->id;
