@@ -18,10 +18,10 @@
 #include <systemd/sd-journal.h>
 
 #include "srv_config.h"
-#include "gpud_host.h"
 #include "srv_server.h"
-#include "gpud_status.h"
 #include "gpud_worker.h"
+#include "daemon_host.h"
+#include "daemon_status.h"
 #include "util_log.h"
 #include "util_macros.h"
 
@@ -129,7 +129,7 @@ main(int argc, char **argv)
    log_setup(worker_parent != 0);
 
    if (cfg.list_devices) {
-      int r = gpud_host_list_devices(stdout, cfg.manifest, cfg.sysfs_root);
+      int r = daemon_host_list_devices(stdout, cfg.manifest, cfg.sysfs_root);
       srv_config_finish(&cfg);
       return r < 0 ? 1 : 0;
    }

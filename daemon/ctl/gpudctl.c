@@ -15,11 +15,11 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "daemon_limits.h"
 #include "util_macros.h"
 #include "util_time.h"
 #include "util_transport.h"
 #include "wire.h"
-#include "gpud_limits.h"
 #include "wire_gen.h"
 
 static void

@@ -15,7 +15,7 @@
 
 #include <systemd/sd-bus.h>
 
-#include "gpud_bus_open.h"
+#include "daemon_bus.h"
 
 #define BUS_INTERFACE "org.gpud.Daemon1"
 #define BUS_PATH "/org/gpud/Daemon1"
@@ -600,7 +600,7 @@ struct gpudctl_daemon **
 gpudctl_bus_daemons(const char *which)
 {
    sd_bus *bus = NULL;
-   int r = gpud_bus_open(which, &bus);
+   int r = daemon_bus_open(which, &bus);
    if (r < 0) {
       fprintf(stderr, "gpudctl: cannot connect to the %s bus: %s\n", which, strerror(-r));
       sd_bus_unref(bus);

@@ -422,7 +422,7 @@ take_answer(struct srv_adoption *ad, struct util_msg *msg)
    else if (m->adopted->device_uuid.len != VK_UUID_SIZE ||
             memcmp(m->adopted->device_uuid.data, server->device_pin.uuid, VK_UUID_SIZE))
       bad = "its worker serves another device than this server";
-   else if (util_memfd_check(msg->fds[1], GPUD_STATUS_PAGE_SIZE) < 0)
+   else if (util_memfd_check(msg->fds[1], DAEMON_STATUS_PAGE_SIZE) < 0)
       bad = "its worker sent no status page";
    else if (!is_client_socket(server, msg->fds[0], &ad->a))
       bad = "its worker sent no socket of this daemon's client";
@@ -518,8 +518,8 @@ try_adopt(struct srv_adoption *ad)
    Gpud__AdoptRequest req = GPUD__ADOPT_REQUEST__INIT;
    req.token.data = ad->token;
    req.token.len = sizeof(ad->token);
-   req.server_version = (char *)gpud_version;
-   req.control_version = GPUD_CONTROL_VERSION;
+   req.server_version = (char *)daemon_version;
+   req.control_version = DAEMON_CONTROL_VERSION;
    req.scheduled = ad->a.sched_slot >= 0;
    req.sched_slot = req.scheduled ? (uint32_t)ad->a.sched_slot : 0;
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;

@@ -30,7 +30,7 @@
 #include <event2/event.h>
 #include <systemd/sd-bus.h>
 
-#include "gpud_bus_open.h"
+#include "daemon_bus.h"
 #include "util_log.h"
 #include "util_time.h"
 
@@ -795,7 +795,7 @@ get_property(sd_bus *bus, const char *path, const char *interface, const char *p
    if (!strcmp(property, "HostDriver"))
       return sd_bus_message_append(reply, "s", server->host_driver ? server->host_driver : "");
    if (!strcmp(property, "Version"))
-      return sd_bus_message_append(reply, "s", gpud_version);
+      return sd_bus_message_append(reply, "s", daemon_version);
    if (!strcmp(property, "Socket"))
       return sd_bus_message_append(reply, "s", b->socket);
    if (!strcmp(property, "Isolation"))
@@ -970,7 +970,7 @@ srv_bus_start(struct srv_server *server)
    for (unsigned i = 0; i < CALLERS; i++)
       b->callers[i].bus = b;
    const char *step = "connect";
-   int r = gpud_bus_open(want, &b->bus);
+   int r = daemon_bus_open(want, &b->bus);
    b->which = strdup(want);
    b->socket = socket_path_of(server);
    b->name = b->socket ? bus_name_for(b->socket) : NULL;

@@ -709,7 +709,7 @@ total_of(struct user_total *t, size_t *n, uid_t uid)
 void
 srv_cache_trim(struct srv_server *server)
 {
-   const struct gpud_limits *l = &server->cfg.limits;
+   const struct daemon_limits *l = &server->cfg.limits;
    struct walk w = {0};
    walk_users(server, (uid_t)-1, &w);
    int users = w.n ? open_users(server) : -ENOENT;

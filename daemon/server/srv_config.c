@@ -21,14 +21,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpud_status.h"
+#include "daemon_status.h"
 #include "util_log.h"
 #include "util_macros.h"
 
 static void
 usage(FILE *f)
 {
-   struct gpud_limits d = GPUD_LIMITS_DEFAULT;
+   struct daemon_limits d = DAEMON_LIMITS_DEFAULT;
    fprintf(f,
            "Usage: gpud [OPTION]...\n"
            "Serve a GPU to Vulkan applications through the gpud ICD.\n\n"
@@ -155,7 +155,7 @@ static int
 parse_size(const char *s, uint64_t *ret)
 {
    if (!strcmp(s, "none") || !strcmp(s, "unlimited")) {
-      *ret = GPUD_UNLIMITED;
+      *ret = DAEMON_UNLIMITED;
       return 0;
    }
    char *end = NULL;
@@ -234,7 +234,7 @@ enum limit_kind {
    LIMIT_TIME,  /* uint32_t milliseconds, or with s */
 };
 
-/* The options that set struct gpud_limits, one line each. */
+/* The options that set struct daemon_limits, one line each. */
 static const struct limit_option {
    const char *name;
    enum limit_kind kind;
@@ -244,8 +244,8 @@ static const struct limit_option {
    const char *expected;
 } limit_options[] = {
 #define LIMIT(name, kind, field, min, max, expected)                                       \
-   {name, kind, offsetof(struct gpud_limits, field),                                      \
-    sizeof(((struct gpud_limits *)0)->field), min, max, expected}
+   {name, kind, offsetof(struct daemon_limits, field),                                      \
+    sizeof(((struct daemon_limits *)0)->field), min, max, expected}
    LIMIT("client-memory", LIMIT_SIZE, client_memory, 1, UINT64_MAX, "a size (such as 512M) or 'none'"),
    LIMIT("uid-memory", LIMIT_SIZE, uid_memory, 1, UINT64_MAX, "a size (such as 4G) or 'none'"),
    LIMIT("client-objects", LIMIT_COUNT, client_objects, 1, UINT64_MAX, "a positive number"),
@@ -269,7 +269,7 @@ static const struct limit_option {
 };
 
 static int
-set_limit(const struct limit_option *o, const char *arg, struct gpud_limits *l)
+set_limit(const struct limit_option *o, const char *arg, struct daemon_limits *l)
 {
    uint64_t v;
    uint32_t ms;
@@ -376,7 +376,7 @@ set_option(struct srv_config *cfg, const char *name, const char *value, bool cop
    } else if (!strcmp(name, "host-driver")) {
       cfg->manifest = kept;
    } else if (!strcmp(name, "device")) {
-      if (gpud_selector_parse(kept, &cfg->device_sel, NULL, 0) < 0)
+      if (daemon_selector_parse(kept, &cfg->device_sel, NULL, 0) < 0)
          return "a device selector (index:N, uuid:HEX, pci:[DOMAIN:]BUS:DEV.FN, "
                 "render:renderDN or name:TEXT)";
       cfg->device = kept;
@@ -417,15 +417,15 @@ set_option(struct srv_config *cfg, const char *name, const char *value, bool cop
       cfg->bus = kept;
    } else if (!strcmp(name, "validate")) {
       if (!strcmp(value, "report") || !strcmp(value, "on"))
-         cfg->validate = GPUD_VALIDATE_REPORT;
+         cfg->validate = DAEMON_VALIDATE_REPORT;
       else if (!strcmp(value, "strict"))
-         cfg->validate = GPUD_VALIDATE_STRICT;
+         cfg->validate = DAEMON_VALIDATE_STRICT;
       else if (!strcmp(value, "off"))
-         cfg->validate = GPUD_VALIDATE_OFF;
+         cfg->validate = DAEMON_VALIDATE_OFF;
       else
          return "off, report or strict";
    } else if (!strcmp(name, "spirv")) {
-      if (!gpud_spirv_mode_parse(value, &cfg->spirv))
+      if (!daemon_spirv_mode_parse(value, &cfg->spirv))
          return "report, strict or off";
    } else if (!strcmp(name, "isolation")) {
       if (!strcmp(value, "process"))
@@ -447,10 +447,10 @@ set_option(struct srv_config *cfg, const char *name, const char *value, bool cop
          return "a number from 0 to 64";
       cfg->spare_workers = (unsigned)v;
    } else if (!strcmp(name, "replay-threads")) {
-      static_assert(GPUD_STATUS_LANES == 8, "--help says 0 to 8");
+      static_assert(DAEMON_STATUS_LANES == 8, "--help says 0 to 8");
       if (!strcmp(value, "auto"))
          cfg->replay_threads = -1;
-      else if (parse_u64(value, GPUD_STATUS_LANES, &v) < 0)
+      else if (parse_u64(value, DAEMON_STATUS_LANES, &v) < 0)
          return "auto or a number from 0 to 8";
       else
          cfg->replay_threads = (int)v;
@@ -689,8 +689,8 @@ static void
 config_defaults(struct srv_config *cfg)
 {
    *cfg = (struct srv_config){
-      .validate = GPUD_VALIDATE_OFF,
-      .spirv = GPUD_SPIRV_REPORT,
+      .validate = DAEMON_VALIDATE_OFF,
+      .spirv = DAEMON_SPIRV_REPORT,
       .isolation = SRV_ISOLATION_PROCESS,
       .sandbox = true,
       .fair_share = true,
@@ -698,7 +698,7 @@ config_defaults(struct srv_config *cfg)
       .replay_threads = -1,
       .worker_uid_first = SRV_WORKER_UID_FIRST,
       .worker_uid_last = SRV_WORKER_UID_LAST,
-      .limits = GPUD_LIMITS_DEFAULT,
+      .limits = DAEMON_LIMITS_DEFAULT,
       .log_level = -1,
    };
 }
@@ -796,7 +796,7 @@ build_config(struct srv_config *cfg, pid_t *worker_parent, bool quiet, char **er
          usage(stdout);
          return SRV_CONFIG_EXIT;
       case 'V':
-         printf("gpud %s\n", gpud_version);
+         printf("gpud %s\n", daemon_version);
          return SRV_CONFIG_EXIT;
       default:
          if (c >= OPT_LIMIT && c < OPT_LIMIT + (int)UTIL_ARRAY_SIZE(limit_options)) {

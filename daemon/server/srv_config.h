@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "gpud_host.h"
-#include "gpud_limits.h"
-#include "gpud_select.h"
-#include "gpud_version.h"
+#include "daemon_host.h"
+#include "daemon_limits.h"
+#include "daemon_select.h"
+#include "daemon_version.h"
 
 /* The workers' uids by default: in the range systemd's UIDS-GIDS.md leaves
  * unused (1879048192-2147352575, below its foreign range), 65536 of them. */
@@ -43,11 +43,11 @@ struct srv_config {
    const char *socket_path; /* NULL: systemd's socket or the default */
    const char *manifest;    /* host driver; NULL: pick one */
    const char *device;      /* the served device's selector, as written */
-   struct gpud_selector device_sel; /* ... parsed */
+   struct daemon_selector device_sel; /* ... parsed */
    const char *sysfs_root;  /* render nodes from this sysfs tree, not libdrm */
    bool list_devices;       /* --list-devices */
-   enum gpud_validate_mode validate;
-   enum gpud_spirv_mode spirv;
+   enum daemon_validate_mode validate;
+   enum daemon_spirv_mode spirv;
    enum srv_isolation isolation;
    bool sandbox;
    bool fair_share;         /* the schedule page (srv_share.c) */
@@ -68,7 +68,7 @@ struct srv_config {
                              * bus, where there is one */
    unsigned spare_workers;
    int replay_threads;      /* a worker's replay lanes; -1: by its CPUs */
-   struct gpud_limits limits;
+   struct daemon_limits limits;
    struct srv_share_rule share_rules[SRV_MAX_SHARE_RULES];
    unsigned n_share_rules;
    int log_level;           /* enum util_log_level, or -1: the default */

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gpud_sched.h"
+#include "daemon_sched.h"
 #include "util_futex.h"
 #include "util_log.h"
 #include "wire_control.h"
@@ -48,7 +48,7 @@ state_name(const struct srv_client *c)
 /* The names the worker published, read whole (the sequence count the same,
  * and even, around the copy); NULL when they kept changing. */
 static bool
-read_names(const struct gpud_status_page *page, struct gpud_status_name *names)
+read_names(const struct daemon_status_page *page, struct daemon_status_name *names)
 {
    for (int tries = 0; tries < 8; tries++) {
       uint32_t seq = atomic_load_explicit(&page->names_seq, memory_order_acquire);
@@ -63,19 +63,19 @@ read_names(const struct gpud_status_page *page, struct gpud_status_name *names)
 }
 
 static void
-fill_names(Gpud__ClientInfo *info, const struct gpud_status_page *page)
+fill_names(Gpud__ClientInfo *info, const struct daemon_status_page *page)
 {
-   struct gpud_status_name names[GPUD_STATUS_NAMES];
+   struct daemon_status_name names[DAEMON_STATUS_NAMES];
    if (!read_names(page, names))
       return;
    size_t n = 0;
-   for (unsigned i = 0; i < GPUD_STATUS_NAMES; i++)
+   for (unsigned i = 0; i < DAEMON_STATUS_NAMES; i++)
       n += names[i].id != 0;
    if (!n)
       return;
    Gpud__ObjectName *objs = calloc(n, sizeof(*objs));
    Gpud__ObjectName **ptrs = calloc(n, sizeof(*ptrs));
-   char *text = calloc(n, GPUD_STATUS_NAME_SIZE);
+   char *text = calloc(n, DAEMON_STATUS_NAME_SIZE);
    if (!objs || !ptrs || !text) {
       free(objs);
       free(ptrs);
@@ -83,12 +83,12 @@ fill_names(Gpud__ClientInfo *info, const struct gpud_status_page *page)
       return;
    }
    size_t j = 0;
-   for (unsigned i = 0; i < GPUD_STATUS_NAMES; i++) {
+   for (unsigned i = 0; i < DAEMON_STATUS_NAMES; i++) {
       if (!names[i].id)
          continue;
       /* the worker wrote these: bounded, printable, or not shown */
-      char *name = text + j * GPUD_STATUS_NAME_SIZE;
-      memcpy(name, names[i].name, GPUD_STATUS_NAME_SIZE - 1);
+      char *name = text + j * DAEMON_STATUS_NAME_SIZE;
+      memcpy(name, names[i].name, DAEMON_STATUS_NAME_SIZE - 1);
       srv_clean_text(name);
       const char *type = wire_object_type_name((VkObjectType)names[i].type);
       gpud__object_name__init(&objs[j]);
@@ -114,12 +114,12 @@ free_names(Gpud__ClientInfo *info)
 
 /* What fill_client allocates, freed by free_client. */
 struct client_parts {
-   Gpud__QueueInfo queues[GPUD_STATUS_QUEUES];
-   Gpud__QueueInfo *queue_ptrs[GPUD_STATUS_QUEUES];
+   Gpud__QueueInfo queues[DAEMON_STATUS_QUEUES];
+   Gpud__QueueInfo *queue_ptrs[DAEMON_STATUS_QUEUES];
    Gpud__HeapUsage heaps[VK_MAX_MEMORY_HEAPS];
    Gpud__HeapUsage *heap_ptrs[VK_MAX_MEMORY_HEAPS];
-   Gpud__ObjectCount types[GPUD_STATUS_TYPES];
-   Gpud__ObjectCount *type_ptrs[GPUD_STATUS_TYPES];
+   Gpud__ObjectCount types[DAEMON_STATUS_TYPES];
+   Gpud__ObjectCount *type_ptrs[DAEMON_STATUS_TYPES];
    char *injected[3];
    char injected_text[3][48];
 };
@@ -127,10 +127,10 @@ struct client_parts {
 /* The queues the worker published: shown, never trusted. */
 static void
 fill_queues(Gpud__ClientInfo *info, struct client_parts *parts,
-            const struct gpud_status_page *page, uint64_t now)
+            const struct daemon_status_page *page, uint64_t now)
 {
-   for (unsigned i = 0; i < GPUD_STATUS_QUEUES; i++) {
-      const struct gpud_status_queue *q = &page->queues[i];
+   for (unsigned i = 0; i < DAEMON_STATUS_QUEUES; i++) {
+      const struct daemon_status_queue *q = &page->queues[i];
       uint64_t device = atomic_load_explicit(&q->device, memory_order_acquire);
       if (!device)
          continue;
@@ -157,9 +157,9 @@ fill_queues(Gpud__ClientInfo *info, struct client_parts *parts,
 
 static void
 fill_types(Gpud__ClientInfo *info, struct client_parts *parts,
-           const struct gpud_status_page *page)
+           const struct daemon_status_page *page)
 {
-   for (unsigned i = 0; i < WIRE_OBJECT_TYPE_COUNT && i < GPUD_STATUS_TYPES; i++) {
+   for (unsigned i = 0; i < WIRE_OBJECT_TYPE_COUNT && i < DAEMON_STATUS_TYPES; i++) {
       uint32_t n = atomic_load_explicit(&page->objects_by_type[i], memory_order_relaxed);
       const char *type = wire_object_type_name(wire_object_type_at(i));
       if (!n || n > (1u << 31) || !type)
@@ -176,9 +176,9 @@ fill_types(Gpud__ClientInfo *info, struct client_parts *parts,
 /* Faults injected that the worker has not acted on yet. */
 static void
 fill_injected(Gpud__ClientInfo *info, struct client_parts *parts,
-              const struct gpud_status_page *page)
+              const struct daemon_status_page *page)
 {
-   const struct gpud_status_inject *in = &page->inject;
+   const struct daemon_status_inject *in = &page->inject;
    uint32_t fail = atomic_load_explicit(&in->fail_alloc, memory_order_relaxed);
    uint32_t delay = atomic_load_explicit(&in->delay_ms, memory_order_relaxed);
    size_t n = 0;
@@ -260,8 +260,8 @@ struct srv_status_view {
    char replay_threads[16];
    Gpud__HeapInfo heaps[VK_MAX_MEMORY_HEAPS];
    Gpud__HeapInfo *heap_ptrs[VK_MAX_MEMORY_HEAPS];
-   Gpud__FaultInfo faults[GPUD_MAX_FAULTS];
-   Gpud__FaultInfo *fault_ptrs[GPUD_MAX_FAULTS];
+   Gpud__FaultInfo faults[DAEMON_MAX_FAULTS];
+   Gpud__FaultInfo *fault_ptrs[DAEMON_MAX_FAULTS];
    Gpud__ClientInfo *infos;
    Gpud__ClientInfo **info_ptrs;
    struct client_parts *parts;
@@ -287,31 +287,31 @@ srv_control_status(struct srv_server *server, const struct srv_client *viewer,
    reply->daemon_pid = (uint32_t)getpid();
    reply->isolation =
       (char *)(server->cfg.isolation == SRV_ISOLATION_THREAD ? "thread" : "process");
-   const struct gpud_limits *l = &server->cfg.limits;
+   const struct daemon_limits *l = &server->cfg.limits;
    Gpud__Limits *limits = &v->limits;
    gpud__limits__init(limits);
-   limits->client_memory = l->client_memory == GPUD_UNLIMITED ? 0 : l->client_memory;
-   limits->uid_memory = l->uid_memory == GPUD_UNLIMITED ? 0 : l->uid_memory;
-   limits->client_objects = l->client_objects == GPUD_UNLIMITED ? 0 : l->client_objects;
+   limits->client_memory = l->client_memory == DAEMON_UNLIMITED ? 0 : l->client_memory;
+   limits->uid_memory = l->uid_memory == DAEMON_UNLIMITED ? 0 : l->uid_memory;
+   limits->client_objects = l->client_objects == DAEMON_UNLIMITED ? 0 : l->client_objects;
    limits->uid_connections = l->uid_connections;
    limits->max_clients = l->max_clients;
    limits->spare_workers = server->cfg.spare_workers;
    limits->restart_grace_ms = srv_restart_grace_ms(server);
    limits->fair_share = server->sched != NULL;
-   limits->cache_user_bytes = l->cache_user_bytes == GPUD_UNLIMITED ? 0 : l->cache_user_bytes;
-   limits->cache_total_bytes = l->cache_total_bytes == GPUD_UNLIMITED ? 0 : l->cache_total_bytes;
-   limits->spirv = (char *)gpud_spirv_mode_name(server->cfg.spirv);
+   limits->cache_user_bytes = l->cache_user_bytes == DAEMON_UNLIMITED ? 0 : l->cache_user_bytes;
+   limits->cache_total_bytes = l->cache_total_bytes == DAEMON_UNLIMITED ? 0 : l->cache_total_bytes;
+   limits->spirv = (char *)daemon_spirv_mode_name(server->cfg.spirv);
    static const char *const validate[] = {"off", "report", "strict"};
-   limits->validate = (char *)validate[server->cfg.validate <= GPUD_VALIDATE_STRICT
+   limits->validate = (char *)validate[server->cfg.validate <= DAEMON_VALIDATE_STRICT
                                           ? server->cfg.validate
-                                          : GPUD_VALIDATE_OFF];
+                                          : DAEMON_VALIDATE_OFF];
    if (server->cfg.replay_threads < 0)
       snprintf(v->replay_threads, sizeof(v->replay_threads), "auto");
    else
       snprintf(v->replay_threads, sizeof(v->replay_threads), "%d", server->cfg.replay_threads);
    limits->replay_threads = v->replay_threads;
    reply->limits = limits;
-   reply->daemon_version = (char *)gpud_version;
+   reply->daemon_version = (char *)daemon_version;
    reply->uptime_ms = (now - server->start_ns) / 1000000;
    reply->cache_dir = (char *)srv_cache_root(server);
    reply->cache_state = (char *)srv_cache_state(server);
@@ -354,10 +354,10 @@ srv_control_status(struct srv_server *server, const struct srv_client *viewer,
    reply->clients = v->info_ptrs;
    reply->n_clients = i;
 
-   unsigned kept = server->n_faults < GPUD_MAX_FAULTS ? server->n_faults : GPUD_MAX_FAULTS;
+   unsigned kept = server->n_faults < DAEMON_MAX_FAULTS ? server->n_faults : DAEMON_MAX_FAULTS;
    size_t nf = 0;
    for (unsigned k = server->n_faults - kept; k < server->n_faults; k++) {
-      const struct srv_fault *f = &server->faults[k % GPUD_MAX_FAULTS];
+      const struct srv_fault *f = &server->faults[k % DAEMON_MAX_FAULTS];
       if (!viewer->admin && f->uid != viewer->uid)
          continue;
       Gpud__FaultInfo *out = &v->faults[nf];
@@ -501,7 +501,7 @@ srv_control_inject(struct srv_server *server, const struct srv_client *viewer, u
       *error = "the client has no worker yet";
       return -EINVAL;
    }
-   struct gpud_status_inject *in = &w->status->inject;
+   struct daemon_status_inject *in = &w->status->inject;
    if (!strcmp(fault, "lose-device")) {
       atomic_store(&in->lose_device, 1);
    } else if (!strcmp(fault, "fail-alloc")) {
@@ -576,7 +576,7 @@ srv_control_renice(struct srv_server *server, const struct srv_client *viewer, u
                                "schedule page)";
       return -EINVAL;
    }
-   if (nice < GPUD_NICE_MIN || nice > GPUD_NICE_MAX) {
+   if (nice < DAEMON_NICE_MIN || nice > DAEMON_NICE_MAX) {
       *error = "a nice level goes from -20 to 19";
       return -EINVAL;
    }
@@ -632,9 +632,9 @@ srv_control_cache(struct srv_server *server, const struct srv_client *viewer, bo
    gpud__cache_reply__init(reply);
    reply->cache_dir = (char *)srv_cache_root(server);
    reply->cache_state = (char *)srv_cache_state(server);
-   const struct gpud_limits *l = &server->cfg.limits;
-   reply->user_limit_bytes = l->cache_user_bytes == GPUD_UNLIMITED ? 0 : l->cache_user_bytes;
-   reply->total_limit_bytes = l->cache_total_bytes == GPUD_UNLIMITED ? 0 : l->cache_total_bytes;
+   const struct daemon_limits *l = &server->cfg.limits;
+   reply->user_limit_bytes = l->cache_user_bytes == DAEMON_UNLIMITED ? 0 : l->cache_user_bytes;
+   reply->total_limit_bytes = l->cache_total_bytes == DAEMON_UNLIMITED ? 0 : l->cache_total_bytes;
    *ret = reply;
    const bool privileged = viewer->uid == 0 || viewer->admin;
    if (user_given && uid != viewer->uid && !privileged) {

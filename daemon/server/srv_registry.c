@@ -112,7 +112,7 @@ void
 srv_client_queue(struct srv_client *client, const void *data, size_t size)
 {
    if (util_msg_queue_push(&client->out, UTIL_MSG_CONTROL, data, size, NULL, 0) < 0 ||
-       client->out.bytes > GPUD_MAX_SERVER_QUEUE) {
+       client->out.bytes > DAEMON_MAX_SERVER_QUEUE) {
       /* it does not read what it asked for: end it */
       shutdown(client->fd, SHUT_RDWR);
       return;
@@ -184,7 +184,7 @@ void
 srv_crash_state(const struct srv_server *server, const struct srv_crash_record *c,
                  struct srv_crash_state *state)
 {
-   const struct gpud_limits *l = &server->cfg.limits;
+   const struct daemon_limits *l = &server->cfg.limits;
    *state = (struct srv_crash_state){0};
    state->crashes = recent_crashes(server, c, &state->last_ns);
    state->refused = l->crash_limit && state->crashes >= l->crash_limit;

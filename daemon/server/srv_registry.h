@@ -16,9 +16,9 @@
 #include <vulkan/vulkan_core.h>
 
 #include "srv_config.h"
-#include "gpud_host.h"
-#include "gpud_limits.h"
-#include "gpud_status.h"
+#include "daemon_host.h"
+#include "daemon_limits.h"
+#include "daemon_status.h"
 #include "util_list.h"
 #include "util_transport.h"
 #include "wire_control.h"
@@ -114,7 +114,7 @@ struct srv_worker {
    struct util_msg_queue out;
    struct srv_client *client;
    int status_fd;
-   struct gpud_status_page *status;
+   struct daemon_status_page *status;
    char goodbye[256];     /* why its client left, as the worker says */
    bool goodbye_fault;
    const char *kill_reason; /* why the server killed it */
@@ -155,7 +155,7 @@ struct srv_bus;
 struct srv_identities;
 struct srv_caches;
 struct srv_adoption;
-struct gpud_sched_page;
+struct daemon_sched_page;
 
 /* A worker of an earlier server that this one adopted (srv_adopt.c), as
  * the server's loop takes it in: the client's identity from the earlier
@@ -214,18 +214,18 @@ struct srv_server {
    /* the served device, from the first ready worker (or the host) */
    bool have_device;
    char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
-   char device_uuid[GPUD_UUID_TEXT];
-   char device_pci[GPUD_PCI_TEXT];
+   char device_uuid[DAEMON_UUID_TEXT];
+   char device_pci[DAEMON_PCI_TEXT];
    char render_node[32];
    /* every worker after the first serves the first one's device by its
     * UUID: a render node or index renumbered meanwhile changes nothing */
-   struct gpud_selector device_pin;
+   struct daemon_selector device_pin;
    char *host_driver;
    uint32_t n_heaps;
    uint64_t heap_size[VK_MAX_MEMORY_HEAPS];
    uint32_t heap_flags[VK_MAX_MEMORY_HEAPS];
    uint64_t total_heap;
-   struct gpud_host host; /* --isolation=thread: loaded here */
+   struct daemon_host host; /* --isolation=thread: loaded here */
 
    struct srv_access access;
    struct srv_identities *ids; /* the workers' uids (srv_identity.c) */
@@ -249,13 +249,13 @@ struct srv_server {
    void (*adopted)(struct srv_server *server, struct srv_adopted *a);
 
    /* the fair share (srv_share.c): the schedule page every worker maps */
-   struct gpud_sched_page *sched;
+   struct daemon_sched_page *sched;
    int sched_fd;
    unsigned n_clients;
    unsigned n_starting;
    unsigned start_failures;
    uint64_t next_client_id;
-   struct srv_fault faults[GPUD_MAX_FAULTS];
+   struct srv_fault faults[DAEMON_MAX_FAULTS];
    unsigned n_faults; /* total ever recorded */
 };
 

@@ -7,7 +7,7 @@
  * take one packet at a time (a peer cannot make the server wait for the
  * rest of a message), and writes go through a queue drained when the
  * socket has room.  A peer that lets its queue grow past
- * GPUD_MAX_SERVER_QUEUE is dropped.
+ * DAEMON_MAX_SERVER_QUEUE is dropped.
  */
 #include "srv_server.h"
 #include "srv_access.h"
@@ -19,7 +19,7 @@
 #include "srv_share.h"
 #include "srv_spawn.h"
 #include "gpud_worker.h"
-#include "gpud_sched.h"
+#include "daemon_sched.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -281,7 +281,7 @@ static void
 record_fault(struct srv_server *server, struct srv_client *client, pid_t worker_pid,
              const char *reason, bool crash)
 {
-   struct srv_fault *f = &server->faults[server->n_faults++ % GPUD_MAX_FAULTS];
+   struct srv_fault *f = &server->faults[server->n_faults++ % DAEMON_MAX_FAULTS];
    f->time_ns = util_now_ns();
    f->client_id = client->id;
    f->pid = client->pid;
@@ -311,7 +311,7 @@ welcome(struct srv_client *client)
 {
    struct srv_server *server = client->server;
    Gpud__Welcome welcome = GPUD__WELCOME__INIT;
-   welcome.daemon_version = (char *)gpud_version;
+   welcome.daemon_version = (char *)daemon_version;
    welcome.device_name = server->device_name;
    welcome.host_driver = server->host_driver;
    welcome.client_id = client->id;
@@ -342,7 +342,7 @@ check_hello(struct srv_client *client, const Gpud__Hello *hello)
    }
    /* the application's own nice level: only lower priorities count */
    if (hello->nice > 0)
-      client->asked_nice = hello->nice > GPUD_NICE_MAX ? GPUD_NICE_MAX : hello->nice;
+      client->asked_nice = hello->nice > DAEMON_NICE_MAX ? DAEMON_NICE_MAX : hello->nice;
    if (hello->role != GPUD__ROLE__ROLE_CONTROL && hello->role != GPUD__ROLE__ROLE_VULKAN) {
       refuse(client, "unknown role %d", hello->role);
       return false;
@@ -496,7 +496,7 @@ worker_free(struct srv_worker *worker)
    util_fd_close(&worker->fd);
    if (worker->served && worker->status) {
       /* its pipelines, found in its user's cache and not */
-      const struct gpud_status_page *page = worker->status;
+      const struct daemon_status_page *page = worker->status;
       srv_cache_count(server, worker->served_uid, worker->served_program,
                        atomic_load(&page->pipelines_cached),
                        atomic_load(&page->pipelines_compiled));
@@ -504,7 +504,7 @@ worker_free(struct srv_worker *worker)
    if (worker->served && !server->stopping)
       srv_cache_trim_soon(server);
    if (worker->status)
-      munmap(worker->status, GPUD_STATUS_PAGE_SIZE);
+      munmap(worker->status, DAEMON_STATUS_PAGE_SIZE);
    util_fd_close(&worker->status_fd);
    util_fd_close(&worker->pidfd);
    util_list_remove(&worker->link);
@@ -520,7 +520,7 @@ worker_queue(struct srv_worker *worker, const Gpud__WorkerMessage *m, const int 
    int r = buf ? util_msg_queue_push(&worker->out, UTIL_MSG_CONTROL, buf, size, fds, n_fds)
                : -ENOMEM;
    free(buf);
-   if (r < 0 || worker->out.bytes > GPUD_MAX_SERVER_QUEUE) {
+   if (r < 0 || worker->out.bytes > DAEMON_MAX_SERVER_QUEUE) {
       srv_kill_worker(worker, "its control channel broke down");
       return;
    }
@@ -567,7 +567,7 @@ reserve(struct srv_worker *worker, uint32_t heap, uint64_t bytes)
    struct srv_client *client = worker->client;
    if (!client || heap >= server->n_heaps)
       return VK_ERROR_OUT_OF_DEVICE_MEMORY;
-   const struct gpud_limits *l = &server->cfg.limits;
+   const struct daemon_limits *l = &server->cfg.limits;
    const char *over = NULL;
    if (bytes > room_under(server->heap_size[heap], client->heap_memory[heap]))
       over = "the heap's size";
@@ -594,7 +594,7 @@ budget(struct srv_worker *worker, uint64_t *usage, uint64_t *total)
 {
    struct srv_server *server = worker->server;
    struct srv_client *client = worker->client;
-   const struct gpud_limits *l = &server->cfg.limits;
+   const struct daemon_limits *l = &server->cfg.limits;
    for (uint32_t h = 0; h < server->n_heaps; h++) {
       usage[h] = client ? client->heap_memory[h] : 0;
       uint64_t more = room_under(server->heap_size[h], usage[h]);
@@ -682,14 +682,14 @@ assign(struct srv_worker *worker, struct srv_client *client)
    }
    int status_fd = -1;
    void *page = MAP_FAILED;
-   if (util_memfd_create("gpud-status", GPUD_STATUS_PAGE_SIZE, &status_fd) == 0)
-      page = mmap(NULL, GPUD_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, status_fd, 0);
+   if (util_memfd_create("gpud-status", DAEMON_STATUS_PAGE_SIZE, &status_fd) == 0)
+      page = mmap(NULL, DAEMON_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, status_fd, 0);
    if (page == MAP_FAILED) {
       util_fd_close(&status_fd);
       refuse(client, "out of memory");
       return;
    }
-   atomic_store(&((struct gpud_status_page *)page)->layout, GPUD_STATUS_LAYOUT);
+   atomic_store(&((struct daemon_status_page *)page)->layout, DAEMON_STATUS_LAYOUT);
    /* a worker that outlives this server: a later one adopts it */
    uint8_t token[32];
    int adopt_fd = -1;
@@ -707,7 +707,7 @@ assign(struct srv_worker *worker, struct srv_client *client)
    client->state = SRV_CLIENT_SERVING;
    evtimer_del(client->timer);
 
-   const struct gpud_limits *l = &server->cfg.limits;
+   const struct daemon_limits *l = &server->cfg.limits;
    Gpud__WorkerAssign a = GPUD__WORKER_ASSIGN__INIT;
    a.client_id = client->id;
    a.pid = (uint32_t)client->pid;
@@ -785,9 +785,9 @@ worker_ready(struct srv_worker *worker, const Gpud__WorkerReady *ready)
          worker->failed_start = true;
          return;
       }
-      server->device_pin.by = GPUD_SELECT_UUID;
+      server->device_pin.by = DAEMON_SELECT_UUID;
       memcpy(server->device_pin.uuid, ready->device_uuid.data, VK_UUID_SIZE);
-      gpud_uuid_format(server->device_pin.uuid, server->device_uuid);
+      daemon_uuid_format(server->device_pin.uuid, server->device_uuid);
       snprintf(server->device_name, sizeof(server->device_name), "%s",
                ready->device_name ? ready->device_name : "?");
       snprintf(server->device_pci, sizeof(server->device_pci), "%s",
@@ -1038,7 +1038,7 @@ describe_where(const struct srv_worker *worker, char *where, size_t size)
    uint32_t op = atomic_load(&worker->status->op);
    uint32_t last = atomic_load(&worker->status->last_op);
    uint32_t replaying = 0; /* a lane's command, when the decoding thread is idle */
-   for (unsigned i = 0; !replaying && i < GPUD_STATUS_LANES; i++)
+   for (unsigned i = 0; !replaying && i < DAEMON_STATUS_LANES; i++)
       replaying = atomic_load(&worker->status->lanes[i].op);
    uint32_t compiling = atomic_load(&worker->status->compile.op);
    if (op && op < WIRE_OP_COUNT)
@@ -1175,7 +1175,7 @@ adopted(struct srv_server *server, struct srv_adopted *a)
    struct srv_worker *worker = calloc(1, sizeof(*worker));
    void *page = MAP_FAILED;
    if (client && worker)
-      page = mmap(NULL, GPUD_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, a->status_fd,
+      page = mmap(NULL, DAEMON_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, a->status_fd,
                   0);
    if (page == MAP_FAILED) {
       /* its worker serves on without a server until its grace ends (this
@@ -1224,10 +1224,10 @@ adopted(struct srv_server *server, struct srv_adopted *a)
    reader_init(server, &worker->reader);
    util_list_add_tail(&server->workers, &worker->link);
    /* a page of another build's layout is not read */
-   if (atomic_load(&((struct gpud_status_page *)page)->layout) == GPUD_STATUS_LAYOUT) {
+   if (atomic_load(&((struct daemon_status_page *)page)->layout) == DAEMON_STATUS_LAYOUT) {
       worker->status = page;
    } else {
-      munmap(page, GPUD_STATUS_PAGE_SIZE);
+      munmap(page, DAEMON_STATUS_PAGE_SIZE);
       worker->details_unknown = true;
    }
    worker_serves(worker, client);
@@ -1607,16 +1607,16 @@ open_socket(struct srv_server *server)
 static int
 load_host(struct srv_server *server)
 {
-   if (gpud_host_load(&server->host, server->manifest, &server->cfg.device_sel,
+   if (daemon_host_load(&server->host, server->manifest, &server->cfg.device_sel,
                       server->cfg.sysfs_root) < 0)
       return -ENODEV;
    server->host.spirv = server->cfg.spirv;
-   if (gpud_host_enable_validation(&server->host, server->cfg.validate) < 0)
+   if (daemon_host_enable_validation(&server->host, server->cfg.validate) < 0)
       return -ENOENT;
    snprintf(server->device_name, sizeof(server->device_name), "%s", server->host.device_name);
-   gpud_uuid_format(server->host.device_uuid, server->device_uuid);
+   daemon_uuid_format(server->host.device_uuid, server->device_uuid);
    if (server->host.has_pci)
-      gpud_pci_format(&server->host.pci, server->device_pci);
+      daemon_pci_format(&server->host.pci, server->device_pci);
    snprintf(server->render_node, sizeof(server->render_node), "%s", server->host.render_node);
    const VkPhysicalDeviceMemoryProperties *mem = &server->host.memory;
    for (uint32_t i = 0; i < mem->memoryHeapCount; i++) {
@@ -1699,7 +1699,7 @@ server_finish(struct srv_server *server)
    srv_access_finish(&server->access);
    srv_identity_finish(server);
    util_fd_close(&server->closer_fd);
-   gpud_host_finish(&server->host);
+   daemon_host_finish(&server->host);
 }
 
 int
@@ -1729,7 +1729,7 @@ srv_server_run(const struct srv_config *cfg)
    if (cfg->manifest)
       server->manifest = strdup(cfg->manifest);
    else if (cfg->isolation == SRV_ISOLATION_THREAD &&
-            gpud_host_default_manifest(&cfg->device_sel, cfg->sysfs_root, &server->manifest) ==
+            daemon_host_default_manifest(&cfg->device_sel, cfg->sysfs_root, &server->manifest) ==
                -ENODEV)
       status = GPUD_EXIT_NO_DEVICE;
    if ((cfg->manifest || cfg->isolation == SRV_ISOLATION_THREAD) && !server->manifest)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A fair share of the GPU, the server's side: the schedule page
- * (daemon/gpud_sched.h), a sealed memfd every worker maps, and each
+ * (daemon/common/daemon_sched.h), a sealed memfd every worker maps, and each
  * client's slot on it: its weight (its nice level: [user NAME] and
  * [program NAME] sections of the configuration, the application's own
  * GPUD_NICE, which may only lower it, and gpudctl renice) and its quota
@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gpud_sched.h"
+#include "daemon_sched.h"
 #include "util_fd.h"
 #include "util_futex.h"
 #include "util_log.h"
@@ -35,9 +35,9 @@ srv_share_init(struct srv_server *server)
       return -ENODEV; /* clients go as the host driver has them */
    int fd = -1;
    void *map = MAP_FAILED;
-   int r = util_memfd_create("gpud-schedule", GPUD_SCHED_SIZE, &fd);
+   int r = util_memfd_create("gpud-schedule", DAEMON_SCHED_SIZE, &fd);
    if (r == 0) {
-      map = mmap(NULL, GPUD_SCHED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      map = mmap(NULL, DAEMON_SCHED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       r = map == MAP_FAILED ? -errno : 0;
    }
    if (r < 0) {
@@ -46,11 +46,11 @@ srv_share_init(struct srv_server *server)
                 strerror(-r));
       return r;
    }
-   struct gpud_sched_page *page = map;
+   struct daemon_sched_page *page = map;
    atomic_store(&page->slice_us, SLICE_US);
    atomic_store(&page->bucket_ms, BUCKET_MS);
-   atomic_store(&page->layout, GPUD_SCHED_LAYOUT);
-   atomic_store(&page->magic, GPUD_SCHED_MAGIC);
+   atomic_store(&page->layout, DAEMON_SCHED_LAYOUT);
+   atomic_store(&page->magic, DAEMON_SCHED_MAGIC);
    server->sched = page;
    server->sched_fd = fd;
    return 0;
@@ -60,7 +60,7 @@ void
 srv_share_finish(struct srv_server *server)
 {
    if (server->sched)
-      munmap(server->sched, GPUD_SCHED_SIZE);
+      munmap(server->sched, DAEMON_SCHED_SIZE);
    server->sched = NULL;
    util_fd_close(&server->sched_fd);
 }
@@ -105,13 +105,13 @@ configured(const struct srv_server *server, const struct srv_client *client, int
 
 /* The user entry for uid with that quota (0 for none), made when needed. */
 static uint32_t
-user_entry(struct gpud_sched_page *page, uid_t uid, uint32_t quota)
+user_entry(struct daemon_sched_page *page, uid_t uid, uint32_t quota)
 {
    if (!quota)
       return 0;
    int free_entry = -1;
-   for (unsigned i = 0; i < GPUD_SCHED_USERS; i++) {
-      struct gpud_sched_user *u = &page->users[i];
+   for (unsigned i = 0; i < DAEMON_SCHED_USERS; i++) {
+      struct daemon_sched_user *u = &page->users[i];
       uint32_t q = atomic_load(&u->quota_ppm);
       if (q && atomic_load(&u->uid) == uid) {
          if (q != quota)
@@ -123,7 +123,7 @@ user_entry(struct gpud_sched_page *page, uid_t uid, uint32_t quota)
    }
    if (free_entry < 0)
       return 0;
-   struct gpud_sched_user *u = &page->users[free_entry];
+   struct daemon_sched_user *u = &page->users[free_entry];
    atomic_store(&u->uid, uid);
    atomic_store(&u->tokens_ns, 0);
    atomic_store(&u->refill_ns, 0);
@@ -135,7 +135,7 @@ user_entry(struct gpud_sched_page *page, uid_t uid, uint32_t quota)
 static void
 apply(struct srv_server *server, struct srv_client *client)
 {
-   struct gpud_sched_slot *slot = &server->sched->slots[client->sched_slot];
+   struct daemon_sched_slot *slot = &server->sched->slots[client->sched_slot];
    int nice;
    uint32_t quota, user_quota;
    configured(server, client, &nice, &quota, &user_quota);
@@ -157,11 +157,11 @@ int
 srv_share_take(struct srv_server *server, struct srv_client *client)
 {
    client->sched_slot = -1;
-   struct gpud_sched_page *page = server->sched;
+   struct daemon_sched_page *page = server->sched;
    if (!page)
       return -ENODEV;
-   for (unsigned i = 0; i < GPUD_SCHED_SLOTS; i++) {
-      struct gpud_sched_slot *slot = &page->slots[i];
+   for (unsigned i = 0; i < DAEMON_SCHED_SLOTS; i++) {
+      struct daemon_sched_slot *slot = &page->slots[i];
       if (atomic_load(&slot->client_id))
          continue;
       /* a clean slot; its worker writes the rest */
@@ -184,7 +184,7 @@ srv_share_take(struct srv_server *server, struct srv_client *client)
       return 0;
    }
    util_warn("the schedule page is full (%u clients): client %" PRIu64 " is not scheduled",
-             GPUD_SCHED_SLOTS, client->id);
+             DAEMON_SCHED_SLOTS, client->id);
    return -ENOSPC;
 }
 
@@ -193,9 +193,9 @@ srv_share_release(struct srv_server *server, struct srv_client *client)
 {
    if (!server->sched || client->sched_slot < 0)
       return;
-   struct gpud_sched_slot *slot = &server->sched->slots[client->sched_slot];
+   struct daemon_sched_slot *slot = &server->sched->slots[client->sched_slot];
    /* a worker that ended with work in flight leaves nobody waiting on it */
-   if (atomic_exchange(&slot->state, 0) & GPUD_SCHED_ACTIVE)
+   if (atomic_exchange(&slot->state, 0) & DAEMON_SCHED_ACTIVE)
       atomic_fetch_sub(&server->sched->active, 1);
    atomic_store(&slot->client_id, 0);
    atomic_fetch_sub(&server->sched->clients, 1);
@@ -241,12 +241,12 @@ srv_share_fill(const struct srv_server *server, const struct srv_client *client,
 {
    if (!server->sched || client->sched_slot < 0)
       return;
-   const struct gpud_sched_slot *slot = &server->sched->slots[client->sched_slot];
+   const struct daemon_sched_slot *slot = &server->sched->slots[client->sched_slot];
    info->nice = client->nice;
    info->weight = atomic_load(&slot->weight);
    info->quota_ppm = atomic_load(&slot->quota_ppm);
    uint32_t user = atomic_load(&slot->user);
-   if (user && user <= GPUD_SCHED_USERS)
+   if (user && user <= DAEMON_SCHED_USERS)
       info->user_quota_ppm = atomic_load(&server->sched->users[user - 1].quota_ppm);
    info->waited_ns = atomic_load(&slot->waited_ns);
 }

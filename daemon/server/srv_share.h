@@ -8,7 +8,7 @@
 /* A fair share of the GPU.  init makes the schedule page
  * (failing leaves clients unscheduled); take gives a client a slot with its
  * weight and quotas (-ENODEV: no page, -ENOSPC: full); release frees it;
- * renice sets a client's nice level (one from GPUD_NICE_MIN to MAX, the
+ * renice sets a client's nice level (one from DAEMON_NICE_MIN to MAX, the
  * caller checked); reload applies the
  * configuration's again; fill puts a client's share into its ClientInfo. */
 int srv_share_init(struct srv_server *server);

@@ -31,7 +31,7 @@ extern char **environ;
 
 struct thread_start {
    int fd;
-   const struct gpud_host *host;
+   const struct daemon_host *host;
 };
 
 static void *
@@ -44,12 +44,12 @@ worker_thread(void *data)
 }
 
 static const char *
-validate_name(enum gpud_validate_mode mode)
+validate_name(enum daemon_validate_mode mode)
 {
    switch (mode) {
-   case GPUD_VALIDATE_REPORT:
+   case DAEMON_VALIDATE_REPORT:
       return "--validate=report";
-   case GPUD_VALIDATE_STRICT:
+   case DAEMON_VALIDATE_STRICT:
       return "--validate=strict";
    default:
       return "--validate=off";
@@ -122,10 +122,10 @@ spawn_process(struct srv_server *server, struct srv_worker *worker, int child_fd
       argv[n++] = server->manifest;
    }
    /* the first worker finds the device; the others serve the one it found */
-   const struct gpud_selector *sel =
-      server->have_device && server->device_pin.by == GPUD_SELECT_UUID ? &server->device_pin
+   const struct daemon_selector *sel =
+      server->have_device && server->device_pin.by == DAEMON_SELECT_UUID ? &server->device_pin
                                                                        : &server->cfg.device_sel;
-   gpud_selector_format(sel, device, sizeof(device));
+   daemon_selector_format(sel, device, sizeof(device));
    if (device[0]) {
       argv[n++] = "--device";
       argv[n++] = device;
@@ -136,7 +136,7 @@ spawn_process(struct srv_server *server, struct srv_worker *worker, int child_fd
    }
    argv[n++] = validate_name(server->cfg.validate);
    argv[n++] = "--spirv";
-   argv[n++] = gpud_spirv_mode_name(server->cfg.spirv);
+   argv[n++] = daemon_spirv_mode_name(server->cfg.spirv);
    argv[n++] = level;
    /* a worker no later server can find (no private directory) ends with
     * its server */

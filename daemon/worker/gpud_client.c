@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gpud_limits.h"
+#include "daemon_limits.h"
 #include "util_fd.h"
 #include "util_time.h"
 #include "util_trace.h"
@@ -46,8 +46,8 @@ recv_error(int r)
 }
 
 int
-gpud_client_create(const struct gpud_context_info *info, const struct gpud_host *host,
-                    const struct gpud_context_ops *ops, struct gpud_status_page *status,
+gpud_client_create(const struct gpud_context_info *info, const struct daemon_host *host,
+                    const struct gpud_context_ops *ops, struct daemon_status_page *status,
                     int fd, struct gpud_context **ret_ctx)
 {
    struct gpud_context *ctx = calloc(1, sizeof(*ctx));
@@ -78,7 +78,7 @@ gpud_client_create(const struct gpud_context_info *info, const struct gpud_host 
    pthread_cond_init(&ctx->wait_cond, NULL);
    util_list_init(&ctx->waiters);
    util_list_init(&ctx->object_list);
-   util_msg_reader_init(&ctx->reader, GPUD_MAX_MESSAGE_SIZE);
+   util_msg_reader_init(&ctx->reader, DAEMON_MAX_MESSAGE_SIZE);
    wire_enc_init(&ctx->reply);
    if (getenv("GPUD_PROFILE"))
       ctx->profile = calloc(1, sizeof(*ctx->profile));
@@ -86,7 +86,7 @@ gpud_client_create(const struct gpud_context_info *info, const struct gpud_host 
    ctx->log_tokens = info->log_burst;
    ctx->log_last_ns = util_now_ns();
    /* (the call's arena: a compile job takes it and leaves another) */
-   struct wire_arena *arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
+   struct wire_arena *arena = wire_arena_create(DAEMON_MAX_COMMAND_MEMORY);
    ctx->call = arena ? gpud_call_create(ctx, arena) : NULL;
    if (!ctx->call)
       wire_arena_destroy(arena);
@@ -137,18 +137,18 @@ setup_rings(struct gpud_context *ctx)
                                                         : "not a memfd");
    ctx->command_ring_size = command_size;
    ctx->reply_ring_size = reply_size;
-   util_spin_window_init(&ctx->ring_window, GPUD_COMMAND_SPIN_NS, GPUD_COMMAND_SPIN_MAX_NS);
+   util_spin_window_init(&ctx->ring_window, DAEMON_COMMAND_SPIN_NS, DAEMON_COMMAND_SPIN_MAX_NS);
    ctx->ring_wait = (struct util_ring_wait){
       .socket_fd = ctx->fd,
       .closing = &ctx->closing,
-      .spin_ns = GPUD_COMMAND_SPIN_NS,
+      .spin_ns = DAEMON_COMMAND_SPIN_NS,
       .window = &ctx->ring_window,
-      .slice_ns = GPUD_RING_SLICE_NS,
+      .slice_ns = DAEMON_RING_SLICE_NS,
       .blocked_since = &ctx->status->send_blocked_since_ns,
       .slept = ctx->profile ? &ctx->profile->slept : NULL,
    };
    util_ring_init(&ctx->commands, map, command_size, reply_size, true, false,
-                  GPUD_MAX_MESSAGE_SIZE);
+                  DAEMON_MAX_MESSAGE_SIZE);
    /* A developer's switch: every command the client sends, in one file
     * per client, to seed the decoder's fuzzer (tests/fuzz). */
    const char *record = getenv("GPUD_RECORD_STREAMS");
@@ -303,7 +303,7 @@ serve(struct gpud_context *ctx)
       }
       if (ctx->record_fd >= 0) {
          /* whole messages from the start, or the seed would not replay */
-         if (ctx->recorded + msg.size > GPUD_RECORD_MAX ||
+         if (ctx->recorded + msg.size > DAEMON_RECORD_MAX ||
              write(ctx->record_fd, msg.data, msg.size) != (ssize_t)msg.size)
             util_fd_close(&ctx->record_fd);
          ctx->recorded += msg.size;
@@ -320,7 +320,7 @@ gpud_client_run(struct gpud_context *ctx)
    /* what the client's devices compiled, for its next run (a worker ends
     * without destroying what is left), with the pipelines still being
     * made (unless the host takes longer than a client's end may) */
-   gpud_compile_drain_for(ctx, GPUD_COMPILE_END_WAIT_NS);
+   gpud_compile_drain_for(ctx, DAEMON_COMPILE_END_WAIT_NS);
    struct gpud_object *obj;
    util_list_for_each(obj, &ctx->object_list, link) {
       if (obj->type == VK_OBJECT_TYPE_DEVICE)

@@ -9,8 +9,8 @@
 #include "gpud_context.h"
 
 /* Takes ownership of fd; status must outlive the client. */
-int gpud_client_create(const struct gpud_context_info *info, const struct gpud_host *host,
-                       const struct gpud_context_ops *ops, struct gpud_status_page *status,
+int gpud_client_create(const struct gpud_context_info *info, const struct daemon_host *host,
+                       const struct gpud_context_ops *ops, struct daemon_status_page *status,
                        int fd, struct gpud_context **ret_ctx);
 /* Serves the client until it leaves, breaks the protocol or stops reading;
  * ctx->end_reason says which. */

@@ -27,8 +27,8 @@
  *   the decoding thread takes another.
  * - Replies go out of order, as the waiter threads' do (gpud_wait.c).
  *
- * Not deferred: commands without a reply, a client past GPUD_MAX_COMPILES
- * jobs, commands whose decoded arguments pass GPUD_MAX_COMPILE_ARGS (each
+ * Not deferred: commands without a reply, a client past DAEMON_MAX_COMPILES
+ * jobs, commands whose decoded arguments pass DAEMON_MAX_COMPILE_ARGS (each
  * job keeps its own), workers that validate on the host (the validation
  * messenger reports into the command being run on the decoding thread), and
  * every command when GPUD_COMPILE_THREADS=0 (the fuzz harness: inputs
@@ -43,9 +43,9 @@
 #include <unistd.h>
 
 #include "gpud_call.h"
-#include "gpud_limits.h"
 #include "gpud_pipecache.h"
 #include "gpud_spirv.h"
+#include "daemon_limits.h"
 #include "util_list.h"
 #include "util_macros.h"
 #include "util_time.h"
@@ -386,25 +386,25 @@ gpud_compile_defer(struct gpud_call *call, uint32_t op, const void *args, bool k
                    const uint64_t *cache_keys)
 {
    struct gpud_context *ctx = call->ctx;
-   if (!call->reply || !call->device || ctx->host->validate != GPUD_VALIDATE_OFF ||
+   if (!call->reply || !call->device || ctx->host->validate != DAEMON_VALIDATE_OFF ||
        atomic_load(&ctx->closing))
       return false;
    const size_t args_size = deferred_args_size(op);
    if (!args_size)
       return false;
-   if (wire_arena_total(call->arena) > GPUD_MAX_COMPILE_ARGS)
+   if (wire_arena_total(call->arena) > DAEMON_MAX_COMPILE_ARGS)
       return false;
    struct gpud_compile *c = compile_get(ctx);
    if (!c || !c->max_threads)
       return false;
    pthread_mutex_lock(&c->mutex);
-   bool room = c->queued + c->running < GPUD_MAX_COMPILES;
+   bool room = c->queued + c->running < DAEMON_MAX_COMPILES;
    struct wire_arena *fresh = room && c->n_spare ? c->spare[--c->n_spare] : NULL;
    pthread_mutex_unlock(&c->mutex);
    if (!room)
       return false;
    if (!fresh)
-      fresh = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
+      fresh = wire_arena_create(DAEMON_MAX_COMMAND_MEMORY);
    struct compile_job *job = fresh ? calloc(1, sizeof(*job)) : NULL;
    if (job)
       memcpy(&job->a, args, args_size);

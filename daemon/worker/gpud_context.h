@@ -18,8 +18,8 @@
 
 #include <vulkan/vulkan_core.h>
 
-#include "gpud_host.h"
-#include "gpud_status.h"
+#include "daemon_host.h"
+#include "daemon_status.h"
 #include "util_idtable.h"
 #include "util_list.h"
 #include "util_ring.h"
@@ -99,9 +99,9 @@ struct gpud_profile {
 
 struct gpud_context {
    struct gpud_context_info info;
-   const struct gpud_host *host;
+   const struct daemon_host *host;
    struct gpud_context_ops ops;
-   struct gpud_status_page *status; /* shared with the server */
+   struct daemon_status_page *status; /* shared with the server */
    struct gpud_sched *sched;        /* its slot on the schedule page (the worker's; NULL:
                                      * its submissions go unscheduled) */
    int fd;                          /* the client's socket */

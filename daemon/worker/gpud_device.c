@@ -66,11 +66,11 @@ enable_timeline_semaphores(struct gpud_call *call, VkDeviceCreateInfo *ci)
 static void
 keep_off_interrupt_cpus(struct gpud_call *call)
 {
-   const struct gpud_host *host = call->ctx->host;
+   const struct daemon_host *host = call->ctx->host;
    if (!host->has_pci)
       return;
-   char address[GPUD_PCI_TEXT];
-   gpud_pci_format(&host->pci, address);
+   char address[DAEMON_PCI_TEXT];
+   daemon_pci_format(&host->pci, address);
    cpu_set_t cpus;
    if (util_pci_irq_cpus("", address, &cpus) > 0)
       gpud_context_keep_off_cpus(call->ctx, &cpus, address);
@@ -153,7 +153,7 @@ add_global_priority(struct gpud_call *call, int nice, VkDeviceCreateInfo *ci, co
 void
 gpud_exec_vkCreateDevice(struct gpud_call *call, struct wire_args_vkCreateDevice *a)
 {
-   const struct gpud_host *host = call->ctx->host;
+   const struct daemon_host *host = call->ctx->host;
    const VkDeviceCreateInfo *in = a->pCreateInfo;
    keep_off_interrupt_cpus(call); /* before the host device starts its threads */
    const char **exts = wire_dec_alloc(&call->dec, sizeof(char *) * (in->enabledExtensionCount + 4));

@@ -159,7 +159,7 @@ gpud_exec_vkGetMemoryFdPropertiesKHR(struct gpud_call *call,
    gpud_gen_exec_vkGetMemoryFdPropertiesKHR(call, a);
    util_fd_close(&a->fd); /* not the implementation's: only looked at */
    /* host-visible memory is gpud's memfd: a dma-buf cannot become that */
-   const struct gpud_host *host = call->ctx->host;
+   const struct daemon_host *host = call->ctx->host;
    for (uint32_t i = 0; i < host->memory.memoryTypeCount; i++) {
       if ((host->memory.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
           (host->importable_types & (1u << i)))

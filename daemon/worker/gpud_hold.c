@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "gpud_status.h"
+#include "daemon_status.h"
 #include "util_futex.h"
 #include "wire_completion.h"
 
@@ -39,7 +39,7 @@ watch(void *data)
 {
    struct gpud_context *ctx = data;
    struct gpud_hold *w = ctx->hold;
-   struct gpud_status_inject *in = &ctx->status->inject;
+   struct daemon_status_inject *in = &ctx->status->inject;
    _Atomic uint32_t *seq = (_Atomic uint32_t *)&in->seq;
    while (!atomic_load(&w->stop)) {
       /* the word first: a change after this look wakes the sleep below */

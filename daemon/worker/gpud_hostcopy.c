@@ -25,7 +25,7 @@
 /* The heap host-visible memory comes from: what staging memory is charged
  * to, as an allocation of that much would be. */
 static uint32_t
-staging_heap(const struct gpud_host *host)
+staging_heap(const struct daemon_host *host)
 {
    for (uint32_t i = 0; i < host->memory.memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++) {
       if (host->memory.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)

@@ -30,7 +30,7 @@ void
 gpud_inject_before_command(struct gpud_call *call)
 {
    struct gpud_context *ctx = call->ctx;
-   struct gpud_status_page *page = ctx->status;
+   struct daemon_status_page *page = ctx->status;
    if (!page || !atomic_load_explicit(&page->inject.lose_device, memory_order_relaxed) ||
        !atomic_exchange(&page->inject.lose_device, 0))
       return;

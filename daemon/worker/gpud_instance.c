@@ -27,7 +27,7 @@
 void
 gpud_exec_vkCreateInstance(struct gpud_call *call, struct wire_args_vkCreateInstance *a)
 {
-   const struct gpud_host *host = call->ctx->host;
+   const struct daemon_host *host = call->ctx->host;
    /* The host instance is made with the application's own application
     * info (the host driver tunes by its names and versions, and compiles
     * shaders by its API version: the NVIDIA driver's code for one shader
@@ -77,7 +77,7 @@ void
 gpud_exec_vkEnumeratePhysicalDevices(struct gpud_call *call,
                                      struct wire_args_vkEnumeratePhysicalDevices *a)
 {
-   const struct gpud_host *host = call->ctx->host;
+   const struct daemon_host *host = call->ctx->host;
    const struct gpud_host_dispatch *d = call->disp;
    VkInstance instance = (VkInstance)(uintptr_t)call->instance->handle;
    uint32_t n = 0;
@@ -245,7 +245,7 @@ gpud_exec_vkGetPhysicalDeviceFeatures2(struct gpud_call *call,
 static void
 patch_memory(struct gpud_call *call, VkPhysicalDeviceMemoryProperties *m)
 {
-   const struct gpud_host *host = call->ctx->host;
+   const struct daemon_host *host = call->ctx->host;
    /* Host-visible memory must be a memfd both sides map: a type the host
     * cannot import a memfd into is offered as device memory only. */
    for (uint32_t i = 0; i < m->memoryTypeCount && i < VK_MAX_MEMORY_TYPES; i++) {

@@ -26,7 +26,7 @@
 void
 gpud_exec_vkAllocateMemory(struct gpud_call *call, struct wire_args_vkAllocateMemory *a)
 {
-   const struct gpud_host *host = call->ctx->host;
+   const struct daemon_host *host = call->ctx->host;
    const VkMemoryAllocateInfo *info = a->pAllocateInfo;
    /* External memory: an fd to import (the daemon's now: closed on every
     * way out that does not hand it on), and whether the memory may be

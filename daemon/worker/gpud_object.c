@@ -21,12 +21,12 @@ static void
 count_type(struct gpud_context *ctx, VkObjectType type, int delta)
 {
    int i = wire_object_type_index(type);
-   if (ctx->status && i >= 0 && i < GPUD_STATUS_TYPES)
+   if (ctx->status && i >= 0 && i < DAEMON_STATUS_TYPES)
       atomic_fetch_add_explicit(&ctx->status->objects_by_type[i], (uint32_t)delta,
                                 memory_order_relaxed);
 }
 
-_Static_assert(WIRE_OBJECT_TYPE_COUNT <= GPUD_STATUS_TYPES,
+_Static_assert(WIRE_OBJECT_TYPE_COUNT <= DAEMON_STATUS_TYPES,
                "the status page counts every object type");
 
 static void
@@ -43,19 +43,19 @@ count_objects(struct gpud_context *ctx)
 static void
 publish_name(struct gpud_context *ctx, const struct gpud_object *obj, const char *name)
 {
-   struct gpud_status_page *page = ctx->status;
+   struct daemon_status_page *page = ctx->status;
    if (!page)
       return;
    pthread_mutex_lock(&ctx->names_mutex);
    atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_relaxed);
    atomic_thread_fence(memory_order_release); /* the odd count before the names change */
-   struct gpud_status_name *names = page->names;
-   unsigned n = 0, at = GPUD_STATUS_NAMES;
-   for (; n < GPUD_STATUS_NAMES && names[n].id; n++) {
+   struct daemon_status_name *names = page->names;
+   unsigned n = 0, at = DAEMON_STATUS_NAMES;
+   for (; n < DAEMON_STATUS_NAMES && names[n].id; n++) {
       if (names[n].id == obj->id)
          at = n;
    }
-   if (at < n || (name && n == GPUD_STATUS_NAMES)) {
+   if (at < n || (name && n == DAEMON_STATUS_NAMES)) {
       if (at >= n)
          at = 0; /* full: the oldest goes */
       memmove(&names[at], &names[at + 1], (n - at - 1) * sizeof(*names));
@@ -67,7 +67,7 @@ publish_name(struct gpud_context *ctx, const struct gpud_object *obj, const char
       snprintf(names[n].name, sizeof(names[n].name), "%s", name);
       n++;
    }
-   if (n < GPUD_STATUS_NAMES)
+   if (n < DAEMON_STATUS_NAMES)
       memset(&names[n], 0, sizeof(names[n]));
    atomic_fetch_add_explicit(&page->names_seq, 1, memory_order_release);
    pthread_mutex_unlock(&ctx->names_mutex);

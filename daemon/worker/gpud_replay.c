@@ -42,7 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpud_limits.h"
+#include "daemon_limits.h"
 #include "util_spin.h"
 #include "util_time.h"
 #include "util_trace.h"
@@ -278,7 +278,7 @@ static void
 wait_progress(struct gpud_replay *r, bool (*done)(struct gpud_replay *r, const void *arg),
               const void *arg)
 {
-   if (spin_until(done, r, arg, GPUD_COMMAND_SPIN_NS))
+   if (spin_until(done, r, arg, DAEMON_COMMAND_SPIN_NS))
       return;
    atomic_fetch_add(&r->waiters, 1);
    pthread_mutex_lock(&r->progress_mutex);
@@ -340,7 +340,7 @@ lane_main(void *data)
       if (!atomic_load(&ctx->closing)) {
          uint64_t t0 = ctx->profile ? util_now_ns() : 0;
          int64_t n = replay(lane->call, job->cb, job->data, job->size,
-                            &ctx->status->lanes[lane->index % GPUD_STATUS_LANES].op);
+                            &ctx->status->lanes[lane->index % DAEMON_STATUS_LANES].op);
          if (n > 0) {
             atomic_fetch_add_explicit(&ctx->status->commands, (uint64_t)n,
                                       memory_order_relaxed);
@@ -392,11 +392,11 @@ static unsigned
 lanes_wanted(const struct gpud_context *ctx)
 {
    if (ctx->info.replay_threads >= 0)
-      return (unsigned)UTIL_MIN(ctx->info.replay_threads, GPUD_STATUS_LANES);
+      return (unsigned)UTIL_MIN(ctx->info.replay_threads, DAEMON_STATUS_LANES);
    if (util_spin_yields())
       return 0;
    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-   return cpus > 2 ? (unsigned)UTIL_MIN(cpus - 2, GPUD_STATUS_LANES) : 0;
+   return cpus > 2 ? (unsigned)UTIL_MIN(cpus - 2, DAEMON_STATUS_LANES) : 0;
 }
 
 struct gpud_replay *
@@ -415,7 +415,7 @@ gpud_replay_create(struct gpud_context *ctx)
    if (!n)
       return r;
    r->lanes = calloc(n, sizeof(*r->lanes));
-   r->submit_arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
+   r->submit_arena = wire_arena_create(DAEMON_MAX_COMMAND_MEMORY);
    r->submit_call = gpud_call_create(ctx, r->submit_arena);
    if (!r->lanes || !r->submit_arena || !r->submit_call) {
       gpud_replay_destroy(r);
@@ -425,11 +425,11 @@ gpud_replay_create(struct gpud_context *ctx)
       struct replay_lane *lane = &r->lanes[i];
       lane->replay = r;
       lane->index = i;
-      util_spin_window_init(&lane->window, GPUD_COMMAND_SPIN_NS, GPUD_COMMAND_SPIN_MAX_NS);
+      util_spin_window_init(&lane->window, DAEMON_COMMAND_SPIN_NS, DAEMON_COMMAND_SPIN_MAX_NS);
       util_list_init(&lane->jobs);
       pthread_mutex_init(&lane->mutex, NULL);
       pthread_cond_init(&lane->cond, NULL);
-      lane->arena = wire_arena_create(GPUD_MAX_COMMAND_MEMORY);
+      lane->arena = wire_arena_create(DAEMON_MAX_COMMAND_MEMORY);
       lane->call = lane->arena ? gpud_call_create(ctx, lane->arena) : NULL;
       r->n_lanes = i + 1;
       if (!lane->call || pthread_create(&lane->thread, NULL, lane_main, lane) != 0) {
@@ -506,7 +506,7 @@ static bool
 little_queued(struct gpud_replay *r, const void *arg)
 {
    (void)arg;
-   return atomic_load(&r->queued) < GPUD_REPLAY_QUEUED_MAX;
+   return atomic_load(&r->queued) < DAEMON_REPLAY_QUEUED_MAX;
 }
 
 void
@@ -687,7 +687,7 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
       return replay_here(call, cb, data, size);
 
    bool secondaries = executes_secondaries(data, size);
-   bool big = size > GPUD_REPLAY_INLINE_MAX;
+   bool big = size > DAEMON_REPLAY_INLINE_MAX;
    bool solo = big && cb->pool && solo_pool(r, cb->pool); /* (notes each large one) */
    if ((h.cmd.flags & WIRE_CHUNK_END) && cb->pool && !secondaries && pool_done(r, cb->pool) &&
        (!big || solo)) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A worker's side of the fair share (daemon/gpud_sched.h): before each of
+ * A worker's side of the fair share (daemon/common/daemon_sched.h): before each of
  * its client's submissions goes to the host, the worker decides from the
  * schedule page whether it is the client's turn, and holds the submission
  * until it is; as each completes it charges the client its GPU time.
@@ -15,8 +15,8 @@
  * clients within their shares, go at once: the common path is an atomic
  * load of the number of clients.
  */
-#include "gpud_sched.h"
 #include "gpud_sched_worker.h"
+#include "daemon_sched.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -40,8 +40,8 @@
 #define MAX_IN_FLIGHT_HOLD_NS (100ull * 1000 * 1000)
 
 struct gpud_sched {
-   struct gpud_sched_page *page;
-   struct gpud_sched_slot *me;
+   struct daemon_sched_page *page;
+   struct daemon_sched_slot *me;
    unsigned slot;
    pthread_mutex_t mutex; /* the counts below */
    unsigned in_flight;    /* submissions at the host, not yet complete */
@@ -50,7 +50,7 @@ struct gpud_sched {
 };
 
 static void
-wake(struct gpud_sched_page *page)
+wake(struct daemon_sched_page *page)
 {
    atomic_fetch_add(&page->epoch, 1);
    if (atomic_load(&page->waiters))
@@ -59,7 +59,7 @@ wake(struct gpud_sched_page *page)
 
 /* How far ahead of the furthest behind a client may go. */
 static uint64_t
-page_slice(struct gpud_sched_page *page)
+page_slice(struct daemon_sched_page *page)
 {
    uint64_t slice = (uint64_t)atomic_load(&page->slice_us) * 1000;
    return slice ? slice : DEFAULT_SLICE_NS;
@@ -73,11 +73,11 @@ lately(uint64_t last, uint64_t now)
 }
 
 /* The user entry of a slot with a user quota; NULL: none. */
-static struct gpud_sched_user *
-quota_user(struct gpud_sched_page *page, const struct gpud_sched_slot *slot)
+static struct daemon_sched_user *
+quota_user(struct daemon_sched_page *page, const struct daemon_sched_slot *slot)
 {
    uint32_t user = atomic_load(&slot->user);
-   if (!user || user > GPUD_SCHED_USERS || !atomic_load(&page->users[user - 1].quota_ppm))
+   if (!user || user > DAEMON_SCHED_USERS || !atomic_load(&page->users[user - 1].quota_ppm))
       return NULL;
    return &page->users[user - 1];
 }
@@ -90,7 +90,7 @@ leave_page(struct gpud_sched *s)
    if (!s->page || !s->active)
       return;
    atomic_fetch_and(&s->me->state,
-                    ~(GPUD_SCHED_ACTIVE | GPUD_SCHED_WAITING | GPUD_SCHED_QUOTA_HELD));
+                    ~(DAEMON_SCHED_ACTIVE | DAEMON_SCHED_WAITING | DAEMON_SCHED_QUOTA_HELD));
    atomic_fetch_sub(&s->page->active, 1);
    wake(s->page);
 }
@@ -107,15 +107,15 @@ gpud_sched_new(void)
 bool
 gpud_sched_bind(struct gpud_sched *s, int fd, uint32_t slot)
 {
-   if (!s || slot >= GPUD_SCHED_SLOTS || util_memfd_check(fd, GPUD_SCHED_SIZE) < 0)
+   if (!s || slot >= DAEMON_SCHED_SLOTS || util_memfd_check(fd, DAEMON_SCHED_SIZE) < 0)
       return false; /* (a page that could shrink under the others is none) */
-   void *map = mmap(NULL, GPUD_SCHED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+   void *map = mmap(NULL, DAEMON_SCHED_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
    if (map == MAP_FAILED)
       return false;
-   struct gpud_sched_page *page = map;
-   if (atomic_load(&page->magic) != GPUD_SCHED_MAGIC ||
-       atomic_load(&page->layout) != GPUD_SCHED_LAYOUT) {
-      munmap(map, GPUD_SCHED_SIZE);
+   struct daemon_sched_page *page = map;
+   if (atomic_load(&page->magic) != DAEMON_SCHED_MAGIC ||
+       atomic_load(&page->layout) != DAEMON_SCHED_LAYOUT) {
+      munmap(map, DAEMON_SCHED_SIZE);
       return false;
    }
    pthread_mutex_lock(&s->mutex);
@@ -129,7 +129,7 @@ gpud_sched_bind(struct gpud_sched *s, int fd, uint32_t slot)
    if (s->active) {
       /* (a submission held sets its bits here when it looks again) */
       atomic_store(&s->me->busy_since_ns, s->in_flight ? util_now_ns() : 0);
-      atomic_fetch_or(&s->me->state, GPUD_SCHED_ACTIVE);
+      atomic_fetch_or(&s->me->state, DAEMON_SCHED_ACTIVE);
       atomic_fetch_add(&page->active, 1);
    }
    pthread_mutex_unlock(&s->mutex);
@@ -168,7 +168,7 @@ gpud_sched_free(struct gpud_sched *s)
       return;
    leave_page(s);
    if (s->page)
-      munmap(s->page, GPUD_SCHED_SIZE);
+      munmap(s->page, DAEMON_SCHED_SIZE);
    pthread_mutex_destroy(&s->mutex);
    free(s);
 }
@@ -177,13 +177,13 @@ gpud_sched_free(struct gpud_sched *s)
  * one in flight as long as it has run (a long submission must not keep the
  * others waiting for its end to be charged). */
 static uint64_t
-effective_vtime(const struct gpud_sched_slot *slot, uint64_t now)
+effective_vtime(const struct daemon_sched_slot *slot, uint64_t now)
 {
    uint64_t v = atomic_load_explicit(&slot->vtime, memory_order_relaxed);
    uint64_t since = atomic_load_explicit(&slot->busy_since_ns, memory_order_relaxed);
    uint32_t weight = atomic_load_explicit(&slot->weight, memory_order_relaxed);
    if (since && now > since && weight)
-      v += (now - since) * GPUD_SCHED_WEIGHT_0 / weight;
+      v += (now - since) * DAEMON_SCHED_WEIGHT_0 / weight;
    return v;
 }
 
@@ -224,11 +224,11 @@ refill(_Atomic int64_t *tokens, _Atomic uint64_t *refill_ns, uint32_t quota_ppm,
 static uint64_t
 quota_wait_ns(struct gpud_sched *s, uint64_t now, bool hold_in_flight)
 {
-   struct gpud_sched_page *page = s->page;
+   struct daemon_sched_page *page = s->page;
    uint32_t bucket_ms = atomic_load(&page->bucket_ms);
    uint64_t wait = 0;
    uint32_t q = atomic_load(&s->me->quota_ppm);
-   struct gpud_sched_user *u = quota_user(page, s->me);
+   struct daemon_sched_user *u = quota_user(page, s->me);
    if ((q || u) && s->in_flight && hold_in_flight)
       return RECHECK_NS; /* (its completion wakes it) */
    if (q) {
@@ -254,29 +254,29 @@ quota_wait_ns(struct gpud_sched *s, uint64_t now, bool hold_in_flight)
 static bool
 others_first(struct gpud_sched *s, uint64_t now, bool hold_in_flight)
 {
-   struct gpud_sched_page *page = s->page;
+   struct daemon_sched_page *page = s->page;
    if (atomic_load_explicit(&page->clients, memory_order_relaxed) <= 1)
       return false; /* alone */
    uint64_t slice = page_slice(page);
    uint64_t mine = effective_vtime(s->me, now);
-   uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), GPUD_SCHED_SLOTS);
+   uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), DAEMON_SCHED_SLOTS);
    bool others = false, another_waits = false, another_lately = false;
    uint64_t least = UINT64_MAX;
    for (uint32_t i = 0; i < n; i++) {
-      const struct gpud_sched_slot *o = &page->slots[i];
+      const struct daemon_sched_slot *o = &page->slots[i];
       if (i == s->slot || !atomic_load_explicit(&o->client_id, memory_order_relaxed))
          continue;
       uint32_t state = atomic_load_explicit(&o->state, memory_order_relaxed);
-      if (state & GPUD_SCHED_QUOTA_HELD)
+      if (state & DAEMON_SCHED_QUOTA_HELD)
          continue;
       uint64_t theirs = effective_vtime(o, now);
       if (theirs <= mine + slice)
          another_lately |=
             lately(atomic_load_explicit(&o->submitted_ns, memory_order_relaxed), now);
-      if (!(state & GPUD_SCHED_ACTIVE))
+      if (!(state & DAEMON_SCHED_ACTIVE))
          continue;
       others = true;
-      another_waits |= (state & GPUD_SCHED_WAITING) && theirs <= mine + slice;
+      another_waits |= (state & DAEMON_SCHED_WAITING) && theirs <= mine + slice;
       least = UTIL_MIN(least, theirs);
    }
    if (others && mine > least + slice)
@@ -297,17 +297,17 @@ become_active(struct gpud_sched *s, uint64_t now)
 {
    if (s->active)
       return;
-   struct gpud_sched_page *page = s->page;
+   struct daemon_sched_page *page = s->page;
    uint64_t slice = page_slice(page);
    uint64_t least = UINT64_MAX;
-   uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), GPUD_SCHED_SLOTS);
+   uint32_t n = UTIL_MIN(atomic_load(&page->n_slots), DAEMON_SCHED_SLOTS);
    for (uint32_t i = 0; i < n; i++) {
-      const struct gpud_sched_slot *o = &page->slots[i];
+      const struct daemon_sched_slot *o = &page->slots[i];
       if (i == s->slot || !atomic_load(&o->client_id))
          continue;
       uint32_t state = atomic_load(&o->state);
-      if ((state & GPUD_SCHED_ACTIVE || lately(atomic_load(&o->submitted_ns), now)) &&
-          !(state & GPUD_SCHED_QUOTA_HELD))
+      if ((state & DAEMON_SCHED_ACTIVE || lately(atomic_load(&o->submitted_ns), now)) &&
+          !(state & DAEMON_SCHED_QUOTA_HELD))
          least = UTIL_MIN(least, effective_vtime(o, now));
    }
    uint64_t v = atomic_load(&s->me->vtime);
@@ -318,7 +318,7 @@ become_active(struct gpud_sched *s, uint64_t now)
       else if (was_idle && least <= UINT64_MAX - slice && v > least + slice)
          atomic_store(&s->me->vtime, least + slice);
    }
-   atomic_fetch_or(&s->me->state, GPUD_SCHED_ACTIVE);
+   atomic_fetch_or(&s->me->state, DAEMON_SCHED_ACTIVE);
    atomic_fetch_add(&page->active, 1);
    s->active = true;
 }
@@ -360,11 +360,11 @@ gpud_sched_admit(struct gpud_sched *s)
    }
    uint64_t held_since = 0;
    uint32_t held = 0; /* the state bits it set ... */
-   struct gpud_sched_page *held_page = NULL; /* ... there */
+   struct daemon_sched_page *held_page = NULL; /* ... there */
    for (;;) {
       /* (the page may change while it waits: a restart; a server without
        * one leaves the client unscheduled) */
-      struct gpud_sched_page *page = s->page;
+      struct daemon_sched_page *page = s->page;
       if (!page)
          break;
       become_active(s, util_now_ns()); /* (again on a new page) */
@@ -382,7 +382,7 @@ gpud_sched_admit(struct gpud_sched *s)
          s->waiting++;
       }
       /* held by its quota, it does not compete; held for others, it does */
-      uint32_t want = quota ? GPUD_SCHED_QUOTA_HELD : GPUD_SCHED_WAITING;
+      uint32_t want = quota ? DAEMON_SCHED_QUOTA_HELD : DAEMON_SCHED_WAITING;
       if (want != held) {
          if (held)
             atomic_fetch_and(&s->me->state, ~held);
@@ -444,12 +444,12 @@ gpud_sched_done(struct gpud_sched *s, uint64_t gpu_ns)
    }
    uint32_t weight = atomic_load(&s->me->weight);
    if (!weight)
-      weight = GPUD_SCHED_WEIGHT_0;
-   atomic_fetch_add(&s->me->vtime, gpu_ns * GPUD_SCHED_WEIGHT_0 / weight);
+      weight = DAEMON_SCHED_WEIGHT_0;
+   atomic_fetch_add(&s->me->vtime, gpu_ns * DAEMON_SCHED_WEIGHT_0 / weight);
    atomic_fetch_add(&s->me->gpu_ns, gpu_ns);
    if (atomic_load(&s->me->quota_ppm))
       atomic_fetch_sub(&s->me->tokens_ns, (int64_t)gpu_ns);
-   struct gpud_sched_user *u = quota_user(s->page, s->me);
+   struct daemon_sched_user *u = quota_user(s->page, s->me);
    if (u)
       atomic_fetch_sub(&u->tokens_ns, (int64_t)gpu_ns);
    if (s->in_flight && !--s->in_flight)

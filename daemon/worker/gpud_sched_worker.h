@@ -3,7 +3,7 @@
 
 /*
  * A worker's side of the fair share (gpud_sched.c; the page:
- * daemon/gpud_sched.h).  Every call takes NULL, and a client bound to no
+ * daemon/common/daemon_sched.h).  Every call takes NULL, and a client bound to no
  * page goes unscheduled.
  */
 

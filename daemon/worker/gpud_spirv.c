@@ -80,10 +80,10 @@ code_valid(struct gpud_context *ctx, const char *command, const void *code, size
                        "%s: code size %zu is not a positive multiple of 4", command, size);
       return false;
    }
-   const enum gpud_spirv_mode mode = ctx->host->spirv;
-   if (mode == GPUD_SPIRV_OFF || spirv_valid(code, size / 4, why, sizeof(why)))
+   const enum daemon_spirv_mode mode = ctx->host->spirv;
+   if (mode == DAEMON_SPIRV_OFF || spirv_valid(code, size / 4, why, sizeof(why)))
       return true;
-   const bool strict = mode == GPUD_SPIRV_STRICT;
+   const bool strict = mode == DAEMON_SPIRV_STRICT;
    gpud_context_log(ctx, UTIL_LOG_WARNING, "%s: invalid SPIR-V%s: %s", command,
                     strict ? " (refused: --spirv=strict)" : " (passed to the host driver)", why);
    char message[640];
@@ -183,7 +183,7 @@ gpud_exec_vkCreateShadersEXT(struct gpud_call *call, struct wire_args_vkCreateSh
       /* a binary is the host's own format, which no validator reads:
        * --spirv=strict takes none */
       const bool binary_refused = ci->codeType != VK_SHADER_CODE_TYPE_SPIRV_EXT &&
-                                  call->ctx->host->spirv == GPUD_SPIRV_STRICT;
+                                  call->ctx->host->spirv == DAEMON_SPIRV_STRICT;
       if (binary_refused)
          gpud_context_log(call->ctx, UTIL_LOG_WARNING,
                           "vkCreateShadersEXT: a binary shader (refused: --spirv=strict)");

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "gpud_limits.h"
+#include "daemon_limits.h"
 #include "util_fd.h"
 #include "util_macros.h"
 #include "util_memfd.h"
@@ -654,7 +654,7 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    const char *poll_us = getenv("GPUD_TRACK_POLL_US");
    if (poll_us && *poll_us)
       t->poll_ns = strtoull(poll_us, NULL, 10) * 1000;
-   util_spin_window_init(&t->window, t->poll_ns, t->poll_ns ? GPUD_COMMAND_SPIN_MAX_NS : 0);
+   util_spin_window_init(&t->window, t->poll_ns, t->poll_ns ? DAEMON_COMMAND_SPIN_MAX_NS : 0);
    pthread_mutex_init(&t->mutex, NULL);
    pthread_cond_init(&t->cond, NULL);
    pthread_cond_init(&t->retired, NULL);
@@ -685,8 +685,8 @@ gpud_queue_track_add(struct gpud_context *ctx, struct gpud_object *queue)
       return;
    }
    q->cap = TRACK_FIRST_RING;
-   for (unsigned i = 0; ctx->status && i < GPUD_STATUS_QUEUES; i++) {
-      struct gpud_status_queue *slot = &ctx->status->queues[i];
+   for (unsigned i = 0; ctx->status && i < DAEMON_STATUS_QUEUES; i++) {
+      struct daemon_status_queue *slot = &ctx->status->queues[i];
       if (atomic_load_explicit(&slot->device, memory_order_relaxed))
          continue;
       atomic_store_explicit(&slot->family, queue->queue_family, memory_order_relaxed);

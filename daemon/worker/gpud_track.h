@@ -95,7 +95,7 @@ struct track_entry {
 struct gpud_queue_track {
    struct util_list link; /* dtrack->queues */
    VkQueue queue;
-   struct gpud_status_queue *slot; /* NULL when the page has no free slot */
+   struct daemon_status_queue *slot; /* NULL when the page has no free slot */
    struct track_entry *ring;
    unsigned head, count, cap;
    uint64_t submitted, completed;

@@ -132,7 +132,7 @@ object_bytes(struct run *r, struct gpud_object *buf, bool write)
       return NULL;
    if (mem->map)
       return (uint8_t *)mem->map + buf->memory_offset;
-   const struct gpud_host *host = r->call->ctx->host;
+   const struct daemon_host *host = r->call->ctx->host;
    if (!write || mem->host_type >= host->memory.memoryTypeCount)
       return NULL;
    const VkMemoryPropertyFlags flags = host->memory.memoryTypes[mem->host_type].propertyFlags;
@@ -766,7 +766,7 @@ steer_max(void)
 }
 
 uint32_t
-gpud_transfer_buffer_types(const struct gpud_host *host, uint32_t types, uint64_t size)
+gpud_transfer_buffer_types(const struct daemon_host *host, uint32_t types, uint64_t size)
 {
    if (size > steer_max() || !steer_max())
       return types;

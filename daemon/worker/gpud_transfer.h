@@ -43,4 +43,4 @@ void gpud_transfer_device_end(struct gpud_object *device);
  * not (resizable BAR), the requirements of a buffer of up to 64 MiB name
  * only the former, so that the worker can make the buffer's copies itself
  * (the application sees both as device memory: gpud_buffer.c). */
-uint32_t gpud_transfer_buffer_types(const struct gpud_host *host, uint32_t types, uint64_t size);
+uint32_t gpud_transfer_buffer_types(const struct daemon_host *host, uint32_t types, uint64_t size);

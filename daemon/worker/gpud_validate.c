@@ -7,7 +7,7 @@
  * the ICD delivers) and to the log, with its VUID; the call goes on.  With
  * --validate=strict a call that breaks a rule is not passed on and its
  * client is disconnected.  The loader and the layer are found, for both
- * processes, by gpud_host_enable_validation (gpud_host.c).
+ * processes, by daemon_host_enable_validation (daemon_host.c).
  */
 #include "gpud_call.h"
 #include "gpud_validate.h"
@@ -23,7 +23,7 @@ on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
            VkDebugUtilsMessageTypeFlagsEXT types,
            const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
 {
-   const struct gpud_host *host = user;
+   const struct daemon_host *host = user;
    const char *id = data->pMessageIdName ? data->pMessageIdName : "validation";
    const char *text = data->pMessage ? data->pMessage : id;
    bool error = severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
@@ -36,7 +36,7 @@ on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                     text);
    gpud_context_debug_message(call->ctx, severity, types, data->pMessageIdName,
                               data->messageIdNumber, data->pMessage);
-   if (host->validate != GPUD_VALIDATE_STRICT || !error ||
+   if (host->validate != DAEMON_VALIDATE_STRICT || !error ||
        !(types & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT))
       return VK_FALSE;
    if (!call->dec.fatal) {
@@ -56,10 +56,10 @@ void
 gpud_validate_instance_info(struct gpud_call *call, VkInstanceCreateInfo *ci,
                             VkDebugUtilsMessengerCreateInfoEXT *messenger)
 {
-   static const char *const layer_names[] = {GPUD_VALIDATION_LAYER};
+   static const char *const layer_names[] = {DAEMON_VALIDATION_LAYER};
    static const char *const ext_names[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
-   const struct gpud_host *host = call->ctx->host;
-   if (host->validate == GPUD_VALIDATE_OFF)
+   const struct daemon_host *host = call->ctx->host;
+   if (host->validate == DAEMON_VALIDATE_OFF)
       return;
    *messenger = (VkDebugUtilsMessengerCreateInfoEXT){
       .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
@@ -79,8 +79,8 @@ gpud_validate_instance_info(struct gpud_call *call, VkInstanceCreateInfo *ci,
 void
 gpud_validate_instance_created(struct gpud_call *call, VkInstance instance)
 {
-   const struct gpud_host *host = call->ctx->host;
-   if (host->validate == GPUD_VALIDATE_OFF)
+   const struct daemon_host *host = call->ctx->host;
+   if (host->validate == DAEMON_VALIDATE_OFF)
       return;
    PFN_vkCreateDebugUtilsMessengerEXT create =
       (PFN_vkCreateDebugUtilsMessengerEXT)host->get_instance_proc_addr(

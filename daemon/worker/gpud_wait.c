@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpud_limits.h"
+#include "daemon_limits.h"
 #include "util_thread.h"
 #include "util_time.h"
 
@@ -64,7 +64,7 @@ wait_sliced(struct gpud_waiter *w)
          return VK_ERROR_DEVICE_LOST;
       uint64_t now = util_now_ns();
       uint64_t left = w->deadline_ns > now ? w->deadline_ns - now : 0;
-      uint64_t slice = left < GPUD_WAIT_SLICE_NS ? left : GPUD_WAIT_SLICE_NS;
+      uint64_t slice = left < DAEMON_WAIT_SLICE_NS ? left : DAEMON_WAIT_SLICE_NS;
       VkResult r;
       if (w->kind == WAIT_FENCES) {
          r = w->disp->WaitForFences(w->dev, w->n_handles, (const VkFence *)w->handles,
@@ -245,7 +245,7 @@ waiter_start(struct gpud_call *call, struct gpud_waiter *w)
    if (!call->reply)
       return false;
    pthread_mutex_lock(&ctx->wait_mutex);
-   if (ctx->n_waiters >= GPUD_MAX_WAITERS) {
+   if (ctx->n_waiters >= DAEMON_MAX_WAITERS) {
       pthread_mutex_unlock(&ctx->wait_mutex);
       return false;
    }

@@ -31,9 +31,9 @@
 
 #include "gpud_become.h"
 #include "gpud_client.h"
-#include "gpud_limits.h"
 #include "gpud_sandbox.h"
 #include "gpud_sched_worker.h"
+#include "daemon_limits.h"
 #include "util_fd.h"
 #include "util_log.h"
 #include "util_memfd.h"
@@ -53,8 +53,8 @@ struct worker {
    bool said_goodbye; /* under mutex */
    pthread_mutex_t mutex; /* one request on the channel at a time */
    struct util_msg_reader reader;
-   const struct gpud_host *host;
-   struct gpud_status_page *status;
+   const struct daemon_host *host;
+   struct daemon_status_page *status;
    int status_fd;
    uint64_t client_id;
    struct gpud_sched *sched; /* its slot on the schedule page (NULL: none) */
@@ -276,7 +276,7 @@ report_fault(void *data, const char *reason)
 static int
 send_ready(struct worker *w)
 {
-   const struct gpud_host *host = w->host;
+   const struct daemon_host *host = w->host;
    uint64_t sizes[VK_MAX_MEMORY_HEAPS];
    uint32_t flags[VK_MAX_MEMORY_HEAPS];
    uint32_t n = host->memory.memoryHeapCount;
@@ -289,17 +289,17 @@ send_ready(struct worker *w)
    ready.device_uuid.data = (uint8_t *)host->device_uuid;
    ready.device_uuid.len = VK_UUID_SIZE;
    ready.host_driver = host->manifest;
-   char pci[GPUD_PCI_TEXT] = "";
+   char pci[DAEMON_PCI_TEXT] = "";
    if (host->has_pci)
-      gpud_pci_format(&host->pci, pci);
+      daemon_pci_format(&host->pci, pci);
    ready.pci_address = pci;
    ready.render_node = (char *)host->render_node;
    ready.heap_sizes = sizes;
    ready.n_heap_sizes = n;
    ready.heap_flags = flags;
    ready.n_heap_flags = n;
-   ready.version = (char *)gpud_version;
-   ready.control_version = GPUD_CONTROL_VERSION;
+   ready.version = (char *)daemon_version;
+   ready.control_version = DAEMON_CONTROL_VERSION;
    Gpud__WorkerMessage m = GPUD__WORKER_MESSAGE__INIT;
    m.msg_case = GPUD__WORKER_MESSAGE__MSG_READY;
    m.ready = &ready;
@@ -344,9 +344,9 @@ take_client(struct worker *w, struct gpud_context **ret_ctx)
    if (m->msg_case != GPUD__WORKER_MESSAGE__MSG_ASSIGN || n_fds < 2 ||
        m->assign->adopt_token.len > sizeof(w->token))
       goto out;
-   if (util_memfd_check(fds[1], GPUD_STATUS_PAGE_SIZE) < 0)
+   if (util_memfd_check(fds[1], DAEMON_STATUS_PAGE_SIZE) < 0)
       goto out;
-   void *page = mmap(NULL, GPUD_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+   void *page = mmap(NULL, DAEMON_STATUS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
    if (page == MAP_FAILED) {
       r = -errno;
       goto out;
@@ -422,7 +422,7 @@ out:
 }
 
 static void
-worker_init(struct worker *w, int control_fd, const struct gpud_host *host)
+worker_init(struct worker *w, int control_fd, const struct daemon_host *host)
 {
    memset(w, 0, sizeof(*w));
    atomic_init(&w->control_fd, control_fd);
@@ -445,7 +445,7 @@ static void
 worker_finish(struct worker *w)
 {
    if (w->status)
-      munmap(w->status, GPUD_STATUS_PAGE_SIZE);
+      munmap(w->status, DAEMON_STATUS_PAGE_SIZE);
    util_msg_reader_finish(&w->reader);
    pthread_mutex_destroy(&w->mutex);
    int fd = atomic_exchange(&w->control_fd, -1);
@@ -459,7 +459,7 @@ worker_finish(struct worker *w)
 }
 
 void
-gpud_worker_thread_main(int control_fd, const struct gpud_host *host)
+gpud_worker_thread_main(int control_fd, const struct daemon_host *host)
 {
    struct worker w;
    worker_init(&w, control_fd, host);
@@ -563,8 +563,8 @@ answer_adopter(struct worker *w, struct gpud_context *ctx)
    }
    Gpud__WorkerAdopted adopted = GPUD__WORKER_ADOPTED__INIT;
    adopted.client_id = w->client_id;
-   adopted.version = (char *)gpud_version;
-   adopted.control_version = GPUD_CONTROL_VERSION;
+   adopted.version = (char *)daemon_version;
+   adopted.control_version = DAEMON_CONTROL_VERSION;
    adopted.heap_usage = w->usage;
    adopted.n_heap_usage = w->n_heaps;
    adopted.fault = w->fault;
@@ -661,7 +661,7 @@ supervise(void *data)
          while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
          /* (it did meanwhile: it ends the client itself, waiting at most
-          * GPUD_COMPILE_END_WAIT_NS for the pipelines being made) */
+          * DAEMON_COMPILE_END_WAIT_NS for the pipelines being made) */
          if (atomic_load(&sv->ctx->closing))
             return NULL;
          send_goodbye(w, "disconnected while its worker was busy", false);
@@ -686,7 +686,7 @@ supervise(void *data)
  * that is not its parent (an adopted worker's exit status is its first
  * server's to read); then the signal takes its course, through whatever
  * handler was there before (a sanitizer's report, say). */
-static struct gpud_status_page *fatal_page;
+static struct daemon_status_page *fatal_page;
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS};
 static struct sigaction fatal_before[UTIL_ARRAY_SIZE(fatal_signals)];
 
@@ -722,7 +722,7 @@ on_fatal_signal(int sig, siginfo_t *info, void *context)
 }
 
 static void
-catch_fatal_signals(struct gpud_status_page *page)
+catch_fatal_signals(struct daemon_status_page *page)
 {
    fatal_page = page;
    for (size_t i = 0; i < UTIL_ARRAY_SIZE(fatal_signals); i++) {
@@ -773,14 +773,14 @@ gpud_worker_process_main(const struct gpud_worker_options *opt)
     * one (the server never loads a driver to look). */
    char *manifest = NULL;
    int r = opt->manifest ? ((manifest = strdup(opt->manifest)) ? 0 : -ENOMEM)
-                         : gpud_host_default_manifest(opt->device, opt->sysfs_root, &manifest);
-   static struct gpud_host host;
+                         : daemon_host_default_manifest(opt->device, opt->sysfs_root, &manifest);
+   static struct daemon_host host;
    if (r == 0)
-      r = gpud_host_load(&host, manifest, opt->device, opt->sysfs_root);
+      r = daemon_host_load(&host, manifest, opt->device, opt->sysfs_root);
    free(manifest);
    if (r < 0)
       return r == -ENODEV ? GPUD_EXIT_NO_DEVICE : 1;
-   if (gpud_host_enable_validation(&host, opt->validate) < 0)
+   if (daemon_host_enable_validation(&host, opt->validate) < 0)
       return 1;
    host.spirv = opt->spirv;
    if (opt->sandbox && gpud_sandbox_enter() < 0)

@@ -12,18 +12,18 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "gpud_host.h"
-#include "gpud_version.h"
+#include "daemon_host.h"
+#include "daemon_version.h"
 
 /* What the server tells a worker process on its command line. */
 struct gpud_worker_options {
    int control_fd;
    pid_t parent;
    const char *manifest;
-   const struct gpud_selector *device;
+   const struct daemon_selector *device;
    const char *sysfs_root;
-   enum gpud_validate_mode validate;
-   enum gpud_spirv_mode spirv;
+   enum daemon_validate_mode validate;
+   enum daemon_spirv_mode spirv;
    bool sandbox; /* the system-call filter (off only for debugging) */
    uint32_t restart_grace_ms; /* serve on this long without a server; 0: end with it */
    /* started as root: the identity it takes until it has a client, keeping
@@ -44,4 +44,4 @@ int gpud_worker_process_main(const struct gpud_worker_options *opt);
 
 /* Thread isolation: serves one client on the calling thread with the
  * server's host driver, releases everything, closes control_fd, returns. */
-void gpud_worker_thread_main(int control_fd, const struct gpud_host *host);
+void gpud_worker_thread_main(int control_fd, const struct daemon_host *host);

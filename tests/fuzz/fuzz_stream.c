@@ -19,15 +19,15 @@
 #include "gpud_call.h"
 #include "gpud_client.h"
 #include "gpud_stream.h"
-#include "gpud_host.h"
-#include "gpud_select.h"
+#include "daemon_host.h"
+#include "daemon_select.h"
 #include "util_log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static struct gpud_host host;
-static struct gpud_status_page *page;
+static struct daemon_host host;
+static struct daemon_status_page *page;
 
 /* ---- the host, one submission at a time ----------------------------------
  *
@@ -209,18 +209,18 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
    setenv("GPUD_COMPILE_THREADS", "0", 1);
    /* the daemon's embedded default (lavapipe, wherever the loader finds it) */
    char *manifest = getenv("GPUD_FUZZ_HOST_DRIVER") ? strdup(getenv("GPUD_FUZZ_HOST_DRIVER"))
-                                                    : gpud_host_lavapipe_manifest();
-   static const struct gpud_selector first = {.by = GPUD_SELECT_FIRST};
-   if (!manifest || gpud_host_load(&host, manifest, &first, NULL) < 0)
+                                                    : daemon_host_lavapipe_manifest();
+   static const struct daemon_selector first = {.by = DAEMON_SELECT_FIRST};
+   if (!manifest || daemon_host_load(&host, manifest, &first, NULL) < 0)
       abort();
    free(manifest);
    real_gipa = host.get_instance_proc_addr;
    host.get_instance_proc_addr = gipa;
    /* a page, aligned as the worker's mapping is */
-   page = aligned_alloc(GPUD_STATUS_PAGE_SIZE, GPUD_STATUS_PAGE_SIZE);
+   page = aligned_alloc(DAEMON_STATUS_PAGE_SIZE, DAEMON_STATUS_PAGE_SIZE);
    if (!page)
       abort();
-   memset(page, 0, GPUD_STATUS_PAGE_SIZE);
+   memset(page, 0, DAEMON_STATUS_PAGE_SIZE);
    return 0;
 }
 

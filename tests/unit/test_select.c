@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Device selection (daemon/gpud_select.c): what users write, render nodes
+ * Device selection (daemon/common/daemon_select.c): what users write, render nodes
  * from a sysfs tree laid out like /sys, and which host device each
  * selector picks among devices like those of a two-GPU machine.
  */
@@ -8,33 +8,33 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "gpud_select.h"
 #include "unit_test.h"
+#include "daemon_select.h"
 
 static void
-parse_ok(const char *text, enum gpud_select_by by, const char *canonical)
+parse_ok(const char *text, enum daemon_select_by by, const char *canonical)
 {
-   struct gpud_selector sel;
+   struct daemon_selector sel;
    char err[256] = "", buf[128];
-   if (gpud_selector_parse(text, &sel, err, sizeof(err)) < 0)
+   if (daemon_selector_parse(text, &sel, err, sizeof(err)) < 0)
       unit_fail(__FILE__, __LINE__, "'%s' refused: %s", text, err);
    CHECK_INT(sel.by, ==, by);
-   gpud_selector_format(&sel, buf, sizeof(buf));
+   daemon_selector_format(&sel, buf, sizeof(buf));
    if (strcmp(buf, canonical))
       unit_fail(__FILE__, __LINE__, "'%s' reads as '%s', expected '%s'", text, buf, canonical);
    /* the canonical text is what the server hands its workers: it must
     * read back as the same selector */
-   struct gpud_selector again;
-   CHECK_INT(gpud_selector_parse(buf[0] ? buf : NULL, &again, NULL, 0), ==, 0);
+   struct daemon_selector again;
+   CHECK_INT(daemon_selector_parse(buf[0] ? buf : NULL, &again, NULL, 0), ==, 0);
    CHECK(!memcmp(&sel, &again, sizeof(sel)));
 }
 
 static void
 parse_bad(const char *text, const char *why_contains)
 {
-   struct gpud_selector sel;
+   struct daemon_selector sel;
    char err[256] = "";
-   if (gpud_selector_parse(text, &sel, err, sizeof(err)) == 0)
+   if (daemon_selector_parse(text, &sel, err, sizeof(err)) == 0)
       unit_fail(__FILE__, __LINE__, "'%s' accepted", text);
    if (!strstr(err, why_contains))
       unit_fail(__FILE__, __LINE__, "'%s': \"%s\" does not say \"%s\"", text, err,
@@ -44,28 +44,28 @@ parse_bad(const char *text, const char *why_contains)
 static void
 test_parse(void)
 {
-   parse_ok(NULL, GPUD_SELECT_FIRST, "");
-   parse_ok("", GPUD_SELECT_FIRST, "");
-   parse_ok("index:0", GPUD_SELECT_INDEX, "index:0");
-   parse_ok("index:12", GPUD_SELECT_INDEX, "index:12");
-   parse_ok("uuid:0123456789abcdef0123456789ABCDEF", GPUD_SELECT_UUID,
+   parse_ok(NULL, DAEMON_SELECT_FIRST, "");
+   parse_ok("", DAEMON_SELECT_FIRST, "");
+   parse_ok("index:0", DAEMON_SELECT_INDEX, "index:0");
+   parse_ok("index:12", DAEMON_SELECT_INDEX, "index:12");
+   parse_ok("uuid:0123456789abcdef0123456789ABCDEF", DAEMON_SELECT_UUID,
             "uuid:01234567-89ab-cdef-0123-456789abcdef");
-   parse_ok("01234567-89ab-cdef-0123-456789abcdef", GPUD_SELECT_UUID,
+   parse_ok("01234567-89ab-cdef-0123-456789abcdef", DAEMON_SELECT_UUID,
             "uuid:01234567-89ab-cdef-0123-456789abcdef");
-   parse_ok("pci:0000:65:00.0", GPUD_SELECT_PCI, "pci:0000:65:00.0");
-   parse_ok("0000:b3:00.1", GPUD_SELECT_PCI, "pci:0000:b3:00.1");
-   parse_ok("65:00.0", GPUD_SELECT_PCI, "pci:0000:65:00.0");
-   parse_ok("pci:10000:01:1f.7", GPUD_SELECT_PCI, "pci:10000:01:1f.7");
-   parse_ok("render:renderD128", GPUD_SELECT_RENDER, "render:renderD128");
-   parse_ok("renderD129", GPUD_SELECT_RENDER, "render:renderD129");
-   parse_ok("/dev/dri/renderD130", GPUD_SELECT_RENDER, "render:renderD130");
-   parse_ok("H100", GPUD_SELECT_NAME, "name:H100");
-   parse_ok("NVIDIA H100 80GB HBM3", GPUD_SELECT_NAME, "name:NVIDIA H100 80GB HBM3");
+   parse_ok("pci:0000:65:00.0", DAEMON_SELECT_PCI, "pci:0000:65:00.0");
+   parse_ok("0000:b3:00.1", DAEMON_SELECT_PCI, "pci:0000:b3:00.1");
+   parse_ok("65:00.0", DAEMON_SELECT_PCI, "pci:0000:65:00.0");
+   parse_ok("pci:10000:01:1f.7", DAEMON_SELECT_PCI, "pci:10000:01:1f.7");
+   parse_ok("render:renderD128", DAEMON_SELECT_RENDER, "render:renderD128");
+   parse_ok("renderD129", DAEMON_SELECT_RENDER, "render:renderD129");
+   parse_ok("/dev/dri/renderD130", DAEMON_SELECT_RENDER, "render:renderD130");
+   parse_ok("H100", DAEMON_SELECT_NAME, "name:H100");
+   parse_ok("NVIDIA H100 80GB HBM3", DAEMON_SELECT_NAME, "name:NVIDIA H100 80GB HBM3");
    /* a name that looks like something else, said to be a name */
-   parse_ok("name:renderD128", GPUD_SELECT_NAME, "name:renderD128");
-   parse_ok("name:3090", GPUD_SELECT_NAME, "name:3090");
-   parse_ok("3090", GPUD_SELECT_NAME, "name:3090");
-   parse_ok("llvmpipe (LLVM 15.0.6, 256 bits)", GPUD_SELECT_NAME,
+   parse_ok("name:renderD128", DAEMON_SELECT_NAME, "name:renderD128");
+   parse_ok("name:3090", DAEMON_SELECT_NAME, "name:3090");
+   parse_ok("3090", DAEMON_SELECT_NAME, "name:3090");
+   parse_ok("llvmpipe (LLVM 15.0.6, 256 bits)", DAEMON_SELECT_NAME,
             "name:llvmpipe (LLVM 15.0.6, 256 bits)");
 
    parse_bad("index:", "an index is a number");
@@ -168,9 +168,9 @@ static void
 test_sysfs_nodes(void)
 {
    const char *root = fake_sysfs();
-   struct gpud_render_node *nodes;
+   struct daemon_render_node *nodes;
    size_t n;
-   CHECK_INT(gpud_render_nodes(root, &nodes, &n), ==, 0);
+   CHECK_INT(daemon_render_nodes(root, &nodes, &n), ==, 0);
    CHECK_INT(n, ==, 4);
    CHECK(!strcmp(nodes[0].name, "renderD128"));
    CHECK_INT(nodes[0].major, ==, 226);
@@ -195,7 +195,7 @@ test_sysfs_nodes(void)
    /* a tree without class/drm: no render nodes, not an error */
    char empty[] = "/tmp/gpud-sysfs-empty-XXXXXX";
    CHECK(mkdtemp(empty));
-   CHECK_INT(gpud_render_nodes(empty, &nodes, &n), ==, 0);
+   CHECK_INT(daemon_render_nodes(empty, &nodes, &n), ==, 0);
    CHECK_INT(n, ==, 0);
    CHECK(!nodes);
    rmdir(empty);
@@ -203,7 +203,7 @@ test_sysfs_nodes(void)
 
 /* ---- matching ------------------------------------------------------------- */
 
-static struct gpud_device_info devs[4];
+static struct daemon_device_info devs[4];
 
 static void
 fake_devices(void)
@@ -219,8 +219,8 @@ fake_devices(void)
       devs[i].has_pci = true;
    }
    /* the driver lists the one at b3 first */
-   devs[0].pci = (struct gpud_pci_address){.bus = 0xb3};
-   devs[1].pci = (struct gpud_pci_address){.bus = 0x65};
+   devs[0].pci = (struct daemon_pci_address){.bus = 0xb3};
+   devs[1].pci = (struct daemon_pci_address){.bus = 0x65};
    /* an SoC GPU whose driver tells its DRM node */
    snprintf(devs[2].name, sizeof(devs[2].name), "V3D 7.1");
    devs[2].type = VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
@@ -235,17 +235,17 @@ fake_devices(void)
 }
 
 static int
-pick(const char *text, const struct gpud_render_node *nodes, size_t n_nodes, unsigned *matches,
+pick(const char *text, const struct daemon_render_node *nodes, size_t n_nodes, unsigned *matches,
      char *why, size_t why_size)
 {
-   struct gpud_selector sel;
-   CHECK_INT(gpud_selector_parse(text, &sel, NULL, 0), ==, 0);
-   return gpud_select_device(&sel, devs, UTIL_ARRAY_SIZE(devs), nodes, n_nodes, matches, why,
+   struct daemon_selector sel;
+   CHECK_INT(daemon_selector_parse(text, &sel, NULL, 0), ==, 0);
+   return daemon_select_device(&sel, devs, UTIL_ARRAY_SIZE(devs), nodes, n_nodes, matches, why,
                              why_size);
 }
 
 static void
-expect_pick(const char *text, const struct gpud_render_node *nodes, size_t n_nodes, int want)
+expect_pick(const char *text, const struct daemon_render_node *nodes, size_t n_nodes, int want)
 {
    char why[512] = "";
    int got = pick(text, nodes, n_nodes, NULL, why, sizeof(why));
@@ -254,7 +254,7 @@ expect_pick(const char *text, const struct gpud_render_node *nodes, size_t n_nod
 }
 
 static void
-expect_none(const char *text, const struct gpud_render_node *nodes, size_t n_nodes,
+expect_none(const char *text, const struct daemon_render_node *nodes, size_t n_nodes,
             const char *why_contains)
 {
    char why[512] = "";
@@ -269,9 +269,9 @@ test_select(void)
 {
    fake_devices();
    const char *root = fake_sysfs();
-   struct gpud_render_node *nodes;
+   struct daemon_render_node *nodes;
    size_t n;
-   CHECK_INT(gpud_render_nodes(root, &nodes, &n), ==, 0);
+   CHECK_INT(daemon_render_nodes(root, &nodes, &n), ==, 0);
    CHECK_INT(n, ==, 4);
 
    expect_pick("", nodes, n, 0);
@@ -302,10 +302,10 @@ test_select(void)
    CHECK_INT(matches, ==, 2);
 
    /* which device is which node */
-   CHECK(gpud_device_render_node(&devs[0], nodes, n) == &nodes[1]);
-   CHECK(gpud_device_render_node(&devs[1], nodes, n) == &nodes[0]);
-   CHECK(gpud_device_render_node(&devs[2], nodes, n) == &nodes[2]);
-   CHECK(gpud_device_render_node(&devs[3], nodes, n) == NULL);
+   CHECK(daemon_device_render_node(&devs[0], nodes, n) == &nodes[1]);
+   CHECK(daemon_device_render_node(&devs[1], nodes, n) == &nodes[0]);
+   CHECK(daemon_device_render_node(&devs[2], nodes, n) == &nodes[2]);
+   CHECK(daemon_device_render_node(&devs[3], nodes, n) == NULL);
 
    /* a host driver that tells no PCI addresses (lavapipe's case) */
    for (int i = 0; i < 2; i++)
@@ -316,9 +316,9 @@ test_select(void)
    /* no render nodes at all (no /dev/dri) */
    expect_none("renderD128", NULL, 0, "no render node renderD128 (0 found)");
    /* no devices */
-   struct gpud_selector first = {.by = GPUD_SELECT_FIRST};
+   struct daemon_selector first = {.by = DAEMON_SELECT_FIRST};
    char why[128];
-   CHECK_INT(gpud_select_device(&first, devs, 0, nodes, n, NULL, why, sizeof(why)), ==, -1);
+   CHECK_INT(daemon_select_device(&first, devs, 0, nodes, n, NULL, why, sizeof(why)), ==, -1);
    CHECK(strstr(why, "no device"));
    free(nodes);
    remove_tree(root);
@@ -329,9 +329,9 @@ test_select(void)
 static void
 test_libdrm_nodes(void)
 {
-   struct gpud_render_node *nodes;
+   struct daemon_render_node *nodes;
    size_t n;
-   CHECK_INT(gpud_render_nodes(NULL, &nodes, &n), ==, 0);
+   CHECK_INT(daemon_render_nodes(NULL, &nodes, &n), ==, 0);
    for (size_t i = 0; i < n; i++) {
       char path[64];
       struct stat st;

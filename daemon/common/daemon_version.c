@@ -4,11 +4,11 @@
  * second copy with another version into the executable the upgrade test
  * adopts workers with (tests/integration/meson.build).
  */
-#include "gpud_version.h"
+#include "daemon_version.h"
 
 /* the project's version (meson.build), unless the build names another */
 #ifndef GPUD_VERSION_TEXT
 #define GPUD_VERSION_TEXT GPUD_PROJECT_VERSION
 #endif
 
-const char gpud_version[] = GPUD_VERSION_TEXT;
+const char daemon_version[] = GPUD_VERSION_TEXT;

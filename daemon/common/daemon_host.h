@@ -3,7 +3,7 @@
 
 /*
  * The host driver and the one host device a daemon serves: loaded straight
- * from the driver's ICD manifest (gpud_host.c), optionally behind the
+ * from the driver's ICD manifest (daemon_host.c), optionally behind the
  * Khronos validation layer (gpud_validate.c).  A worker process loads it
  * for itself; with --isolation=thread the server loads it once for every
  * context.
@@ -15,22 +15,22 @@
 
 #include <vulkan/vulkan_core.h>
 
-#include "gpud_select.h"
+#include "daemon_select.h"
 
-enum gpud_validate_mode {
-   GPUD_VALIDATE_OFF,
-   GPUD_VALIDATE_REPORT, /* messages to the application and the log */
-   GPUD_VALIDATE_STRICT, /* ... and a call that breaks a rule disconnects its client */
+enum daemon_validate_mode {
+   DAEMON_VALIDATE_OFF,
+   DAEMON_VALIDATE_REPORT, /* messages to the application and the log */
+   DAEMON_VALIDATE_STRICT, /* ... and a call that breaks a rule disconnects its client */
 };
 
 /* What happens to SPIR-V that SPIRV-Tools finds invalid (gpud_spirv.c). */
-enum gpud_spirv_mode {
-   GPUD_SPIRV_REPORT, /* a warning to the log and the application; the host driver decides */
-   GPUD_SPIRV_STRICT, /* ... and the module is refused (VK_ERROR_INVALID_SHADER_NV) */
-   GPUD_SPIRV_OFF,    /* not validated */
+enum daemon_spirv_mode {
+   DAEMON_SPIRV_REPORT, /* a warning to the log and the application; the host driver decides */
+   DAEMON_SPIRV_STRICT, /* ... and the module is refused (VK_ERROR_INVALID_SHADER_NV) */
+   DAEMON_SPIRV_OFF,    /* not validated */
 };
 
-struct gpud_host {
+struct daemon_host {
    char *manifest;
    void *library;
    PFN_vkGetInstanceProcAddr get_instance_proc_addr;
@@ -44,38 +44,38 @@ struct gpud_host {
    uint32_t importable_types; /* memory types a memfd can be imported into */
    VkPhysicalDeviceType device_type;
    bool has_pci;
-   struct gpud_pci_address pci;
+   struct daemon_pci_address pci;
    char render_node[32]; /* "" when it is none (or none was found) */
    /* Validation: the host driver is reached through the Vulkan loader with
     * the Khronos validation layer (see gpud_validate.c). */
-   enum gpud_validate_mode validate;
-   enum gpud_spirv_mode spirv;
+   enum daemon_validate_mode validate;
+   enum daemon_spirv_mode spirv;
    void *loader;
    VkInstance warm_instance; /* kept so the driver stays set up */
    PFN_vkDestroyInstance warm_destroy;
 };
 
 /* A --spirv mode's name, and the mode a name gives (false: none). */
-const char *gpud_spirv_mode_name(enum gpud_spirv_mode mode);
-bool gpud_spirv_mode_parse(const char *name, enum gpud_spirv_mode *ret);
+const char *daemon_spirv_mode_name(enum daemon_spirv_mode mode);
+bool daemon_spirv_mode_parse(const char *name, enum daemon_spirv_mode *ret);
 
 /* Loads the driver and finds the device sel names (render nodes from libdrm,
  * or from the sysfs tree sysfs_root). */
-int gpud_host_load(struct gpud_host *host, const char *manifest, const struct gpud_selector *sel,
+int daemon_host_load(struct daemon_host *host, const char *manifest, const struct daemon_selector *sel,
                    const char *sysfs_root);
 /* Reaches the host driver through the loader and the validation layer
  * (the worker's side of it: worker/gpud_validate.c). */
-#define GPUD_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
-int gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode);
-void gpud_host_finish(struct gpud_host *host);
+#define DAEMON_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
+int daemon_host_enable_validation(struct daemon_host *host, enum daemon_validate_mode mode);
+void daemon_host_finish(struct daemon_host *host);
 /* Picks a host driver manifest when none was named: the first GPU driver
  * with a GPU (with a selector: with the device it names), else the embedded
  * default (lavapipe). */
-int gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root,
+int daemon_host_default_manifest(const struct daemon_selector *sel, const char *sysfs_root,
                                char **manifest);
 /* The embedded default's manifest: the one configured at build time, else
  * lavapipe's where the loader finds it; NULL when there is none. */
-char *gpud_host_lavapipe_manifest(void);
+char *daemon_host_lavapipe_manifest(void);
 /* gpud --list-devices: every driver's devices (or manifest's) with the
  * selectors that name them, and the render nodes.  -ENODEV: none. */
-int gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root);
+int daemon_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root);

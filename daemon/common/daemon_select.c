@@ -2,10 +2,10 @@
 /*
  * Device selection: parsing what the user wrote (--device, device =), the
  * render nodes libdrm finds, and matching both against the host driver's
- * devices.  Nothing here calls Vulkan: gpud_host.c describes the host's
+ * devices.  Nothing here calls Vulkan: daemon_host.c describes the host's
  * devices and asks.
  */
-#include "gpud_select.h"
+#include "daemon_select.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -89,7 +89,7 @@ parse_hex(const char **s, unsigned max_digits, uint32_t max, uint32_t *out)
 
 /* [DOMAIN:]BUS:DEV.FN, as lspci writes it. */
 static bool
-parse_pci(const char *s, struct gpud_pci_address *pci)
+parse_pci(const char *s, struct daemon_pci_address *pci)
 {
    uint32_t a, b, c, d;
    const char *p = s;
@@ -100,14 +100,14 @@ parse_pci(const char *s, struct gpud_pci_address *pci)
       p++;
       if (a > 0xff || b > 0x1f || !parse_hex(&p, 1, 7, &c) || *p)
          return false;
-      *pci = (struct gpud_pci_address){.bus = (uint8_t)a, .device = (uint8_t)b,
+      *pci = (struct daemon_pci_address){.bus = (uint8_t)a, .device = (uint8_t)b,
                                        .function = (uint8_t)c};
       return true;
    }
    if (*p++ != ':' || !parse_hex(&p, 2, 0x1f, &c) || *p++ != '.' || !parse_hex(&p, 1, 7, &d) ||
        *p)
       return false;
-   *pci = (struct gpud_pci_address){.domain = a, .bus = (uint8_t)b, .device = (uint8_t)c,
+   *pci = (struct daemon_pci_address){.domain = a, .bus = (uint8_t)b, .device = (uint8_t)c,
                                     .function = (uint8_t)d};
    return true;
 }
@@ -130,20 +130,20 @@ parse_render(const char *s, char out[32])
 }
 
 int
-gpud_selector_parse(const char *text, struct gpud_selector *sel, char *err, size_t err_size)
+daemon_selector_parse(const char *text, struct daemon_selector *sel, char *err, size_t err_size)
 {
    memset(sel, 0, sizeof(*sel));
    if (!text || !*text) {
-      sel->by = GPUD_SELECT_FIRST;
+      sel->by = DAEMON_SELECT_FIRST;
       return 0;
    }
    static const struct {
       const char *prefix;
-      enum gpud_select_by by;
+      enum daemon_select_by by;
    } kinds[] = {
-      {"index:", GPUD_SELECT_INDEX}, {"uuid:", GPUD_SELECT_UUID},
-      {"pci:", GPUD_SELECT_PCI},     {"render:", GPUD_SELECT_RENDER},
-      {"name:", GPUD_SELECT_NAME},
+      {"index:", DAEMON_SELECT_INDEX}, {"uuid:", DAEMON_SELECT_UUID},
+      {"pci:", DAEMON_SELECT_PCI},     {"render:", DAEMON_SELECT_RENDER},
+      {"name:", DAEMON_SELECT_NAME},
    };
    const char *value = NULL;
    for (size_t i = 0; i < UTIL_ARRAY_SIZE(kinds); i++) {
@@ -158,16 +158,16 @@ gpud_selector_parse(const char *text, struct gpud_selector *sel, char *err, size
       /* no prefix: by its shape */
       value = text;
       if (parse_uuid(text, sel->uuid))
-         sel->by = GPUD_SELECT_UUID;
+         sel->by = DAEMON_SELECT_UUID;
       else if (parse_pci(text, &sel->pci))
-         sel->by = GPUD_SELECT_PCI;
+         sel->by = DAEMON_SELECT_PCI;
       else if (parse_render(text, sel->render))
-         sel->by = GPUD_SELECT_RENDER;
+         sel->by = DAEMON_SELECT_RENDER;
       else
-         sel->by = GPUD_SELECT_NAME;
+         sel->by = DAEMON_SELECT_NAME;
    }
    switch (sel->by) {
-   case GPUD_SELECT_INDEX: {
+   case DAEMON_SELECT_INDEX: {
       size_t n = strspn(value, "0123456789");
       if (!n || n > 5 || value[n]) {
          say(err, err_size, "'%s': an index is a number (index:0 is the first device)", text);
@@ -176,26 +176,26 @@ gpud_selector_parse(const char *text, struct gpud_selector *sel, char *err, size
       sel->index = (uint32_t)strtoul(value, NULL, 10);
       return 0;
    }
-   case GPUD_SELECT_UUID:
+   case DAEMON_SELECT_UUID:
       if (!parse_uuid(value, sel->uuid)) {
          say(err, err_size, "'%s': a UUID is 32 hex digits, bare or 8-4-4-4-12", text);
          return -1;
       }
       return 0;
-   case GPUD_SELECT_PCI:
+   case DAEMON_SELECT_PCI:
       if (!parse_pci(value, &sel->pci)) {
          say(err, err_size, "'%s': a PCI address is [DOMAIN:]BUS:DEVICE.FUNCTION "
              "(hex, as lspci writes it: 0000:65:00.0)", text);
          return -1;
       }
       return 0;
-   case GPUD_SELECT_RENDER:
+   case DAEMON_SELECT_RENDER:
       if (!parse_render(value, sel->render)) {
          say(err, err_size, "'%s': a render node is renderDN or /dev/dri/renderDN", text);
          return -1;
       }
       return 0;
-   case GPUD_SELECT_NAME:
+   case DAEMON_SELECT_NAME:
       if (!*value || strlen(value) >= sizeof(sel->name)) {
          say(err, err_size, "'%s': a name is 1 to %zu characters", text,
              sizeof(sel->name) - 1);
@@ -216,14 +216,14 @@ gpud_selector_parse(const char *text, struct gpud_selector *sel, char *err, size
       }
       snprintf(sel->name, sizeof(sel->name), "%s", value);
       return 0;
-   case GPUD_SELECT_FIRST:
+   case DAEMON_SELECT_FIRST:
       break;
    }
    return 0;
 }
 
 void
-gpud_uuid_format(const uint8_t uuid[VK_UUID_SIZE], char buf[GPUD_UUID_TEXT])
+daemon_uuid_format(const uint8_t uuid[VK_UUID_SIZE], char buf[DAEMON_UUID_TEXT])
 {
    char *p = buf;
    for (unsigned i = 0; i < VK_UUID_SIZE; i++) {
@@ -235,36 +235,36 @@ gpud_uuid_format(const uint8_t uuid[VK_UUID_SIZE], char buf[GPUD_UUID_TEXT])
 }
 
 void
-gpud_pci_format(const struct gpud_pci_address *pci, char buf[GPUD_PCI_TEXT])
+daemon_pci_format(const struct daemon_pci_address *pci, char buf[DAEMON_PCI_TEXT])
 {
    /* lspci's form; a domain past 16 bits (VMD) takes the digits it needs */
-   snprintf(buf, GPUD_PCI_TEXT, "%0*x:%02x:%02x.%x", pci->domain > 0xffff ? 1 : 4,
+   snprintf(buf, DAEMON_PCI_TEXT, "%0*x:%02x:%02x.%x", pci->domain > 0xffff ? 1 : 4,
             pci->domain, pci->bus, pci->device, pci->function);
 }
 
 void
-gpud_selector_format(const struct gpud_selector *sel, char *buf, size_t size)
+daemon_selector_format(const struct daemon_selector *sel, char *buf, size_t size)
 {
-   char text[GPUD_UUID_TEXT];
+   char text[DAEMON_UUID_TEXT];
    switch (sel->by) {
-   case GPUD_SELECT_FIRST:
+   case DAEMON_SELECT_FIRST:
       say(buf, size, "%s", "");
       break;
-   case GPUD_SELECT_INDEX:
+   case DAEMON_SELECT_INDEX:
       say(buf, size, "index:%u", sel->index);
       break;
-   case GPUD_SELECT_UUID:
-      gpud_uuid_format(sel->uuid, text);
+   case DAEMON_SELECT_UUID:
+      daemon_uuid_format(sel->uuid, text);
       say(buf, size, "uuid:%s", text);
       break;
-   case GPUD_SELECT_PCI:
-      gpud_pci_format(&sel->pci, text);
+   case DAEMON_SELECT_PCI:
+      daemon_pci_format(&sel->pci, text);
       say(buf, size, "pci:%s", text);
       break;
-   case GPUD_SELECT_RENDER:
+   case DAEMON_SELECT_RENDER:
       say(buf, size, "render:%s", sel->render);
       break;
-   case GPUD_SELECT_NAME:
+   case DAEMON_SELECT_NAME:
       say(buf, size, "name:%s", sel->name);
       break;
    }
@@ -273,9 +273,9 @@ gpud_selector_format(const struct gpud_selector *sel, char *buf, size_t size)
 /* ---- render nodes ------------------------------------------------------------ */
 
 static int
-add_node(struct gpud_render_node **nodes, size_t *n, const struct gpud_render_node *node)
+add_node(struct daemon_render_node **nodes, size_t *n, const struct daemon_render_node *node)
 {
-   struct gpud_render_node *grown = realloc(*nodes, (*n + 1) * sizeof(**nodes));
+   struct daemon_render_node *grown = realloc(*nodes, (*n + 1) * sizeof(**nodes));
    if (!grown)
       return -ENOMEM;
    *nodes = grown;
@@ -286,7 +286,7 @@ add_node(struct gpud_render_node **nodes, size_t *n, const struct gpud_render_no
 static int
 compare_nodes(const void *a, const void *b)
 {
-   const struct gpud_render_node *x = a, *y = b;
+   const struct daemon_render_node *x = a, *y = b;
    return x->minor < y->minor ? -1 : x->minor > y->minor;
 }
 
@@ -305,7 +305,7 @@ read_small(const char *path, char *buf, size_t size)
 
 /* The PCI address, ids and driver a device's uevent names. */
 static void
-read_uevent(const char *path, struct gpud_render_node *node)
+read_uevent(const char *path, struct daemon_render_node *node)
 {
    char text[4096];
    if (!read_small(path, text, sizeof(text)))
@@ -328,7 +328,7 @@ read_uevent(const char *path, struct gpud_render_node *node)
 
 /* A tree laid out like /sys: class/drm/renderD* with dev and device/uevent. */
 static int
-nodes_from_sysfs(const char *root, struct gpud_render_node **nodes, size_t *n)
+nodes_from_sysfs(const char *root, struct daemon_render_node **nodes, size_t *n)
 {
    char dir[4096];
    if (snprintf(dir, sizeof(dir), "%s/class/drm", root) >= (int)sizeof(dir))
@@ -339,7 +339,7 @@ nodes_from_sysfs(const char *root, struct gpud_render_node **nodes, size_t *n)
    struct dirent *de;
    int r = 0;
    while (r == 0 && (de = readdir(d))) {
-      struct gpud_render_node node = {0};
+      struct daemon_render_node node = {0};
       if (!parse_render(de->d_name, node.name))
          continue;
       char path[4096 + 300], text[64];
@@ -361,7 +361,7 @@ nodes_from_sysfs(const char *root, struct gpud_render_node **nodes, size_t *n)
 }
 
 static int
-nodes_from_libdrm(struct gpud_render_node **nodes, size_t *n)
+nodes_from_libdrm(struct daemon_render_node **nodes, size_t *n)
 {
    int count = drmGetDevices2(0, NULL, 0);
    if (count <= 0)
@@ -377,7 +377,7 @@ nodes_from_libdrm(struct gpud_render_node **nodes, size_t *n)
          continue;
       const char *path = dev->nodes[DRM_NODE_RENDER];
       const char *base = strrchr(path, '/');
-      struct gpud_render_node node = {0};
+      struct daemon_render_node node = {0};
       struct stat st;
       if (!parse_render(base ? base + 1 : path, node.name) || stat(path, &st) < 0 ||
           !S_ISCHR(st.st_mode))
@@ -386,7 +386,7 @@ nodes_from_libdrm(struct gpud_render_node **nodes, size_t *n)
       node.minor = minor(st.st_rdev);
       if (dev->bustype == DRM_BUS_PCI && dev->businfo.pci) {
          node.has_pci = true;
-         node.pci = (struct gpud_pci_address){
+         node.pci = (struct daemon_pci_address){
             .domain = dev->businfo.pci->domain,
             .bus = dev->businfo.pci->bus,
             .device = dev->businfo.pci->dev,
@@ -401,7 +401,7 @@ nodes_from_libdrm(struct gpud_render_node **nodes, size_t *n)
       char uevent[128];
       snprintf(uevent, sizeof(uevent), "/sys/dev/char/%u:%u/device/uevent", node.major,
                node.minor);
-      struct gpud_render_node named = {0};
+      struct daemon_render_node named = {0};
       read_uevent(uevent, &named);
       memcpy(node.driver, named.driver, sizeof(node.driver));
       r = add_node(nodes, n, &node);
@@ -412,7 +412,7 @@ nodes_from_libdrm(struct gpud_render_node **nodes, size_t *n)
 }
 
 int
-gpud_render_nodes(const char *sysfs_root, struct gpud_render_node **nodes, size_t *n)
+daemon_render_nodes(const char *sysfs_root, struct daemon_render_node **nodes, size_t *n)
 {
    *nodes = NULL;
    *n = 0;
@@ -431,14 +431,14 @@ gpud_render_nodes(const char *sysfs_root, struct gpud_render_node **nodes, size_
 /* ---- matching ------------------------------------------------------------- */
 
 static bool
-same_pci(const struct gpud_pci_address *a, const struct gpud_pci_address *b)
+same_pci(const struct daemon_pci_address *a, const struct daemon_pci_address *b)
 {
    return a->domain == b->domain && a->bus == b->bus && a->device == b->device &&
           a->function == b->function;
 }
 
-const struct gpud_render_node *
-gpud_device_render_node(const struct gpud_device_info *dev, const struct gpud_render_node *nodes,
+const struct daemon_render_node *
+daemon_device_render_node(const struct daemon_device_info *dev, const struct daemon_render_node *nodes,
                         size_t n_nodes)
 {
    for (size_t i = 0; i < n_nodes; i++) {
@@ -453,7 +453,7 @@ gpud_device_render_node(const struct gpud_device_info *dev, const struct gpud_re
 }
 
 static int
-find_pci(const struct gpud_pci_address *pci, const struct gpud_device_info *devs, size_t n_devs,
+find_pci(const struct daemon_pci_address *pci, const struct daemon_device_info *devs, size_t n_devs,
          char *why, size_t why_size)
 {
    bool any_pci = false;
@@ -462,8 +462,8 @@ find_pci(const struct gpud_pci_address *pci, const struct gpud_device_info *devs
       if (devs[i].has_pci && same_pci(&devs[i].pci, pci))
          return (int)i;
    }
-   char text[GPUD_PCI_TEXT];
-   gpud_pci_format(pci, text);
+   char text[DAEMON_PCI_TEXT];
+   daemon_pci_format(pci, text);
    if (!any_pci)
       say(why, why_size, "no device at PCI address %s: the host driver tells no device's "
           "PCI address (VK_EXT_pci_bus_info)", text);
@@ -473,8 +473,8 @@ find_pci(const struct gpud_pci_address *pci, const struct gpud_device_info *devs
 }
 
 int
-gpud_select_device(const struct gpud_selector *sel, const struct gpud_device_info *devs,
-                   size_t n_devs, const struct gpud_render_node *nodes, size_t n_nodes,
+daemon_select_device(const struct daemon_selector *sel, const struct daemon_device_info *devs,
+                   size_t n_devs, const struct daemon_render_node *nodes, size_t n_nodes,
                    unsigned *matches, char *why, size_t why_size)
 {
    if (matches)
@@ -484,11 +484,11 @@ gpud_select_device(const struct gpud_selector *sel, const struct gpud_device_inf
       return -1;
    }
    switch (sel->by) {
-   case GPUD_SELECT_FIRST:
+   case DAEMON_SELECT_FIRST:
       if (matches)
          *matches = 1;
       return 0;
-   case GPUD_SELECT_INDEX:
+   case DAEMON_SELECT_INDEX:
       if (sel->index < n_devs) {
          if (matches)
             *matches = 1;
@@ -497,7 +497,7 @@ gpud_select_device(const struct gpud_selector *sel, const struct gpud_device_inf
       say(why, why_size, "no device index:%u: the host driver has %zu (index:0 to index:%zu)",
           sel->index, n_devs, n_devs - 1);
       return -1;
-   case GPUD_SELECT_UUID:
+   case DAEMON_SELECT_UUID:
       for (size_t i = 0; i < n_devs; i++) {
          if (!memcmp(devs[i].uuid, sel->uuid, VK_UUID_SIZE)) {
             if (matches)
@@ -505,18 +505,18 @@ gpud_select_device(const struct gpud_selector *sel, const struct gpud_device_inf
             return (int)i;
          }
       }
-      char text[GPUD_UUID_TEXT];
-      gpud_uuid_format(sel->uuid, text);
+      char text[DAEMON_UUID_TEXT];
+      daemon_uuid_format(sel->uuid, text);
       say(why, why_size, "no device has UUID %s", text);
       return -1;
-   case GPUD_SELECT_PCI: {
+   case DAEMON_SELECT_PCI: {
       int i = find_pci(&sel->pci, devs, n_devs, why, why_size);
       if (i >= 0 && matches)
          *matches = 1;
       return i;
    }
-   case GPUD_SELECT_RENDER: {
-      const struct gpud_render_node *node = NULL;
+   case DAEMON_SELECT_RENDER: {
+      const struct daemon_render_node *node = NULL;
       for (size_t i = 0; i < n_nodes && !node; i++) {
          if (!strcmp(nodes[i].name, sel->render))
             node = &nodes[i];
@@ -526,7 +526,7 @@ gpud_select_device(const struct gpud_selector *sel, const struct gpud_device_inf
          return -1;
       }
       for (size_t i = 0; i < n_devs; i++) {
-         if (gpud_device_render_node(&devs[i], node, 1)) {
+         if (daemon_device_render_node(&devs[i], node, 1)) {
             if (matches)
                *matches = 1;
             return (int)i;
@@ -537,8 +537,8 @@ gpud_select_device(const struct gpud_selector *sel, const struct gpud_device_inf
              "host driver tells no device's node)", node->name, node->major, node->minor);
          return -1;
       }
-      char pci[GPUD_PCI_TEXT];
-      gpud_pci_format(&node->pci, pci);
+      char pci[DAEMON_PCI_TEXT];
+      daemon_pci_format(&node->pci, pci);
       char inner[200];
       find_pci(&node->pci, devs, n_devs, inner, sizeof(inner));
       say(why, why_size, "no device is render node %s (PCI %s, %04x:%04x%s%s): %s", node->name,
@@ -546,7 +546,7 @@ gpud_select_device(const struct gpud_selector *sel, const struct gpud_device_inf
           node->driver, inner);
       return -1;
    }
-   case GPUD_SELECT_NAME: {
+   case DAEMON_SELECT_NAME: {
       int first = -1;
       unsigned count = 0;
       for (size_t i = 0; i < n_devs; i++) {

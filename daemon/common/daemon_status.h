@@ -13,20 +13,20 @@
 #include <stdint.h>
 
 /* An object the application named (VK_EXT_debug_utils). */
-#define GPUD_STATUS_NAMES 24
-#define GPUD_STATUS_NAME_SIZE 48
-struct gpud_status_name {
+#define DAEMON_STATUS_NAMES 24
+#define DAEMON_STATUS_NAME_SIZE 48
+struct daemon_status_name {
    uint64_t id;   /* the client's object id; 0: a free slot */
    uint32_t type; /* VkObjectType */
-   char name[GPUD_STATUS_NAME_SIZE];
+   char name[DAEMON_STATUS_NAME_SIZE];
 };
 
 /* A queue of one of the client's devices.  Busy time is the time the queue
  * had work submitted and not yet complete (as the worker saw completions):
  * busy_ns for the periods that ended, plus now - busy_since_ns while one
  * lasts. */
-#define GPUD_STATUS_QUEUES 16
-struct gpud_status_queue {
+#define DAEMON_STATUS_QUEUES 16
+struct daemon_status_queue {
    atomic_uint_least64_t device;        /* the client's device id; 0: a free slot */
    atomic_uint_least32_t family;
    atomic_uint_least32_t index;
@@ -41,10 +41,10 @@ struct gpud_status_queue {
 };
 
 /* Live objects by type, indexed by wire_object_type_index(). */
-#define GPUD_STATUS_TYPES 48
+#define DAEMON_STATUS_TYPES 48
 
 /* Faults gpudctl injects: the server writes, the worker acts (gpud_inject.c). */
-struct gpud_status_inject {
+struct daemon_status_inject {
    atomic_uint_least32_t lose_device;  /* non-zero: lose every device now */
    atomic_uint_least32_t fail_alloc;   /* the next this many allocations fail */
    atomic_uint_least32_t delay_ms;     /* completions are seen this much later */
@@ -54,21 +54,21 @@ struct gpud_status_inject {
 };
 
 /* Replay lanes (threads replaying recordings), at most. */
-#define GPUD_STATUS_LANES 8
+#define DAEMON_STATUS_LANES 8
 
 /* What a replay lane does: written at every command it replays, so a cache
  * line of its own (the lanes and the decoding thread never share one). */
-struct gpud_status_lane {
+struct daemon_status_lane {
    _Alignas(64) atomic_uint_least32_t op; /* the recorded command executing now; 0 between */
 };
 
 /* The layout of the page below; a server that adopts a worker of another
  * build (an upgrade) reads nothing else of a page of another layout.  Grows
- * with every change to struct gpud_status_page. */
-#define GPUD_STATUS_LAYOUT 5u
+ * with every change to struct daemon_status_page. */
+#define DAEMON_STATUS_LAYOUT 5u
 
-struct gpud_status_page {
-   atomic_uint_least32_t layout;        /* GPUD_STATUS_LAYOUT, the server writes it: first */
+struct daemon_status_page {
+   atomic_uint_least32_t layout;        /* DAEMON_STATUS_LAYOUT, the server writes it: first */
    atomic_uint_least32_t fatal_signal;  /* the signal the worker is dying of; 0: none */
    atomic_uint_least32_t op;            /* the command executing now; 0 between commands */
    atomic_uint_least32_t last_op;       /* the last command that started */
@@ -79,14 +79,14 @@ struct gpud_status_page {
    atomic_uint_least64_t send_blocked_since_ns; /* CLOCK_MONOTONIC; 0: not blocked */
    /* the most recently named live objects; odd while the worker writes them */
    atomic_uint_least32_t names_seq;
-   struct gpud_status_name names[GPUD_STATUS_NAMES];
-   struct gpud_status_queue queues[GPUD_STATUS_QUEUES];
-   atomic_uint_least32_t objects_by_type[GPUD_STATUS_TYPES];
-   struct gpud_status_inject inject;
-   struct gpud_status_lane lanes[GPUD_STATUS_LANES];
+   struct daemon_status_name names[DAEMON_STATUS_NAMES];
+   struct daemon_status_queue queues[DAEMON_STATUS_QUEUES];
+   atomic_uint_least32_t objects_by_type[DAEMON_STATUS_TYPES];
+   struct daemon_status_inject inject;
+   struct daemon_status_lane lanes[DAEMON_STATUS_LANES];
    /* the command the last compile job to start runs (gpud_compile.c); 0
     * once none runs */
-   struct gpud_status_lane compile;
+   struct daemon_status_lane compile;
    /* pipelines made with the pipeline cache the worker keeps
     * (gpud_pipecache.c): those the cache had from an earlier run of the
     * program, and those it had not */
@@ -94,6 +94,6 @@ struct gpud_status_page {
    atomic_uint_least64_t pipelines_compiled;
 };
 
-#define GPUD_STATUS_PAGE_SIZE 4096u
-_Static_assert(sizeof(struct gpud_status_page) <= GPUD_STATUS_PAGE_SIZE,
+#define DAEMON_STATUS_PAGE_SIZE 4096u
+_Static_assert(sizeof(struct daemon_status_page) <= DAEMON_STATUS_PAGE_SIZE,
                "the status page is one page");

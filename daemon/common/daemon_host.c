@@ -4,7 +4,7 @@
  * own loader, so it can never pick up the gpud ICD by accident), and the one
  * host device the daemon serves.
  */
-#include "gpud_host.h"
+#include "daemon_host.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -138,7 +138,7 @@ is_gpud_library(const char *lib)
 }
 
 static int
-open_library(struct gpud_host *host, const char *manifest)
+open_library(struct daemon_host *host, const char *manifest)
 {
    char *lib = manifest_library(manifest);
    if (!lib) {
@@ -186,7 +186,7 @@ open_library(struct gpud_host *host, const char *manifest)
 }
 
 static VkResult
-create_probe_instance(struct gpud_host *host, VkInstance *ret)
+create_probe_instance(struct daemon_host *host, VkInstance *ret)
 {
    VkApplicationInfo app = {
       .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
@@ -207,7 +207,7 @@ create_probe_instance(struct gpud_host *host, VkInstance *ret)
 
 /* Measures which memory types a memfd mapping can be imported into. */
 static void
-probe_import(struct gpud_host *host, struct gpud_host_dispatch *d, VkPhysicalDevice pdev)
+probe_import(struct daemon_host *host, struct gpud_host_dispatch *d, VkPhysicalDevice pdev)
 {
    uint32_t n = 0;
    d->EnumerateDeviceExtensionProperties(pdev, NULL, &n, NULL);
@@ -296,7 +296,7 @@ has_device_extension(const struct gpud_host_dispatch *d, VkPhysicalDevice pdev, 
  * host driver tells them, its PCI address and DRM device numbers. */
 static void
 describe_device(const struct gpud_host_dispatch *d, VkPhysicalDevice pdev,
-                struct gpud_device_info *info)
+                struct daemon_device_info *info)
 {
    VkPhysicalDeviceDrmPropertiesEXT drm = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRM_PROPERTIES_EXT,
@@ -328,7 +328,7 @@ describe_device(const struct gpud_host_dispatch *d, VkPhysicalDevice pdev,
    memcpy(info->uuid, id.deviceUUID, VK_UUID_SIZE);
    if (has_pci) {
       info->has_pci = true;
-      info->pci = (struct gpud_pci_address){
+      info->pci = (struct daemon_pci_address){
          .domain = pci.pciDomain,
          .bus = (uint8_t)pci.pciBus,
          .device = (uint8_t)pci.pciDevice,
@@ -345,7 +345,7 @@ describe_device(const struct gpud_host_dispatch *d, VkPhysicalDevice pdev,
 /* The instance's devices and their descriptions (both malloc'ed). */
 static uint32_t
 enumerate_devices(const struct gpud_host_dispatch *d, VkInstance instance,
-                  VkPhysicalDevice **pdevs_out, struct gpud_device_info **infos_out)
+                  VkPhysicalDevice **pdevs_out, struct daemon_device_info **infos_out)
 {
    *pdevs_out = NULL;
    *infos_out = NULL;
@@ -354,7 +354,7 @@ enumerate_devices(const struct gpud_host_dispatch *d, VkInstance instance,
       return 0;
    n = UTIL_MIN(n, 64u);
    VkPhysicalDevice *pdevs = calloc(n, sizeof(*pdevs));
-   struct gpud_device_info *infos = calloc(n, sizeof(*infos));
+   struct daemon_device_info *infos = calloc(n, sizeof(*infos));
    if (!pdevs || !infos || d->EnumeratePhysicalDevices(instance, &n, pdevs) < 0) {
       free(pdevs);
       free(infos);
@@ -370,10 +370,10 @@ enumerate_devices(const struct gpud_host_dispatch *d, VkInstance instance,
 /* The render nodes, or none with a warning: a device is still found by
  * anything but its render node. */
 static size_t
-find_render_nodes(const char *sysfs_root, struct gpud_render_node **nodes)
+find_render_nodes(const char *sysfs_root, struct daemon_render_node **nodes)
 {
    size_t n = 0;
-   int r = gpud_render_nodes(sysfs_root, nodes, &n);
+   int r = daemon_render_nodes(sysfs_root, nodes, &n);
    if (r < 0)
       util_warn("cannot list render nodes%s%s: %s", sysfs_root ? " in " : "",
                 sysfs_root ? sysfs_root : "", strerror(-r));
@@ -381,7 +381,7 @@ find_render_nodes(const char *sysfs_root, struct gpud_render_node **nodes)
 }
 
 int
-gpud_host_load(struct gpud_host *host, const char *manifest, const struct gpud_selector *sel,
+daemon_host_load(struct daemon_host *host, const char *manifest, const struct daemon_selector *sel,
                const char *sysfs_root)
 {
    memset(host, 0, sizeof(*host));
@@ -414,28 +414,28 @@ gpud_host_load(struct gpud_host *host, const char *manifest, const struct gpud_s
    gpud_host_dispatch_load_instance(&d, instance);
 
    VkPhysicalDevice *pdevs;
-   struct gpud_device_info *infos;
+   struct daemon_device_info *infos;
    uint32_t n = enumerate_devices(&d, instance, &pdevs, &infos);
-   struct gpud_render_node *nodes = NULL;
+   struct daemon_render_node *nodes = NULL;
    size_t n_nodes = find_render_nodes(sysfs_root, &nodes);
    unsigned matches = 0;
    char why[512];
-   int i = gpud_select_device(sel, infos, n, nodes, n_nodes, &matches, why, sizeof(why));
+   int i = daemon_select_device(sel, infos, n, nodes, n_nodes, &matches, why, sizeof(why));
    if (i >= 0) {
-      const struct gpud_device_info *info = &infos[i];
+      const struct daemon_device_info *info = &infos[i];
       memcpy(host->device_uuid, info->uuid, VK_UUID_SIZE);
       snprintf(host->device_name, sizeof(host->device_name), "%s", info->name);
       host->device_type = info->type;
       host->has_pci = info->has_pci;
       host->pci = info->pci;
-      const struct gpud_render_node *node = gpud_device_render_node(info, nodes, n_nodes);
+      const struct daemon_render_node *node = daemon_device_render_node(info, nodes, n_nodes);
       if (node)
          snprintf(host->render_node, sizeof(host->render_node), "%s", node->name);
       d.GetPhysicalDeviceMemoryProperties(pdevs[i], &host->memory);
       probe_import(host, &d, pdevs[i]);
       if (matches > 1) {
-         char uuid[GPUD_UUID_TEXT];
-         gpud_uuid_format(info->uuid, uuid);
+         char uuid[DAEMON_UUID_TEXT];
+         daemon_uuid_format(info->uuid, uuid);
          util_notice("%u devices' names contain '%s': serving the first, uuid:%s (name "
                      "one by uuid:, pci: or index: to be sure)", matches, sel->name, uuid);
       }
@@ -460,7 +460,7 @@ gpud_host_load(struct gpud_host *host, const char *manifest, const struct gpud_s
 }
 
 void
-gpud_host_finish(struct gpud_host *host)
+daemon_host_finish(struct daemon_host *host)
 {
    /* The host driver stays loaded until exit: drivers keep threads and
     * atexit handlers of their own, and unloading one buys nothing. */
@@ -475,10 +475,10 @@ gpud_host_finish(struct gpud_host *host)
 /* A driver's devices, seen through an instance of its own that is gone
  * again; 0 when it cannot be loaded. */
 static uint32_t
-probe_devices(const char *manifest, struct gpud_device_info **infos)
+probe_devices(const char *manifest, struct daemon_device_info **infos)
 {
    *infos = NULL;
-   struct gpud_host probe = {0};
+   struct daemon_host probe = {0};
    uint32_t n = 0;
    VkInstance instance;
    if (open_library(&probe, manifest) == 0 &&
@@ -490,7 +490,7 @@ probe_devices(const char *manifest, struct gpud_device_info **infos)
       free(pdevs);
       d.DestroyInstance(instance, NULL);
    }
-   gpud_host_finish(&probe);
+   daemon_host_finish(&probe);
    return n;
 }
 
@@ -559,18 +559,18 @@ manifest_paths(bool with_software, size_t *count)
 /* Whether the driver serves what sel asks for: with no selector, a device
  * other than a CPU (a software driver is never "the GPU's driver"). */
 static bool
-manifest_serves(const char *manifest, const struct gpud_selector *sel, const char *sysfs_root)
+manifest_serves(const char *manifest, const struct daemon_selector *sel, const char *sysfs_root)
 {
-   struct gpud_device_info *infos;
+   struct daemon_device_info *infos;
    uint32_t n = probe_devices(manifest, &infos);
    bool serves = false;
-   if (sel->by == GPUD_SELECT_FIRST) {
+   if (sel->by == DAEMON_SELECT_FIRST) {
       for (uint32_t i = 0; i < n; i++)
          serves |= infos[i].type != VK_PHYSICAL_DEVICE_TYPE_CPU;
    } else if (n) {
-      struct gpud_render_node *nodes = NULL;
-      size_t n_nodes = sel->by == GPUD_SELECT_RENDER ? find_render_nodes(sysfs_root, &nodes) : 0;
-      serves = gpud_select_device(sel, infos, n, nodes, n_nodes, NULL, NULL, 0) >= 0;
+      struct daemon_render_node *nodes = NULL;
+      size_t n_nodes = sel->by == DAEMON_SELECT_RENDER ? find_render_nodes(sysfs_root, &nodes) : 0;
+      serves = daemon_select_device(sel, infos, n, nodes, n_nodes, NULL, NULL, 0) >= 0;
       free(nodes);
    }
    free(infos);
@@ -578,13 +578,13 @@ manifest_serves(const char *manifest, const struct gpud_selector *sel, const cha
 }
 
 int
-gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_root,
+daemon_host_default_manifest(const struct daemon_selector *sel, const char *sysfs_root,
                            char **manifest)
 {
    size_t n;
    /* a selector may name lavapipe's device too; without one, lavapipe is
     * only the fallback */
-   char **paths = manifest_paths(sel->by != GPUD_SELECT_FIRST, &n);
+   char **paths = manifest_paths(sel->by != DAEMON_SELECT_FIRST, &n);
    char *chosen = NULL;
    for (size_t i = 0; i < n && !chosen; i++) {
       if (manifest_serves(paths[i], sel, sysfs_root) && !(chosen = strdup(paths[i]))) {
@@ -593,16 +593,16 @@ gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_ro
       }
    }
    util_paths_free(paths);
-   if (!chosen && sel->by != GPUD_SELECT_FIRST) {
+   if (!chosen && sel->by != DAEMON_SELECT_FIRST) {
       char text[128];
-      gpud_selector_format(sel, text, sizeof(text));
+      daemon_selector_format(sel, text, sizeof(text));
       util_err("no host driver has the device %s (gpud --list-devices shows what there is)",
                text);
       *manifest = NULL;
       return -ENODEV;
    }
    if (!chosen) {
-      chosen = gpud_host_lavapipe_manifest();
+      chosen = daemon_host_lavapipe_manifest();
       if (!chosen) {
          util_err("no host driver: neither a GPU's driver nor lavapipe is installed");
          *manifest = NULL;
@@ -614,7 +614,7 @@ gpud_host_default_manifest(const struct gpud_selector *sel, const char *sysfs_ro
 }
 
 char *
-gpud_host_lavapipe_manifest(void)
+daemon_host_lavapipe_manifest(void)
 {
    if (GPUD_LAVAPIPE_MANIFEST[0])
       return strdup(GPUD_LAVAPIPE_MANIFEST);
@@ -651,7 +651,7 @@ type_name(VkPhysicalDeviceType type)
 }
 
 int
-gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
+daemon_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
 {
    size_t n_paths = 0;
    char **paths = NULL;
@@ -663,21 +663,21 @@ gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
    } else {
       paths = manifest_paths(true, &n_paths);
    }
-   struct gpud_render_node *nodes = NULL;
+   struct daemon_render_node *nodes = NULL;
    size_t n_nodes = find_render_nodes(sysfs_root, &nodes);
    bool *served = calloc(n_nodes ? n_nodes : 1, sizeof(*served));
    unsigned total = 0;
    for (size_t p = 0; p < n_paths; p++) {
-      struct gpud_device_info *infos;
+      struct daemon_device_info *infos;
       uint32_t n = probe_devices(paths[p], &infos);
       fprintf(f, "%s%s\n", paths[p], n ? ":" : ": no device here");
       for (uint32_t i = 0; i < n; i++) {
-         const struct gpud_device_info *info = &infos[i];
-         char uuid[GPUD_UUID_TEXT], pci[GPUD_PCI_TEXT] = "-";
-         gpud_uuid_format(info->uuid, uuid);
+         const struct daemon_device_info *info = &infos[i];
+         char uuid[DAEMON_UUID_TEXT], pci[DAEMON_PCI_TEXT] = "-";
+         daemon_uuid_format(info->uuid, uuid);
          if (info->has_pci)
-            gpud_pci_format(&info->pci, pci);
-         const struct gpud_render_node *node = gpud_device_render_node(info, nodes, n_nodes);
+            daemon_pci_format(&info->pci, pci);
+         const struct daemon_render_node *node = daemon_device_render_node(info, nodes, n_nodes);
          if (node && served)
             served[node - nodes] = true;
          fprintf(f, "  index:%u  %s (%s, %04x:%04x)\n", i, info->name, type_name(info->type),
@@ -691,9 +691,9 @@ gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
    fprintf(f, "render nodes (%s%s):%s\n", sysfs_root ? "sysfs tree " : "libdrm",
            sysfs_root ? sysfs_root : "", n_nodes ? "" : " none");
    for (size_t i = 0; i < n_nodes; i++) {
-      char pci[GPUD_PCI_TEXT] = "-";
+      char pci[DAEMON_PCI_TEXT] = "-";
       if (nodes[i].has_pci)
-         gpud_pci_format(&nodes[i].pci, pci);
+         daemon_pci_format(&nodes[i].pci, pci);
       fprintf(f, "  %s  %u:%u  pci:%s  %04x:%04x  %s%s\n", nodes[i].name, nodes[i].major,
               nodes[i].minor, pci, nodes[i].vendor_id, nodes[i].device_id,
               nodes[i].driver[0] ? nodes[i].driver : "?",
@@ -706,23 +706,23 @@ gpud_host_list_devices(FILE *f, const char *manifest, const char *sysfs_root)
 }
 
 static const char *const spirv_modes[] = {
-   [GPUD_SPIRV_REPORT] = "report",
-   [GPUD_SPIRV_STRICT] = "strict",
-   [GPUD_SPIRV_OFF] = "off",
+   [DAEMON_SPIRV_REPORT] = "report",
+   [DAEMON_SPIRV_STRICT] = "strict",
+   [DAEMON_SPIRV_OFF] = "off",
 };
 
 const char *
-gpud_spirv_mode_name(enum gpud_spirv_mode mode)
+daemon_spirv_mode_name(enum daemon_spirv_mode mode)
 {
    return (unsigned)mode < UTIL_ARRAY_SIZE(spirv_modes) ? spirv_modes[mode] : "report";
 }
 
 bool
-gpud_spirv_mode_parse(const char *name, enum gpud_spirv_mode *ret)
+daemon_spirv_mode_parse(const char *name, enum daemon_spirv_mode *ret)
 {
    for (unsigned i = 0; i < UTIL_ARRAY_SIZE(spirv_modes); i++) {
       if (!strcmp(name, spirv_modes[i])) {
-         *ret = (enum gpud_spirv_mode)i;
+         *ret = (enum daemon_spirv_mode)i;
          return true;
       }
    }
@@ -732,9 +732,9 @@ gpud_spirv_mode_parse(const char *name, enum gpud_spirv_mode *ret)
 /* ---- validation (--validate) ---------------------------------------------- */
 
 int
-gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode)
+daemon_host_enable_validation(struct daemon_host *host, enum daemon_validate_mode mode)
 {
-   if (mode == GPUD_VALIDATE_OFF)
+   if (mode == DAEMON_VALIDATE_OFF)
       return 0;
    /* The loader sees the host driver and nothing else: never the gpud ICD,
     * no implicit layers. */
@@ -757,7 +757,7 @@ gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode
       VkLayerProperties *props = calloc(n, sizeof(*props));
       if (props && layers(&n, props) >= 0) {
          for (uint32_t i = 0; i < n; i++)
-            found |= !strcmp(props[i].layerName, GPUD_VALIDATION_LAYER);
+            found |= !strcmp(props[i].layerName, DAEMON_VALIDATION_LAYER);
       }
       free(props);
    }
@@ -765,12 +765,12 @@ gpud_host_enable_validation(struct gpud_host *host, enum gpud_validate_mode mode
       if (loader)
          dlclose(loader);
       util_err("--validate needs the Vulkan loader and %s (Debian: vulkan-validationlayers)",
-               GPUD_VALIDATION_LAYER);
+               DAEMON_VALIDATION_LAYER);
       return -ENOENT;
    }
    host->loader = loader;
    host->get_instance_proc_addr = gipa;
    host->validate = mode;
-   util_debug("validating every call with %s", GPUD_VALIDATION_LAYER);
+   util_debug("validating every call with %s", DAEMON_VALIDATION_LAYER);
    return 0;
 }

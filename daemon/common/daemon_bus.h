@@ -9,7 +9,7 @@
 
 /* which: "system", "session" or a bus address. */
 static inline int
-gpud_bus_open(const char *which, sd_bus **ret)
+daemon_bus_open(const char *which, sd_bus **ret)
 {
    if (!strcmp(which, "system"))
       return sd_bus_open_system(ret);

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * Which host device a daemon serves (gpud_select.c).  A selector names one
+ * Which host device a daemon serves (daemon_select.c).  A selector names one
  * device the way a user knows it:
  *
  *   index:N             the host driver's Nth device (from 0)
@@ -25,60 +25,60 @@
 
 #include <vulkan/vulkan_core.h>
 
-struct gpud_pci_address {
+struct daemon_pci_address {
    uint32_t domain;
    uint8_t bus, device, function;
 };
 
-enum gpud_select_by {
-   GPUD_SELECT_FIRST, /* no selector: the host driver's first device */
-   GPUD_SELECT_INDEX,
-   GPUD_SELECT_UUID,
-   GPUD_SELECT_PCI,
-   GPUD_SELECT_RENDER,
-   GPUD_SELECT_NAME,
+enum daemon_select_by {
+   DAEMON_SELECT_FIRST, /* no selector: the host driver's first device */
+   DAEMON_SELECT_INDEX,
+   DAEMON_SELECT_UUID,
+   DAEMON_SELECT_PCI,
+   DAEMON_SELECT_RENDER,
+   DAEMON_SELECT_NAME,
 };
 
-struct gpud_selector {
-   enum gpud_select_by by;
+struct daemon_selector {
+   enum daemon_select_by by;
    uint32_t index;
    uint8_t uuid[VK_UUID_SIZE];
-   struct gpud_pci_address pci;
+   struct daemon_pci_address pci;
    char render[32]; /* renderD128 */
    char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
 };
 
 /* A host device as the selection sees it. */
-struct gpud_device_info {
+struct daemon_device_info {
    char name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE];
    VkPhysicalDeviceType type;
    uint32_t vendor_id, device_id;
    uint8_t uuid[VK_UUID_SIZE];
    bool has_pci;
-   struct gpud_pci_address pci;
+   struct daemon_pci_address pci;
    bool has_render; /* VK_EXT_physical_device_drm */
    uint32_t render_major, render_minor;
 };
 
-struct gpud_render_node {
+struct daemon_render_node {
    char name[32]; /* renderD128 */
    uint32_t major, minor;
    bool has_pci;
-   struct gpud_pci_address pci;
+   struct daemon_pci_address pci;
    uint32_t vendor_id, device_id;
    char driver[32]; /* the kernel driver, where sysfs names it */
 };
 
-#define GPUD_UUID_TEXT 37 /* 8-4-4-4-12 and the terminator */
-#define GPUD_PCI_TEXT 20  /* 0000:00:00.0 (or a longer domain) and the terminator */
+#define DAEMON_UUID_TEXT 37 /* 8-4-4-4-12 and the terminator */
+#define DAEMON_PCI_TEXT 20  /* 0000:00:00.0 (or a longer domain) and the terminator */
 
 /* 0, or -1 with what is wrong in err.  NULL or "" selects the first. */
-int gpud_selector_parse(const char *text, struct gpud_selector *sel, char *err, size_t err_size);
+int daemon_selector_parse(const char *text, struct daemon_selector *sel, char *err, size_t err_size);
 /* The selector's canonical text ("pci:0000:65:00.0", ...; "" for the first). */
-void gpud_selector_format(const struct gpud_selector *sel, char *buf, size_t size);
+void daemon_selector_format(const struct daemon_selector *sel, char *buf, size_t size);
 
-void gpud_uuid_format(const uint8_t uuid[VK_UUID_SIZE], char buf[GPUD_UUID_TEXT]);
-void gpud_pci_format(const struct gpud_pci_address *pci, char buf[GPUD_PCI_TEXT]);
+void daemon_uuid_format(const uint8_t uuid[VK_UUID_SIZE], char buf[DAEMON_UUID_TEXT]);
+void daemon_pci_format(const struct daemon_pci_address *pci, char buf[DAEMON_PCI_TEXT]);
 
 /*
  * The render nodes: libdrm's (sysfs_root NULL), or those of a sysfs tree
@@ -86,11 +86,11 @@ void gpud_pci_format(const struct gpud_pci_address *pci, char buf[GPUD_PCI_TEXT]
  * minor number; *nodes is malloc'ed (NULL when there are none).  0 or
  * -errno.
  */
-int gpud_render_nodes(const char *sysfs_root, struct gpud_render_node **nodes, size_t *n);
+int daemon_render_nodes(const char *sysfs_root, struct daemon_render_node **nodes, size_t *n);
 
 /* The render node that is this host device, or NULL. */
-const struct gpud_render_node *gpud_device_render_node(const struct gpud_device_info *dev,
-                                                       const struct gpud_render_node *nodes,
+const struct daemon_render_node *daemon_device_render_node(const struct daemon_device_info *dev,
+                                                       const struct daemon_render_node *nodes,
                                                        size_t n_nodes);
 
 /*
@@ -98,6 +98,6 @@ const struct gpud_render_node *gpud_device_render_node(const struct gpud_device_
  * a user can act on) in why.  *matches (optional) counts the devices that
  * match a name, so that the caller can say when a name picks one of several.
  */
-int gpud_select_device(const struct gpud_selector *sel, const struct gpud_device_info *devs,
-                       size_t n_devs, const struct gpud_render_node *nodes, size_t n_nodes,
+int daemon_select_device(const struct daemon_selector *sel, const struct daemon_device_info *devs,
+                       size_t n_devs, const struct daemon_render_node *nodes, size_t n_nodes,
                        unsigned *matches, char *why, size_t why_size);

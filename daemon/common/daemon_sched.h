@@ -28,34 +28,34 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define GPUD_SCHED_MAGIC 0x67707564736368ull /* "gpudsch" */
-#define GPUD_SCHED_LAYOUT 2u
-#define GPUD_SCHED_SLOTS 1024u
-#define GPUD_SCHED_USERS 256u
+#define DAEMON_SCHED_MAGIC 0x67707564736368ull /* "gpudsch" */
+#define DAEMON_SCHED_LAYOUT 2u
+#define DAEMON_SCHED_SLOTS 1024u
+#define DAEMON_SCHED_USERS 256u
 
 /* The weight of nice 0; each nice level is 1.25 times less (as the Linux
  * scheduler's). */
-#define GPUD_SCHED_WEIGHT_0 1024u
-#define GPUD_NICE_MIN (-20)
-#define GPUD_NICE_MAX 19
+#define DAEMON_SCHED_WEIGHT_0 1024u
+#define DAEMON_NICE_MIN (-20)
+#define DAEMON_NICE_MAX 19
 
 /* state bits */
-#define GPUD_SCHED_ACTIVE 1u  /* work in flight or waiting to go */
-#define GPUD_SCHED_WAITING 2u /* a submission held back for others */
-#define GPUD_SCHED_QUOTA_HELD 4u /* a submission held back by its quota (or its
+#define DAEMON_SCHED_ACTIVE 1u  /* work in flight or waiting to go */
+#define DAEMON_SCHED_WAITING 2u /* a submission held back for others */
+#define DAEMON_SCHED_QUOTA_HELD 4u /* a submission held back by its quota (or its
                                   * user's): it does not compete meanwhile */
 
-struct gpud_sched_slot {
+struct daemon_sched_slot {
    /* the server's */
    _Atomic uint64_t client_id;  /* 0: free */
    _Atomic uint32_t uid;
-   _Atomic uint32_t weight;     /* GPUD_SCHED_WEIGHT_0 at nice 0 */
+   _Atomic uint32_t weight;     /* DAEMON_SCHED_WEIGHT_0 at nice 0 */
    _Atomic int32_t nice;
    _Atomic uint32_t quota_ppm;  /* the share it may take, in millionths; 0: none */
    _Atomic uint32_t user;       /* its user's entry + 1 (users[]); 0: none */
    /* its worker's */
    _Atomic uint32_t state;
-   _Atomic uint64_t vtime;      /* weighted GPU time, ns at GPUD_SCHED_WEIGHT_0 */
+   _Atomic uint64_t vtime;      /* weighted GPU time, ns at DAEMON_SCHED_WEIGHT_0 */
    _Atomic uint64_t busy_since_ns; /* its oldest submission in flight went then (0: none):
                                  * a long one ages it while it runs */
    _Atomic uint64_t gpu_ns;     /* GPU time of its completed submissions */
@@ -64,10 +64,10 @@ struct gpud_sched_slot {
    _Atomic uint64_t waited_ns;  /* time its submissions were held back */
    _Atomic uint64_t submitted_ns; /* its last submission went then */
 };
-_Static_assert(sizeof(struct gpud_sched_slot) == 88, "a slot's size is part of the layout");
+_Static_assert(sizeof(struct daemon_sched_slot) == 88, "a slot's size is part of the layout");
 
 /* A user's quota, shared by all its clients. */
-struct gpud_sched_user {
+struct daemon_sched_user {
    _Atomic uint32_t uid;
    _Atomic uint32_t quota_ppm;  /* 0: none */
    _Atomic int64_t tokens_ns;
@@ -75,24 +75,24 @@ struct gpud_sched_user {
    uint8_t pad[8];
 };
 
-struct gpud_sched_page {
+struct daemon_sched_page {
    _Atomic uint64_t magic;
    _Atomic uint32_t layout;
    _Atomic uint32_t epoch;      /* futex: bumped when a client's work completes or it goes
                                  * idle, for submissions waiting their turn */
    _Atomic uint32_t waiters;
-   _Atomic uint32_t active;     /* clients with GPUD_SCHED_ACTIVE */
+   _Atomic uint32_t active;     /* clients with DAEMON_SCHED_ACTIVE */
    _Atomic uint32_t clients;    /* slots in use (the server's): one alone never scans */
    _Atomic uint32_t n_slots;    /* slots ever used: scans stop there */
    _Atomic uint32_t slice_us;   /* how far ahead of the furthest behind a client may go */
    _Atomic uint32_t bucket_ms;  /* a quota's bucket holds this much of its share */
-   struct gpud_sched_user users[GPUD_SCHED_USERS];
-   struct gpud_sched_slot slots[GPUD_SCHED_SLOTS];
+   struct daemon_sched_user users[DAEMON_SCHED_USERS];
+   struct daemon_sched_slot slots[DAEMON_SCHED_SLOTS];
 };
 
-#define GPUD_SCHED_SIZE ((sizeof(struct gpud_sched_page) + 4095u) & ~4095u)
+#define DAEMON_SCHED_SIZE ((sizeof(struct daemon_sched_page) + 4095u) & ~4095u)
 
-/* The weight of a nice level (clamped to GPUD_NICE_MIN..MAX). */
+/* The weight of a nice level (clamped to DAEMON_NICE_MIN..MAX). */
 static inline uint32_t
 gpud_sched_weight(int nice)
 {
@@ -103,9 +103,9 @@ gpud_sched_weight(int nice)
       1024,  820,   655,   526,   423,   335,   272,   215,   172,   137,
       110,   87,    70,    56,    45,    36,    29,    23,    18,    15,
    };
-   if (nice < GPUD_NICE_MIN)
-      nice = GPUD_NICE_MIN;
-   if (nice > GPUD_NICE_MAX)
-      nice = GPUD_NICE_MAX;
-   return table[nice - GPUD_NICE_MIN];
+   if (nice < DAEMON_NICE_MIN)
+      nice = DAEMON_NICE_MIN;
+   if (nice > DAEMON_NICE_MAX)
+      nice = DAEMON_NICE_MAX;
+   return table[nice - DAEMON_NICE_MIN];
 }

@@ -10,30 +10,30 @@
 #include <stdint.h>
 
 /* Fixed caps, per client. */
-#define GPUD_MAX_MESSAGE_SIZE (256u << 20)   /* one stream message */
-#define GPUD_MAX_COMMAND_MEMORY (512u << 20) /* decoded arguments of one command */
-#define GPUD_MAX_WAITERS 64                  /* blocking waits in flight */
-#define GPUD_MAX_COMPILES 32                 /* pipeline creations in flight */
-#define GPUD_MAX_COMPILE_ARGS (8u << 20)     /* decoded arguments of one of them */
-#define GPUD_COMPILE_END_WAIT_NS (5ull * 1000000000) /* for them at a client's end */
-#define GPUD_WAIT_SLICE_NS (50ull * 1000 * 1000)
-#define GPUD_COMMAND_SPIN_NS (50ull * 1000) /* poll for the next command before sleeping */
-#define GPUD_COMMAND_SPIN_MAX_NS (250ull * 1000) /* ... longer for a client that loops (util_spin.h) */
-#define GPUD_REPLAY_QUEUED_MAX (32u << 20) /* bytes of chunks waiting in the replay lanes */
+#define DAEMON_MAX_MESSAGE_SIZE (256u << 20)   /* one stream message */
+#define DAEMON_MAX_COMMAND_MEMORY (512u << 20) /* decoded arguments of one command */
+#define DAEMON_MAX_WAITERS 64                  /* blocking waits in flight */
+#define DAEMON_MAX_COMPILES 32                 /* pipeline creations in flight */
+#define DAEMON_MAX_COMPILE_ARGS (8u << 20)     /* decoded arguments of one of them */
+#define DAEMON_COMPILE_END_WAIT_NS (5ull * 1000000000) /* for them at a client's end */
+#define DAEMON_WAIT_SLICE_NS (50ull * 1000 * 1000)
+#define DAEMON_COMMAND_SPIN_NS (50ull * 1000) /* poll for the next command before sleeping */
+#define DAEMON_COMMAND_SPIN_MAX_NS (250ull * 1000) /* ... longer for a client that loops (util_spin.h) */
+#define DAEMON_REPLAY_QUEUED_MAX (32u << 20) /* bytes of chunks waiting in the replay lanes */
 /* A recording's last chunk up to this size, of a pool whose lane has
  * nothing left of it, is replayed by the decoding thread itself
  * (gpud_replay.c). */
-#define GPUD_REPLAY_INLINE_MAX (16u * 1024u)
-#define GPUD_RECORD_MAX (4u << 20) /* GPUD_RECORD_STREAMS: bytes recorded per client */
-#define GPUD_RING_SLICE_NS (50ull * 1000 * 1000) /* asleep on the ring, check the client this often */
-#define GPUD_MAX_SERVER_QUEUE (1u << 20)    /* bytes the server queues for one peer */
-#define GPUD_MAX_FAULTS 32                  /* recent faults gpudctl shows */
+#define DAEMON_REPLAY_INLINE_MAX (16u * 1024u)
+#define DAEMON_RECORD_MAX (4u << 20) /* GPUD_RECORD_STREAMS: bytes recorded per client */
+#define DAEMON_RING_SLICE_NS (50ull * 1000 * 1000) /* asleep on the ring, check the client this often */
+#define DAEMON_MAX_SERVER_QUEUE (1u << 20)    /* bytes the server queues for one peer */
+#define DAEMON_MAX_FAULTS 32                  /* recent faults gpudctl shows */
 
 /* A limit of this value is "no limit". */
-#define GPUD_UNLIMITED UINT64_MAX
+#define DAEMON_UNLIMITED UINT64_MAX
 
 /* Configurable limits (gpud --help lists the options). */
-struct gpud_limits {
+struct daemon_limits {
    /* Memory, all heaps together; 0: the device's total heap size. */
    uint64_t client_memory;
    uint64_t uid_memory;
@@ -58,8 +58,8 @@ struct gpud_limits {
    uint64_t cache_total_bytes;    /* ... every user's together */
 };
 
-#define GPUD_LIMITS_DEFAULT                                                                \
-   ((struct gpud_limits){                                                                  \
+#define DAEMON_LIMITS_DEFAULT                                                                \
+   ((struct daemon_limits){                                                                  \
       .client_memory = 0,                                                                  \
       .uid_memory = 0,                                                                     \
       .client_objects = 1u << 20,                                                          \
