@@ -7,7 +7,7 @@ import re
 from gen_tables import (
     FD_MEMBERS, FORCE_ASYNC, FORCE_SYNC, LOST_RESULTS, LOST_SUCCEEDS, NOT_RECORDED,
     WRITEBACK_MEMBERS)
-from gen_writer import WIRE_FN
+from gen_writer import WIRE_FN, chain_body_cases, emit_chain_enc
 from gen_emit_structs import (
     emit_checks, emit_dec_value, emit_enc_value, emit_member_dec, emit_member_enc, member_len)
 
@@ -314,18 +314,7 @@ def emit_writeback(gen, w):
         w(f'static void\nwire_encback_{x}(struct wire_enc *e, const {x} *s)\n{{')
         w(f'   wire_encback_body_{x}(e, s);')
         if st.stype:
-            w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
-            w('      switch ((int)c->sType) {')
-            for y in chain:
-                w(f'      case {reg.structs[y].stype}:')
-                w('         wire_enc_u32(e, (uint32_t)c->sType);')
-                w(f'         wire_encback_body_{y}(e, (const {y} *)c);')
-                w('         break;')
-            w('      default:')
-            w('         break;')
-            w('      }')
-            w('   }')
-            w('   wire_enc_u32(e, 0);')
+            emit_chain_enc(w, chain_body_cases(reg, chain, 'wire_encback_body_'))
         w('}\n')
         w(f'static void\nwire_decback_{x}(struct wire_dec *d, const {x} *s)\n{{')
         w(f'   wire_decback_body_{x}(d, s);')

@@ -6,7 +6,7 @@ from gen_tables import (
     ADDRESS_UNIONS, CONDITIONAL_MEMBERS, DROPPED_MEMBERS, FD_MEMBERS, NESTED_LENS, STRUCT_CHECKS,
     VIDEO_SUBLAYER_ARRAYS, VIDEO_SUBLAYER_SETS, nested_len)
 from gen_model import pointer_array
-from gen_writer import WIRE_FN, c_len_expr
+from gen_writer import WIRE_FN, c_len_expr, chain_body_cases, emit_chain_enc
 
 
 def member_len(gen, owner_members, m, prefix):
@@ -485,19 +485,8 @@ def emit_structs(gen, w):
             w('}\n')
             w(f'static void\nwire_enc_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
             w(f'   wire_enc_body_{sname}(e, s);')
-            w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
-            w('      switch ((int)c->sType) {')
-            for x in chain:
-                xs = reg.structs[x]
-                w(f'      case {xs.stype}:')
-                w(f'         wire_enc_u32(e, (uint32_t)c->sType);')
-                w(f'         wire_enc_body_{x}(e, (const {x} *)c);')
-                w('         break;')
-            w('      default:')
-            w('         break; /* unknown or unsupported: skipped, as the spec allows */')
-            w('      }')
-            w('   }')
-            w('   wire_enc_u32(e, 0);')
+            emit_chain_enc(w, chain_body_cases(reg, chain, 'wire_enc_body_'),
+                           'break; /* unknown or unsupported: skipped, as the spec allows */')
         w('}\n')
         # decode
         w(f'static void\nwire_dec_{body}{sname}(struct wire_dec *d, {sname} *s)\n{{')
@@ -626,28 +615,24 @@ def emit_structs(gen, w):
         # shapes
         w(f'static void\nwire_encshape_{sname}(struct wire_enc *e, const {sname} *s)\n{{')
         emit_sized_room(gen, w, '   ', sname, 's')
-        w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
-        w('      switch ((int)c->sType) {')
         plain = [x for x in ochain if not gen.sized_outputs(x)]
-        for x in ochain:
-            if x in plain:
-                continue
-            w(f'      case {reg.structs[x].stype}: {{')
-            w(f'         const {x} *x = (const {x} *)c;')
-            w('         wire_enc_u32(e, (uint32_t)c->sType);')
-            emit_sized_room(gen, w, '         ', x, 'x')
-            w('         break;')
-            w('      }')
-        for x in plain:
-            w(f'      case {reg.structs[x].stype}:')
-        if plain:
-            w('         wire_enc_u32(e, (uint32_t)c->sType);')
-            w('         break;')
-        w('      default:')
-        w('         break;')
-        w('      }')
-        w('   }')
-        w('   wire_enc_u32(e, 0);')
+
+        def shape_cases(w):
+            for x in ochain:
+                if x in plain:
+                    continue
+                w(f'      case {reg.structs[x].stype}: {{')
+                w(f'         const {x} *x = (const {x} *)c;')
+                w('         wire_enc_u32(e, (uint32_t)c->sType);')
+                emit_sized_room(gen, w, '         ', x, 'x')
+                w('         break;')
+                w('      }')
+            for x in plain:
+                w(f'      case {reg.structs[x].stype}:')
+            if plain:
+                w('         wire_enc_u32(e, (uint32_t)c->sType);')
+                w('         break;')
+        emit_chain_enc(w, shape_cases)
         w('}\n')
         w(f'static void\nwire_decshape_{sname}(struct wire_dec *d, {sname} *s)\n{{')
         w(f'   s->sType = {s.stype};')

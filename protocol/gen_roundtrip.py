@@ -391,12 +391,8 @@ class Case:
             return
         if pointer_array(reg, m):
             t = self.ctype(m.type)
-            loc = self.local('a')
+            loc = self.filled_array(m.type, n, depth)
             ptrs = self.local('p')
-            self.w(f'{t} {loc}[{n}];')
-            self.w(f'memset({loc}, 0, sizeof({loc}));')
-            for i in range(n):
-                self.fill_value(f'{loc}[{i}]', m.type, (), depth)
             self.w(f'const {t} *{ptrs}[{n}] = {{{", ".join(f"&{loc}[{i}]" for i in range(n))}}};')
             self.w(f'{lv} = {ptrs};')
             return
@@ -404,14 +400,7 @@ class Case:
             # each inner array as long as any inner length the sample sets
             t = self.ctype(m.type)
             ptrs = self.local('p')
-            inner = []
-            for i in range(n):
-                loc = self.local('a')
-                inner.append(loc)
-                self.w(f'{t} {loc}[{ARRAY_LEN}];')
-                self.w(f'memset({loc}, 0, sizeof({loc}));')
-                for j in range(ARRAY_LEN):
-                    self.fill_value(f'{loc}[{j}]', m.type, (), depth)
+            inner = [self.filled_array(m.type, ARRAY_LEN, depth) for _ in range(n)]
             self.w(f'const {t} *{ptrs}[{n}] = {{{", ".join(inner)}}};')
             self.w(f'{lv} = {ptrs};')
             return
@@ -434,6 +423,9 @@ class Case:
             self.fill_value(loc, m.type, (), depth, overrides)
             self.w(f'{lv} = &{loc};')
             return
+        if k in ('struct', 'union'):
+            self.w(f'{lv} = {self.filled_array(m.type, n, depth)};')
+            return
         loc = self.local('a')
         if k == 'void':
             vals = ', '.join(f'0x{self.values.next_value() & 0xff:02x}' for _ in range(n))
@@ -441,15 +433,20 @@ class Case:
         elif k == 'handle':
             vals = ', '.join(self.handle_value(m.type) for _ in range(n))
             self.w(f'{t} {loc}[{n}] = {{{vals}}};')
-        elif k in ('struct', 'union'):
-            self.w(f'{t} {loc}[{n}];')
-            self.w(f'memset({loc}, 0, sizeof({loc}));')
-            for i in range(n):
-                self.fill_value(f'{loc}[{i}]', m.type, (), depth)
         else:
             vals = ', '.join(self.scalar_value(m.type) for _ in range(n))
             self.w(f'{t} {loc}[{n}] = {{{vals}}};')
         self.w(f'{lv} = {loc};')
+
+    def filled_array(self, tname, n, depth):
+        """A local array of n elements of type tname, each given sample
+        values; its name."""
+        loc = self.local('a')
+        self.w(f'{self.ctype(tname)} {loc}[{n}];')
+        self.w(f'memset({loc}, 0, sizeof({loc}));')
+        for i in range(n):
+            self.fill_value(f'{loc}[{i}]', tname, (), depth)
+        return loc
 
     # ---- output storage ----------------------------------------------------
 
@@ -820,16 +817,8 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
     t = reg.resolve_type(m.type)
     xv, yv = xp + m.name, yp + m.name
     if m.ptr == 0:
-        if m.dims and k == 'struct':
-            w(f'{ind}for (size_t i = 0; same && i < UTIL_ARRAY_SIZE({xv}); i++)')
-            w(f'{ind}   same = rt_eq_{t}(t, &{xv}[i], &{yv}[i]);')
-        elif m.dims and k == 'handle':
-            w(f'{ind}for (size_t i = 0; same && i < UTIL_ARRAY_SIZE({xv}); i++)')
-            w(f'{ind}   if ({handle_id(gen, t, xv + "[i]")} != {handle_id(gen, t, yv + "[i]")})')
-            w(f'{ind}      {differs}')
-        elif m.dims:
-            w(f'{ind}if (same && memcmp({xv}, {yv}, sizeof({xv})))')
-            w(f'{ind}   {differs}')
+        if m.dims:
+            emit_eq_elements(gen, w, ind, k, t, xv, yv, f'UTIL_ARRAY_SIZE({xv})', differs)
         elif k == 'handle':
             w(f'{ind}if (same && {handle_id(gen, t, xv)} != {handle_id(gen, t, yv)})')
             w(f'{ind}   {differs}')
@@ -878,18 +867,25 @@ def emit_eq_member_value(gen, w, ind, members, m, xp, yp, differs):
         else:
             w(f'{i2}if (memcmp({xv}, {yv}, sizeof(*{xv})))')
             w(f'{i2}   {differs}')
-    elif k == 'struct':
-        w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
-        w(f'{i2}   same = rt_eq_{t}(t, &{xv}[i], &{yv}[i]);')
+    else:
+        emit_eq_elements(gen, w, i2, k, t, xv, yv, n, differs)
+    w(f'{ind}}}')
+
+
+def emit_eq_elements(gen, w, ind, k, t, xv, yv, n, differs):
+    """Compares the first n elements (a C expression) of arrays xv and yv
+    of type t (of kind k)."""
+    if k == 'struct':
+        w(f'{ind}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
+        w(f'{ind}   same = rt_eq_{t}(t, &{xv}[i], &{yv}[i]);')
     elif k == 'handle':
-        w(f'{i2}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
-        w(f'{i2}   if ({handle_id(gen, t, xv + "[i]")} != {handle_id(gen, t, yv + "[i]")})')
-        w(f'{i2}      {differs}')
+        w(f'{ind}for (uint32_t i = 0; same && i < (uint32_t)({n}); i++)')
+        w(f'{ind}   if ({handle_id(gen, t, xv + "[i]")} != {handle_id(gen, t, yv + "[i]")})')
+        w(f'{ind}      {differs}')
     else:
         size = f'(size_t)({n})' if k == 'void' else f'(size_t)({n}) * sizeof(*{xv})'
-        w(f'{i2}if (memcmp({xv}, {yv}, {size}))')
-        w(f'{i2}   {differs}')
-    w(f'{ind}}}')
+        w(f'{ind}if (same && memcmp({xv}, {yv}, {size}))')
+        w(f'{ind}   {differs}')
 
 
 def owner_nested_len(gen, members, m, prefix):

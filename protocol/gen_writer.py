@@ -66,6 +66,31 @@ class Writer:
         return '\n'.join(self.lines) + '\n'
 
 
+def emit_chain_enc(w, cases, skipped='break;'):
+    """The loop that encodes what a structure s chains: each structure
+    cases(w) writes a case for, its sType first; a 0 ends the chain."""
+    w('   for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext) {')
+    w('      switch ((int)c->sType) {')
+    cases(w)
+    w('      default:')
+    w(f'         {skipped}')
+    w('      }')
+    w('   }')
+    w('   wire_enc_u32(e, 0);')
+
+
+def chain_body_cases(reg, chain, body):
+    """The cases of emit_chain_enc that encode a chained structure y with
+    body_y(e, y)."""
+    def cases(w):
+        for y in chain:
+            w(f'      case {reg.structs[y].stype}:')
+            w('         wire_enc_u32(e, (uint32_t)c->sType);')
+            w(f'         {body}{y}(e, (const {y} *)c);')
+            w('         break;')
+    return cases
+
+
 def write_if_changed(path, text):
     """Writes text to path unless it holds it already (ninja then leaves
     what depends on it alone)."""

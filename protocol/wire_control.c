@@ -6,28 +6,41 @@
 
 #include "util_transport.h"
 
+/* Either message packed into a buffer of its own (never of size 0). */
+static void *
+pack(const ProtobufCMessage *msg, size_t *ret_size)
+{
+   size_t size = protobuf_c_message_get_packed_size(msg);
+   uint8_t *buf = malloc(size ? size : 1);
+   if (buf)
+      protobuf_c_message_pack(msg, buf);
+   *ret_size = size;
+   return buf;
+}
+
+static int
+send_packed(int fd, const ProtobufCMessage *msg, const int *fds, unsigned n_fds, int timeout_ms)
+{
+   size_t size;
+   void *buf = pack(msg, &size);
+   if (!buf)
+      return -ENOMEM;
+   int r = util_msg_send_timeout(fd, UTIL_MSG_CONTROL, buf, size, fds, n_fds, timeout_ms);
+   free(buf);
+   return r;
+}
+
 void *
 wire_control_pack(const Gpud__ControlMessage *msg, size_t *ret_size)
 {
-   size_t size = gpud__control_message__get_packed_size(msg);
-   uint8_t *buf = malloc(size ? size : 1);
-   if (buf)
-      gpud__control_message__pack(msg, buf);
-   *ret_size = size;
-   return buf;
+   return pack(&msg->base, ret_size);
 }
 
 int
 wire_control_send_timeout(int fd, const Gpud__ControlMessage *msg, const int *fds,
                           unsigned n_fds, int timeout_ms)
 {
-   size_t size;
-   void *buf = wire_control_pack(msg, &size);
-   if (!buf)
-      return -ENOMEM;
-   int r = util_msg_send_timeout(fd, UTIL_MSG_CONTROL, buf, size, fds, n_fds, timeout_ms);
-   free(buf);
-   return r;
+   return send_packed(fd, &msg->base, fds, n_fds, timeout_ms);
 }
 
 int
@@ -52,24 +65,13 @@ wire_control_send_ring_setup(int fd, uint32_t command_size, uint32_t reply_size,
 void *
 wire_worker_pack(const Gpud__WorkerMessage *msg, size_t *ret_size)
 {
-   size_t size = gpud__worker_message__get_packed_size(msg);
-   uint8_t *buf = malloc(size ? size : 1);
-   if (buf)
-      gpud__worker_message__pack(msg, buf);
-   *ret_size = size;
-   return buf;
+   return pack(&msg->base, ret_size);
 }
 
 int
 wire_worker_send(int fd, const Gpud__WorkerMessage *msg, const int *fds, unsigned n_fds)
 {
-   size_t size;
-   void *buf = wire_worker_pack(msg, &size);
-   if (!buf)
-      return -ENOMEM;
-   int r = util_msg_send(fd, UTIL_MSG_CONTROL, buf, size, fds, n_fds);
-   free(buf);
-   return r;
+   return send_packed(fd, &msg->base, fds, n_fds, -1);
 }
 
 Gpud__WorkerMessage *

@@ -22,22 +22,14 @@ util_memfd_create(const char *name, uint64_t size, int *ret_fd)
    if (fd < 0)
       return -errno;
 
-   int r;
-   if (ftruncate(fd, (off_t)size) < 0) {
-      r = -errno;
-      goto err_close;
+   if (ftruncate(fd, (off_t)size) < 0 ||
+       fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+      int r = -errno;
+      util_fd_close(&fd);
+      return r;
    }
-   if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-      r = -errno;
-      goto err_close;
-   }
-
    *ret_fd = fd;
    return 0;
-
-err_close:
-   util_fd_close(&fd);
-   return r;
 }
 
 int

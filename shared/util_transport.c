@@ -109,21 +109,13 @@ util_socket_listen(const char *path, int *ret_fd)
    if (fd < 0)
       return -errno;
 
-   if (bind(fd, (const struct sockaddr *)&addr, len) < 0) {
+   if (bind(fd, (const struct sockaddr *)&addr, len) < 0 || listen(fd, 128) < 0) {
       r = -errno;
-      goto err_close;
+      util_fd_close(&fd);
+      return r;
    }
-   if (listen(fd, 128) < 0) {
-      r = -errno;
-      goto err_close;
-   }
-
    *ret_fd = fd;
    return 0;
-
-err_close:
-   util_fd_close(&fd);
-   return r;
 }
 
 int

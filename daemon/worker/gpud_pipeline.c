@@ -282,20 +282,32 @@ binary_source_single(struct gpud_call *call, const struct binary_source *src)
    return true;
 }
 
+/* The host's vkCreatePipelineBinariesKHR on what the ICD sent: into no
+ * room, how many binaries it would make; else the binaries. */
+static void
+binaries_create(struct gpud_call *call, VkDevice device,
+                const VkPipelineBinaryKeysAndDataKHR *keys_and_data, VkPipeline pipeline,
+                const VkGraphicsPipelineCreateInfo *graphics,
+                const VkComputePipelineCreateInfo *compute,
+                const VkRayTracingPipelineCreateInfoKHR *ray_tracing,
+                VkPipelineBinaryHandlesInfoKHR *out, VkResult *ret)
+{
+   struct binary_source src;
+   if (binary_source_init(call, &src, keys_and_data, pipeline, graphics, compute, ray_tracing,
+                          ret) &&
+       binary_source_single(call, &src))
+      *ret = call->disp->CreatePipelineBinariesKHR(device, &src.create, NULL, out);
+}
+
 void
 gpud_exec_vkGetPipelineBinaryCountGPUD(struct gpud_call *call,
                                        struct wire_args_vkGetPipelineBinaryCountGPUD *a)
 {
-   struct binary_source src;
-   *a->pPipelineBinaryCount = 0;
-   if (!binary_source_init(call, &src, a->pKeysAndDataInfo, a->pipeline, a->pGraphicsCreateInfo,
-                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret) ||
-       !binary_source_single(call, &src))
-      return;
    VkPipelineBinaryHandlesInfoKHR out = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
    };
-   a->ret = call->disp->CreatePipelineBinariesKHR(a->device, &src.create, NULL, &out);
+   binaries_create(call, a->device, a->pKeysAndDataInfo, a->pipeline, a->pGraphicsCreateInfo,
+                   a->pComputeCreateInfo, a->pRayTracingCreateInfo, &out, &a->ret);
    *a->pPipelineBinaryCount = out.pipelineBinaryCount;
 }
 
@@ -311,17 +323,13 @@ gpud_exec_vkCreatePipelineBinariesGPUD(struct gpud_call *call,
    }
    for (uint32_t i = 0; i < a->pipelineBinaryCount; i++)
       a->pPipelineBinaries[i] = VK_NULL_HANDLE;
-   struct binary_source src;
-   if (!binary_source_init(call, &src, a->pKeysAndDataInfo, a->pipeline, a->pGraphicsCreateInfo,
-                           a->pComputeCreateInfo, a->pRayTracingCreateInfo, &a->ret) ||
-       !binary_source_single(call, &src))
-      return;
    VkPipelineBinaryHandlesInfoKHR out = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_BINARY_HANDLES_INFO_KHR,
       .pipelineBinaryCount = a->pipelineBinaryCount,
       .pPipelineBinaries = a->pPipelineBinaries,
    };
-   a->ret = call->disp->CreatePipelineBinariesKHR(a->device, &src.create, NULL, &out);
+   binaries_create(call, a->device, a->pKeysAndDataInfo, a->pipeline, a->pGraphicsCreateInfo,
+                   a->pComputeCreateInfo, a->pRayTracingCreateInfo, &out, &a->ret);
    if (a->ret < 0) {
       /* a failed call may leave the binaries it made: the application
        * gets none, so the host keeps none */
