@@ -191,21 +191,9 @@ side_init(struct side *s, VkInstance instance, VkPhysicalDevice pdev, bool stats
       [MIX] = {gpu_mix_comp_spv, sizeof(gpu_mix_comp_spv)},
    };
    for (uint32_t i = 0; i < SHADER_COUNT; i++) {
-      VkShaderModule module = vkt_shader_module(ctx, code[i].code, code[i].size);
-      const VkComputePipelineCreateInfo info = {
-         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-         .flags = stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
-         .stage = {
-            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = module,
-            .pName = "main",
-         },
-         .layout = s->layout,
-      };
-      VKT_CHECK(vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &info, NULL,
-                                         &s->pipelines[i]));
-      vkDestroyShaderModule(ctx->device, module, NULL);
+      s->pipelines[i] =
+         vkt_compute_pipeline(ctx, code[i].code, code[i].size, s->layout,
+                              stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0);
    }
 
    const VkCommandBufferAllocateInfo alloc = {

@@ -403,68 +403,17 @@ draw_state_init(const struct vkt_context *ctx, struct draw_state *s)
    VkShaderModule fs = vkt_shader_module(ctx, solid_frag_spv,
                                          sizeof(solid_frag_spv));
    const VkPipelineShaderStageCreateInfo stages[] = {
-      {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_VERTEX_BIT,
-         .module = vs,
-         .pName = "main",
-      },
-      {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
-         .module = fs,
-         .pName = "main",
-      },
+      vkt_shader_stage(VK_SHADER_STAGE_VERTEX_BIT, vs),
+      vkt_shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs),
    };
-   const VkPipelineVertexInputStateCreateInfo vertex_input = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
-   };
-   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
-      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
-   };
-   const VkViewport viewport = { 0, 0, FB_SIZE, FB_SIZE, 0, 1 };
-   const VkRect2D scissor = { { 0, 0 }, { FB_SIZE, FB_SIZE } };
-   const VkPipelineViewportStateCreateInfo viewport_state = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
-      .viewportCount = 1,
-      .pViewports = &viewport,
-      .scissorCount = 1,
-      .pScissors = &scissor,
-   };
-   const VkPipelineRasterizationStateCreateInfo raster = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
-      .polygonMode = VK_POLYGON_MODE_FILL,
-      .cullMode = VK_CULL_MODE_NONE,
-      .lineWidth = 1.0f,
-   };
-   const VkPipelineMultisampleStateCreateInfo multisample = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
-      .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
-   };
-   const VkPipelineColorBlendAttachmentState blend_attachment = {
-      .colorWriteMask = 0xf,
-   };
-   const VkPipelineColorBlendStateCreateInfo blend = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
-      .attachmentCount = 1,
-      .pAttachments = &blend_attachment,
-   };
-   const VkGraphicsPipelineCreateInfo pipeline_info = {
-      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-      .stageCount = 2,
-      .pStages = stages,
-      .pVertexInputState = &vertex_input,
-      .pInputAssemblyState = &input_assembly,
-      .pViewportState = &viewport_state,
-      .pRasterizationState = &raster,
-      .pMultisampleState = &multisample,
-      .pColorBlendState = &blend,
+   const struct vkt_graphics g = {
+      .stages = stages,
+      .n_stages = VKT_ARRAY_SIZE(stages),
       .layout = s->layout,
-      .renderPass = s->target.render_pass,
+      .render_pass = s->target.render_pass,
+      .size = FB_SIZE,
    };
-   VKT_CHECK(vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1,
-                                       &pipeline_info, NULL, &s->pipeline));
+   s->pipeline = vkt_graphics_pipeline(ctx, &g);
    vkDestroyShaderModule(ctx->device, vs, NULL);
    vkDestroyShaderModule(ctx->device, fs, NULL);
 
@@ -672,21 +621,8 @@ compute_state_init(const struct vkt_context *ctx, uint32_t elements, struct comp
       .pPushConstantRanges = &range,
    };
    VKT_CHECK(vkCreatePipelineLayout(ctx->device, &layout_info, NULL, &s->layout));
-   VkShaderModule module = vkt_shader_module(ctx, compute_comp_spv, sizeof(compute_comp_spv));
-   const VkComputePipelineCreateInfo pipeline_info = {
-      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-      .stage =
-         {
-            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = module,
-            .pName = "main",
-         },
-      .layout = s->layout,
-   };
-   VKT_CHECK(vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &pipeline_info, NULL,
-                                      &s->pipeline));
-   vkDestroyShaderModule(ctx->device, module, NULL);
+   s->pipeline =
+      vkt_compute_pipeline(ctx, compute_comp_spv, sizeof(compute_comp_spv), s->layout, 0);
 }
 
 static void

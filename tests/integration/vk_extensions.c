@@ -148,24 +148,7 @@ static VkPipeline
 compute_pipeline_flags(const struct vkt_context *ctx, const uint32_t *code, size_t size,
                        VkPipelineLayout layout, VkPipelineCreateFlags flags)
 {
-   VkShaderModule module = vkt_shader_module(ctx, code, size);
-   const VkComputePipelineCreateInfo info = {
-      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-      .flags = flags,
-      .stage = {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-         .module = module,
-         .pName = "main",
-      },
-      .layout = layout,
-   };
-   VkPipeline pipeline;
-
-   VKT_CHECK(vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &info,
-                                      NULL, &pipeline));
-   vkDestroyShaderModule(ctx->device, module, NULL);
-   return pipeline;
+   return vkt_compute_pipeline(ctx, code, size, layout, flags);
 }
 
 static VkPipeline
@@ -294,17 +277,6 @@ rect_contains(const struct rect *r, uint32_t x, uint32_t y)
    return x >= r->x0 && x < r->x1 && y >= r->y0 && y < r->y1;
 }
 
-static VkPipelineShaderStageCreateInfo
-shader_stage(VkShaderStageFlagBits stage, VkShaderModule module)
-{
-   return (VkPipelineShaderStageCreateInfo){
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-      .stage = stage,
-      .module = module,
-      .pName = "main",
-   };
-}
-
 /* A pipeline drawing into one RGBA8 attachment of GFX_SIZE x GFX_SIZE in
  * dynamic rendering: the whole image as viewport, no culling, no blending;
  * with a vertex shader, triangle lists without vertex buffers (a mesh
@@ -313,68 +285,14 @@ static VkPipeline
 gfx_pipeline(const struct vkt_context *ctx, const VkPipelineShaderStageCreateInfo *stages,
              uint32_t n_stages, VkPipelineLayout layout, VkPipelineCreateFlags flags)
 {
-   bool vertex = false;
-   for (uint32_t i = 0; i < n_stages; i++)
-      vertex |= stages[i].stage == VK_SHADER_STAGE_VERTEX_BIT;
-   const VkPipelineVertexInputStateCreateInfo vertex_input = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
-   };
-   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
-      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
-   };
-   const VkViewport viewport = { 0, 0, GFX_SIZE, GFX_SIZE, 0.0f, 1.0f };
-   const VkRect2D scissor = { { 0, 0 }, { GFX_SIZE, GFX_SIZE } };
-   const VkPipelineViewportStateCreateInfo viewport_state = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
-      .viewportCount = 1,
-      .pViewports = &viewport,
-      .scissorCount = 1,
-      .pScissors = &scissor,
-   };
-   const VkPipelineRasterizationStateCreateInfo raster = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
-      .polygonMode = VK_POLYGON_MODE_FILL,
-      .cullMode = VK_CULL_MODE_NONE,
-      .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
-      .lineWidth = 1.0f,
-   };
-   const VkPipelineMultisampleStateCreateInfo multisample = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
-      .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
-   };
-   const VkPipelineColorBlendAttachmentState blend_attachment = {
-      .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
-                        VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
-   };
-   const VkPipelineColorBlendStateCreateInfo blend = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
-      .attachmentCount = 1,
-      .pAttachments = &blend_attachment,
-   };
-   const VkFormat color_format = VK_FORMAT_R8G8B8A8_UNORM;
-   const VkPipelineRenderingCreateInfo rendering_info = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
-      .colorAttachmentCount = 1,
-      .pColorAttachmentFormats = &color_format,
-   };
-   const VkGraphicsPipelineCreateInfo info = {
-      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-      .pNext = &rendering_info,
-      .flags = flags,
-      .stageCount = n_stages,
-      .pStages = stages,
-      .pVertexInputState = vertex ? &vertex_input : NULL,
-      .pInputAssemblyState = vertex ? &input_assembly : NULL,
-      .pViewportState = &viewport_state,
-      .pRasterizationState = &raster,
-      .pMultisampleState = &multisample,
-      .pColorBlendState = &blend,
+   const struct vkt_graphics g = {
+      .stages = stages,
+      .n_stages = n_stages,
       .layout = layout,
+      .flags = flags,
+      .size = GFX_SIZE,
    };
-   VkPipeline pipeline;
-   VKT_CHECK(vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1, &info, NULL, &pipeline));
-   return pipeline;
+   return vkt_graphics_pipeline(ctx, &g);
 }
 
 /* Begins dynamic rendering into target, cleared to gfx_clear; again: after
@@ -1332,91 +1250,25 @@ test_dynamic(const char *device_name)
    VkShaderModule fs =
       vkt_shader_module(&ctx, ext_white_frag_spv, sizeof(ext_white_frag_spv));
    const VkPipelineShaderStageCreateInfo stages[] = {
-      {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_VERTEX_BIT,
-         .module = vs,
-         .pName = "main",
-      },
-      {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
-         .module = fs,
-         .pName = "main",
-      },
-   };
-   const VkPipelineVertexInputStateCreateInfo vertex_input = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+      vkt_shader_stage(VK_SHADER_STAGE_VERTEX_BIT, vs),
+      vkt_shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs),
    };
    /* Topology, cull mode and write mask are dynamic: what the pipeline
     * says of them (a list, no culling, all channels) must not count. */
-   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
-      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
-   };
-   const VkViewport viewport = { 0, 0, DYN_SIZE, DYN_SIZE, 0.0f, 1.0f };
-   const VkRect2D scissor = { { 0, 0 }, { DYN_SIZE, DYN_SIZE } };
-   const VkPipelineViewportStateCreateInfo viewport_state = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
-      .viewportCount = 1,
-      .pViewports = &viewport,
-      .scissorCount = 1,
-      .pScissors = &scissor,
-   };
-   const VkPipelineRasterizationStateCreateInfo raster = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
-      .polygonMode = VK_POLYGON_MODE_FILL,
-      .cullMode = VK_CULL_MODE_NONE,
-      .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
-      .lineWidth = 1.0f,
-   };
-   const VkPipelineMultisampleStateCreateInfo multisample = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
-      .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
-   };
-   const VkPipelineColorBlendAttachmentState blend_attachment = {
-      .blendEnable = VK_FALSE,
-      .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
-                        VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
-   };
-   const VkPipelineColorBlendStateCreateInfo blend = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
-      .attachmentCount = 1,
-      .pAttachments = &blend_attachment,
-   };
    const VkDynamicState dynamic_states[] = {
       VK_DYNAMIC_STATE_COLOR_WRITE_MASK_EXT,
       VK_DYNAMIC_STATE_CULL_MODE,
       VK_DYNAMIC_STATE_PRIMITIVE_TOPOLOGY,
    };
-   const VkPipelineDynamicStateCreateInfo dynamic = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
-      .dynamicStateCount = VKT_ARRAY_SIZE(dynamic_states),
-      .pDynamicStates = dynamic_states,
-   };
-   const VkFormat color_format = VK_FORMAT_R8G8B8A8_UNORM;
-   const VkPipelineRenderingCreateInfo rendering_info = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
-      .colorAttachmentCount = 1,
-      .pColorAttachmentFormats = &color_format,
-   };
-   const VkGraphicsPipelineCreateInfo pipeline_info = {
-      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-      .pNext = &rendering_info,
-      .stageCount = VKT_ARRAY_SIZE(stages),
-      .pStages = stages,
-      .pVertexInputState = &vertex_input,
-      .pInputAssemblyState = &input_assembly,
-      .pViewportState = &viewport_state,
-      .pRasterizationState = &raster,
-      .pMultisampleState = &multisample,
-      .pColorBlendState = &blend,
-      .pDynamicState = &dynamic,
+   const struct vkt_graphics g = {
+      .stages = stages,
+      .n_stages = VKT_ARRAY_SIZE(stages),
       .layout = layout,
+      .size = DYN_SIZE,
+      .dynamic_states = dynamic_states,
+      .n_dynamic_states = VKT_ARRAY_SIZE(dynamic_states),
    };
-   VkPipeline pipeline;
-   VKT_CHECK(vkCreateGraphicsPipelines(ctx.device, VK_NULL_HANDLE, 1,
-                                       &pipeline_info, NULL, &pipeline));
+   VkPipeline pipeline = vkt_graphics_pipeline(&ctx, &g);
    vkDestroyShaderModule(ctx.device, vs, NULL);
    vkDestroyShaderModule(ctx.device, fs, NULL);
 
@@ -1912,8 +1764,8 @@ test_descriptor_buffer_graphics(const char *device_name)
    VkShaderModule vs = vkt_shader_module(&ctx, ext_dbuf_vert_spv, sizeof(ext_dbuf_vert_spv));
    VkShaderModule fs = vkt_shader_module(&ctx, ext_dbuf_frag_spv, sizeof(ext_dbuf_frag_spv));
    const VkPipelineShaderStageCreateInfo stages[] = {
-      shader_stage(VK_SHADER_STAGE_VERTEX_BIT, vs),
-      shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs),
+      vkt_shader_stage(VK_SHADER_STAGE_VERTEX_BIT, vs),
+      vkt_shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs),
    };
    VkPipeline pipeline = gfx_pipeline(&ctx, stages, VKT_ARRAY_SIZE(stages), layout,
                                       VK_PIPELINE_CREATE_DESCRIPTOR_BUFFER_BIT_EXT);
@@ -2561,13 +2413,13 @@ test_mesh(const char *device_name)
    if (task) {
       ts = vkt_shader_module(&ctx, ext_mesh_task_spv, sizeof(ext_mesh_task_spv));
       ms = vkt_shader_module(&ctx, ext_mesh_mesh_spv, sizeof(ext_mesh_mesh_spv));
-      stages[n_stages++] = shader_stage(VK_SHADER_STAGE_TASK_BIT_EXT, ts);
+      stages[n_stages++] = vkt_shader_stage(VK_SHADER_STAGE_TASK_BIT_EXT, ts);
    } else {
       ms = vkt_shader_module(&ctx, ext_mesh_alone_mesh_spv, sizeof(ext_mesh_alone_mesh_spv));
    }
    fs = vkt_shader_module(&ctx, ext_mesh_frag_spv, sizeof(ext_mesh_frag_spv));
-   stages[n_stages++] = shader_stage(VK_SHADER_STAGE_MESH_BIT_EXT, ms);
-   stages[n_stages++] = shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs);
+   stages[n_stages++] = vkt_shader_stage(VK_SHADER_STAGE_MESH_BIT_EXT, ms);
+   stages[n_stages++] = vkt_shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs);
    VkPipeline pipeline = gfx_pipeline(&ctx, stages, n_stages, layout, 0);
    if (ts)
       vkDestroyShaderModule(ctx.device, ts, NULL);

@@ -187,21 +187,10 @@ executables(VkInstance instance, VkPhysicalDevice pdev)
    };
    VkPipelineLayout layout;
    VKT_CHECK(vkCreatePipelineLayout(ctx.device, &layout_info, NULL, &layout));
-   VkShaderModule module = vkt_shader_module(&ctx, props_comp_spv, sizeof(props_comp_spv));
-   const VkComputePipelineCreateInfo info = {
-      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-      .flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
-               VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR,
-      .stage = {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-         .module = module,
-         .pName = "main",
-      },
-      .layout = layout,
-   };
-   VkPipeline pipeline;
-   VKT_CHECK(vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1, &info, NULL, &pipeline));
+   VkPipeline pipeline =
+      vkt_compute_pipeline(&ctx, props_comp_spv, sizeof(props_comp_spv), layout,
+                           VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR |
+                              VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR);
 
    const VkPipelineInfoKHR pinfo = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR,
@@ -266,7 +255,6 @@ executables(VkInstance instance, VkPhysicalDevice pdev)
    }
    free(props);
    vkDestroyPipeline(ctx.device, pipeline, NULL);
-   vkDestroyShaderModule(ctx.device, module, NULL);
    vkDestroyPipelineLayout(ctx.device, layout, NULL);
    vkDestroyDescriptorSetLayout(ctx.device, set_layout, NULL);
    vkt_context_finish_device(&ctx);

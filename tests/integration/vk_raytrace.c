@@ -1108,21 +1108,8 @@ tracer_init_pipeline(const struct rt *rt, struct tracer *t)
 static void
 tracer_init_query(const struct rt *rt, struct tracer *t)
 {
-   VkShaderModule module = vkt_shader_module(&rt->ctx, rt_query_comp_spv,
-                                             sizeof(rt_query_comp_spv));
-   const VkComputePipelineCreateInfo info = {
-      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-      .stage = {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-         .module = module,
-         .pName = "main",
-      },
-      .layout = t->layout,
-   };
-   VKT_CHECK(vkCreateComputePipelines(rt->ctx.device, VK_NULL_HANDLE, 1, &info, NULL,
-                                      &t->pipeline));
-   vkDestroyShaderModule(rt->ctx.device, module, NULL);
+   t->pipeline = vkt_compute_pipeline(&rt->ctx, rt_query_comp_spv, sizeof(rt_query_comp_spv),
+                                      t->layout, 0);
 }
 
 static void

@@ -669,19 +669,8 @@ rec_init(struct rec *r, const char *device_name)
       .pPushConstantRanges = &range,
    };
    VKT_CHECK(vkCreatePipelineLayout(dev, &layout_info, NULL, &r->layout));
-   VkShaderModule module = vkt_shader_module(&r->ctx, record_comp_spv, sizeof(record_comp_spv));
-   const VkComputePipelineCreateInfo pipeline_info = {
-      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-      .stage = {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-         .module = module,
-         .pName = "main",
-      },
-      .layout = r->layout,
-   };
-   VKT_CHECK(vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &pipeline_info, NULL, &r->pipeline));
-   vkDestroyShaderModule(dev, module, NULL);
+   r->pipeline =
+      vkt_compute_pipeline(&r->ctx, record_comp_spv, sizeof(record_comp_spv), r->layout, 0);
    const VkDescriptorPoolSize pool_size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4};
    const VkDescriptorPoolCreateInfo pool_info = {
       .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,

@@ -394,18 +394,8 @@ pipeline_create(const struct vkt_context *ctx, VkPipelineLayout layout,
                 VkFormat depth_format)
 {
    const VkPipelineShaderStageCreateInfo stages[] = {
-      {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_VERTEX_BIT,
-         .module = vs,
-         .pName = "main",
-      },
-      {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
-         .module = fs,
-         .pName = "main",
-      },
+      vkt_shader_stage(VK_SHADER_STAGE_VERTEX_BIT, vs),
+      vkt_shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs),
    };
    const VkVertexInputBindingDescription binding = {
       0, sizeof(struct vertex), VK_VERTEX_INPUT_RATE_VERTEX
@@ -423,79 +413,25 @@ pipeline_create(const struct vkt_context *ctx, VkPipelineLayout layout,
       .vertexAttributeDescriptionCount = VKT_ARRAY_SIZE(attributes),
       .pVertexAttributeDescriptions = attributes,
    };
-   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
-      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
-   };
-   const VkPipelineViewportStateCreateInfo viewport = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
-      .viewportCount = 1,
-      .scissorCount = 1,
-   };
-   const VkPipelineRasterizationStateCreateInfo raster = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
-      .polygonMode = VK_POLYGON_MODE_FILL,
-      .cullMode = VK_CULL_MODE_NONE,
-      .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
-      .lineWidth = 1.0f,
-   };
-   const VkPipelineMultisampleStateCreateInfo multisample = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
-      .rasterizationSamples = SAMPLES,
-   };
    const VkPipelineDepthStencilStateCreateInfo depth = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_DEPTH_STENCIL_STATE_CREATE_INFO,
       .depthTestEnable = VK_TRUE,
       .depthWriteEnable = VK_TRUE,
       .depthCompareOp = VK_COMPARE_OP_LESS,
    };
-   const VkPipelineColorBlendAttachmentState blend_attachment = {
-      .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
-                        VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
-   };
-   const VkPipelineColorBlendStateCreateInfo blend = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
-      .attachmentCount = 1,
-      .pAttachments = &blend_attachment,
-   };
-   const VkDynamicState dynamic_states[] = {
-      VK_DYNAMIC_STATE_VIEWPORT,
-      VK_DYNAMIC_STATE_SCISSOR,
-   };
-   const VkPipelineDynamicStateCreateInfo dynamic = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
-      .dynamicStateCount = VKT_ARRAY_SIZE(dynamic_states),
-      .pDynamicStates = dynamic_states,
-   };
-   const VkFormat color_format = COLOR_FORMAT;
-   const VkPipelineRenderingCreateInfo rendering = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
-      .colorAttachmentCount = 1,
-      .pColorAttachmentFormats = &color_format,
-      .depthAttachmentFormat = depth_format,
-   };
-   const VkGraphicsPipelineCreateInfo info = {
-      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-      .pNext = render_pass ? NULL : &rendering,
-      .stageCount = VKT_ARRAY_SIZE(stages),
-      .pStages = stages,
-      .pVertexInputState = &vertex_input,
-      .pInputAssemblyState = &input_assembly,
-      .pViewportState = &viewport,
-      .pRasterizationState = &raster,
-      .pMultisampleState = &multisample,
-      .pDepthStencilState = &depth,
-      .pColorBlendState = &blend,
-      .pDynamicState = &dynamic,
+   /* the viewport and scissor dynamic */
+   const struct vkt_graphics g = {
+      .stages = stages,
+      .n_stages = VKT_ARRAY_SIZE(stages),
       .layout = layout,
-      .renderPass = render_pass,
-      .subpass = 0,
+      .render_pass = render_pass,
+      .color_format = COLOR_FORMAT,
+      .depth_format = depth_format,
+      .vertex_input = &vertex_input,
+      .samples = SAMPLES,
+      .depth = &depth,
    };
-   VkPipeline pipeline;
-
-   VKT_CHECK(vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1, &info,
-                                       NULL, &pipeline));
-   return pipeline;
+   return vkt_graphics_pipeline(ctx, &g);
 }
 
 /* The classic pass uses the *2 entry points (vk_sync covers the others). */

@@ -641,74 +641,16 @@ test_queries(const struct vkt_context *ctx)
    VkShaderModule fs = vkt_shader_module(ctx, solid_frag_spv,
                                          sizeof(solid_frag_spv));
    const VkPipelineShaderStageCreateInfo stages[] = {
-      {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_VERTEX_BIT,
-         .module = vs,
-         .pName = "main",
-      },
-      {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
-         .module = fs,
-         .pName = "main",
-      },
+      vkt_shader_stage(VK_SHADER_STAGE_VERTEX_BIT, vs),
+      vkt_shader_stage(VK_SHADER_STAGE_FRAGMENT_BIT, fs),
    };
-   const VkPipelineVertexInputStateCreateInfo vertex_input = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
-   };
-   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
-      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
-   };
-   const VkPipelineViewportStateCreateInfo viewport_state = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
-      .viewportCount = 1,
-      .scissorCount = 1,
-   };
-   const VkPipelineRasterizationStateCreateInfo raster = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
-      .polygonMode = VK_POLYGON_MODE_FILL,
-      .cullMode = VK_CULL_MODE_NONE,
-      .lineWidth = 1.0f,
-   };
-   const VkPipelineMultisampleStateCreateInfo multisample = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
-      .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT,
-   };
-   const VkPipelineColorBlendAttachmentState blend_attachment = {
-      .colorWriteMask = 0xf,
-   };
-   const VkPipelineColorBlendStateCreateInfo blend = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
-      .attachmentCount = 1,
-      .pAttachments = &blend_attachment,
-   };
-   const VkDynamicState dynamic_states[] = {
-      VK_DYNAMIC_STATE_VIEWPORT, VK_DYNAMIC_STATE_SCISSOR
-   };
-   const VkPipelineDynamicStateCreateInfo dynamic = {
-      .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
-      .dynamicStateCount = 2,
-      .pDynamicStates = dynamic_states,
-   };
-   const VkGraphicsPipelineCreateInfo pipeline_info = {
-      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
-      .stageCount = 2,
-      .pStages = stages,
-      .pVertexInputState = &vertex_input,
-      .pInputAssemblyState = &input_assembly,
-      .pViewportState = &viewport_state,
-      .pRasterizationState = &raster,
-      .pMultisampleState = &multisample,
-      .pColorBlendState = &blend,
-      .pDynamicState = &dynamic,
+   const struct vkt_graphics g = {
+      .stages = stages,
+      .n_stages = VKT_ARRAY_SIZE(stages),
       .layout = layout,
-      .renderPass = target.render_pass,
+      .render_pass = target.render_pass,
    };
-   VkPipeline pipeline;
-   VKT_CHECK(vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1,
-                                       &pipeline_info, NULL, &pipeline));
+   VkPipeline pipeline = vkt_graphics_pipeline(ctx, &g);
    vkDestroyShaderModule(ctx->device, vs, NULL);
    vkDestroyShaderModule(ctx->device, fs, NULL);
 

@@ -534,20 +534,8 @@ buffers(struct state *s)
       .pPushConstantRanges = &range,
    };
    VKT_CHECK(vkCreatePipelineLayout(s->ctx.device, &layout_info, NULL, &s->layout));
-   VkShaderModule module = vkt_shader_module(&s->ctx, compute_comp_spv, sizeof(compute_comp_spv));
-   const VkComputePipelineCreateInfo pipeline_info = {
-      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-      .stage = {
-         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-         .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-         .module = module,
-         .pName = "main",
-      },
-      .layout = s->layout,
-   };
-   VKT_CHECK(vkCreateComputePipelines(s->ctx.device, VK_NULL_HANDLE, 1, &pipeline_info, NULL,
-                                      &s->pipeline));
-   vkDestroyShaderModule(s->ctx.device, module, NULL);
+   s->pipeline = vkt_compute_pipeline(&s->ctx, compute_comp_spv, sizeof(compute_comp_spv),
+                                      s->layout, 0);
 }
 
 /* The context's queue, and one of another family where there is one. */

@@ -776,6 +776,128 @@ vkt_shader_module(const struct vkt_context *ctx, const uint32_t *code,
    return module;
 }
 
+VkPipelineShaderStageCreateInfo
+vkt_shader_stage(VkShaderStageFlagBits stage, VkShaderModule module)
+{
+   return (VkPipelineShaderStageCreateInfo){
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+      .stage = stage,
+      .module = module,
+      .pName = "main",
+   };
+}
+
+VkPipeline
+vkt_compute_pipeline(const struct vkt_context *ctx, const uint32_t *code, size_t size,
+                     VkPipelineLayout layout, VkPipelineCreateFlags flags)
+{
+   VkShaderModule module = vkt_shader_module(ctx, code, size);
+   const VkComputePipelineCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .flags = flags,
+      .stage = vkt_shader_stage(VK_SHADER_STAGE_COMPUTE_BIT, module),
+      .layout = layout,
+   };
+   VkPipeline pipeline;
+   VKT_CHECK(vkCreateComputePipelines(ctx->device, VK_NULL_HANDLE, 1, &info, NULL, &pipeline));
+   vkDestroyShaderModule(ctx->device, module, NULL);
+   return pipeline;
+}
+
+VkResult
+vkt_graphics_pipeline_try(const struct vkt_context *ctx, const struct vkt_graphics *g,
+                          VkPipeline *pipeline)
+{
+   bool vertex = false;
+   for (uint32_t i = 0; i < g->n_stages; i++)
+      vertex |= g->stages[i].stage == VK_SHADER_STAGE_VERTEX_BIT;
+   const VkPipelineVertexInputStateCreateInfo no_vertex_buffers = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+   };
+   const VkPipelineInputAssemblyStateCreateInfo input_assembly = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+      .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+   };
+   const VkViewport viewport = {0, 0, (float)g->size, (float)g->size, 0.0f, 1.0f};
+   const VkRect2D scissor = {{0, 0}, {g->size, g->size}};
+   const VkPipelineViewportStateCreateInfo viewport_state = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO,
+      .viewportCount = 1,
+      .pViewports = g->size ? &viewport : NULL,
+      .scissorCount = 1,
+      .pScissors = g->size ? &scissor : NULL,
+   };
+   const VkPipelineRasterizationStateCreateInfo raster = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+      .polygonMode = VK_POLYGON_MODE_FILL,
+      .cullMode = VK_CULL_MODE_NONE,
+      .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE,
+      .lineWidth = 1.0f,
+   };
+   const VkPipelineMultisampleStateCreateInfo multisample = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+      .rasterizationSamples = g->samples ? g->samples : VK_SAMPLE_COUNT_1_BIT,
+   };
+   const VkPipelineColorBlendAttachmentState blend_attachment = {
+      .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT |
+                        VK_COLOR_COMPONENT_B_BIT | VK_COLOR_COMPONENT_A_BIT,
+   };
+   const VkPipelineColorBlendStateCreateInfo blend = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+      .attachmentCount = 1,
+      .pAttachments = &blend_attachment,
+   };
+   VkDynamicState dynamic_states[16];
+   uint32_t n_dynamic = 0;
+   if (!g->size) {
+      dynamic_states[n_dynamic++] = VK_DYNAMIC_STATE_VIEWPORT;
+      dynamic_states[n_dynamic++] = VK_DYNAMIC_STATE_SCISSOR;
+   }
+   if (g->n_dynamic_states > VKT_ARRAY_SIZE(dynamic_states) - n_dynamic)
+      vkt_fail("vkt_graphics_pipeline: %u dynamic states", g->n_dynamic_states);
+   for (uint32_t i = 0; i < g->n_dynamic_states; i++)
+      dynamic_states[n_dynamic++] = g->dynamic_states[i];
+   const VkPipelineDynamicStateCreateInfo dynamic = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
+      .dynamicStateCount = n_dynamic,
+      .pDynamicStates = dynamic_states,
+   };
+   const VkFormat color_format = g->color_format ? g->color_format : VK_FORMAT_R8G8B8A8_UNORM;
+   const VkPipelineRenderingCreateInfo rendering = {
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+      .colorAttachmentCount = 1,
+      .pColorAttachmentFormats = &color_format,
+      .depthAttachmentFormat = g->depth_format,
+   };
+   const VkGraphicsPipelineCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+      .pNext = g->render_pass ? NULL : &rendering,
+      .flags = g->flags,
+      .stageCount = g->n_stages,
+      .pStages = g->stages,
+      .pVertexInputState =
+         !vertex ? NULL : g->vertex_input ? g->vertex_input : &no_vertex_buffers,
+      .pInputAssemblyState = vertex ? &input_assembly : NULL,
+      .pViewportState = &viewport_state,
+      .pRasterizationState = &raster,
+      .pMultisampleState = &multisample,
+      .pDepthStencilState = g->depth,
+      .pColorBlendState = &blend,
+      .pDynamicState = n_dynamic ? &dynamic : NULL,
+      .layout = g->layout,
+      .renderPass = g->render_pass,
+   };
+   return vkCreateGraphicsPipelines(ctx->device, VK_NULL_HANDLE, 1, &info, NULL, pipeline);
+}
+
+VkPipeline
+vkt_graphics_pipeline(const struct vkt_context *ctx, const struct vkt_graphics *g)
+{
+   VkPipeline pipeline;
+   VKT_CHECK(vkt_graphics_pipeline_try(ctx, g, &pipeline));
+   return pipeline;
+}
+
 VkCommandBuffer
 vkt_cmd_begin(const struct vkt_context *ctx)
 {

@@ -203,6 +203,45 @@ void vkt_color_target_finish(const struct vkt_context *ctx,
 VkShaderModule vkt_shader_module(const struct vkt_context *ctx,
                                  const uint32_t *code, size_t size);
 
+/* A compute pipeline of the SPIR-V code (size bytes) in layout. */
+VkPipeline vkt_compute_pipeline(const struct vkt_context *ctx, const uint32_t *code, size_t size,
+                                VkPipelineLayout layout, VkPipelineCreateFlags flags);
+
+/* A shader stage running module's "main". */
+VkPipelineShaderStageCreateInfo vkt_shader_stage(VkShaderStageFlagBits stage,
+                                                 VkShaderModule module);
+
+/*
+ * A graphics pipeline as the tests draw: filled triangle lists, no culling,
+ * no blending, one colour attachment, in render_pass or else in dynamic
+ * rendering of color_format (RGBA8 where left 0) and depth_format.  Fields
+ * left zero take those defaults: no vertex buffers, one sample, no depth
+ * test, the viewport and scissor dynamic (size x size where size is set).
+ * A pipeline without a vertex stage (mesh shading) has no vertex input or
+ * input assembly state.
+ */
+struct vkt_graphics {
+   const VkPipelineShaderStageCreateInfo *stages;
+   uint32_t n_stages;
+   VkPipelineLayout layout;
+   VkPipelineCreateFlags flags;
+   VkRenderPass render_pass;
+   VkFormat color_format, depth_format;
+   uint32_t size;
+   const VkPipelineVertexInputStateCreateInfo *vertex_input;
+   VkSampleCountFlagBits samples;
+   const VkPipelineDepthStencilStateCreateInfo *depth;
+   /* dynamic beside the viewport and scissor where size is 0 */
+   const VkDynamicState *dynamic_states;
+   uint32_t n_dynamic_states;
+};
+
+/* vkCreateGraphicsPipelines' result; the pipeline in *pipeline. */
+VkResult vkt_graphics_pipeline_try(const struct vkt_context *ctx, const struct vkt_graphics *g,
+                                   VkPipeline *pipeline);
+/* The same, failing the test on an error. */
+VkPipeline vkt_graphics_pipeline(const struct vkt_context *ctx, const struct vkt_graphics *g);
+
 /* Primary command buffer from the context's pool, begun for one submit. */
 VkCommandBuffer vkt_cmd_begin(const struct vkt_context *ctx);
 /* The same from another pool (a thread's own). */
