@@ -161,26 +161,9 @@ main(int argc, char **argv)
    VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL,
                                          &set_layout));
 
-   const VkDescriptorPoolSize pool_size = {
-      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2
-   };
-   const VkDescriptorPoolCreateInfo pool_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-      .maxSets = 1,
-      .poolSizeCount = 1,
-      .pPoolSizes = &pool_size,
-   };
    VkDescriptorPool pool;
-   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &pool_info, NULL, &pool));
-
-   const VkDescriptorSetAllocateInfo set_alloc = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-      .descriptorPool = pool,
-      .descriptorSetCount = 1,
-      .pSetLayouts = &set_layout,
-   };
-   VkDescriptorSet set;
-   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &set_alloc, &set));
+   const VkDescriptorSet set =
+      vkt_descriptor_set(&ctx, set_layout, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2, &pool);
 
    const VkDescriptorBufferInfo buffer_infos[] = {
       { in.buffer, 0, VK_WHOLE_SIZE },

@@ -644,35 +644,10 @@ test_conditional(const char *device_name)
    VkPipeline pipeline = compute_pipeline(&ctx, ext_cond_comp_spv,
                                           sizeof(ext_cond_comp_spv), layout);
 
-   const VkDescriptorPoolSize pool_size = {
-      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1
-   };
-   const VkDescriptorPoolCreateInfo pool_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-      .maxSets = 1,
-      .poolSizeCount = 1,
-      .pPoolSizes = &pool_size,
-   };
    VkDescriptorPool pool;
-   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &pool_info, NULL, &pool));
-   const VkDescriptorSetAllocateInfo set_alloc = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-      .descriptorPool = pool,
-      .descriptorSetCount = 1,
-      .pSetLayouts = &set_layout,
-   };
-   VkDescriptorSet set;
-   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &set_alloc, &set));
-   const VkDescriptorBufferInfo out_info = { out.buffer, 0, VK_WHOLE_SIZE };
-   const VkWriteDescriptorSet write = {
-      .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-      .dstSet = set,
-      .dstBinding = 0,
-      .descriptorCount = 1,
-      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-      .pBufferInfo = &out_info,
-   };
-   vkUpdateDescriptorSets(ctx.device, 1, &write, 0, NULL);
+   const VkDescriptorSet set =
+      vkt_descriptor_set(&ctx, set_layout, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, &pool);
+   vkt_write_buffers(&ctx, set, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, &out.buffer, 1);
 
    VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -2700,36 +2675,12 @@ test_pipeline_binary(const char *device_name)
    }
    vkt_buffer_flush(&ctx, &in);
    vkt_buffer_flush(&ctx, &out);
-   const VkDescriptorPoolSize ps = { VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 };
-   const VkDescriptorPoolCreateInfo pi = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-      .maxSets = 1,
-      .poolSizeCount = 1,
-      .pPoolSizes = &ps,
-   };
    VkDescriptorPool pool;
-   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &pi, NULL, &pool));
-   const VkDescriptorSetAllocateInfo ai = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-      .descriptorPool = pool,
-      .descriptorSetCount = 1,
-      .pSetLayouts = &set_layout,
-   };
-   VkDescriptorSet set;
-   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &ai, &set));
-   const VkDescriptorBufferInfo infos[] = {
-      { in.buffer, 0, VK_WHOLE_SIZE },
-      { out.buffer, 0, VK_WHOLE_SIZE },
-   };
-   const VkWriteDescriptorSet writes[] = {
-      { .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = 0,
-        .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-        .pBufferInfo = &infos[0] },
-      { .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = 1,
-        .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-        .pBufferInfo = &infos[1] },
-   };
-   vkUpdateDescriptorSets(ctx.device, 2, writes, 0, NULL);
+   const VkDescriptorSet set =
+      vkt_descriptor_set(&ctx, set_layout, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2, &pool);
+   const VkBuffer set_buffers[] = {in.buffer, out.buffer};
+   vkt_write_buffers(&ctx, set, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, set_buffers,
+                     VKT_ARRAY_SIZE(set_buffers));
    const struct bin_params params = { BIN_COUNT, BIN_ROUNDS, BIN_SEED };
    VkCommandBuffer cmd = vkt_cmd_begin(&ctx);
    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);

@@ -221,33 +221,11 @@ worker_init(struct worker *w, struct shared *s, uint32_t index)
       .queueFamilyIndex = ctx->queue_family,
    };
    VKT_CHECK(vkCreateCommandPool(ctx->device, &pool_info, NULL, &w->pool));
-   const VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1};
-   const VkDescriptorPoolCreateInfo dp_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-      .maxSets = 1,
-      .poolSizeCount = 1,
-      .pPoolSizes = &size,
-   };
-   VKT_CHECK(vkCreateDescriptorPool(ctx->device, &dp_info, NULL, &w->descriptor_pool));
-   const VkDescriptorSetAllocateInfo set_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-      .descriptorPool = w->descriptor_pool,
-      .descriptorSetCount = 1,
-      .pSetLayouts = &s->set_layout,
-   };
-   VKT_CHECK(vkAllocateDescriptorSets(ctx->device, &set_info, &w->set));
+   w->set = vkt_descriptor_set(ctx, s->set_layout, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
+                               &w->descriptor_pool);
    vkt_buffer_create(ctx, ELEMENTS * sizeof(uint32_t), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true,
                      &w->buf);
-   const VkDescriptorBufferInfo buffer_info = {w->buf.buffer, 0, VK_WHOLE_SIZE};
-   const VkWriteDescriptorSet write = {
-      .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-      .dstSet = w->set,
-      .dstBinding = 0,
-      .descriptorCount = 1,
-      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-      .pBufferInfo = &buffer_info,
-   };
-   vkUpdateDescriptorSets(ctx->device, 1, &write, 0, NULL);
+   vkt_write_buffers(ctx, w->set, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, &w->buf.buffer, 1);
 }
 
 static void

@@ -582,15 +582,7 @@ test_mid_create(struct rec *r, uint32_t *expect)
    };
    VkDescriptorSet set;
    VKT_CHECK(vkAllocateDescriptorSets(r->ctx.device, &alloc, &set));
-   const VkDescriptorBufferInfo buffer_info = {other.buffer, 0, VK_WHOLE_SIZE};
-   const VkWriteDescriptorSet write = {
-      .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-      .dstSet = set,
-      .descriptorCount = 1,
-      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-      .pBufferInfo = &buffer_info,
-   };
-   vkUpdateDescriptorSets(r->ctx.device, 1, &write, 0, NULL);
+   vkt_write_buffers(&r->ctx, set, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, &other.buffer, 1);
 
    /* the new buffer: filled, then added to */
    vkCmdFillBuffer(cb, other.buffer, 0, VK_WHOLE_SIZE, 5);
@@ -687,15 +679,7 @@ rec_init(struct rec *r, const char *device_name)
       .pSetLayouts = &r->set_layout,
    };
    VKT_CHECK(vkAllocateDescriptorSets(dev, &alloc, &r->set));
-   const VkDescriptorBufferInfo buffer_info = {r->slots.buffer, 0, VK_WHOLE_SIZE};
-   const VkWriteDescriptorSet write = {
-      .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-      .dstSet = r->set,
-      .descriptorCount = 1,
-      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-      .pBufferInfo = &buffer_info,
-   };
-   vkUpdateDescriptorSets(dev, 1, &write, 0, NULL);
+   vkt_write_buffers(&r->ctx, r->set, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, &r->slots.buffer, 1);
 }
 
 static void

@@ -702,26 +702,10 @@ main(int argc, char **argv)
    VkDescriptorSetLayout set_layout;
    VKT_CHECK(vkCreateDescriptorSetLayout(ctx.device, &set_layout_info, NULL,
                                          &set_layout));
-   const VkDescriptorPoolSize pool_size = {
-      VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1
-   };
-   const VkDescriptorPoolCreateInfo pool_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-      .maxSets = 1,
-      .poolSizeCount = 1,
-      .pPoolSizes = &pool_size,
-   };
    VkDescriptorPool pool;
-   VKT_CHECK(vkCreateDescriptorPool(ctx.device, &pool_info, NULL, &pool));
-
    struct scene scene = { .geometry = geometry.buffer };
-   const VkDescriptorSetAllocateInfo set_alloc = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-      .descriptorPool = pool,
-      .descriptorSetCount = 1,
-      .pSetLayouts = &set_layout,
-   };
-   VKT_CHECK(vkAllocateDescriptorSets(ctx.device, &set_alloc, &scene.set));
+   scene.set = vkt_descriptor_set(&ctx, set_layout, VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 1,
+                                  &pool);
    const VkDescriptorImageInfo image_info = {
       sampler, tex.view, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL
    };

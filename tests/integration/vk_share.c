@@ -124,19 +124,9 @@ setup(const char *device, uint32_t groups, unsigned n_jobs)
          .pSetLayouts = &g.set_layout,
       };
       VKT_CHECK(vkAllocateDescriptorSets(g.ctx.device, &ai, &job->set));
-      const VkDescriptorBufferInfo infos[] = {
-         {g.in.buffer, 0, VK_WHOLE_SIZE},
-         {job->out.buffer, 0, VK_WHOLE_SIZE},
-      };
-      const VkWriteDescriptorSet writes[] = {
-         {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = job->set, .dstBinding = 0,
-          .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-          .pBufferInfo = &infos[0]},
-         {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = job->set, .dstBinding = 1,
-          .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-          .pBufferInfo = &infos[1]},
-      };
-      vkUpdateDescriptorSets(g.ctx.device, 2, writes, 0, NULL);
+      const VkBuffer set_buffers[] = {g.in.buffer, job->out.buffer};
+      vkt_write_buffers(&g.ctx, job->set, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, set_buffers,
+                        VKT_ARRAY_SIZE(set_buffers));
       const VkCommandBufferAllocateInfo cai = {
          .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
          .commandPool = g.ctx.cmd_pool,

@@ -495,36 +495,11 @@ buffers(struct state *s)
       .pBindings = bindings,
    };
    VKT_CHECK(vkCreateDescriptorSetLayout(s->ctx.device, &set_layout_info, NULL, &s->set_layout));
-   const VkDescriptorPoolSize pool_size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2};
-   const VkDescriptorPoolCreateInfo pool_info = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-      .maxSets = 1,
-      .poolSizeCount = 1,
-      .pPoolSizes = &pool_size,
-   };
-   VKT_CHECK(vkCreateDescriptorPool(s->ctx.device, &pool_info, NULL, &s->pool));
-   const VkDescriptorSetAllocateInfo alloc = {
-      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-      .descriptorPool = s->pool,
-      .descriptorSetCount = 1,
-      .pSetLayouts = &s->set_layout,
-   };
-   VKT_CHECK(vkAllocateDescriptorSets(s->ctx.device, &alloc, &s->set));
-   const VkDescriptorBufferInfo infos[2] = {
-      {s->job_in.buffer, 0, VK_WHOLE_SIZE},
-      {s->job_out.buffer, 0, VK_WHOLE_SIZE},
-   };
-   VkWriteDescriptorSet writes[2];
-   for (uint32_t i = 0; i < 2; i++)
-      writes[i] = (VkWriteDescriptorSet){
-         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-         .dstSet = s->set,
-         .dstBinding = i,
-         .descriptorCount = 1,
-         .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-         .pBufferInfo = &infos[i],
-      };
-   vkUpdateDescriptorSets(s->ctx.device, 2, writes, 0, NULL);
+   s->set = vkt_descriptor_set(&s->ctx, s->set_layout, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2,
+                               &s->pool);
+   const VkBuffer set_buffers[] = {s->job_in.buffer, s->job_out.buffer};
+   vkt_write_buffers(&s->ctx, s->set, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, set_buffers,
+                     VKT_ARRAY_SIZE(set_buffers));
    const VkPushConstantRange range = {VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(struct params)};
    const VkPipelineLayoutCreateInfo layout_info = {
       .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * What the test programs and benchmarks share (vkt_common.h): failing with
+ * a message, contexts, buffers, images, pipelines, command buffers.
+ */
 #include "vkt_common.h"
 
 #include <errno.h>
@@ -735,6 +739,52 @@ vkt_buffer_invalidate(const struct vkt_context *ctx,
 
    if (!buf->coherent)
       VKT_CHECK(vkInvalidateMappedMemoryRanges(ctx->device, 1, &range));
+}
+
+VkDescriptorSet
+vkt_descriptor_set(const struct vkt_context *ctx, VkDescriptorSetLayout layout,
+                   VkDescriptorType type, uint32_t count, VkDescriptorPool *pool)
+{
+   const VkDescriptorPoolSize pool_size = {type, count};
+   const VkDescriptorPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = 1,
+      .poolSizeCount = 1,
+      .pPoolSizes = &pool_size,
+   };
+   VKT_CHECK(vkCreateDescriptorPool(ctx->device, &pool_info, NULL, pool));
+   const VkDescriptorSetAllocateInfo alloc = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+      .descriptorPool = *pool,
+      .descriptorSetCount = 1,
+      .pSetLayouts = &layout,
+   };
+   VkDescriptorSet set;
+   VKT_CHECK(vkAllocateDescriptorSets(ctx->device, &alloc, &set));
+   return set;
+}
+
+void
+vkt_write_buffers(const struct vkt_context *ctx, VkDescriptorSet set, VkDescriptorType type,
+                  const VkBuffer *buffers, uint32_t n)
+{
+   VkDescriptorBufferInfo infos[8];
+   VkWriteDescriptorSet writes[8];
+
+   if (n > VKT_ARRAY_SIZE(writes))
+      vkt_fail("vkt_write_buffers: %u buffers", n);
+   for (uint32_t i = 0; i < n; i++) {
+      infos[i] = (VkDescriptorBufferInfo){buffers[i], 0, VK_WHOLE_SIZE};
+      writes[i] = (VkWriteDescriptorSet){
+         .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+         .dstSet = set,
+         .dstBinding = i,
+         .descriptorCount = 1,
+         .descriptorType = type,
+         .pBufferInfo = &infos[i],
+      };
+   }
+   vkUpdateDescriptorSets(ctx->device, n, writes, 0, NULL);
 }
 
 VkDeviceMemory

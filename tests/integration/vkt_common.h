@@ -180,6 +180,16 @@ void vkt_buffer_flush(const struct vkt_context *ctx,
 void vkt_buffer_invalidate(const struct vkt_context *ctx,
                            const struct vkt_buffer *buf);
 
+/* A descriptor pool of count descriptors of type for one set, and a set of
+ * layout allocated from it; the pool, in *pool, is the caller's to destroy. */
+VkDescriptorSet vkt_descriptor_set(const struct vkt_context *ctx, VkDescriptorSetLayout layout,
+                                   VkDescriptorType type, uint32_t count, VkDescriptorPool *pool);
+
+/* Writes buffers[i], whole, as the one descriptor of binding i of set (n of
+ * them, 8 at most, in one vkUpdateDescriptorSets). */
+void vkt_write_buffers(const struct vkt_context *ctx, VkDescriptorSet set, VkDescriptorType type,
+                       const VkBuffer *buffers, uint32_t n);
+
 /* Device-local memory bound to an image. */
 VkDeviceMemory vkt_image_bind_memory(const struct vkt_context *ctx,
                                      VkImage image);
