@@ -4,7 +4,7 @@ destroy functions (gpud_gen.c, gpud_gen.h)."""
 
 from gen_tables import (
     ASYNC_CREATES, FD_MEMBERS, HOST_OPTIONAL, RUN_ON_LOST_DEVICE, SPIRV_CHAIN_COMMANDS,
-    SPIRV_COMMANDS, replay_concurrent)
+    OWN_COPIES_UNAFFECTED, SPIRV_COMMANDS, replay_concurrent)
 from gen_emit_commands import (
     P, args_struct_name, cmd_params, is_sync, lost_result, records_in_cmdbuf)
 from gen_emit_replay import emit_fast_decoders, fast_shape
@@ -36,6 +36,9 @@ def emit_gpud(gen, w, hw):
     hw('/* Per op: 1 for the commands the decoding thread runs while replay lanes')
     hw(' * and waiting submissions are busy (REPLAY_CONCURRENT in the generator). */')
     hw('extern const uint8_t gpud_gen_replay_concurrent[WIRE_OP_COUNT];')
+    hw('/* Per op: 1 for the commands that need not wait for the worker\'s own')
+    hw(' * copies on the GPU (those above and OWN_COPIES_UNAFFECTED). */')
+    hw('extern const uint8_t gpud_gen_own_unaffected[WIRE_OP_COUNT];')
     hw('/* Runs one recorded command of a chunk on the chunk\'s command buffer cb:')
     hw(' * decoded on the fast path where the command has one (fastargs_*),')
     hw(' * else as any command; returns false when the command is malformed. */')
@@ -188,9 +191,15 @@ def emit_gpud(gen, w, hw):
     w('   }')
     w('   return !d->fatal;')
     w('}\n')
+    concurrent = [name for name in gen.wire_commands
+                  if replay_concurrent(name) and not records_in_cmdbuf(reg.commands[name])]
     w('const uint8_t gpud_gen_replay_concurrent[WIRE_OP_COUNT] = {')
+    for name in concurrent:
+        w(f'   [WIRE_OP_{name}] = 1,')
+    w('};\n')
+    w('const uint8_t gpud_gen_own_unaffected[WIRE_OP_COUNT] = {')
     for name in gen.wire_commands:
-        if replay_concurrent(name) and not records_in_cmdbuf(reg.commands[name]):
+        if name in concurrent or name in OWN_COPIES_UNAFFECTED:
             w(f'   [WIRE_OP_{name}] = 1,')
     w('};\n')
     emit_fast_decoders(gen, w)

@@ -352,6 +352,26 @@ def replay_concurrent(name):
     return name in REPLAY_CONCURRENT or name.startswith(REPLAY_CONCURRENT_PREFIXES)
 
 
+# Commands that need not wait for the worker's own copies on the GPU (the
+# ICD's uploads the worker writes with submissions of its own,
+# daemon/worker/gpud_queue.c): beside those that run concurrently with
+# replay, they are these.  Every other command could see device memory
+# those copies write, and waits for them first.
+OWN_COPIES_UNAFFECTED = {
+    'vkQueueSubmit': 'waits for what it must itself',
+    'vkQueueSubmit2': 'waits for what it must itself',
+    'vkQueueUploadGPUD': 'waits for what it must itself',
+    'vkResetCommandPool': 'the application\'s command buffers',
+    'vkResetCommandBuffer': 'the application\'s command buffers',
+    'vkAllocateCommandBuffers': 'the application\'s command buffers',
+    'vkFreeCommandBuffers': 'the application\'s command buffers',
+    'vkResetDescriptorPool': 'the application\'s descriptor sets',
+    'vkFreeDescriptorSets': 'the application\'s descriptor sets',
+    'vkWaitForFences': 'the application\'s fences',
+    'vkGetFenceStatus': 'the application\'s fences',
+}
+
+
 # Asynchronous calls after which the ICD sends what it has queued at once:
 # the work they queue starts now, not at the application's next synchronous
 # call (which may be a frame of CPU work away).

@@ -682,30 +682,6 @@ gpud_queue_own_wait(struct gpud_object *device, const struct gpud_object *except
    pthread_mutex_unlock(&t->mutex);
 }
 
-bool
-gpud_queue_own_unaffected(uint32_t op)
-{
-   if (op < WIRE_OP_COUNT && gpud_gen_replay_concurrent[op])
-      return true;
-   switch (op) {
-   case WIRE_OP_vkQueueSubmit:
-   case WIRE_OP_vkQueueSubmit2:
-   case WIRE_OP_vkQueueUploadGPUD:
-      return true; /* (they wait for what they must themselves) */
-   case WIRE_OP_vkResetCommandPool:
-   case WIRE_OP_vkResetCommandBuffer:
-   case WIRE_OP_vkAllocateCommandBuffers:
-   case WIRE_OP_vkFreeCommandBuffers:
-   case WIRE_OP_vkResetDescriptorPool:
-   case WIRE_OP_vkFreeDescriptorSets:
-   case WIRE_OP_vkWaitForFences:
-   case WIRE_OP_vkGetFenceStatus:
-      return true; /* the application's command buffers, sets and fences */
-   default:
-      return false;
-   }
-}
-
 void
 gpud_queue_own_settle(struct gpud_context *ctx)
 {

@@ -95,12 +95,11 @@ bool gpud_queue_settle(struct gpud_object *queue, uint64_t budget_ns);
  * except's (NULL: all) are done (or the device lost, or the client gone). */
 void gpud_queue_own_wait(struct gpud_object *device, const struct gpud_object *except);
 /* The same on every device of the context, by its decoding thread, before
- * a command that could see what they write: every command but submissions
- * (which wait as they must), those that run beside replay lanes
- * (REPLAY_CONCURRENT in the generator) and those of the application's
- * command buffers, descriptor sets and fences (gpud_queue_own_unaffected). */
+ * a command that could see what they write: every command but those the
+ * generator lists (gpud_gen_own_unaffected: submissions, which wait as they
+ * must, those that run beside replay lanes, those of the application's
+ * command buffers, descriptor sets and fences). */
 void gpud_queue_own_settle(struct gpud_context *ctx);
-bool gpud_queue_own_unaffected(uint32_t op);
 /* An event or a query pool destroyed (before the host destroys it: the
  * tracker reads it). */
 void gpud_queue_event_gone(struct gpud_object *event);

@@ -64,7 +64,7 @@ gpud_stream_process(struct gpud_context *ctx, const uint8_t *data, size_t size, 
       }
       gpud_replay_order(ctx->replay, h.op, data + sizeof(h), h.size - sizeof(h));
       /* the worker's own copies on the GPU, before what could see them */
-      if (ctx->own_devices && !gpud_queue_own_unaffected(h.op))
+      if (ctx->own_devices && !(h.op < WIRE_OP_COUNT && gpud_gen_own_unaffected[h.op]))
          gpud_queue_own_settle(ctx);
       gpud_call_prepare(call, data, h.size);
       call->dec.fds = fds;
