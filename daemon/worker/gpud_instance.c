@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 
 #include "util_macros.h"
+#include "util_outarray.h"
 
 /* ---- instances and physical devices --------------------------------------- */
 
@@ -354,7 +355,9 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
       all = more;
       n++;
    }
-   uint32_t total = 0;
+   struct util_outarray out;
+   util_outarray_init(&out, a->pProperties, a->pPropertyCount);
+   out.room = UTIL_MIN(out.room, a->pProperties_cap); /* (the room the reply carries) */
    for (uint32_t i = 0; i < n; i++) {
       const struct wire_extension *ext = gpud_instance_extension_carried(all[i].extensionName);
       if (!ext)
@@ -362,16 +365,9 @@ gpud_exec_vkEnumerateDeviceExtensionProperties(
       /* A newer revision on the host may have structures gpud does not
        * carry: the application sees the one gpud knows. */
       all[i].specVersion = UTIL_MIN(all[i].specVersion, ext->spec_version);
-      if (a->pProperties && total < a->pProperties_cap && total < *a->pPropertyCount)
-         a->pProperties[total] = all[i];
-      total++;
+      VkExtensionProperties *p = UTIL_OUTARRAY_NEXT(&out, VkExtensionProperties);
+      if (p)
+         *p = all[i];
    }
-   if (!a->pProperties) {
-      *a->pPropertyCount = total;
-      a->ret = VK_SUCCESS;
-   } else {
-      uint32_t written = UTIL_MIN(total, UTIL_MIN(*a->pPropertyCount, a->pProperties_cap));
-      *a->pPropertyCount = written;
-      a->ret = written < total ? VK_INCOMPLETE : VK_SUCCESS;
-   }
+   a->ret = util_outarray_done(&out) ? VK_SUCCESS : VK_INCOMPLETE;
 }
