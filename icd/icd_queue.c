@@ -100,16 +100,38 @@ icd_vkQueueWaitIdle(VkQueue queue)
 
 #define MAX_UPLOAD_CBS 8u
 
-/* A plain submission (command buffers alone, no semaphores) whose command
- * buffers hold copies the ICD makes itself is answered here
- * (icd_upload_submit): true, *r its result; else it counts as one the
- * daemon runs. */
-static bool
-answered_here(struct icd_queue *q, bool plain, struct icd_command_buffer **cbs, uint32_t n,
-              VkFence fence, VkResult *r)
+/* A submission seen as plain (command buffers alone, no semaphores, no
+ * more than MAX_UPLOAD_CBS) so far, and its command buffers. */
+struct plain_submit {
+   struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
+   uint32_t n;
+   bool plain;
+};
+
+static void
+plain_init(struct plain_submit *p, uint32_t submit_count, VkFence fence)
 {
-   util_trace(UTIL_TRACE_SUBMIT, n);
-   if (plain && icd_upload_submit(q, cbs, n, fence, r)) {
+   p->n = 0;
+   p->plain = submit_count > 0 || fence;
+}
+
+/* A batch of count command buffers, plain itself where plain: whether
+ * the submission still is, with room for them. */
+static bool
+plain_batch(struct plain_submit *p, bool plain, uint32_t count)
+{
+   p->plain &= plain && count <= MAX_UPLOAD_CBS - p->n;
+   return p->plain;
+}
+
+/* A plain submission whose command buffers hold copies the ICD makes
+ * itself is answered here (icd_upload_submit): true, *r its result; else
+ * it counts as one the daemon runs. */
+static bool
+answered_here(struct icd_queue *q, const struct plain_submit *p, VkFence fence, VkResult *r)
+{
+   util_trace(UTIL_TRACE_SUBMIT, p->n);
+   if (p->plain && icd_upload_submit(q, p->cbs, p->n, fence, r)) {
       util_trace(UTIL_TRACE_SUBMITTED, 1);
       return true;
    }
@@ -117,56 +139,60 @@ answered_here(struct icd_queue *q, bool plain, struct icd_command_buffer **cbs, 
    return false;
 }
 
+/* What the daemon answered a submission, traced. */
+static VkResult
+sent(VkResult r)
+{
+   util_trace(UTIL_TRACE_SUBMITTED, 0);
+   return r;
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubmits,
                   VkFence fence)
 {
-   struct icd_queue *q = icd_queue_from_handle(queue);
-   struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
-   uint32_t n = 0;
-   bool plain = submitCount > 0 || fence;
-   for (uint32_t i = 0; i < submitCount && plain; i++) {
+   struct plain_submit p;
+   plain_init(&p, submitCount, fence);
+   for (uint32_t i = 0; i < submitCount && p.plain; i++) {
       const VkSubmitInfo *s = &pSubmits[i];
       /* a chain of timeline values for no semaphores is as none */
-      for (const VkBaseInStructure *c = s->pNext; c && plain; c = c->pNext)
-         plain = c->sType == VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-      plain &= !s->waitSemaphoreCount && !s->signalSemaphoreCount &&
-               s->commandBufferCount <= MAX_UPLOAD_CBS - n;
-      for (uint32_t k = 0; k < s->commandBufferCount && plain; k++)
-         cbs[n++] = icd_command_buffer_from_handle(s->pCommandBuffers[k]);
+      bool plain = !s->waitSemaphoreCount && !s->signalSemaphoreCount;
+      for (const VkBaseInStructure *c = s->pNext; c; c = c->pNext)
+         plain &= c->sType == VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+      if (plain_batch(&p, plain, s->commandBufferCount)) {
+         for (uint32_t k = 0; k < s->commandBufferCount; k++)
+            p.cbs[p.n++] = icd_command_buffer_from_handle(s->pCommandBuffers[k]);
+      }
    }
    VkResult r;
-   if (answered_here(q, plain, cbs, n, fence, &r))
+   if (answered_here(icd_queue_from_handle(queue), &p, fence, &r))
       return r;
-   r = icd_gen_vkQueueSubmit(queue, submitCount, pSubmits, fence);
-   util_trace(UTIL_TRACE_SUBMITTED, 0);
-   return r;
+   return sent(icd_gen_vkQueueSubmit(queue, submitCount, pSubmits, fence));
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL
 icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSubmits,
                    VkFence fence)
 {
-   struct icd_queue *q = icd_queue_from_handle(queue);
-   struct icd_command_buffer *cbs[MAX_UPLOAD_CBS];
-   uint32_t n = 0;
-   bool plain = submitCount > 0 || fence;
-   for (uint32_t i = 0; i < submitCount && plain; i++) {
+   struct plain_submit p;
+   plain_init(&p, submitCount, fence);
+   for (uint32_t i = 0; i < submitCount && p.plain; i++) {
       const VkSubmitInfo2 *s = &pSubmits[i];
-      plain &= !s->pNext && !s->flags && !s->waitSemaphoreInfoCount &&
-               !s->signalSemaphoreInfoCount && s->commandBufferInfoCount <= MAX_UPLOAD_CBS - n;
-      for (uint32_t k = 0; k < s->commandBufferInfoCount && plain; k++) {
-         const VkCommandBufferSubmitInfo *c = &s->pCommandBufferInfos[k];
-         plain = !c->pNext && c->deviceMask <= 1;
-         cbs[n++] = icd_command_buffer_from_handle(c->commandBuffer);
+      bool plain = !s->pNext && !s->flags && !s->waitSemaphoreInfoCount &&
+                   !s->signalSemaphoreInfoCount;
+      for (uint32_t k = 0; k < s->commandBufferInfoCount && plain; k++)
+         plain = !s->pCommandBufferInfos[k].pNext && s->pCommandBufferInfos[k].deviceMask <= 1;
+      if (plain_batch(&p, plain, s->commandBufferInfoCount)) {
+         for (uint32_t k = 0; k < s->commandBufferInfoCount; k++) {
+            VkCommandBuffer cb = s->pCommandBufferInfos[k].commandBuffer;
+            p.cbs[p.n++] = icd_command_buffer_from_handle(cb);
+         }
       }
    }
    VkResult r;
-   if (answered_here(q, plain, cbs, n, fence, &r))
+   if (answered_here(icd_queue_from_handle(queue), &p, fence, &r))
       return r;
-   r = icd_gen_vkQueueSubmit2(queue, submitCount, pSubmits, fence);
-   util_trace(UTIL_TRACE_SUBMITTED, 0);
-   return r;
+   return sent(icd_gen_vkQueueSubmit2(queue, submitCount, pSubmits, fence));
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

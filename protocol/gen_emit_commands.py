@@ -24,6 +24,19 @@ class P:
         self.skip = m.type == 'VkAllocationCallbacks'
 
 
+def emit_out_elements(w, side, p, arr):
+    """Encodes (side 'enc', the worker's reply) or decodes ('dec', the
+    ICD's) the n elements of output array arr, parameter p."""
+    x = 'e' if side == 'enc' else 'd'
+    if p.kind == 'void':
+        w(f'      wire_{side}_bytes({x}, {arr}, n);')
+    elif p.kind == 'struct':
+        w('      for (uint32_t i = 0; i < n; i++)')
+        w(f'         wire_{side}{"" if side == "enc" else "out"}_{p.type}({x}, &{arr}[i]);')
+    else:
+        w(f'      wire_{side}_bytes({x}, {arr}, (size_t)n * sizeof(*{arr}));')
+
+
 def cmd_params(gen, cmd):
     return [P(gen, cmd, m) for m in cmd.params]
 
@@ -204,13 +217,7 @@ def emit_cmd_encoders(gen, w, hw):
                     w('         wire_dec_fail(d, "reply array exceeds capacity");')
                     w('         return;')
                     w('      }')
-                    if p.kind == 'void':
-                        w(f'      wire_dec_bytes(d, {p.name}, n);')
-                    elif p.kind == 'struct':
-                        w('      for (uint32_t i = 0; i < n; i++)')
-                        w(f'         wire_decout_{p.type}(d, &{p.name}[i]);')
-                    else:
-                        w(f'      wire_dec_bytes(d, {p.name}, (size_t)n * sizeof(*{p.name}));')
+                    emit_out_elements(w, 'dec', p, p.name)
                 w('   }')
         for p, n in writeback_params(gen, cmd):
             w(f'   for (uint32_t i = 0; {p.name} && i < (uint32_t)({n}) && !d->fatal; i++)')
@@ -486,13 +493,7 @@ def emit_cmd_decoders(gen, w, hw):
                 else:
                     w(f'      uint32_t n = a->{p.name}_cap;')
                 w('      wire_enc_u32(e, n);')
-                if p.kind == 'void':
-                    w(f'      wire_enc_bytes(e, a->{p.name}, n);')
-                elif p.kind == 'struct':
-                    w('      for (uint32_t i = 0; i < n; i++)')
-                    w(f'         wire_enc_{p.type}(e, &a->{p.name}[i]);')
-                else:
-                    w(f'      wire_enc_bytes(e, a->{p.name}, (size_t)n * sizeof(*a->{p.name}));')
+                emit_out_elements(w, 'enc', p, f'a->{p.name}')
                 w('   }')
         for p, n in writeback_params(gen, cmd):
             w(f'   for (uint32_t i = 0; a->{p.name} && i < (uint32_t)({member_len(gen, cmd.params, p.m, "a->") if p.m.len else "1"}); i++)')

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The wire's primitives (wire.h): the encoder's growing buffer, the
+ * decoder's checked reads and its per-command arena, command headers.
+ */
 #include "wire.h"
 
 #include <stdlib.h>

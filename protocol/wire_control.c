@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The control channels' messages (wire_control.h): protobuf messages
+ * between the ICD and its worker (ControlMessage) and between the server
+ * and a worker (WorkerMessage), packed and sent with their fds.
+ */
 #include "wire_control.h"
 
 #include <errno.h>

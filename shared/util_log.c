@@ -156,7 +156,10 @@ log_line(enum util_log_level level, const struct util_log_client *client, int sa
    }
 
    size_t total = (size_t)prefix + (size_t)len;
-   if (total + 2 > sizeof(stack_buf)) {
+   if (total + 2 > sizeof(stack_buf) && client) {
+      /* a line about a client may carry what the client sent: it is cut */
+      total = sizeof(stack_buf) - 2;
+   } else if (total + 2 > sizeof(stack_buf)) {
       char *heap = malloc(total + 2);
       if (heap) {
          memcpy(heap, stack_buf, (size_t)prefix);
@@ -186,34 +189,32 @@ log_line(enum util_log_level level, const struct util_log_client *client, int sa
 }
 
 void
-util_log(enum util_log_level level, const char *fmt, ...)
+util_log_clientv(enum util_log_level level, const struct util_log_client *client, const char *fmt,
+                 va_list ap)
 {
    int saved_errno = errno;
 
    init_once();
-   if ((int)level <= atomic_load(&max_level)) {
-      va_list ap;
-      va_start(ap, fmt);
-      log_line(level, NULL, saved_errno, fmt, ap);
-      va_end(ap);
-   }
-
+   if ((int)level <= atomic_load(&max_level))
+      log_line(level, client, saved_errno, fmt, ap);
    errno = saved_errno;
+}
+
+void
+util_log(enum util_log_level level, const char *fmt, ...)
+{
+   va_list ap;
+   va_start(ap, fmt);
+   util_log_clientv(level, NULL, fmt, ap);
+   va_end(ap);
 }
 
 void
 util_log_client(enum util_log_level level, const struct util_log_client *client,
                 const char *fmt, ...)
 {
-   int saved_errno = errno;
-
-   init_once();
-   if ((int)level <= atomic_load(&max_level)) {
-      va_list ap;
-      va_start(ap, fmt);
-      log_line(level, client, saved_errno, fmt, ap);
-      va_end(ap);
-   }
-
-   errno = saved_errno;
+   va_list ap;
+   va_start(ap, fmt);
+   util_log_clientv(level, client, fmt, ap);
+   va_end(ap);
 }

@@ -4,6 +4,7 @@
 /* Logging for both daemons and gpudctl: lines on stderr with their syslog
  * priority, a level from GPUD_LOG or the command line, an optional sink. */
 
+#include <stdarg.h>
 #include <stdbool.h>
 
 #include "util_macros.h"
@@ -36,6 +37,9 @@ struct util_log_client {
 };
 void util_log_client(enum util_log_level level, const struct util_log_client *client,
                      const char *fmt, ...) UTIL_PRINTF(3, 4);
+/* The same with the arguments in ap (client may be NULL). */
+void util_log_clientv(enum util_log_level level, const struct util_log_client *client,
+                      const char *fmt, va_list ap) UTIL_PRINTF(3, 0);
 
 /* Where lines go instead of stderr (the daemon's journal): message without
  * the "<N>" prefix; client may be NULL.  NULL: stderr again. */

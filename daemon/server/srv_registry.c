@@ -32,18 +32,16 @@ srv_client_log(struct srv_client *client, int level, const char *fmt, ...)
 {
    if (client->account && !account_log_allowed(client->server, client->account))
       return;
-   char msg[768];
-   va_list ap;
-   va_start(ap, fmt);
-   vsnprintf(msg, sizeof(msg), fmt, ap);
-   va_end(ap);
    const struct util_log_client who = {
       .id = client->id,
       .pid = (int)client->pid,
       .uid = (unsigned)client->uid,
       .name = client->name,
    };
-   util_log_client((enum util_log_level)level, &who, "%s", msg);
+   va_list ap;
+   va_start(ap, fmt);
+   util_log_clientv((enum util_log_level)level, &who, fmt, ap);
+   va_end(ap);
 }
 
 static void

@@ -49,11 +49,6 @@ gpud_context_log(struct gpud_context *ctx, enum util_log_level level, const char
    unsigned suppressed = 0;
    if (level > UTIL_LOG_ERR && !log_allowed(ctx, &suppressed))
       return;
-   char msg[1024];
-   va_list ap;
-   va_start(ap, fmt);
-   vsnprintf(msg, sizeof(msg), fmt, ap);
-   va_end(ap);
    const struct util_log_client who = {
       .id = ctx->info.id,
       .pid = (int)ctx->info.pid,
@@ -62,7 +57,10 @@ gpud_context_log(struct gpud_context *ctx, enum util_log_level level, const char
    };
    if (suppressed)
       util_log_client(level, &who, "%u lines about this client suppressed", suppressed);
-   util_log_client(level, &who, "%s", msg);
+   va_list ap;
+   va_start(ap, fmt);
+   util_log_clientv(level, &who, fmt, ap);
+   va_end(ap);
 }
 
 void
