@@ -70,6 +70,13 @@ icd_device_completion_init(struct icd_device *dev)
    dev->completion = map;
 }
 
+struct icd_device *
+icd_completion_device(VkDevice device, VkResult r)
+{
+   struct icd_device *dev = icd_device_from_handle(device);
+   return r == VK_SUCCESS && dev->completion ? dev : NULL;
+}
+
 void
 icd_device_completion_finish(struct icd_device *dev)
 {

@@ -10,6 +10,9 @@
 
 void icd_device_completion_init(struct icd_device *dev);
 void icd_device_completion_finish(struct icd_device *dev);
+/* The device of an object just made (r, its creation's result) where the
+ * device's page may answer for it; NULL where it is asked about. */
+struct icd_device *icd_completion_device(VkDevice device, VkResult r);
 /* Slots of the page's tables (with the device's mutex taken here): a free
  * one of n, or -1, and (tag not NULL) a new tag, never 0, for what takes
  * it; given back. */

@@ -12,10 +12,9 @@ icd_vkCreateEvent(VkDevice device, const VkEventCreateInfo *pCreateInfo,
                   const VkAllocationCallbacks *pAllocator, VkEvent *pEvent)
 {
    VkResult r = icd_gen_vkCreateEvent(device, pCreateInfo, pAllocator, pEvent);
-   struct icd_device *dev = icd_device_from_handle(device);
+   struct icd_device *dev = icd_completion_device(device, r);
    /* a device-only event is never asked about on the host */
-   if (r != VK_SUCCESS || !dev->completion ||
-       (pCreateInfo->flags & VK_EVENT_CREATE_DEVICE_ONLY_BIT))
+   if (!dev || (pCreateInfo->flags & VK_EVENT_CREATE_DEVICE_ONLY_BIT))
       return r;
    struct icd_event *e = icd_event_from_handle(*pEvent);
    uint32_t tag;

@@ -43,8 +43,8 @@ icd_vkCreateFence(VkDevice device, const VkFenceCreateInfo *pCreateInfo,
                   const VkAllocationCallbacks *pAllocator, VkFence *pFence)
 {
    VkResult r = icd_gen_vkCreateFence(device, pCreateInfo, pAllocator, pFence);
-   struct icd_device *dev = icd_device_from_handle(device);
-   if (r != VK_SUCCESS || !dev->completion)
+   struct icd_device *dev = icd_completion_device(device, r);
+   if (!dev)
       return r;
    /* an exportable fence's payload may leave for another process: the host
     * driver keeps its state */

@@ -20,8 +20,8 @@ icd_vkCreateSemaphore(VkDevice device, const VkSemaphoreCreateInfo *pCreateInfo,
                       const VkAllocationCallbacks *pAllocator, VkSemaphore *pSemaphore)
 {
    VkResult r = icd_gen_vkCreateSemaphore(device, pCreateInfo, pAllocator, pSemaphore);
-   struct icd_device *dev = icd_device_from_handle(device);
-   if (r != VK_SUCCESS || !dev->completion)
+   struct icd_device *dev = icd_completion_device(device, r);
+   if (!dev)
       return r;
    uint64_t initial = 0;
    bool timeline = false;

@@ -109,49 +109,22 @@ wire_enc_reserve(struct wire_enc *e, size_t n)
    return p;
 }
 
-static inline void
-wire_enc_u32(struct wire_enc *e, uint32_t v)
-{
-   void *p = wire_enc_reserve(e, 4);
-   if (p)
-      memcpy(p, &v, 4);
-}
-
-static inline void
-wire_enc_u64(struct wire_enc *e, uint64_t v)
-{
-   void *p = wire_enc_reserve(e, 8);
-   if (p)
-      memcpy(p, &v, 8);
-}
-
-static inline void
-wire_enc_i32(struct wire_enc *e, int32_t v)
-{
-   wire_enc_u32(e, (uint32_t)v);
-}
-
-static inline void
-wire_enc_i64(struct wire_enc *e, int64_t v)
-{
-   wire_enc_u64(e, (uint64_t)v);
-}
-
-static inline void
-wire_enc_float(struct wire_enc *e, float v)
-{
-   void *p = wire_enc_reserve(e, 4);
-   if (p)
-      memcpy(p, &v, 4);
-}
-
-static inline void
-wire_enc_double(struct wire_enc *e, double v)
-{
-   void *p = wire_enc_reserve(e, 8);
-   if (p)
-      memcpy(p, &v, 8);
-}
+/* The scalars, each in as many bytes as its type, in the host's byte
+ * order: wire_enc_u32, _i32, _u64, _i64, _float, _double (and wire_dec_
+ * of each below). */
+#define WIRE_ENC_SCALAR(name, type)                                                   \
+   static inline void wire_enc_##name(struct wire_enc *e, type v)                     \
+   {                                                                                  \
+      void *p = wire_enc_reserve(e, sizeof(v));                                       \
+      if (p)                                                                          \
+         memcpy(p, &v, sizeof(v));                                                    \
+   }
+WIRE_ENC_SCALAR(u32, uint32_t)
+WIRE_ENC_SCALAR(i32, int32_t)
+WIRE_ENC_SCALAR(u64, uint64_t)
+WIRE_ENC_SCALAR(i64, int64_t)
+WIRE_ENC_SCALAR(float, float)
+WIRE_ENC_SCALAR(double, double)
 
 static inline void
 wire_enc_fd(struct wire_enc *e, int fd)
@@ -270,31 +243,22 @@ wire_dec_take(struct wire_dec *d, size_t n)
    return p;
 }
 
-static inline uint32_t
-wire_dec_u32(struct wire_dec *d)
-{
-   uint32_t v = 0;
-   const void *p = wire_dec_take(d, 4);
-   if (p)
-      memcpy(&v, p, 4);
-   return v;
-}
-
-static inline uint64_t
-wire_dec_u64(struct wire_dec *d)
-{
-   uint64_t v = 0;
-   const void *p = wire_dec_take(d, 8);
-   if (p)
-      memcpy(&v, p, 8);
-   return v;
-}
-
-static inline int32_t
-wire_dec_i32(struct wire_dec *d)
-{
-   return (int32_t)wire_dec_u32(d);
-}
+/* 0 where the command has no more. */
+#define WIRE_DEC_SCALAR(name, type)                                                   \
+   static inline type wire_dec_##name(struct wire_dec *d)                             \
+   {                                                                                  \
+      type v = 0;                                                                     \
+      const void *p = wire_dec_take(d, sizeof(v));                                    \
+      if (p)                                                                          \
+         memcpy(&v, p, sizeof(v));                                                    \
+      return v;                                                                       \
+   }
+WIRE_DEC_SCALAR(u32, uint32_t)
+WIRE_DEC_SCALAR(i32, int32_t)
+WIRE_DEC_SCALAR(u64, uint64_t)
+WIRE_DEC_SCALAR(i64, int64_t)
+WIRE_DEC_SCALAR(float, float)
+WIRE_DEC_SCALAR(double, double)
 
 /* The next 32-bit value, not taken (0 when there is none). */
 static inline int32_t
@@ -313,32 +277,6 @@ wire_dec_enum(struct wire_dec *d, bool ok, const char *why)
    int32_t v = wire_dec_i32(d);
    if (d->check_enums && !ok && !d->fatal)
       wire_dec_fail(d, why);
-   return v;
-}
-
-static inline int64_t
-wire_dec_i64(struct wire_dec *d)
-{
-   return (int64_t)wire_dec_u64(d);
-}
-
-static inline float
-wire_dec_float(struct wire_dec *d)
-{
-   float v = 0;
-   const void *p = wire_dec_take(d, 4);
-   if (p)
-      memcpy(&v, p, 4);
-   return v;
-}
-
-static inline double
-wire_dec_double(struct wire_dec *d)
-{
-   double v = 0;
-   const void *p = wire_dec_take(d, 8);
-   if (p)
-      memcpy(&v, p, 8);
    return v;
 }
 

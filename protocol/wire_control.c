@@ -106,12 +106,21 @@ wire_control_free(Gpud__ControlMessage *msg)
 }
 
 void
+wire_control_disconnect(Gpud__ControlMessage *m, Gpud__Disconnect *d, const char *reason)
+{
+   *d = (Gpud__Disconnect)GPUD__DISCONNECT__INIT;
+   if (reason)
+      d->reason = (char *)reason;
+   *m = (Gpud__ControlMessage)GPUD__CONTROL_MESSAGE__INIT;
+   m->msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
+   m->disconnect = d;
+}
+
+void
 wire_control_send_disconnect(int fd, const char *reason)
 {
-   Gpud__Disconnect d = GPUD__DISCONNECT__INIT;
-   d.reason = (char *)reason;
-   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
-   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
-   m.disconnect = &d;
+   Gpud__ControlMessage m;
+   Gpud__Disconnect d;
+   wire_control_disconnect(&m, &d, reason);
    wire_control_send(fd, &m);
 }

@@ -34,5 +34,8 @@ void wire_worker_free(Gpud__WorkerMessage *msg);
 int wire_control_send_ring_setup(int fd, uint32_t command_size, uint32_t reply_size, int memfd,
                                  int timeout_ms);
 
+/* m made a Disconnect (d) carrying reason (NULL: none), for whichever way
+ * the caller sends it. */
+void wire_control_disconnect(Gpud__ControlMessage *m, Gpud__Disconnect *d, const char *reason);
 /* Sends a Disconnect carrying reason (best effort). */
 void wire_control_send_disconnect(int fd, const char *reason);

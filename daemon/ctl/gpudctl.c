@@ -114,6 +114,17 @@ ask(struct socket_daemon *d, const Gpud__ControlMessage *req, int expected)
    return reply;
 }
 
+/* The answer ask() got, reply's member, now the caller's; the rest of the
+ * reply freed. */
+#define TAKE_REPLY(reply, member)                                                         \
+   ({                                                                                     \
+      __typeof__((reply)->member) taken_ = (reply)->member;                               \
+      (reply)->member = NULL;                                                             \
+      (reply)->msg_case = GPUD__CONTROL_MESSAGE__MSG__NOT_SET;                            \
+      wire_control_free(reply);                                                           \
+      taken_;                                                                             \
+   })
+
 static int
 socket_status(struct gpudctl_daemon *base, Gpud__StatusReply **ret)
 {
@@ -125,10 +136,7 @@ socket_status(struct gpudctl_daemon *base, Gpud__StatusReply **ret)
    Gpud__ControlMessage *reply = ask(d, &req, GPUD__CONTROL_MESSAGE__MSG_STATUS_REPLY);
    if (!reply)
       return 1;
-   *ret = reply->status_reply;
-   reply->status_reply = NULL; /* now the caller's */
-   reply->msg_case = GPUD__CONTROL_MESSAGE__MSG__NOT_SET;
-   wire_control_free(reply);
+   *ret = TAKE_REPLY(reply, status_reply);
    return 0;
 }
 
@@ -239,10 +247,7 @@ socket_cache(struct gpudctl_daemon *base, const struct gpudctl_cache_query *q,
       wire_control_free(reply);
       return 1;
    }
-   *ret = c;
-   reply->cache_reply = NULL; /* now the caller's */
-   reply->msg_case = GPUD__CONTROL_MESSAGE__MSG__NOT_SET;
-   wire_control_free(reply);
+   *ret = TAKE_REPLY(reply, cache_reply);
    return 0;
 }
 
@@ -257,11 +262,7 @@ static void
 socket_close(struct gpudctl_daemon *base)
 {
    struct socket_daemon *d = (struct socket_daemon *)base;
-   Gpud__ControlMessage bye = GPUD__CONTROL_MESSAGE__INIT;
-   Gpud__Disconnect disconnect = GPUD__DISCONNECT__INIT;
-   bye.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
-   bye.disconnect = &disconnect;
-   wire_control_send(d->fd, &bye);
+   wire_control_send_disconnect(d->fd, NULL);
    util_msg_reader_finish(&d->reader);
    close(d->fd);
    free(d);

@@ -166,11 +166,9 @@ on_client_write(evutil_socket_t fd, short what, void *data)
 static void
 send_disconnect(struct srv_client *client, const char *reason)
 {
-   Gpud__Disconnect d = GPUD__DISCONNECT__INIT;
-   d.reason = (char *)reason;
-   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
-   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
-   m.disconnect = &d;
+   Gpud__ControlMessage m;
+   Gpud__Disconnect d;
+   wire_control_disconnect(&m, &d, reason);
    srv_client_queue_control(client, &m);
 }
 

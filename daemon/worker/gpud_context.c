@@ -136,11 +136,9 @@ gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...)
    vsnprintf(reason, sizeof(reason), fmt, ap);
    va_end(ap);
    gpud_context_log(ctx, UTIL_LOG_ERR, "protocol error: %s", reason);
-   Gpud__Disconnect d = GPUD__DISCONNECT__INIT;
-   d.reason = reason;
-   Gpud__ControlMessage m = GPUD__CONTROL_MESSAGE__INIT;
-   m.msg_case = GPUD__CONTROL_MESSAGE__MSG_DISCONNECT;
-   m.disconnect = &d;
+   Gpud__ControlMessage m;
+   Gpud__Disconnect d;
+   wire_control_disconnect(&m, &d, reason);
    gpud_context_send_control(ctx, &m);
    char why[600];
    snprintf(why, sizeof(why), "protocol error: %s", reason);
@@ -177,6 +175,12 @@ gpud_context_host_lost(struct gpud_context *ctx, const char *command)
    char reason[160];
    snprintf(reason, sizeof(reason), "the host driver lost its device (%s)", command);
    gpud_context_log(ctx, UTIL_LOG_WARNING, "%s", reason);
+   gpud_context_tell_lost(ctx, reason);
+}
+
+void
+gpud_context_tell_lost(struct gpud_context *ctx, const char *reason)
+{
    gpud_context_debug_message(ctx, VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
                               VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, "gpud-device-lost", 0,
                               reason);

@@ -203,6 +203,9 @@ void gpud_context_debug_message(struct gpud_context *ctx,
 /* The host driver answered VK_ERROR_DEVICE_LOST for this client (a GPU
  * fault): logged and reported as a fault, once per client. */
 void gpud_context_host_lost(struct gpud_context *ctx, const char *command);
+/* A lost device told, with reason, to the application's messengers
+ * (gpud-device-lost) and to the server (a fault). */
+void gpud_context_tell_lost(struct gpud_context *ctx, const char *reason);
 /* Ends the client for bad input: logs the reason and tells the client. */
 int gpud_context_protocol_error(struct gpud_context *ctx, const char *fmt, ...) UTIL_PRINTF(2, 3);
 

@@ -49,11 +49,7 @@ gpud_inject_before_command(struct gpud_call *call)
    atomic_store(&ctx->host_lost, true); /* reported here, not again */
    static const char reason[] = "device lost by fault injection (gpudctl inject lose-device)";
    gpud_context_log(ctx, UTIL_LOG_WARNING, "%s: %u device%s", reason, n, n == 1 ? "" : "s");
-   gpud_context_debug_message(ctx, VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
-                              VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, "gpud-device-lost", 0,
-                              reason);
-   if (ctx->ops.fault)
-      ctx->ops.fault(ctx->ops.data, reason);
+   gpud_context_tell_lost(ctx, reason);
 }
 
 bool
