@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include <stddef.h>
-#include <sys/types.h>
-
 /*
  * Path lists: a malloc'ed, NULL-terminated array of malloc'ed paths (the
  * daemons' sockets, the host drivers' manifests).
  */
+
+#include <stddef.h>
+#include <sys/types.h>
 
 /* Appends path; 0 or -ENOMEM. */
 int util_paths_add(char ***paths, size_t *n, const char *path);

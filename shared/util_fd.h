@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include <stdbool.h>
-
 /* File descriptors held in variables: moved out, or closed and marked so. */
+
+#include <stdbool.h>
 
 /* Takes ownership of an fd out of a variable, leaving -1 behind. */
 static inline int

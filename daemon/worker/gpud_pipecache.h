@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include <vulkan/vulkan.h>
-
-struct gpud_context;
-struct gpud_object;
-
 /*
  * The host pipeline cache a device keeps across runs of its program: the
  * pipelines an application creates without a cache of its own are created
  * in it, and what it holds is written to the worker's cache directory when
  * the device goes or the client ends (gpud_pipecache.c).
  */
+
+#include <vulkan/vulkan.h>
+
+struct gpud_context;
+struct gpud_object;
 
 /* Opens (reads) the cache of a device just made; nothing where there is no
  * cache directory or GPUD_PIPELINE_CACHE=off. */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* A client's stream of commands, decoded and run (gpud_stream.c). */
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* The fuzzers' way into the daemon's decoders, by op. */
+
 #include "wire.h"
 #include "wire_gen.h"
 
