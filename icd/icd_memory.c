@@ -35,8 +35,8 @@ allocate_memory(VkDevice device, const VkMemoryAllocateInfo *pAllocateInfo,
       }
    }
    struct icd_connection *conn = icd_connection_of(device);
-   struct icd_device_memory *mem = (struct icd_device_memory *)(uintptr_t)icd_handle_create(
-      conn, VK_OBJECT_TYPE_DEVICE_MEMORY, device);
+   struct icd_device_memory *mem = icd_device_memory_from_handle(
+      (VkDeviceMemory)icd_handle_create(conn, VK_OBJECT_TYPE_DEVICE_MEMORY, device));
    if (!mem)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    mem->size = pAllocateInfo->allocationSize;
