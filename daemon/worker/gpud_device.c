@@ -11,6 +11,7 @@
 #include "gpud_lifetime.h"
 #include "gpud_queue.h"
 #include "gpud_sched_worker.h"
+#include "gpud_wait.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -427,3 +428,14 @@ gpud_exec_vkGetDeviceFaultInfoGPUD(struct gpud_call *call,
    memcpy(a->pDescription, info.description, VK_MAX_DESCRIPTION_SIZE);
 }
 #endif
+
+/* A wait on a thread of its own (gpud_wait.c). */
+void
+gpud_exec_vkDeviceWaitIdle(struct gpud_call *call, struct wire_args_vkDeviceWaitIdle *a)
+{
+   if (gpud_wait_device_idle(call))
+      return;
+   gpud_gen_exec_vkDeviceWaitIdle(call, a);
+   if (a->ret == VK_SUCCESS)
+      gpud_queue_publish(call->device);
+}

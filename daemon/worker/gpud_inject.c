@@ -24,7 +24,6 @@
 #include <stdio.h>
 
 #include "util_futex.h"
-#include "util_time.h"
 
 void
 gpud_inject_before_command(struct gpud_call *call)
@@ -62,47 +61,4 @@ gpud_inject_fail_alloc(struct gpud_context *ctx)
    while (n && !atomic_compare_exchange_weak(left, &n, n - 1))
       ;
    return n != 0;
-}
-
-void
-gpud_exec_vkGetFenceStatus(struct gpud_call *call, struct wire_args_vkGetFenceStatus *a)
-{
-   struct gpud_object *fence =
-      gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->fence);
-   if (fence && atomic_load(&fence->fence_cpu_signaled)) {
-      a->ret = VK_SUCCESS; /* signalled by the worker's own copies */
-      return;
-   }
-   gpud_queue_fence_settle(fence);
-   gpud_gen_exec_vkGetFenceStatus(call, a);
-   uint64_t delay = gpud_context_inject_delay_ns(call->ctx);
-   if (a->ret == VK_SUCCESS && fence && !delay) {
-      /* the host's word on the page before the application hears it */
-      gpud_queue_publish(call->device);
-      gpud_queue_fences_signalled(call->device, &fence, 1);
-   }
-   if (a->ret != VK_SUCCESS || !fence)
-      return;
-   uint64_t now = util_now_ns();
-   uint64_t seen = 0;
-   atomic_compare_exchange_strong(&fence->signal_seen_ns, &seen, now);
-   seen = seen ? seen : now;
-   if (delay && now < seen + delay)
-      a->ret = VK_NOT_READY;
-}
-
-void
-gpud_exec_vkResetFences(struct gpud_call *call, struct wire_args_vkResetFences *a)
-{
-   for (unsigned i = 0; i < call->n_touched; i++) {
-      struct gpud_object *fence = call->touched[i];
-      if (fence && fence->type == VK_OBJECT_TYPE_FENCE) {
-         atomic_store(&fence->signal_seen_ns, 0);
-         atomic_store(&fence->fence_cpu_signaled, false);
-         fence->fence_owed_queue = VK_NULL_HANDLE; /* unsignalled all the same */
-         /* the ICD counted this reset too (the completion page) */
-         fence->fence_generation++;
-      }
-   }
-   gpud_gen_exec_vkResetFences(call, a);
 }

@@ -6,6 +6,7 @@
 #include "gpud_call.h"
 #include "gpud_queue.h"
 #include "gpud_track.h"
+#include "gpud_wait.h"
 
 #include <stdlib.h>
 
@@ -108,4 +109,45 @@ gpud_exec_vkResetQueryPool(struct gpud_call *call, struct wire_args_vkResetQuery
    p->host_resets++;
    atomic_store(&p->map->host_resets, p->host_resets);
    pthread_mutex_unlock(&t->mutex);
+}
+
+void
+gpud_exec_vkGetQueryPoolResults(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
+{
+   /* The host writes queryCount results at stride, whatever dataSize says:
+    * give it room for the largest result (statistics: 11 values, plus
+    * availability, 64 bits each) so a lying client cannot overrun. */
+   uint64_t need = a->queryCount ? (uint64_t)(a->queryCount - 1) * a->stride + 12 * 8 : 0;
+   if (need > WIRE_MAX_OUTPUT_BYTES) {
+      gpud_call_fail(call, "results too large");
+      return;
+   }
+   if (a->pData && need > a->dataSize) {
+      uint8_t *room = wire_dec_alloc(&call->dec, need);
+      if (!room)
+         return;
+      a->pData = room;
+   }
+   if (!a->pData) {
+      a->ret = VK_SUCCESS;
+      return;
+   }
+   /* results waited for on a thread of their own (gpud_wait.c) */
+   if ((a->flags & VK_QUERY_RESULT_WAIT_BIT) && gpud_wait_query(call, a))
+      return;
+   gpud_gen_exec_vkGetQueryPoolResults(call, a);
+}
+
+/* A wait in flight on the pool ends first, and the queue tracker's
+ * reading of its results into the page. */
+void
+gpud_exec_vkDestroyQueryPool(struct gpud_call *call, struct wire_args_vkDestroyQueryPool *a)
+{
+   struct gpud_object *pool =
+      gpud_call_named(call, VK_OBJECT_TYPE_QUERY_POOL, (uint64_t)(uintptr_t)a->queryPool);
+   if (a->queryPool)
+      gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->queryPool);
+   if (pool)
+      gpud_queue_query_pool_gone(pool);
+   gpud_gen_exec_vkDestroyQueryPool(call, a);
 }

@@ -12,6 +12,7 @@
 #include "gpud_timing.h"
 #include "gpud_track.h"
 #include "gpud_transfer.h"
+#include "gpud_wait.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -740,4 +741,15 @@ gpud_call_host_lost(struct gpud_call *call)
       gpud_queue_device_lost(call->device);
    }
    gpud_context_host_lost(call->ctx, wire_op_name(call->op));
+}
+
+/* A wait on a thread of its own (gpud_wait.c). */
+void
+gpud_exec_vkQueueWaitIdle(struct gpud_call *call, struct wire_args_vkQueueWaitIdle *a)
+{
+   if (gpud_wait_queue_idle(call, a->queue))
+      return;
+   gpud_gen_exec_vkQueueWaitIdle(call, a);
+   if (a->ret == VK_SUCCESS)
+      gpud_queue_publish(call->device);
 }

@@ -8,6 +8,7 @@
 #include "gpud_call.h"
 #include "gpud_queue.h"
 #include "gpud_track.h"
+#include "gpud_wait.h"
 
 #include <stdlib.h>
 
@@ -192,4 +193,44 @@ gpud_exec_vkSignalGPUD(struct gpud_call *call, struct wire_args_vkSignalGPUD *a)
                : NULL;
    if (fence)
       gpud_queue_fence_ask(fence);
+}
+
+/* A wait with a timeout on a thread of its own (gpud_wait.c). */
+void
+gpud_exec_vkWaitSemaphores(struct gpud_call *call, struct wire_args_vkWaitSemaphores *a)
+{
+   if (a->timeout && call->device &&
+       gpud_wait_semaphores(call, a->pWaitInfo, a->timeout, gpud_queue_semaphores_reached))
+      return;
+   gpud_gen_exec_vkWaitSemaphores(call, a);
+   if (a->ret == VK_SUCCESS && call->device)
+      gpud_wait_publish(call, VK_OBJECT_TYPE_SEMAPHORE, a->pWaitInfo->pSemaphores,
+                        a->pWaitInfo->semaphoreCount, gpud_queue_semaphores_reached);
+}
+
+void
+gpud_exec_vkGetSemaphoreCounterValue(struct gpud_call *call,
+                                     struct wire_args_vkGetSemaphoreCounterValue *a)
+{
+   gpud_gen_exec_vkGetSemaphoreCounterValue(call, a);
+   struct gpud_object *sem =
+      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
+   /* the value the host gave is on the page before the application has it */
+   if (a->ret == VK_SUCCESS && sem)
+      gpud_queue_semaphore_signalled(sem, *a->pValue);
+}
+
+/* A wait in flight on the semaphore ends first, and the host's hold on it
+ * through a submission that waited on it is let go (gpud_semaphore_settle). */
+void
+gpud_exec_vkDestroySemaphore(struct gpud_call *call, struct wire_args_vkDestroySemaphore *a)
+{
+   if (a->semaphore) {
+      gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->semaphore);
+      struct gpud_object *sem =
+         gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
+      if (sem && !gpud_semaphore_settle(call->ctx, sem))
+         return; /* the host's destroy comes once its queue let go of it */
+   }
+   gpud_gen_exec_vkDestroySemaphore(call, a);
 }

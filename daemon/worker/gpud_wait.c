@@ -40,8 +40,8 @@ struct gpud_waiter {
    uint32_t n_handles;
    uint64_t *handles;
    uint64_t *values;
-   struct gpud_object **fences; /* fence waits: the fences' objects */
-   struct gpud_object **sems;   /* semaphore waits: the semaphores' objects */
+   struct gpud_object **objs; /* fence or semaphore waits: their objects */
+   gpud_wait_reached_fn reached;
    bool wait_all;
    VkSemaphoreWaitFlags sem_flags;
    uint64_t deadline_ns;
@@ -107,10 +107,11 @@ delay_completion(struct gpud_waiter *w)
       struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
       nanosleep(&ts, NULL);
    }
-   for (uint32_t i = 0; r == VK_SUCCESS && w->fences && i < w->n_handles; i++) {
-      if (w->fences[i] &&
+   for (uint32_t i = 0; r == VK_SUCCESS && w->kind == WAIT_FENCES && w->objs && i < w->n_handles;
+        i++) {
+      if (w->objs[i] &&
           w->disp->GetFenceStatus(w->dev, (VkFence)(uintptr_t)w->handles[i]) == VK_SUCCESS)
-         atomic_store(&w->fences[i]->signal_seen_ns, 1);
+         atomic_store(&w->objs[i]->signal_seen_ns, 1);
    }
    return r;
 }
@@ -149,8 +150,7 @@ waiter_free(struct gpud_waiter *w)
 {
    free(w->handles);
    free(w->values);
-   free(w->fences);
-   free(w->sems);
+   free(w->objs);
    free(w->data);
    free(w);
 }
@@ -188,10 +188,8 @@ waiter_thread(void *data)
    if (r == VK_SUCCESS && w->kind != WAIT_QUERY) {
       /* what the host said is on the page before the application hears it */
       gpud_queue_publish(w->device);
-      if (w->kind == WAIT_FENCES && w->fences)
-         gpud_queue_fences_signalled(w->device, w->fences, w->n_handles);
-      if (w->kind == WAIT_SEMAPHORES && w->sems)
-         gpud_queue_semaphores_reached(w->device, w->sems, w->n_handles);
+      if (w->reached && w->objs)
+         w->reached(w->device, w->objs, w->n_handles);
    }
    if (r == VK_ERROR_DEVICE_LOST && !atomic_load(&w->cancel) && !atomic_load(&w->ctx->closing))
       gpud_context_host_lost(w->ctx, wire_op_name(w->op));
@@ -272,10 +270,9 @@ deadline(uint64_t timeout)
    return timeout > UINT64_MAX - now ? UINT64_MAX : now + timeout;
 }
 
-/* A wait the host answered here, on this thread: what it found signalled
- * on the page before the reply. */
-static void
-publish_waited(struct gpud_call *call, VkObjectType type, const void *handles, uint32_t n)
+void
+gpud_wait_publish(struct gpud_call *call, VkObjectType type, const void *handles, uint32_t n,
+                  gpud_wait_reached_fn reached)
 {
    gpud_queue_publish(call->device);
    struct gpud_object *objs[64];
@@ -287,145 +284,84 @@ publish_waited(struct gpud_call *call, VkObjectType type, const void *handles, u
                          : (uint64_t)(uintptr_t)((const VkSemaphore *)handles)[done + i];
          objs[i] = gpud_call_named(call, type, h);
       }
-      if (type == VK_OBJECT_TYPE_FENCE)
-         gpud_queue_fences_signalled(call->device, objs, k);
-      else
-         gpud_queue_semaphores_reached(call->device, objs, k);
+      reached(call->device, objs, k);
       done += k;
    }
 }
 
-/* Fences the worker's own copies signalled are signalled (the host's are
- * not): a wait for any of them is over, one for all of them waits for the
- * others on the host.  Whether the wait is over. */
-static bool
-fences_signaled_here(struct gpud_call *call, struct wire_args_vkWaitForFences *a)
+/* The objects of type named by handles, kept for reached once the wait is
+ * over. */
+static void
+waiter_reaches(struct gpud_call *call, struct gpud_waiter *w, VkObjectType type,
+               gpud_wait_reached_fn reached)
 {
-   uint32_t left = 0;
-   VkFence *rest = wire_dec_alloc(&call->dec, sizeof(*rest) * (a->fenceCount ? a->fenceCount : 1));
-   for (uint32_t i = 0; i < a->fenceCount; i++) {
-      const struct gpud_object *f =
-         gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->pFences[i]);
-      if (f && atomic_load(&f->fence_cpu_signaled)) {
-         if (!a->waitAll)
-            return true;
-      } else if (rest) {
-         rest[left++] = a->pFences[i];
-      }
-   }
-   if (!rest || left == a->fenceCount)
-      return false;
-   if (!left)
+   w->objs = calloc(w->n_handles ? w->n_handles : 1, sizeof(*w->objs));
+   for (uint32_t i = 0; w->objs && i < w->n_handles; i++)
+      w->objs[i] = gpud_call_named(call, type, w->handles[i]);
+   w->reached = reached;
+}
+
+/* w started, or freed where it could not be. */
+static bool
+started(struct gpud_call *call, struct gpud_waiter *w)
+{
+   if (waiter_start(call, w))
       return true;
-   a->pFences = rest;
-   a->fenceCount = left;
+   waiter_free(w);
    return false;
 }
 
-void
-gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFences *a)
+bool
+gpud_wait_fences(struct gpud_call *call, const VkFence *fences, uint32_t n, bool wait_all,
+                 uint64_t timeout, gpud_wait_reached_fn reached)
 {
-   /* the host waits: each fence's own signal on the host first */
-   for (uint32_t i = 0; i < a->fenceCount; i++)
-      gpud_queue_fence_settle(
-         gpud_call_named(call, VK_OBJECT_TYPE_FENCE, (uint64_t)(uintptr_t)a->pFences[i]));
-   if (fences_signaled_here(call, a)) {
-      a->ret = VK_SUCCESS;
-      return;
-   }
-   if (a->timeout == 0 || !call->device) {
-      gpud_gen_exec_vkWaitForFences(call, a);
-      if (a->ret == VK_SUCCESS && call->device)
-         publish_waited(call, VK_OBJECT_TYPE_FENCE, a->pFences, a->fenceCount);
-      return;
-   }
-   struct gpud_waiter *w = waiter_new(call, WAIT_FENCES, a->fenceCount);
-   if (!w) {
-      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
-      return;
-   }
-   w->fences = calloc(a->fenceCount ? a->fenceCount : 1, sizeof(*w->fences));
-   for (uint32_t i = 0; i < a->fenceCount; i++) {
-      w->handles[i] = (uint64_t)(uintptr_t)a->pFences[i];
-      if (w->fences)
-         w->fences[i] = gpud_call_named(call, VK_OBJECT_TYPE_FENCE, w->handles[i]);
-   }
-   w->wait_all = a->waitAll;
-   w->deadline_ns = deadline(a->timeout);
-   if (!waiter_start(call, w)) {
-      waiter_free(w);
-      gpud_gen_exec_vkWaitForFences(call, a);
-      if (a->ret == VK_SUCCESS)
-         publish_waited(call, VK_OBJECT_TYPE_FENCE, a->pFences, a->fenceCount);
-   }
+   struct gpud_waiter *w = waiter_new(call, WAIT_FENCES, n);
+   if (!w)
+      return false;
+   for (uint32_t i = 0; i < n; i++)
+      w->handles[i] = (uint64_t)(uintptr_t)fences[i];
+   waiter_reaches(call, w, VK_OBJECT_TYPE_FENCE, reached);
+   w->wait_all = wait_all;
+   w->deadline_ns = deadline(timeout);
+   return started(call, w);
 }
 
-void
-gpud_exec_vkWaitSemaphores(struct gpud_call *call, struct wire_args_vkWaitSemaphores *a)
+bool
+gpud_wait_semaphores(struct gpud_call *call, const VkSemaphoreWaitInfo *info, uint64_t timeout,
+                     gpud_wait_reached_fn reached)
 {
-   if (a->timeout == 0 || !call->device) {
-      gpud_gen_exec_vkWaitSemaphores(call, a);
-      if (a->ret == VK_SUCCESS && call->device)
-         publish_waited(call, VK_OBJECT_TYPE_SEMAPHORE, a->pWaitInfo->pSemaphores,
-                        a->pWaitInfo->semaphoreCount);
-      return;
-   }
-   const VkSemaphoreWaitInfo *info = a->pWaitInfo;
    struct gpud_waiter *w = waiter_new(call, WAIT_SEMAPHORES, info->semaphoreCount);
-   if (!w) {
-      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
-      return;
-   }
-   w->sems = calloc(info->semaphoreCount ? info->semaphoreCount : 1, sizeof(*w->sems));
+   if (!w)
+      return false;
    for (uint32_t i = 0; i < info->semaphoreCount; i++) {
       w->handles[i] = (uint64_t)(uintptr_t)info->pSemaphores[i];
       w->values[i] = info->pValues[i];
-      if (w->sems)
-         w->sems[i] = gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, w->handles[i]);
    }
+   waiter_reaches(call, w, VK_OBJECT_TYPE_SEMAPHORE, reached);
    w->sem_flags = info->flags;
-   w->deadline_ns = deadline(a->timeout);
-   if (!waiter_start(call, w)) {
-      waiter_free(w);
-      gpud_gen_exec_vkWaitSemaphores(call, a);
-      if (a->ret == VK_SUCCESS)
-         publish_waited(call, VK_OBJECT_TYPE_SEMAPHORE, info->pSemaphores,
-                        info->semaphoreCount);
-   }
+   w->deadline_ns = deadline(timeout);
+   return started(call, w);
 }
 
-void
-gpud_exec_vkQueueWaitIdle(struct gpud_call *call, struct wire_args_vkQueueWaitIdle *a)
+bool
+gpud_wait_queue_idle(struct gpud_call *call, VkQueue queue)
 {
    struct gpud_waiter *w = waiter_new(call, WAIT_QUEUE_IDLE, 1);
-   if (w) {
-      w->handles[0] = (uint64_t)(uintptr_t)a->queue;
-      if (waiter_start(call, w))
-         return;
-      waiter_free(w);
-   }
-   gpud_gen_exec_vkQueueWaitIdle(call, a);
-   if (a->ret == VK_SUCCESS)
-      gpud_queue_publish(call->device);
+   if (!w)
+      return false;
+   w->handles[0] = (uint64_t)(uintptr_t)queue;
+   return started(call, w);
 }
 
-void
-gpud_exec_vkDeviceWaitIdle(struct gpud_call *call, struct wire_args_vkDeviceWaitIdle *a)
+bool
+gpud_wait_device_idle(struct gpud_call *call)
 {
    struct gpud_waiter *w = waiter_new(call, WAIT_DEVICE_IDLE, 0);
-   if (w) {
-      if (waiter_start(call, w))
-         return;
-      waiter_free(w);
-   }
-   gpud_gen_exec_vkDeviceWaitIdle(call, a);
-   if (a->ret == VK_SUCCESS)
-      gpud_queue_publish(call->device);
+   return w && started(call, w);
 }
 
-/* Results waited for (VK_QUERY_RESULT_WAIT_BIT) on a thread of their own. */
-static void
-wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
+bool
+gpud_wait_query(struct gpud_call *call, const struct wire_args_vkGetQueryPoolResults *a)
 {
    struct gpud_waiter *w = waiter_new(call, WAIT_QUERY, 1);
    size_t room = a->dataSize;
@@ -437,8 +373,7 @@ wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
    if (!w || !w->data) {
       if (w)
          waiter_free(w);
-      gpud_gen_exec_vkGetQueryPoolResults(call, a);
-      return;
+      return false;
    }
    w->handles[0] = (uint64_t)(uintptr_t)a->queryPool;
    w->first_query = a->firstQuery;
@@ -447,38 +382,7 @@ wait_query(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
    w->room = room;
    w->stride = a->stride;
    w->query_flags = a->flags;
-   if (!waiter_start(call, w)) {
-      waiter_free(w);
-      gpud_gen_exec_vkGetQueryPoolResults(call, a);
-   }
-}
-
-void
-gpud_exec_vkGetQueryPoolResults(struct gpud_call *call, struct wire_args_vkGetQueryPoolResults *a)
-{
-   /* The host writes queryCount results at stride, whatever dataSize says:
-    * give it room for the largest result (statistics: 11 values, plus
-    * availability, 64 bits each) so a lying client cannot overrun. */
-   uint64_t need = a->queryCount ? (uint64_t)(a->queryCount - 1) * a->stride + 12 * 8 : 0;
-   if (need > WIRE_MAX_OUTPUT_BYTES) {
-      gpud_call_fail(call, "results too large");
-      return;
-   }
-   if (a->pData && need > a->dataSize) {
-      uint8_t *room = wire_dec_alloc(&call->dec, need);
-      if (!room)
-         return;
-      a->pData = room;
-   }
-   if (!a->pData) {
-      a->ret = VK_SUCCESS;
-      return;
-   }
-   if (a->flags & VK_QUERY_RESULT_WAIT_BIT) {
-      wait_query(call, a);
-      return;
-   }
-   gpud_gen_exec_vkGetQueryPoolResults(call, a);
+   return started(call, w);
 }
 
 void
@@ -504,55 +408,4 @@ gpud_waiters_cancel(struct gpud_context *ctx, struct gpud_object *device, uint64
       pthread_cond_wait(&ctx->wait_cond, &ctx->wait_mutex);
    }
    pthread_mutex_unlock(&ctx->wait_mutex);
-}
-
-/* Destroying what a wait in flight uses: end that wait first. */
-#define CANCEL_THEN_DESTROY(cmd, field)                                                    \
-   void gpud_exec_##cmd(struct gpud_call *call, struct wire_args_##cmd *a)                \
-   {                                                                                       \
-      if (a->field)                                                                        \
-         gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->field);   \
-      gpud_gen_exec_##cmd(call, a);                                                        \
-   }
-
-CANCEL_THEN_DESTROY(vkDestroyFence, fence)
-
-/* ... and, for a semaphore, the host's hold on it through a submission
- * that waited on it (gpud_semaphore_settle) */
-void
-gpud_exec_vkDestroySemaphore(struct gpud_call *call, struct wire_args_vkDestroySemaphore *a)
-{
-   if (a->semaphore) {
-      gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->semaphore);
-      struct gpud_object *sem =
-         gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
-      if (sem && !gpud_semaphore_settle(call->ctx, sem))
-         return; /* the host's destroy comes once its queue let go of it */
-   }
-   gpud_gen_exec_vkDestroySemaphore(call, a);
-}
-
-/* ... and the queue tracker's reading of its results into the page */
-void
-gpud_exec_vkDestroyQueryPool(struct gpud_call *call, struct wire_args_vkDestroyQueryPool *a)
-{
-   struct gpud_object *pool =
-      gpud_call_named(call, VK_OBJECT_TYPE_QUERY_POOL, (uint64_t)(uintptr_t)a->queryPool);
-   if (a->queryPool)
-      gpud_waiters_cancel(call->ctx, call->device, (uint64_t)(uintptr_t)a->queryPool);
-   if (pool)
-      gpud_queue_query_pool_gone(pool);
-   gpud_gen_exec_vkDestroyQueryPool(call, a);
-}
-
-void
-gpud_exec_vkGetSemaphoreCounterValue(struct gpud_call *call,
-                                     struct wire_args_vkGetSemaphoreCounterValue *a)
-{
-   gpud_gen_exec_vkGetSemaphoreCounterValue(call, a);
-   struct gpud_object *sem =
-      gpud_call_named(call, VK_OBJECT_TYPE_SEMAPHORE, (uint64_t)(uintptr_t)a->semaphore);
-   /* the value the host gave is on the page before the application has it */
-   if (a->ret == VK_SUCCESS && sem)
-      gpud_queue_semaphore_signalled(sem, *a->pValue);
 }
