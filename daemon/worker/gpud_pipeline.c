@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pipelines and shader modules: SPIR-V checked, pipelines made beside the
- * stream (gpud_compile.c) or at once, ray tracing groups remembered, and
- * pipeline binaries and keys (gpud's own commands).
+ * Pipelines, shader modules and shader objects: SPIR-V checked
+ * (gpud_spirv.c), pipelines made beside the stream (gpud_compile.c) or at
+ * once, ray tracing groups remembered, and pipeline binaries and keys
+ * (gpud's own commands).
  */
 #include "gpud_call.h"
 #include "gpud_compile.h"
@@ -54,6 +55,47 @@ gpud_exec_vkCreateShaderModule(struct gpud_call *call, struct wire_args_vkCreate
    }
    gpud_gen_exec_vkCreateShaderModule(call, a);
 }
+
+/* VK_EXT_shader_module_identifier: the host reads the code here too. */
+void
+gpud_exec_vkGetShaderModuleCreateInfoIdentifierEXT(
+   struct gpud_call *call, struct wire_args_vkGetShaderModuleCreateInfoIdentifierEXT *a)
+{
+   if (!gpud_spirv_module_valid(call->ctx, "vkGetShaderModuleCreateInfoIdentifierEXT",
+                                a->pCreateInfo)) {
+      a->pIdentifier->identifierSize = 0; /* no identifier: as for an unknown module */
+      return;
+   }
+   gpud_gen_exec_vkGetShaderModuleCreateInfoIdentifierEXT(call, a);
+}
+
+#ifdef WIRE_HAS_vkCreateShadersEXT
+/* VK_EXT_shader_object: SPIR-V in the create infos themselves (a binary
+ * the host made earlier is the host's to check). */
+void
+gpud_exec_vkCreateShadersEXT(struct gpud_call *call, struct wire_args_vkCreateShadersEXT *a)
+{
+   for (uint32_t i = 0; i < a->createInfoCount; i++) {
+      const VkShaderCreateInfoEXT *ci = &a->pCreateInfos[i];
+      /* a binary is the host's own format, which no validator reads:
+       * --spirv=strict takes none */
+      const bool binary_refused = ci->codeType != VK_SHADER_CODE_TYPE_SPIRV_EXT &&
+                                  call->ctx->host->spirv == DAEMON_SPIRV_STRICT;
+      if (binary_refused)
+         gpud_context_log(call->ctx, UTIL_LOG_WARNING,
+                          "vkCreateShadersEXT: a binary shader (refused: --spirv=strict)");
+      if (binary_refused ||
+          (ci->codeType == VK_SHADER_CODE_TYPE_SPIRV_EXT &&
+           !gpud_spirv_code_valid(call->ctx, "vkCreateShadersEXT", ci->pCode, ci->codeSize))) {
+         a->ret = VK_ERROR_INVALID_SHADER_NV;
+         for (uint32_t j = 0; a->pShaders && j < a->createInfoCount; j++)
+            a->pShaders[j] = VK_NULL_HANDLE;
+         return;
+      }
+   }
+   gpud_gen_exec_vkCreateShadersEXT(call, a);
+}
+#endif
 
 /* Chained shader code is validated with the creation itself: on a compile
  * thread (gpud_compile.c) where one takes it, else here.  Without a cache

@@ -69,10 +69,9 @@ spirv_valid(const uint32_t *code, size_t words, char *why, size_t why_size)
    return r == SPV_SUCCESS;
 }
 
-/* Whether a module's code may reach the host: what the validator says is
- * logged and reported to the application, and refused only when strict. */
-static bool
-code_valid(struct gpud_context *ctx, const char *command, const void *code, size_t size)
+bool
+gpud_spirv_code_valid(struct gpud_context *ctx, const char *command, const void *code,
+                      size_t size)
 {
    char why[512];
    if (size % 4 || size == 0) {
@@ -101,7 +100,7 @@ bool
 gpud_spirv_module_valid(struct gpud_context *ctx, const char *command,
                         const VkShaderModuleCreateInfo *info)
 {
-   return code_valid(ctx, command, info->pCode, info->codeSize);
+   return gpud_spirv_code_valid(ctx, command, info->pCode, info->codeSize);
 }
 
 bool
@@ -158,43 +157,3 @@ gpud_spirv_pipelines_valid(struct gpud_context *ctx, uint32_t op, const void *ar
    }
    return true;
 }
-
-/* VK_EXT_shader_module_identifier: the host reads the code here too. */
-void
-gpud_exec_vkGetShaderModuleCreateInfoIdentifierEXT(
-   struct gpud_call *call, struct wire_args_vkGetShaderModuleCreateInfoIdentifierEXT *a)
-{
-   if (!gpud_spirv_module_valid(call->ctx, "vkGetShaderModuleCreateInfoIdentifierEXT",
-                                a->pCreateInfo)) {
-      a->pIdentifier->identifierSize = 0; /* no identifier: as for an unknown module */
-      return;
-   }
-   gpud_gen_exec_vkGetShaderModuleCreateInfoIdentifierEXT(call, a);
-}
-
-#ifdef WIRE_HAS_vkCreateShadersEXT
-/* VK_EXT_shader_object: SPIR-V in the create infos themselves (a binary
- * the host made earlier is the host's to check). */
-void
-gpud_exec_vkCreateShadersEXT(struct gpud_call *call, struct wire_args_vkCreateShadersEXT *a)
-{
-   for (uint32_t i = 0; i < a->createInfoCount; i++) {
-      const VkShaderCreateInfoEXT *ci = &a->pCreateInfos[i];
-      /* a binary is the host's own format, which no validator reads:
-       * --spirv=strict takes none */
-      const bool binary_refused = ci->codeType != VK_SHADER_CODE_TYPE_SPIRV_EXT &&
-                                  call->ctx->host->spirv == DAEMON_SPIRV_STRICT;
-      if (binary_refused)
-         gpud_context_log(call->ctx, UTIL_LOG_WARNING,
-                          "vkCreateShadersEXT: a binary shader (refused: --spirv=strict)");
-      if (binary_refused || (ci->codeType == VK_SHADER_CODE_TYPE_SPIRV_EXT &&
-                             !code_valid(call->ctx, "vkCreateShadersEXT", ci->pCode, ci->codeSize))) {
-         a->ret = VK_ERROR_INVALID_SHADER_NV;
-         for (uint32_t j = 0; a->pShaders && j < a->createInfoCount; j++)
-            a->pShaders[j] = VK_NULL_HANDLE;
-         return;
-      }
-   }
-   gpud_gen_exec_vkCreateShadersEXT(call, a);
-}
-#endif

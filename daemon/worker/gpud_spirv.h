@@ -14,7 +14,12 @@
  * only under --spirv=strict (gpud_spirv.c). */
 bool gpud_spirv_stages_valid(struct gpud_context *ctx, const char *command,
                              const VkPipelineShaderStageCreateInfo *stages, uint32_t count);
-/* The same for a module's code (any thread). */
+/* Whether a module's code (size bytes) may reach the host: what the
+ * validator says is logged and reported to the application, and refused
+ * only under --spirv=strict (any thread). */
+bool gpud_spirv_code_valid(struct gpud_context *ctx, const char *command, const void *code,
+                           size_t size);
+/* The same for a module's create info. */
 bool gpud_spirv_module_valid(struct gpud_context *ctx, const char *command,
                              const VkShaderModuleCreateInfo *info);
 /* Whether the shader code chained to a vkCreateComputePipelines,
