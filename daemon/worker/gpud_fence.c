@@ -137,7 +137,7 @@ gpud_exec_vkWaitForFences(struct gpud_call *call, struct wire_args_vkWaitForFenc
    }
    if (a->timeout && call->device &&
        gpud_wait_fences(call, a->pFences, a->fenceCount, a->waitAll, a->timeout,
-                        gpud_queue_fences_signalled))
+                        gpud_queue_fences_signalled, &a->ret))
       return;
    gpud_gen_exec_vkWaitForFences(call, a);
    if (a->ret == VK_SUCCESS && call->device)

@@ -200,7 +200,8 @@ void
 gpud_exec_vkWaitSemaphores(struct gpud_call *call, struct wire_args_vkWaitSemaphores *a)
 {
    if (a->timeout && call->device &&
-       gpud_wait_semaphores(call, a->pWaitInfo, a->timeout, gpud_queue_semaphores_reached))
+       gpud_wait_semaphores(call, a->pWaitInfo, a->timeout, gpud_queue_semaphores_reached,
+                            &a->ret))
       return;
    gpud_gen_exec_vkWaitSemaphores(call, a);
    if (a->ret == VK_SUCCESS && call->device)

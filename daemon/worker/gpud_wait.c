@@ -313,11 +313,13 @@ started(struct gpud_call *call, struct gpud_waiter *w)
 
 bool
 gpud_wait_fences(struct gpud_call *call, const VkFence *fences, uint32_t n, bool wait_all,
-                 uint64_t timeout, gpud_wait_reached_fn reached)
+                 uint64_t timeout, gpud_wait_reached_fn reached, VkResult *ret)
 {
    struct gpud_waiter *w = waiter_new(call, WAIT_FENCES, n);
-   if (!w)
-      return false;
+   if (!w) {
+      *ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return true;
+   }
    for (uint32_t i = 0; i < n; i++)
       w->handles[i] = (uint64_t)(uintptr_t)fences[i];
    waiter_reaches(call, w, VK_OBJECT_TYPE_FENCE, reached);
@@ -328,11 +330,13 @@ gpud_wait_fences(struct gpud_call *call, const VkFence *fences, uint32_t n, bool
 
 bool
 gpud_wait_semaphores(struct gpud_call *call, const VkSemaphoreWaitInfo *info, uint64_t timeout,
-                     gpud_wait_reached_fn reached)
+                     gpud_wait_reached_fn reached, VkResult *ret)
 {
    struct gpud_waiter *w = waiter_new(call, WAIT_SEMAPHORES, info->semaphoreCount);
-   if (!w)
-      return false;
+   if (!w) {
+      *ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return true;
+   }
    for (uint32_t i = 0; i < info->semaphoreCount; i++) {
       w->handles[i] = (uint64_t)(uintptr_t)info->pSemaphores[i];
       w->values[i] = info->pValues[i];

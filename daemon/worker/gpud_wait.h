@@ -17,11 +17,13 @@ typedef void (*gpud_wait_reached_fn)(struct gpud_object *device, struct gpud_obj
 /* Each starts a wait on a thread of its own, which answers the call
  * (call->deferred) and, for fences and semaphores, calls reached; false
  * where it did not (no reply is asked, the client has too many waits, no
- * memory or thread): the caller then waits on its own thread. */
+ * thread): the caller then waits on its own thread.  A wait of fences or
+ * semaphores without memory for its record is answered at once instead
+ * (true, *ret VK_ERROR_OUT_OF_HOST_MEMORY); the others wait inline. */
 bool gpud_wait_fences(struct gpud_call *call, const VkFence *fences, uint32_t n, bool wait_all,
-                      uint64_t timeout, gpud_wait_reached_fn reached);
+                      uint64_t timeout, gpud_wait_reached_fn reached, VkResult *ret);
 bool gpud_wait_semaphores(struct gpud_call *call, const VkSemaphoreWaitInfo *info,
-                          uint64_t timeout, gpud_wait_reached_fn reached);
+                          uint64_t timeout, gpud_wait_reached_fn reached, VkResult *ret);
 bool gpud_wait_queue_idle(struct gpud_call *call, VkQueue queue);
 bool gpud_wait_device_idle(struct gpud_call *call);
 /* Query results with VK_QUERY_RESULT_WAIT_BIT. */
