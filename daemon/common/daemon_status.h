@@ -51,6 +51,10 @@ struct daemon_status_inject {
    /* one more after every change of the above (a futex word: the worker's
     * thread that tells the completion pages sleeps on it, gpud_hold.c) */
    atomic_uint_least32_t seq;
+   /* non-zero while that thread runs; the seq its pages reflect (a futex
+    * word: the server waits on it before it answers an injection) */
+   atomic_uint_least32_t watching;
+   atomic_uint_least32_t taken;
 };
 
 /* Replay lanes (threads replaying recordings), at most. */
@@ -65,7 +69,7 @@ struct daemon_status_lane {
 /* The layout of the page below; a server that adopts a worker of another
  * build (an upgrade) reads nothing else of a page of another layout.  Grows
  * with every change to struct daemon_status_page. */
-#define DAEMON_STATUS_LAYOUT 5u
+#define DAEMON_STATUS_LAYOUT 6u
 
 struct daemon_status_page {
    atomic_uint_least32_t layout;        /* DAEMON_STATUS_LAYOUT, the server writes it: first */

@@ -26,6 +26,7 @@
 #include "daemon_sched.h"
 #include "util_futex.h"
 #include "util_log.h"
+#include "util_time.h"
 #include "wire_control.h"
 #include "wire_gen.h"
 #include "util_time.h"
@@ -479,6 +480,25 @@ disconnect(struct srv_client *control, uint64_t id)
    srv_client_queue_control(control, &m);
 }
 
+/* The ICD answers some completions itself while its completion pages do not
+ * say hold (gpud_hold.c): a delay or a lost device is in effect once the
+ * worker's thread that tells them has taken the request in.  That thread
+ * does nothing else, so it answers within microseconds; one that does not
+ * (a worker stopped in a debugger) is not waited for long. */
+static void
+wait_taken(struct daemon_status_inject *in, uint32_t seq)
+{
+   _Atomic uint32_t *taken = (_Atomic uint32_t *)&in->taken;
+   uint64_t deadline = util_now_ns() + 100 * 1000000ull;
+   for (;;) {
+      uint32_t t = atomic_load(taken);
+      uint64_t now = util_now_ns();
+      if (!atomic_load(&in->watching) || (int32_t)(t - seq) >= 0 || now >= deadline)
+         return;
+      util_futex_wait(taken, t, deadline - now);
+   }
+}
+
 /* gpudctl inject ID FAULT [VALUE]: written on the client's status page for
  * its worker (gpud_inject.c), or, for crash-worker, a SIGSEGV to the
  * worker as if its host driver had crashed. */
@@ -530,8 +550,10 @@ srv_control_inject(struct srv_server *server, const struct srv_client *viewer, u
       return -EINVAL;
    }
    /* (the worker's thread that tells the ICD sleeps on seq) */
-   atomic_fetch_add(&in->seq, 1);
+   uint32_t seq = atomic_fetch_add(&in->seq, 1) + 1;
    util_futex_wake((_Atomic uint32_t *)&in->seq);
+   if (!strcmp(fault, "delay-completions") || !strcmp(fault, "lose-device"))
+      wait_taken(in, seq);
    srv_client_log(c, UTIL_LOG_NOTICE,
                    "fault injected by uid %u (pid %d, %s): %s %" PRIu64,
                    (unsigned)viewer->uid, (int)viewer->pid, via, fault, value);

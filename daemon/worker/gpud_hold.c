@@ -48,6 +48,9 @@ watch(void *data)
       pthread_mutex_lock(&w->mutex);
       hold_all(w, hold);
       pthread_mutex_unlock(&w->mutex);
+      /* the request is in effect: the server answers gpudctl now */
+      atomic_store(&in->taken, seen);
+      util_futex_wake((_Atomic uint32_t *)&in->taken);
       if (!atomic_load(&w->stop))
          util_futex_wait(seq, seen, 3600ull * 1000000000ull); /* (a backstop) */
    }
@@ -85,9 +88,13 @@ gpud_hold_watch_page(struct gpud_context *ctx, struct gpud_completion_header *pa
                                 atomic_load(&ctx->status->inject.lose_device));
    pthread_mutex_unlock(&w->mutex);
    if (!w->started) {
+      /* (set first: the thread's first look answers whatever came before) */
+      atomic_store(&ctx->status->inject.watching, 1);
       w->started = pthread_create(&w->thread, NULL, watch, ctx) == 0;
-      if (!w->started)
+      if (!w->started) {
+         atomic_store(&ctx->status->inject.watching, 0);
          atomic_store(&page->hold, 1);
+      }
    }
 }
 
@@ -114,6 +121,7 @@ gpud_hold_end(struct gpud_context *ctx)
    if (!w)
       return;
    if (w->started) {
+      atomic_store(&ctx->status->inject.watching, 0);
       atomic_store(&w->stop, true);
       /* (the word moves, so a thread about to sleep on it does not) */
       atomic_fetch_add(&ctx->status->inject.seq, 1);
