@@ -41,6 +41,11 @@
  *   (i) a new process that makes 3 instances and devices one after the
  *       other (as programs that look at the devices first do): the whole
  *       time from the first vkCreateInstance
+ *   (j) staged uploads, as llama.cpp's ggml makes each token's and each
+ *       prompt's inputs where it maps no device memory: write 4 KiB,
+ *       64 KiB, 512 KiB, 1 MiB or 2 MiB into a mapped staging buffer, record a
+ *       copy of it into a device-local buffer afresh, submit it with a
+ *       fence, wait, reset the fence (medians; the last bytes checked)
  *
  *   gpud_bench [--direct-only] [--calls N] [--draws N] [--mib N] [--reps N]
  *              [--starts N] [--frames N] [--clients N] [--seconds S]
@@ -130,6 +135,11 @@ enum metric {
    M_JOB_AGAIN,
    M_JOB_GPU,
    M_START_CYCLES,
+   M_UPLOAD_4K,
+   M_UPLOAD_64K,
+   M_UPLOAD_512K,
+   M_UPLOAD_1M,
+   M_UPLOAD_2M,
    M_COUNT,
 };
 
@@ -164,6 +174,11 @@ static const struct {
    [M_JOB_AGAIN] = { "GPU-bound job: submit again+wait, median", "ms" },
    [M_JOB_GPU] = { "GPU-bound job: on the GPU (timestamps), median", "ms" },
    [M_START_CYCLES] = { "new process: 3 instance+device cycles", "ms" },
+   [M_UPLOAD_4K] = { "staged upload 4 KiB: write, copy, wait, median", "us" },
+   [M_UPLOAD_64K] = { "staged upload 64 KiB, median", "us" },
+   [M_UPLOAD_512K] = { "staged upload 512 KiB, median", "us" },
+   [M_UPLOAD_1M] = { "staged upload 1 MiB, median", "us" },
+   [M_UPLOAD_2M] = { "staged upload 2 MiB, median", "us" },
 };
 
 static int
@@ -1048,6 +1063,89 @@ bench_frames(const struct vkt_context *ctx, const struct options *o, double *res
    free(times);
 }
 
+/* ---- (j) staged uploads ------------------------------------------------ */
+
+#define UPLOAD_ROUNDS 200
+
+static void
+bench_uploads(const struct vkt_context *ctx, double *results)
+{
+   static const struct {
+      VkDeviceSize size;
+      enum metric metric;
+   } sizes[] = {
+      {4u << 10, M_UPLOAD_4K},
+      {64u << 10, M_UPLOAD_64K},
+      {512u << 10, M_UPLOAD_512K},
+      {1u << 20, M_UPLOAD_1M},
+      {2u << 20, M_UPLOAD_2M},
+   };
+   const VkDeviceSize max = 2u << 20;
+   struct vkt_buffer staging, dst, back;
+   vkt_buffer_create(ctx, max, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true, &staging);
+   vkt_buffer_create(ctx, max, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                     false, &dst);
+   vkt_buffer_create(ctx, max, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true, &back);
+   const VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VkFence fence;
+   VKT_CHECK(vkCreateFence(ctx->device, &fi, NULL, &fence));
+   const VkCommandBufferAllocateInfo ai = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = ctx->cmd_pool,
+      .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1,
+   };
+   VkCommandBuffer cmd;
+   VKT_CHECK(vkAllocateCommandBuffers(ctx->device, &ai, &cmd));
+   uint64_t times[UPLOAD_ROUNDS];
+   for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+      const VkDeviceSize size = sizes[s].size;
+      for (uint32_t r = 0; r < UPLOAD_ROUNDS + 10; r++) {
+         uint64_t t0 = vkt_now_ns();
+         memset(staging.map, (int)(r & 0xff), (size_t)size);
+         vkt_buffer_flush(ctx, &staging);
+         VKT_CHECK(vkResetCommandBuffer(cmd, 0));
+         const VkCommandBufferBeginInfo bi = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+         };
+         VKT_CHECK(vkBeginCommandBuffer(cmd, &bi));
+         const VkBufferCopy region = {.size = size};
+         vkCmdCopyBuffer(cmd, staging.buffer, dst.buffer, 1, &region);
+         VKT_CHECK(vkEndCommandBuffer(cmd));
+         const VkSubmitInfo si = {
+            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+            .commandBufferCount = 1,
+            .pCommandBuffers = &cmd,
+         };
+         VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &si, fence));
+         VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, UINT64_MAX));
+         VKT_CHECK(vkResetFences(ctx->device, 1, &fence));
+         if (r >= 10)
+            times[r - 10] = vkt_now_ns() - t0;
+      }
+      results[sizes[s].metric] = median_us(times, UPLOAD_ROUNDS);
+      /* the last round's bytes reached the device-local buffer */
+      VkCommandBuffer rb = vkt_cmd_begin(ctx);
+      const VkBufferCopy region = {.size = size};
+      vkCmdCopyBuffer(rb, dst.buffer, back.buffer, 1, &region);
+      vkt_cmd_submit_wait(ctx, rb);
+      vkt_buffer_invalidate(ctx, &back);
+      const uint8_t want = (UPLOAD_ROUNDS + 9) & 0xff;
+      const uint8_t *got = back.map;
+      for (VkDeviceSize i = 0; i < size; i++) {
+         if (got[i] != want)
+            vkt_fail("staged upload of %llu bytes: byte %llu is %u, not %u",
+                     (unsigned long long)size, (unsigned long long)i, got[i], want);
+      }
+   }
+   vkFreeCommandBuffers(ctx->device, ctx->cmd_pool, 1, &cmd);
+   vkDestroyFence(ctx->device, fence, NULL);
+   vkt_buffer_destroy(ctx, &back);
+   vkt_buffer_destroy(ctx, &dst);
+   vkt_buffer_destroy(ctx, &staging);
+}
+
 /* --clients-child START_NS END_NS: the frame loop from START_NS to END_NS
  * (CLOCK_MONOTONIC), then prints the frames it did. */
 static int
@@ -1269,6 +1367,8 @@ bench_device(VkInstance instance, VkPhysicalDevice pdev, struct options *o, doub
       bench_afresh(&ctx, o, results);
    if (part(o, 'h'))
       bench_job(&ctx, o, results);
+   if (part(o, 'j'))
+      bench_uploads(&ctx, results);
    vkt_context_finish_device(&ctx);
 }
 

@@ -39,10 +39,12 @@
 /* More bytes than this, up to UPLOAD_SLOT_MAX, are written into a slot of
  * the device's upload memory instead, which the worker copies them from on
  * the GPU (or its CPU): one copy of them rather than three (into the
- * message, out of the socket, into the worker's staging memory). */
+ * message, out of the socket, into the worker's staging memory).  More
+ * than a slot is the GPU's: the application's thread copying them would
+ * take longer than the GPU's copy and its round trip (docs/architecture.md,
+ * "Copies the ICD makes"). */
 #define UPLOAD_INLINE_MAX (64u << 10)
-#define UPLOAD_SLOT_MAX (4u << 20)
-#define UPLOAD_SLOT_MIN (1u << 20)
+#define UPLOAD_SLOT_MAX (1u << 20)
 
 /* ---- what a recording copies ----------------------------------------------- */
 
@@ -193,15 +195,12 @@ upload_slot_type(struct icd_device *dev, uint32_t bits)
    return UINT32_MAX;
 }
 
-/* The slot's memory made anew, of at least size bytes. */
+/* The slot's memory made, UPLOAD_SLOT_MAX bytes. */
 static bool
-upload_slot_make(struct icd_device *dev, struct icd_upload_slot *s, VkDeviceSize size)
+upload_slot_make(struct icd_device *dev, struct icd_upload_slot *s)
 {
    VkDevice device = (VkDevice)dev;
-   upload_slot_free(dev, s);
-   VkDeviceSize want = UPLOAD_SLOT_MIN;
-   while (want < size)
-      want *= 2;
+   const VkDeviceSize want = UPLOAD_SLOT_MAX;
    const VkBufferCreateInfo bi = {
       .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
       .size = want,
@@ -238,10 +237,10 @@ upload_slot_make(struct icd_device *dev, struct icd_upload_slot *s, VkDeviceSize
    return true;
 }
 
-/* A slot of upload memory of at least size bytes that no copies are
- * reading (its fence signalled), its fence reset; NULL: none. */
+/* A slot of upload memory that no copies are reading (its fence
+ * signalled), its fence reset; NULL: none. */
 static struct icd_upload_slot *
-upload_slot_take(struct icd_device *dev, VkDeviceSize size)
+upload_slot_take(struct icd_device *dev)
 {
    VkDevice device = (VkDevice)dev;
    struct icd_upload_slot *take = NULL;
@@ -264,17 +263,12 @@ upload_slot_take(struct icd_device *dev, VkDeviceSize size)
             break;
          }
       }
-      if (!icd_fence_signalled_here(s->done))
-         continue;
-      /* the first free one that is large enough, else the first free one */
-      if (s->size >= size) {
+      if (icd_fence_signalled_here(s->done)) {
          take = s;
          break;
       }
-      if (!take)
-         take = s;
    }
-   if (take && take->size < size && !upload_slot_make(dev, take, size)) {
+   if (take && !take->size && !upload_slot_make(dev, take)) {
       dev->upload_slots_failed = true;
       take = NULL;
    }
@@ -372,10 +366,13 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
       visible |= copies[i].visible;
    /* larger ones through upload memory, where a slot is free (not for
     * copies the worker raises the fence of: the tests') */
+   uint64_t taking = util_now_ns();
    struct icd_upload_slot *slot =
       bytes > UPLOAD_INLINE_MAX && !visible && upload_mode() != UPLOAD_INLINE
-         ? upload_slot_take(dev, bytes)
+         ? upload_slot_take(dev)
          : NULL;
+   if (icd_debug & ICD_DEBUG_WAITS)
+      atomic_fetch_add_explicit(&dev->dbg_take_ns, util_now_ns() - taking, memory_order_relaxed);
    if (bytes > UPLOAD_MAX_BYTES && !slot)
       return false;
    VkBuffer buffers[ICD_UPLOAD_MAX_COPIES];
@@ -411,15 +408,19 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
     * even with nothing for the worker to write: the queue counts the
     * submission and the time the copies took (gpudctl). */
    bool here = fence && !visible;
+   uint64_t copy_ns = util_now_ns() - began;
    icd_gen_vkQueueUploadGPUD((VkQueue)q, fence, k, buffers, regions, slot ? 0 : at,
                              slot ? NULL : data, slot ? slot->buffer : VK_NULL_HANDLE,
-                             slot ? slot->done : VK_NULL_HANDLE, counted, here,
-                             util_now_ns() - began);
+                             slot ? slot->done : VK_NULL_HANDLE, counted, here, copy_ns);
    icd_connection_flush(dev->base.conn);
    if (!slot)
       free(data);
-   if (icd_debug & ICD_DEBUG_WAITS)
+   if (icd_debug & ICD_DEBUG_WAITS) {
       atomic_fetch_add_explicit(&dev->dbg_uploads, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&dev->dbg_copies[!!slot], 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&dev->dbg_copy_bytes[!!slot], at, memory_order_relaxed);
+      atomic_fetch_add_explicit(&dev->dbg_copy_ns[!!slot], copy_ns, memory_order_relaxed);
+   }
    if (here)
       icd_fence_signal_here(fence);
    *ret = icd_connection_is_lost(dev->base.conn) ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
