@@ -41,7 +41,8 @@ icd_vkDestroyDevice(VkDevice device, const VkAllocationCallbacks *pAllocator)
            atomic_load(&dev->dbg_waits) ? (double)atomic_load(&dev->dbg_wait_ns) / 1e3 /
                                              (double)atomic_load(&dev->dbg_waits)
                                         : 0.0,
-           atomic_load(&dev->submits), atomic_load(&dev->dbg_uploads));
+           atomic_load(&dev->submits),
+           atomic_load(&dev->dbg_copies[0]) + atomic_load(&dev->dbg_copies[1]));
    for (int u = 0; u < 2; u++) {
       uint64_t n = atomic_load(&dev->dbg_copies[u]);
       icd_dbg(ICD_DEBUG_WAITS,
@@ -51,8 +52,6 @@ icd_vkDestroyDevice(VkDevice device, const VkAllocationCallbacks *pAllocator)
               n ? (double)atomic_load(&dev->dbg_copy_bytes[u]) / 1024.0 / (double)n : 0.0,
               n ? (double)atomic_load(&dev->dbg_copy_ns[u]) / 1e3 / (double)n : 0.0);
    }
-   icd_dbg(ICD_DEBUG_WAITS, "device %" PRIu64 ": %.1f us taking upload memory in all",
-           dev->base.id, (double)atomic_load(&dev->dbg_take_ns) / 1e3);
    icd_device_upload_finish(dev);
    icd_gen_vkDestroyDevice(device, pAllocator);
    /* the ICD's own part of it: its queues, page, tables */

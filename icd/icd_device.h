@@ -43,11 +43,10 @@ struct icd_device {
     * the memory each buffer is bound to (icd_buffer.c, with buffers_mutex) */
    _Atomic uint64_t submits;
    /* GPUD_DEBUG=waits: the waits on the page, those that slept, their
-    * time; the submissions the ICD made itself */
-   _Atomic uint64_t dbg_waits, dbg_slept, dbg_wait_ns, dbg_uploads;
-   /* the copies' bytes and time (copying, and taking a slot) in upload
-    * memory [1] and in the message [0] */
-   _Atomic uint64_t dbg_copies[2], dbg_copy_bytes[2], dbg_copy_ns[2], dbg_take_ns;
+    * time; the submissions the ICD made itself, their bytes and the time
+    * it took to copy them, in the message [0] and in upload memory [1] */
+   _Atomic uint64_t dbg_waits, dbg_slept, dbg_wait_ns;
+   _Atomic uint64_t dbg_copies[2], dbg_copy_bytes[2], dbg_copy_ns[2];
    pthread_mutex_t buffers_mutex;
    struct icd_buffer_binding *buffers;
    uint32_t buffers_cap, buffers_n;

@@ -366,13 +366,10 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
       visible |= copies[i].visible;
    /* larger ones through upload memory, where a slot is free (not for
     * copies the worker raises the fence of: the tests') */
-   uint64_t taking = util_now_ns();
    struct icd_upload_slot *slot =
       bytes > UPLOAD_INLINE_MAX && !visible && upload_mode() != UPLOAD_INLINE
          ? upload_slot_take(dev)
          : NULL;
-   if (icd_debug & ICD_DEBUG_WAITS)
-      atomic_fetch_add_explicit(&dev->dbg_take_ns, util_now_ns() - taking, memory_order_relaxed);
    if (bytes > UPLOAD_MAX_BYTES && !slot)
       return false;
    VkBuffer buffers[ICD_UPLOAD_MAX_COPIES];
@@ -416,7 +413,6 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
    if (!slot)
       free(data);
    if (icd_debug & ICD_DEBUG_WAITS) {
-      atomic_fetch_add_explicit(&dev->dbg_uploads, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&dev->dbg_copies[!!slot], 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&dev->dbg_copy_bytes[!!slot], at, memory_order_relaxed);
       atomic_fetch_add_explicit(&dev->dbg_copy_ns[!!slot], copy_ns, memory_order_relaxed);

@@ -26,7 +26,6 @@
 #include "daemon_sched.h"
 #include "util_futex.h"
 #include "util_log.h"
-#include "util_time.h"
 #include "wire_control.h"
 #include "wire_gen.h"
 #include "util_time.h"

@@ -174,17 +174,15 @@ run_copies(void *data)
          const struct gpud_transfer *t = r->cbs[i]->transfer;
          for (uint32_t k = 0; k < t->n; k++) {
             const struct transfer_copy *c = &t->copies[k];
+            struct gpud_object *d = gpud_object_find(r->call->ctx, c->dst);
             uint8_t *src = buffer_bytes(r, c->src, false);
-            uint8_t *dst = buffer_bytes(r, c->dst, true);
+            uint8_t *dst = object_bytes(r, d, true);
             if (!src || !dst)
                return false;
-            if (pass) {
+            if (pass)
                memmove(dst + c->dst_offset, src + c->src_offset, c->size);
-            } else {
-               const struct gpud_object *d = gpud_object_find(r->call->ctx, c->dst);
-               if (!d->memory->map && (device_bytes += c->size) > CPU_DEVICE_BYTES_MAX)
-                  return false;
-            }
+            else if (!d->memory->map && (device_bytes += c->size) > CPU_DEVICE_BYTES_MAX)
+               return false;
          }
       }
    }
