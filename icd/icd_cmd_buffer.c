@@ -6,6 +6,13 @@
  * chunk into the host command buffer while the application goes on
  * recording, and vkEndCommandBuffer sends only the last one.  Submitting
  * sends only the submit.
+ *
+ * A recording of copies alone, small enough to be one chunk, is held here
+ * at its end instead: the ICD makes such submissions itself where it can
+ * (icd_upload.c), and then the daemon never needs it.  The first submission
+ * of it that goes to the daemon sends it first (icd_cmd_buffer_release); a
+ * reset or a new recording drops it.  The daemon sees what it would have
+ * seen, later: a whole recording, begun after every reset of it sent.
  */
 #include "icd.h"
 
@@ -68,6 +75,7 @@ discard_recording(struct icd_command_buffer *cb)
 {
    wire_enc_reset(&cb->stream);
    cb->recording = false;
+   cb->held = false;
    cb->chunk = 0;
    cb->upload_no = true;
 }
@@ -135,12 +143,27 @@ icd_cmd_buffer_end(VkCommandBuffer commandBuffer)
       return VK_ERROR_OUT_OF_HOST_MEMORY;
    }
    util_trace(UTIL_TRACE_END, (uint32_t)cb->stream.size);
-   VkResult r = send_chunk(cb, WIRE_CHUNK_END);
    cb->recording = false;
+   if (cb->chunk == 0 && icd_upload_may_hold(cb)) {
+      cb->held = true;
+      return VK_SUCCESS;
+   }
+   VkResult r = send_chunk(cb, WIRE_CHUNK_END);
    cb->chunk = 0;
    /* only the ICD's own failure is the application's to see here; a host
     * failure to end the recording loses the device */
    return r == VK_ERROR_DEVICE_LOST ? VK_ERROR_OUT_OF_HOST_MEMORY : r;
+}
+
+VkResult
+icd_cmd_buffer_release(struct icd_command_buffer *cb)
+{
+   if (!cb || !cb->held)
+      return VK_SUCCESS;
+   cb->held = false;
+   VkResult r = send_chunk(cb, WIRE_CHUNK_END);
+   cb->chunk = 0;
+   return r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

@@ -39,4 +39,11 @@ struct icd_command_buffer {
    uint32_t chunk;
    size_t cmd_offset;
    bool recording;
+   /* held: the whole recording, ended and not sent, since it holds only
+    * copies the ICD may make itself; it goes to the daemon with the first
+    * submission of it that does (icd_cmd_buffer_release) */
+   bool held;
 };
+
+/* Sends a held recording (before a submission of it goes to the daemon). */
+VkResult icd_cmd_buffer_release(struct icd_command_buffer *cb);

@@ -126,7 +126,8 @@ plain_batch(struct plain_submit *p, bool plain, uint32_t count)
 
 /* A plain submission whose command buffers hold copies the ICD makes
  * itself is answered here (icd_upload_submit): true, *r its result; else
- * it counts as one the daemon runs. */
+ * it counts as one the daemon runs, and the caller sends the recordings
+ * held for it first (icd_cmd_buffer_release). */
 static bool
 answered_here(struct icd_queue *q, const struct plain_submit *p, VkFence fence, VkResult *r)
 {
@@ -167,6 +168,10 @@ icd_vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo *pSubm
    VkResult r;
    if (answered_here(icd_queue_from_handle(queue), &p, fence, &r))
       return r;
+   for (uint32_t i = 0; i < submitCount; i++) {
+      for (uint32_t k = 0; k < pSubmits[i].commandBufferCount; k++)
+         icd_cmd_buffer_release(icd_command_buffer_from_handle(pSubmits[i].pCommandBuffers[k]));
+   }
    return sent(icd_gen_vkQueueSubmit(queue, submitCount, pSubmits, fence));
 }
 
@@ -192,6 +197,11 @@ icd_vkQueueSubmit2(VkQueue queue, uint32_t submitCount, const VkSubmitInfo2 *pSu
    VkResult r;
    if (answered_here(icd_queue_from_handle(queue), &p, fence, &r))
       return r;
+   for (uint32_t i = 0; i < submitCount; i++) {
+      for (uint32_t k = 0; k < pSubmits[i].commandBufferInfoCount; k++)
+         icd_cmd_buffer_release(
+            icd_command_buffer_from_handle(pSubmits[i].pCommandBufferInfos[k].commandBuffer));
+   }
    return sent(icd_gen_vkQueueSubmit2(queue, submitCount, pSubmits, fence));
 }
 

@@ -122,6 +122,13 @@ upload_mode(void)
    return (enum upload_mode)m;
 }
 
+bool
+icd_upload_may_hold(const struct icd_command_buffer *cb)
+{
+   return !cb->upload_no && cb->n_upload && !cb->stream.oom &&
+          cb->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY && upload_mode() != UPLOAD_OFF;
+}
+
 /* Whether the ICD may read or write a copy's memory itself: memory it maps,
  * but in the tests' "device" mode only where the application mapped it too
  * (what it never mapped stands for device memory, as on a GPU). */

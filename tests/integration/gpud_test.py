@@ -3579,7 +3579,7 @@ def test_record(fx):
     record_kill_mid_recording(fx, 'replay threads')
 
 
-TRANSFER_SUBTESTS = ['upload', 'racing', 'semaphore', 'fences', 'empty', 'queues', 'burst']
+TRANSFER_SUBTESTS = ['upload', 'racing', 'again', 'semaphore', 'fences', 'empty', 'queues', 'burst']
 
 
 def test_transfer(fx):

@@ -17,6 +17,9 @@
  *   racing     a long compute job writes one buffer; at once a copy of
  *              another is submitted (the device is busy), then, once the
  *              job is waited for, a copy of what the job wrote
+ *   again      one copy's command buffer submitted three times (nothing in
+ *              flight, beside the compute job, nothing in flight), then
+ *              recorded anew and submitted beside the job
  *   semaphore  copies behind a binary semaphore and a timeline one that the
  *              compute job signals
  *   fences     a fence a copy signalled is reset and signalled again by a
@@ -107,12 +110,10 @@ wait(struct state *s, VkFence f)
 
 /* A copy of n uints, alone in its command buffer (with the barriers ggml
  * records around its copies), submitted on queue q with a fence. */
-static VkCommandBuffer
-submit_copy(struct state *s, VkQueue q, const struct vkt_buffer *src, VkDeviceSize src_off,
-            const struct vkt_buffer *dst, VkDeviceSize dst_off, uint32_t n, VkFence fence,
-            const VkSubmitInfo *base)
+static void
+record_copy(VkCommandBuffer cmd, const struct vkt_buffer *src, VkDeviceSize src_off,
+            const struct vkt_buffer *dst, VkDeviceSize dst_off, uint32_t n)
 {
-   VkCommandBuffer cmd = begin(s, pool_of(s, q));
    const VkMemoryBarrier before = {
       .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
       .srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_WRITE_BIT,
@@ -131,6 +132,15 @@ submit_copy(struct state *s, VkQueue q, const struct vkt_buffer *src, VkDeviceSi
                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
                         &after, 0, NULL, 0, NULL);
    VKT_CHECK(vkEndCommandBuffer(cmd));
+}
+
+static VkCommandBuffer
+submit_copy(struct state *s, VkQueue q, const struct vkt_buffer *src, VkDeviceSize src_off,
+            const struct vkt_buffer *dst, VkDeviceSize dst_off, uint32_t n, VkFence fence,
+            const VkSubmitInfo *base)
+{
+   VkCommandBuffer cmd = begin(s, pool_of(s, q));
+   record_copy(cmd, src, src_off, dst, dst_off, n);
    VkSubmitInfo submit = base ? *base : (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
    submit.commandBufferCount = 1;
    submit.pCommandBuffers = &cmd;
@@ -289,6 +299,69 @@ test_racing(struct state *s, uint32_t round)
    free_cmd(s, c2, s->ctx.queue);
    vkDestroyFence(s->ctx.device, job_fence, NULL);
    vkDestroyFence(s->ctx.device, copy_fence, NULL);
+}
+
+/* A copy's command buffer submitted again: first with nothing in flight,
+ * then beside a compute job, then with nothing in flight again; then
+ * recorded anew into the same command buffer and submitted beside the job;
+ * one recorded and freed unsubmitted.  (gpud's ICD holds a recording of
+ * copies back until a submission of it goes to the daemon.) */
+static void
+test_again(struct state *s, uint32_t round)
+{
+   VkQueue q = s->ctx.queue;
+   VkFence f = fence_new(s), job_fence = fence_new(s);
+   const VkCommandBufferBeginInfo begin_info = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+   };
+   VkCommandBuffer unsubmitted = begin(s, s->ctx.cmd_pool);
+   record_copy(unsubmitted, &s->stage, 0, &s->back, 0, ELEMENTS);
+   free_cmd(s, unsubmitted, q);
+
+   fill(s, &s->stage, ELEMENTS, round);
+   VkCommandBuffer c = submit_copy(s, q, &s->stage, 0, &s->back, 0, ELEMENTS, f, NULL);
+   wait(s, f);
+   check(s, "again (first)", &s->back, ELEMENTS, round);
+   const VkSubmitInfo again = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &c,
+   };
+   for (uint32_t i = 1; i <= 2; i++) {
+      /* the second time beside the job, the third with nothing in flight */
+      VkCommandBuffer job = i == 1 ? submit_job(s, round, job_fence, NULL) : VK_NULL_HANDLE;
+      VKT_CHECK(vkResetFences(s->ctx.device, 1, &f));
+      fill(s, &s->stage, ELEMENTS, round + 1000 * i);
+      VKT_CHECK(vkQueueSubmit(q, 1, &again, f));
+      wait(s, f);
+      check(s, i == 1 ? "again (beside a job)" : "again (third)", &s->back, ELEMENTS,
+            round + 1000 * i);
+      if (job) {
+         wait(s, job_fence);
+         free_cmd(s, job, q);
+      }
+   }
+   /* recorded anew: the device buffer, then back beside the job */
+   VKT_CHECK(vkBeginCommandBuffer(c, &begin_info));
+   record_copy(c, &s->stage, 0, &s->device, 0, ELEMENTS);
+   VKT_CHECK(vkResetFences(s->ctx.device, 1, &f));
+   VKT_CHECK(vkResetFences(s->ctx.device, 1, &job_fence));
+   fill(s, &s->stage, ELEMENTS, round + 3000);
+   VkCommandBuffer job = submit_job(s, round, job_fence, NULL);
+   VKT_CHECK(vkQueueSubmit(q, 1, &again, f));
+   wait(s, f);
+   VKT_CHECK(vkResetFences(s->ctx.device, 1, &f));
+   memset(s->back.map, 0, (size_t)ELEMENTS * 4);
+   vkt_buffer_flush(&s->ctx, &s->back);
+   VkCommandBuffer down = submit_copy(s, q, &s->device, 0, &s->back, 0, ELEMENTS, f, NULL);
+   wait(s, f);
+   check(s, "again (recorded anew)", &s->back, ELEMENTS, round + 3000);
+   wait(s, job_fence);
+   free_cmd(s, job, q);
+   free_cmd(s, down, q);
+   free_cmd(s, c, q);
+   vkDestroyFence(s->ctx.device, f, NULL);
+   vkDestroyFence(s->ctx.device, job_fence, NULL);
 }
 
 static void
@@ -575,6 +648,9 @@ main(int argc, char **argv)
    for (uint32_t r = 0; r < rounds; r++)
       test_racing(&s, r);
    printf("vk_transfer: racing: OK: %u rounds beside a compute job\n", rounds);
+   for (uint32_t r = 0; r < rounds; r++)
+      test_again(&s, r);
+   printf("vk_transfer: again: OK: %u rounds of a command buffer submitted again\n", rounds);
    for (uint32_t r = 0; r < rounds; r++)
       test_semaphore(&s, r);
    printf("vk_transfer: semaphore: OK: %u rounds behind binary and timeline semaphores\n",
