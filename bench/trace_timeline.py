@@ -9,6 +9,10 @@ trace-PID-hostrec over a host driver) and, for the ICD, its worker's
     bench/trace_timeline.py DIR --window PID:AT_US:SPAN_US
                                            the merged events of PID's run
                                            from AT_US (from its first event)
+    bench/trace_timeline.py DIR --graphs   each run's graphs (what lies
+                                           between two of the application's
+                                           ends of a fence poll: a token of
+                                           llama.cpp's), phase by phase
 
 For each run: its submissions and waits, and through gpud where a
 submission's time goes: the recording's way to the worker and its replay
@@ -127,6 +131,58 @@ def summary(pid, kind, app, worker):
     stat('done to the application seeing it', seen)
 
 
+def graphs(pid, kind, app, worker):
+    """The medians over a run's graphs (its first quarter left out: warm-up),
+    in us from the graph's start (the previous poll's end)."""
+    bounds = [e[0] for e in app if e[1] == 'polled']
+    wev = worker[1] if worker else []
+    rows = []
+    for a, b in zip(bounds, bounds[1:]):
+        ev = [e for e in app if a < e[0] <= b]
+        wv = [e for e in wev if a < e[0] <= b]
+
+        def at(events, name, last=False):
+            xs = [e[0] - a for e in events if e[1] == name]
+            return (xs[-1] if last else xs[0]) if xs else None
+
+        row = {
+            'the graph': b - a,
+            'first recording ended': at(ev, 'end'),
+            'last recording ended': at(ev, 'end', True),
+            'last submission returned': at(ev, 'submitted', True),
+            'last wait returned': at(ev, 'waited', True),
+            'last poll began': at(ev, 'poll', True),
+        }
+        if wv:
+            chunks = [e for e in wv if e[1] in ('chunk', 'chunk_done')]
+            replay = sum(y[0] - x[0] for x, y in zip(chunks, chunks[1:])
+                         if x[1] == 'chunk' and y[1] == 'chunk_done' and x[3] == y[3])
+            row.update({
+                'worker: first chunk begun': at(wv, 'chunk'),
+                'worker: last chunk replayed': at(wv, 'chunk_done', True),
+                'worker: replaying, in all': replay,
+                'worker: first host submission': at(wv, 'host_submit'),
+                'worker: last host submission': at(wv, 'host_submit', True),
+                'worker: host submissions, in all': sum(
+                    y[0] - x[0] for x, y in zip(wv, wv[1:])
+                    if x[1] == 'host_submit' and y[1] == 'host_submitted'),
+                'tracker: last done': at(wv, 'done', True),
+            })
+        row['(recordings ended)'] = sum(1 for e in ev if e[1] == 'end') * 1000
+        row['(submissions)'] = sum(1 for e in ev if e[1] == 'submitted') * 1000
+        row['(host submissions)'] = sum(1 for e in wv if e[1] == 'host_submit') * 1000
+        rows.append(row)
+    rows = rows[len(rows) // 4:]
+    if not rows:
+        return
+    print('%s %d: %d graphs, medians in us from the end of the poll before' %
+          (kind, pid, len(rows)))
+    for k in rows[0]:
+        xs = [r[k] for r in rows if r.get(k) is not None]
+        if xs:
+            print('  %-36s %10.1f' % (k, statistics.median(xs) / 1e3))
+
+
 def pair(ev, a, b):
     out, at = [], None
     for e in ev:
@@ -159,12 +215,13 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('dir')
     ap.add_argument('--window', metavar='PID:AT_US:SPAN_US')
+    ap.add_argument('--graphs', action='store_true')
     args = ap.parse_args()
     if args.window:
         window(args.dir, args.window)
         return 0
     for r in runs(args.dir):
-        summary(*r)
+        (graphs if args.graphs else summary)(*r)
     return 0
 
 
