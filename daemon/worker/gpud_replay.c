@@ -110,6 +110,22 @@ struct gpud_replay {
    atomic_bool look; /* submit_ready: someone found the lock taken */
    struct gpud_call *submit_call;
    struct wire_arena *submit_arena;
+   /* the submitter: a thread that runs the submissions the decoding
+    * thread queues while it polls for them, so that the decoding thread
+    * goes on with the stream meanwhile (the host's vkQueueSubmit takes
+    * microseconds, several times a frame or a token); asked counts the
+    * submissions given it, polling says whether it looks */
+   struct {
+      pthread_t thread;
+      bool started;
+      pthread_mutex_t mutex;
+      pthread_cond_t cond;
+      bool sleeping, kicked, stop;
+      atomic_bool polling;
+      _Atomic uint64_t asked;
+      struct util_spin_window window;
+      uint32_t cpus_seen;
+   } sub;
    /* the decoding thread's: the pool of the last large recording and
     * when it came, and until when large ones are replayed side by side
     * (solo_pool) */
@@ -385,6 +401,91 @@ lane_finish(struct replay_lane *lane)
    pthread_cond_destroy(&lane->cond);
 }
 
+/* ---- the submitter ------------------------------------------------------------------ */
+
+static void *
+submitter_main(void *data)
+{
+   struct gpud_replay *r = data;
+   pthread_setname_np(pthread_self(), "gpud-submit");
+   uint64_t seen = 0, idle_since = 0;
+   for (;;) {
+      uint64_t asked = atomic_load(&r->sub.asked);
+      if (asked != seen) {
+         seen = asked;
+         if (idle_since) {
+            uint64_t now = util_now_ns();
+            util_spin_window_note(&r->sub.window, now - idle_since, now);
+         }
+         gpud_context_follow_cpus(r->ctx, &r->sub.cpus_seen);
+         submit_ready(r);
+         idle_since = util_now_ns();
+         continue;
+      }
+      if (!idle_since)
+         idle_since = util_now_ns();
+      if (util_now_ns() - idle_since < r->sub.window.ns && !atomic_load(&r->ctx->closing)) {
+         for (unsigned i = 0; i < 16 && atomic_load(&r->sub.asked) == seen; i++)
+            util_spin_pause(false);
+         continue;
+      }
+      /* no longer looking: the decoding thread runs what comes and wakes
+       * it (a submission given just before it said so is seen here) */
+      atomic_store(&r->sub.polling, false);
+      if (atomic_load(&r->sub.asked) != seen) {
+         atomic_store(&r->sub.polling, true);
+         continue;
+      }
+      pthread_mutex_lock(&r->sub.mutex);
+      while (!r->sub.kicked && !r->sub.stop) {
+         r->sub.sleeping = true;
+         pthread_cond_wait(&r->sub.cond, &r->sub.mutex);
+         r->sub.sleeping = false;
+      }
+      r->sub.kicked = false;
+      bool stop = r->sub.stop;
+      pthread_mutex_unlock(&r->sub.mutex);
+      if (stop)
+         break;
+      atomic_store(&r->sub.polling, true);
+      idle_since = 0;
+   }
+   return NULL;
+}
+
+/* Gives the submitter the submissions queued, where it looks for them;
+ * else runs them here and wakes it, to look for the next ones. */
+static void
+submit_queued(struct gpud_replay *r)
+{
+   if (!r->sub.started) {
+      submit_ready(r);
+      return;
+   }
+   atomic_fetch_add(&r->sub.asked, 1);
+   if (atomic_load(&r->sub.polling))
+      return;
+   submit_ready(r);
+   pthread_mutex_lock(&r->sub.mutex);
+   r->sub.kicked = true;
+   if (r->sub.sleeping)
+      pthread_cond_signal(&r->sub.cond);
+   pthread_mutex_unlock(&r->sub.mutex);
+}
+
+static void
+submitter_finish(struct gpud_replay *r)
+{
+   if (r->sub.started) {
+      pthread_mutex_lock(&r->sub.mutex);
+      r->sub.stop = true;
+      pthread_cond_signal(&r->sub.cond);
+      pthread_mutex_unlock(&r->sub.mutex);
+      pthread_join(r->sub.thread, NULL);
+      r->sub.started = false;
+   }
+}
+
 /* How many lanes: the daemon's replay-threads, else none where polls yield
  * (few CPUs: the decoding thread replays), else one a CPU beyond two, eight
  * at most. */
@@ -410,6 +511,8 @@ gpud_replay_create(struct gpud_context *ctx)
    pthread_cond_init(&r->progress, NULL);
    pthread_mutex_init(&r->submit_mutex, NULL);
    pthread_mutex_init(&r->list_mutex, NULL);
+   pthread_mutex_init(&r->sub.mutex, NULL);
+   pthread_cond_init(&r->sub.cond, NULL);
    util_list_init(&r->submits);
    unsigned n = lanes_wanted(ctx);
    if (!n)
@@ -438,6 +541,13 @@ gpud_replay_create(struct gpud_context *ctx)
       }
       lane->started = true;
    }
+   util_spin_window_init(&r->sub.window, DAEMON_COMMAND_SPIN_NS, DAEMON_COMMAND_SPIN_MAX_NS);
+   atomic_store(&r->sub.polling, true);
+   if (pthread_create(&r->sub.thread, NULL, submitter_main, r) != 0) {
+      gpud_replay_destroy(r);
+      return NULL;
+   }
+   r->sub.started = true;
    return r;
 }
 
@@ -446,6 +556,7 @@ gpud_replay_destroy(struct gpud_replay *r)
 {
    if (!r)
       return;
+   submitter_finish(r);
    for (unsigned i = 0; i < r->n_lanes; i++)
       lane_finish(&r->lanes[i]);
    free(r->lanes);
@@ -460,6 +571,8 @@ gpud_replay_destroy(struct gpud_replay *r)
    pthread_cond_destroy(&r->progress);
    pthread_mutex_destroy(&r->submit_mutex);
    pthread_mutex_destroy(&r->list_mutex);
+   pthread_mutex_destroy(&r->sub.mutex);
+   pthread_cond_destroy(&r->sub.cond);
    free(r);
 }
 
@@ -885,6 +998,6 @@ gpud_replay_submit(struct gpud_call *call)
    util_list_add_tail(&r->submits, &s->link);
    atomic_fetch_add(&r->n_submits, 1);
    pthread_mutex_unlock(&r->list_mutex);
-   submit_ready(r);
+   submit_queued(r);
    return 1;
 }
