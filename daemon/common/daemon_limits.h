@@ -20,6 +20,9 @@
 #define DAEMON_COMMAND_SPIN_NS (50ull * 1000) /* poll for the next command before sleeping */
 #define DAEMON_COMMAND_SPIN_MAX_NS (250ull * 1000) /* ... longer for a client that loops (util_spin.h) */
 #define DAEMON_REPLAY_QUEUED_MAX (32u << 20) /* bytes of chunks waiting in the replay lanes */
+/* Submissions a worker keeps until what they name is replayed and the
+ * submitter runs them (gpud_replay.c); past it the decoding thread waits. */
+#define DAEMON_REPLAY_SUBMITS_MAX 256u
 /* A recording's last chunk up to this size, of a pool whose lane has
  * nothing left of it, is replayed by the decoding thread itself
  * (gpud_replay.c). */

@@ -616,6 +616,13 @@ submits_done(struct gpud_replay *r, const void *arg)
 }
 
 static bool
+few_submits(struct gpud_replay *r, const void *arg)
+{
+   (void)arg;
+   return atomic_load(&r->n_submits) < DAEMON_REPLAY_SUBMITS_MAX;
+}
+
+static bool
 little_queued(struct gpud_replay *r, const void *arg)
 {
    (void)arg;
@@ -974,6 +981,9 @@ gpud_replay_submit(struct gpud_call *call)
    int64_t n = submitted_cbs(call, call->op, &cbs);
    if (n < 0)
       return -EPROTO; /* the dispatch that follows says why */
+   /* submissions kept are bounded too: one waiting for its turn on the
+    * GPU (gpud_sched.c) holds the rest back, and then the client */
+   wait_progress(r, few_submits, NULL);
    struct replay_submit *s = calloc(1, sizeof(*s) + (size_t)n * (sizeof(void *) + sizeof(uint64_t)) +
                                           call->cmd_size);
    if (!s) {
