@@ -61,6 +61,15 @@ send_chunk(struct icd_command_buffer *cb, uint32_t flags)
    return r;
 }
 
+/* Sends a recording's last chunk; the next recording starts at chunk 0. */
+static VkResult
+send_last_chunk(struct icd_command_buffer *cb)
+{
+   VkResult r = send_chunk(cb, WIRE_CHUNK_END);
+   cb->chunk = 0;
+   return r;
+}
+
 /* Room for the chunk's header, at the start of each chunk. */
 static void
 chunk_start(struct icd_command_buffer *cb)
@@ -148,8 +157,7 @@ icd_cmd_buffer_end(VkCommandBuffer commandBuffer)
       cb->held = true;
       return VK_SUCCESS;
    }
-   VkResult r = send_chunk(cb, WIRE_CHUNK_END);
-   cb->chunk = 0;
+   VkResult r = send_last_chunk(cb);
    /* only the ICD's own failure is the application's to see here; a host
     * failure to end the recording loses the device */
    return r == VK_ERROR_DEVICE_LOST ? VK_ERROR_OUT_OF_HOST_MEMORY : r;
@@ -161,9 +169,7 @@ icd_cmd_buffer_release(struct icd_command_buffer *cb)
    if (!cb || !cb->held)
       return VK_SUCCESS;
    cb->held = false;
-   VkResult r = send_chunk(cb, WIRE_CHUNK_END);
-   cb->chunk = 0;
-   return r;
+   return send_last_chunk(cb);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL

@@ -122,11 +122,18 @@ upload_mode(void)
    return (enum upload_mode)m;
 }
 
+/* Whether an ended recording holds only copies the ICD may make. */
+static bool
+copies_only(const struct icd_command_buffer *cb)
+{
+   return !cb->recording && !cb->upload_no && !cb->stream.oom &&
+          cb->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+}
+
 bool
 icd_upload_may_hold(const struct icd_command_buffer *cb)
 {
-   return !cb->upload_no && cb->n_upload && !cb->stream.oom &&
-          cb->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY && upload_mode() != UPLOAD_OFF;
+   return copies_only(cb) && cb->n_upload && upload_mode() != UPLOAD_OFF;
 }
 
 /* Whether the ICD may read or write a copy's memory itself: memory it maps,
@@ -305,8 +312,7 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
    uint64_t bytes = 0;
    for (uint32_t i = 0; i < n_cbs; i++) {
       const struct icd_command_buffer *cb = cbs[i];
-      if (!cb || cb->recording || cb->upload_no || cb->stream.oom ||
-          cb->level != VK_COMMAND_BUFFER_LEVEL_PRIMARY || cb->n_upload > ICD_UPLOAD_MAX_COPIES - n)
+      if (!cb || !copies_only(cb) || cb->n_upload > ICD_UPLOAD_MAX_COPIES - n)
          return false;
       for (uint32_t k = 0; k < cb->n_upload; k++) {
          const struct icd_upload_copy *c = &cb->upload[k];
