@@ -346,6 +346,13 @@ has_entry(struct util_ring *r)
    return atomic_load(tag_word(r, r->pos)) == util_ring_tag(r->pos);
 }
 
+uint64_t
+util_ring_pending_bytes(const struct util_ring *r)
+{
+   uint64_t head = atomic_load_explicit(&r->ctrl->head, memory_order_relaxed);
+   return head > r->pos && head - r->pos <= r->size ? head - r->pos : 0;
+}
+
 /* The consumer's tail for the producer to see, waking it if it sleeps for
  * room. */
 static void

@@ -179,5 +179,11 @@ void util_ring_nudge(struct util_ring *r);
  * the ring or the socket broke the protocol; -EMSGSIZE: over max_size. */
 int util_ring_recv(struct util_ring *r, const struct util_ring_wait *w, struct util_msg *msg);
 
+/* About how many bytes the producer has put out that the consumer has not
+ * taken (the consumer's side: a look without waiting, at a word the
+ * producer writes, so a hint and no more: util_ring_recv checks what it
+ * takes). */
+uint64_t util_ring_pending_bytes(const struct util_ring *r);
+
 /* Wakes the consumer of r (for a thread that set closing). */
 void util_ring_wake_consumer(struct util_ring *r);

@@ -304,6 +304,8 @@ call_reset(struct gpud_call *call, const struct wire_cmd_header *h)
    call->new_sets_adopted = 0;
    call->new_rt_groups = NULL;
    call->n_new_rt_groups = 0;
+   call->new_cb_shards = NULL;
+   call->n_new_cb_shards = call->new_cbs_adopted = 0;
    call->new_code_hash = 0;
    call->new_messenger = VK_NULL_HANDLE;
    call->reply = NULL;

@@ -81,8 +81,12 @@ struct gpud_call {
       uint32_t groups;
    } *new_rt_groups;
    uint32_t n_new_rt_groups;
-   /* which queue a new queue is */
+   /* which queue a new queue is (a new command pool: its family) */
    uint32_t new_queue_family, new_queue_index;
+   /* the host pools of new command buffers, in order (new_cbs_adopted of
+    * them taken; in the decoder's memory) */
+   struct gpud_pool_shard **new_cb_shards;
+   uint32_t n_new_cb_shards, new_cbs_adopted;
 };
 
 _Static_assert(offsetof(struct gpud_call, disp) == 0, "wire_gpud.h reads the dispatch first");

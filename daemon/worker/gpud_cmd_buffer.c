@@ -5,7 +5,9 @@
  * start.
  */
 #include "gpud_call.h"
+#include "gpud_lifetime.h"
 #include "gpud_queue.h"
+#include "gpud_replay.h"
 #include "gpud_track.h"
 
 #include <inttypes.h>
@@ -247,15 +249,63 @@ gpud_exec_vkResetCommandBuffer(struct gpud_call *call, struct wire_args_vkResetC
    gpud_gen_exec_vkResetCommandBuffer(call, a);
 }
 
-/* ... and so does a reset of its pool, for every command buffer of it. */
-void
-gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCommandPool *a)
+/* ---- command pools: a few host pools where lanes replay ----------------------- */
+
+/*
+ * A host driver records a pool's command buffers on one thread at a time,
+ * and so would the lanes: where there are lanes, an application's pool is
+ * a few host pools of the same flags and family (shards), its command
+ * buffers dealt out to them in turn as they are allocated.  A program
+ * that records one after the other in one pool (llama.cpp's graph, a
+ * batch at a time) has them replayed side by side on lanes, each host
+ * pool by one lane at a time (gpud_replay.c).  The first shard is the
+ * pool's own host pool; the others are made as command buffers come.
+ */
+
+static struct gpud_object *
+named_pool(struct gpud_call *call, VkCommandPool pool)
 {
-   struct gpud_object *pool = gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
-                                              (uint64_t)(uintptr_t)a->commandPool);
-   if (pool)
-      pool->pool_resets++;
-   gpud_gen_exec_vkResetCommandPool(call, a);
+   return gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL, (uint64_t)(uintptr_t)pool);
+}
+
+void
+gpud_exec_vkCreateCommandPool(struct gpud_call *call, struct wire_args_vkCreateCommandPool *a)
+{
+   gpud_gen_exec_vkCreateCommandPool(call, a);
+   call->new_create_flags = a->pCreateInfo->flags;
+   call->new_queue_family = a->pCreateInfo->queueFamilyIndex;
+}
+
+/* The host pool the next command buffer of pool comes from: a new shard
+ * in its turn (the pool's own where one cannot be made). */
+static struct gpud_pool_shard *
+next_shard(struct gpud_call *call, VkDevice device, struct gpud_object *pool)
+{
+   uint32_t s = pool->next_shard++ % pool->shards_max;
+   if (s < pool->n_shards)
+      return &pool->shards[s];
+   const VkCommandPoolCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+      .flags = pool->pool_flags,
+      .queueFamilyIndex = pool->queue_family,
+   };
+   VkCommandPool host = VK_NULL_HANDLE;
+   if (call->disp->CreateCommandPool(device, &info, NULL, &host) != VK_SUCCESS) {
+      /* as many as there are, then */
+      pool->shards_max = pool->n_shards;
+      return &pool->shards[s % pool->n_shards];
+   }
+   pool->shards[pool->n_shards].handle = (uint64_t)(uintptr_t)host;
+   return &pool->shards[pool->n_shards++];
+}
+
+/* Frees a command buffer into the host pool it came from. */
+static void
+free_host_cb(struct gpud_call *call, VkDevice device, const struct gpud_object *pool,
+             const struct gpud_pool_shard *shard, VkCommandBuffer cb)
+{
+   VkCommandPool host = (VkCommandPool)(uintptr_t)(shard ? shard->handle : pool->handle);
+   call->disp->FreeCommandBuffers(device, host, 1, &cb);
 }
 
 /* A pool with secondaries: its resets wait for every lane (a primary on
@@ -264,12 +314,104 @@ void
 gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
                                    struct wire_args_vkAllocateCommandBuffers *a)
 {
-   if (a->pAllocateInfo && a->pAllocateInfo->level == VK_COMMAND_BUFFER_LEVEL_SECONDARY) {
-      struct gpud_object *pool =
-         gpud_call_named(call, VK_OBJECT_TYPE_COMMAND_POOL,
-                         (uint64_t)(uintptr_t)a->pAllocateInfo->commandPool);
-      if (pool)
-         pool->secondaries = true;
+   const VkCommandBufferAllocateInfo *info = a->pAllocateInfo;
+   struct gpud_object *pool = named_pool(call, info->commandPool);
+   if (pool && info->level == VK_COMMAND_BUFFER_LEVEL_SECONDARY)
+      pool->secondaries = true;
+   unsigned want = gpud_replay_pool_shards(call->ctx->replay);
+   if (!pool || !want || !call->disp->CreateCommandPool) {
+      gpud_gen_exec_vkAllocateCommandBuffers(call, a);
+      return;
    }
-   gpud_gen_exec_vkAllocateCommandBuffers(call, a);
+   if (!pool->shards) {
+      pool->shards = calloc(want, sizeof(*pool->shards));
+      if (!pool->shards) {
+         a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+         return;
+      }
+      pool->shards[0].handle = pool->handle;
+      pool->n_shards = 1;
+      pool->shards_max = want;
+   }
+   uint32_t n = info->commandBufferCount;
+   call->new_cb_shards = wire_dec_alloc(&call->dec, sizeof(*call->new_cb_shards) * (n ? n : 1));
+   if (!call->new_cb_shards) {
+      a->ret = VK_ERROR_OUT_OF_HOST_MEMORY;
+      return;
+   }
+   for (uint32_t i = 0; i < n; i++) {
+      struct gpud_pool_shard *shard = next_shard(call, a->device, pool);
+      VkCommandBufferAllocateInfo one = *info;
+      one.commandPool = (VkCommandPool)(uintptr_t)shard->handle;
+      one.commandBufferCount = 1;
+      a->ret = call->disp->AllocateCommandBuffers(a->device, &one, &a->pCommandBuffers[i]);
+      if (a->ret != VK_SUCCESS) {
+         /* all or none, as the API's */
+         for (uint32_t j = 0; j < i; j++)
+            free_host_cb(call, a->device, pool, call->new_cb_shards[j], a->pCommandBuffers[j]);
+         call->n_new_cb_shards = 0;
+         return;
+      }
+      call->new_cb_shards[i] = shard;
+      call->n_new_cb_shards = i + 1;
+   }
+}
+
+void
+gpud_exec_vkFreeCommandBuffers(struct gpud_call *call, struct wire_args_vkFreeCommandBuffers *a)
+{
+   const struct gpud_object *pool = named_pool(call, a->commandPool);
+   if (!pool || !pool->shards) {
+      gpud_gen_exec_vkFreeCommandBuffers(call, a);
+      return;
+   }
+   for (uint32_t i = 0; i < a->commandBufferCount; i++) {
+      if (!a->pCommandBuffers[i])
+         continue;
+      const struct gpud_object *cb = gpud_call_named(
+         call, VK_OBJECT_TYPE_COMMAND_BUFFER, (uint64_t)(uintptr_t)a->pCommandBuffers[i]);
+      free_host_cb(call, a->device, pool, cb ? cb->shard : NULL, a->pCommandBuffers[i]);
+   }
+}
+
+/* A reset ends the recording of every command buffer of the pool (the ICD
+ * starts the next at chunk 0); every host pool of it resets. */
+void
+gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCommandPool *a)
+{
+   struct gpud_object *pool = named_pool(call, a->commandPool);
+   if (pool)
+      pool->pool_resets++;
+   gpud_gen_exec_vkResetCommandPool(call, a);
+   for (uint32_t s = 1; pool && a->ret == VK_SUCCESS && s < pool->n_shards; s++)
+      a->ret = call->disp->ResetCommandPool(
+         a->device, (VkCommandPool)(uintptr_t)pool->shards[s].handle, a->flags);
+}
+
+void
+gpud_exec_vkTrimCommandPool(struct gpud_call *call, struct wire_args_vkTrimCommandPool *a)
+{
+   const struct gpud_object *pool = named_pool(call, a->commandPool);
+   gpud_gen_exec_vkTrimCommandPool(call, a);
+   for (uint32_t s = 1; pool && s < pool->n_shards; s++)
+      call->disp->TrimCommandPool(a->device, (VkCommandPool)(uintptr_t)pool->shards[s].handle,
+                                  a->flags);
+}
+
+void
+gpud_cmd_pool_destroy_shards(const struct gpud_host_dispatch *disp, VkDevice device,
+                             struct gpud_object *pool)
+{
+   for (uint32_t s = 1; s < pool->n_shards; s++)
+      disp->DestroyCommandPool(device, (VkCommandPool)(uintptr_t)pool->shards[s].handle, NULL);
+   pool->n_shards = pool->shards ? 1 : 0;
+}
+
+void
+gpud_exec_vkDestroyCommandPool(struct gpud_call *call, struct wire_args_vkDestroyCommandPool *a)
+{
+   struct gpud_object *pool = named_pool(call, a->commandPool);
+   if (pool)
+      gpud_cmd_pool_destroy_shards(call->disp, a->device, pool);
+   gpud_gen_exec_vkDestroyCommandPool(call, a);
 }

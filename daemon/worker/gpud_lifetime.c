@@ -137,6 +137,13 @@ gpud_call_add_object(struct gpud_call *call, VkObjectType type, uint64_t id, uin
       break;
    case VK_OBJECT_TYPE_COMMAND_BUFFER:
       obj->pool = touched_of_type(call, VK_OBJECT_TYPE_COMMAND_POOL);
+      if (call->new_cbs_adopted < call->n_new_cb_shards)
+         obj->shard = call->new_cb_shards[call->new_cbs_adopted];
+      call->new_cbs_adopted++;
+      break;
+   case VK_OBJECT_TYPE_COMMAND_POOL:
+      obj->pool_flags = call->new_create_flags;
+      obj->queue_family = call->new_queue_family;
       break;
    case VK_OBJECT_TYPE_DESCRIPTOR_SET:
       obj->pool = touched_of_type(call, VK_OBJECT_TYPE_DESCRIPTOR_POOL);
@@ -258,6 +265,9 @@ destroy_object(struct gpud_context *ctx, struct gpud_object *obj)
          gpud_validate_instance_destroy(obj);
          obj->disp->DestroyInstance((VkInstance)(uintptr_t)obj->handle, NULL);
       } else if (obj->device) {
+         if (obj->type == VK_OBJECT_TYPE_COMMAND_POOL)
+            gpud_cmd_pool_destroy_shards(obj->device->disp,
+                                         (VkDevice)(uintptr_t)obj->device->handle, obj);
          gpud_gen_destroy_object(obj->device->disp, obj->device->handle, obj->type,
                                  obj->handle);
       } else if (obj->instance) {

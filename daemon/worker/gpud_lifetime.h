@@ -17,3 +17,7 @@ void gpud_lifetime_forget_children(struct gpud_context *ctx, struct gpud_object 
 void gpud_lifetime_destroy(struct gpud_context *ctx, struct gpud_object *device,
                            struct gpud_object *instance);
 
+/* Destroys the host pools of an application's command pool but its own
+ * (gpud_cmd_buffer.c). */
+void gpud_cmd_pool_destroy_shards(const struct gpud_host_dispatch *disp, VkDevice device,
+                                  struct gpud_object *pool);

@@ -127,6 +127,7 @@ gpud_object_free(struct gpud_object *obj)
       munmap(obj->map, obj->map_size);
    util_fd_close(&obj->fd);
    free(obj->cmd_watched);
+   free(obj->shards);
    free(obj->transfer);
    gpud_set_layout_unref(obj->set_layout);
    free(obj->name);

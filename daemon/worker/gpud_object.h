@@ -50,6 +50,23 @@ gpud_set_layout_unref(struct gpud_set_layout *l)
       free(l);
 }
 
+/* Where replay lanes take a host command pool's command buffers
+ * (gpud_replay.c): the chunks given to a lane and replayed, and the lane
+ * (0: none yet).  A host pool is used by one thread at a time. */
+struct gpud_replay_unit {
+   uint64_t chunks_routed;
+   _Atomic uint64_t chunks_replayed;
+   unsigned lane;
+};
+
+/* One of the host command pools behind an application's command pool
+ * where lanes replay (gpud_cmd_buffer.c): its command buffers are spread
+ * over a few, so that lanes replay them side by side. */
+struct gpud_pool_shard {
+   uint64_t handle; /* the host's VkCommandPool (the first: the pool's own) */
+   struct gpud_replay_unit unit;
+};
+
 struct gpud_object {
    struct util_list link;            /* ctx->object_list, in creation order */
    uint64_t id;
@@ -172,14 +189,20 @@ struct gpud_object {
    bool recording;
    uint32_t next_chunk;
    uint32_t pool_resets;
-   /* command buffers and pools: the chunks (of their command buffers)
-    * given to a lane (the decoding thread's) and replayed; command pools:
-    * their lane (0: none yet), and whether they have secondaries
+   /* command buffers: the chunks given to a lane (the decoding thread's)
+    * and replayed; command pools: whether they have secondaries
     * (gpud_replay.c) */
    uint64_t chunks_routed;
    _Atomic uint64_t chunks_replayed;
-   unsigned lane;
    bool secondaries;
+   /* command pools: their flags, and where lanes replay, their host pools
+    * (n_shards made of shards_max, the next command buffer's); command
+    * buffers: the host pool they came from (NULL: the pool's own, no
+    * lanes) */
+   VkCommandPoolCreateFlags pool_flags;
+   struct gpud_pool_shard *shards;
+   uint32_t n_shards, shards_max, next_shard;
+   struct gpud_pool_shard *shard;
 };
 
 /* The object with this id, or NULL. */

@@ -16,20 +16,22 @@
  * (gpud_gen_replay).
  *
  * Replay lanes: on machines with CPUs to spare, chunks are replayed on
- * threads of their own, a command pool's on one lane (a host driver records
- * a pool's command buffers on one thread at a time, and different pools in
- * parallel), while the decoding thread goes on with the stream.  The
- * decoding thread keeps the order where it matters: a command that could
- * touch what a lane works on waits for the lanes first (gpud_replay_order),
- * a reset of a pool waits for its lane, a chunk that executes secondary
- * command buffers waits until the lanes have replayed what came before it,
- * and submissions wait, in order, until the command buffers they name are
- * replayed (gpud_replay_submit), the decoding thread going on
- * meanwhile: an application recording its next frame while the last is
- * submitted has both replayed at once.  A small last chunk of a pool whose
- * lane has nothing left of it (a short recording made between two waits)
- * is replayed by the decoding thread itself, which spares the lane's
- * wake-up.  Without lanes every chunk is replayed by the decoding thread as
+ * threads of their own, a host command pool's on one lane (a host driver
+ * records a pool's command buffers on one thread at a time, and different
+ * pools in parallel; an application's pool is a few host pools there,
+ * gpud_cmd_buffer.c), while the decoding thread goes on with the stream.
+ * The decoding thread keeps the order where it matters: a command that
+ * could touch what a lane works on waits for the lanes first
+ * (gpud_replay_order), a reset of a pool waits for its lanes, a chunk that
+ * executes secondary command buffers waits until the lanes have replayed
+ * what came before it, and submissions wait, in order, until the command
+ * buffers they name are replayed (gpud_replay_submit), the decoding thread
+ * going on meanwhile: an application recording its next frame while the
+ * last is submitted has both replayed at once.  A small last chunk of a
+ * host pool whose lane has nothing left of it (a short recording made
+ * between two waits) is replayed by the decoding thread itself, which
+ * spares the lane's wake-up, unless the client has sent more after it
+ * already.  Without lanes every chunk is replayed by the decoding thread as
  * it comes.
  */
 #include "gpud_call.h"
@@ -53,10 +55,19 @@
 #define REPLAY_SIDE_BY_SIDE_NS (5ull * 1000 * 1000)
 #define REPLAY_SIDE_BY_SIDE_HOLD_NS (1000ull * 1000 * 1000)
 
+/* Host pools an application's pool is spread over where there are lanes
+ * (gpud_cmd_buffer.c). */
+#define REPLAY_POOL_SHARDS 4u
+
+/* Bytes of a submission or so: a client this far ahead of the decoding
+ * thread has sent nothing after a recording but its submission. */
+#define REPLAY_BEHIND_SUBMIT 256u
+
 /* A chunk a lane replays: a copy of the whole command. */
 struct replay_job {
    struct util_list link;
    struct gpud_object *cb;
+   struct gpud_replay_unit *unit;
    size_t size;
    uint8_t data[];
 };
@@ -69,7 +80,8 @@ struct replay_lane {
    pthread_mutex_t mutex;
    pthread_cond_t cond;
    struct util_list jobs; /* in order */
-   bool sleeping, stop;
+   atomic_bool sleeping;
+   bool stop;
    uint64_t routed;        /* jobs given it (the decoding thread's) */
    _Atomic uint64_t done;  /* jobs it finished */
    struct gpud_call *call; /* its own command state */
@@ -131,6 +143,8 @@ struct gpud_replay {
     * (solo_pool) */
    uint64_t big_pool;
    uint64_t big_ns, side_by_side_until_ns;
+   /* the unit of command buffers of no host pool of their own */
+   struct gpud_replay_unit stray;
 };
 
 /* ---- checks of a recording ------------------------------------------------------ */
@@ -367,10 +381,10 @@ lane_main(void *data)
          }
       }
       struct gpud_object *cb = job->cb;
+      struct gpud_replay_unit *unit = job->unit;
       atomic_fetch_sub(&r->queued, job->size);
       free(job);
-      if (cb->pool)
-         atomic_fetch_add_explicit(&cb->pool->chunks_replayed, 1, memory_order_release);
+      atomic_fetch_add_explicit(&unit->chunks_replayed, 1, memory_order_release);
       atomic_fetch_add_explicit(&cb->chunks_replayed, 1, memory_order_release);
       atomic_fetch_add_explicit(&lane->done, 1, memory_order_release);
       progressed(r);
@@ -600,12 +614,54 @@ lanes_done(struct gpud_replay *r, const void *arg)
 }
 
 static bool
+unit_done(const struct gpud_replay_unit *unit)
+{
+   return atomic_load_explicit(&unit->chunks_replayed, memory_order_acquire) ==
+          unit->chunks_routed;
+}
+
+/* Whether the lanes have replayed every chunk of a pool's command buffers. */
+static bool
 pool_done(struct gpud_replay *r, const void *arg)
 {
-   (void)r;
    const struct gpud_object *pool = arg;
-   return atomic_load_explicit(&pool->chunks_replayed, memory_order_acquire) ==
-          pool->chunks_routed;
+   for (uint32_t s = 0; s < pool->n_shards; s++) {
+      if (!unit_done(&pool->shards[s].unit))
+         return false;
+   }
+   return pool->n_shards || unit_done(&r->stray);
+}
+
+/* Where a command buffer's chunks are counted: its host pool's. */
+static struct gpud_replay_unit *
+unit_of(struct gpud_replay *r, struct gpud_object *cb)
+{
+   return cb->shard ? &cb->shard->unit : &r->stray;
+}
+
+/* GPUD_POOL_SHARDS=N in the daemon's environment spreads a pool over up
+ * to N host pools instead (1: its own alone; to measure). */
+static unsigned
+pool_shards_max(void)
+{
+   static _Atomic unsigned max;
+   unsigned m = atomic_load(&max);
+   if (!m) {
+      m = REPLAY_POOL_SHARDS;
+      const char *v = getenv("GPUD_POOL_SHARDS");
+      char *end;
+      unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
+      if (v && *v && !*end && n >= 1 && n <= DAEMON_STATUS_LANES)
+         m = (unsigned)n;
+      atomic_store(&max, m);
+   }
+   return m;
+}
+
+unsigned
+gpud_replay_pool_shards(const struct gpud_replay *r)
+{
+   return r ? UTIL_MIN(r->n_lanes, pool_shards_max()) : 0;
 }
 
 static bool
@@ -646,21 +702,19 @@ lane_load(const struct replay_lane *lane)
 }
 
 /*
- * The lane that replays a command buffer's pool.  A pool stays on its lane
- * while the lane has chunks of it to replay (a host pool is used by one
- * thread at a time); once they are all replayed, the pool may move, to the
- * lane with the least to do (its own on a tie).  Pools used in turn (one a
- * frame in flight) so land on the lanes that are free, and consecutive
- * frames replay side by side.
+ * The lane that replays a command buffer's host pool.  A host pool stays on
+ * its lane while the lane has chunks of it to replay (it is used by one
+ * thread at a time); once they are all replayed, it may move, to the lane
+ * with the least to do (its own on a tie).  Pools used in turn (one a
+ * frame in flight), and the host pools of one pool (its command buffers
+ * recorded one after the other), so land on the lanes that are free, and
+ * replay side by side.
  */
 static struct replay_lane *
-lane_of(struct gpud_replay *r, struct gpud_object *cb)
+lane_of(struct gpud_replay *r, struct gpud_replay_unit *unit)
 {
-   struct gpud_object *pool = cb->pool;
-   if (!pool)
-      return &r->lanes[0];
-   if (!pool->lane || pool_done(r, pool)) {
-      unsigned best = pool->lane ? pool->lane - 1 : r->next_lane;
+   if (!unit->lane || unit_done(unit)) {
+      unsigned best = unit->lane ? unit->lane - 1 : r->next_lane;
       uint64_t best_load = lane_load(&r->lanes[best]);
       for (unsigned k = 1; k < r->n_lanes && best_load; k++) {
          unsigned i = (r->next_lane + k) % r->n_lanes;
@@ -670,11 +724,11 @@ lane_of(struct gpud_replay *r, struct gpud_object *cb)
             best_load = load;
          }
       }
-      if (pool->lane != best + 1)
+      if (unit->lane != best + 1)
          r->next_lane = (best + 1) % r->n_lanes;
-      pool->lane = best + 1;
+      unit->lane = best + 1;
    }
-   return &r->lanes[pool->lane - 1];
+   return &r->lanes[unit->lane - 1];
 }
 
 /* The command pool a reset names (its id read from the command, which is
@@ -774,7 +828,7 @@ replay_here(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data,
 }
 
 int
-gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
+gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size, uint64_t behind)
 {
    struct gpud_context *ctx = call->ctx;
    struct gpud_replay *r = ctx->replay;
@@ -809,20 +863,26 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
    bool secondaries = executes_secondaries(data, size);
    bool big = size > DAEMON_REPLAY_INLINE_MAX;
    bool solo = big && cb->pool && solo_pool(r, cb->pool); /* (notes each large one) */
-   if ((h.cmd.flags & WIRE_CHUNK_END) && cb->pool && !secondaries && pool_done(r, cb->pool) &&
-       (!big || solo)) {
-      /* A last chunk, its pool's lane done with the pool, small or of the
-       * only pool recording large ones lately: replayed here.  The
-       * submission that usually follows waits for it anyway, and its lane,
-       * asleep while the application waited for its last job, would have to
-       * wake first (tens of microseconds, its core's caches cold: a lane
-       * replayed llama.cpp's recordings at 1.3-1.5x the decoding thread's
-       * time a command, docs/performance.md). */
+   struct gpud_replay_unit *unit = unit_of(r, cb);
+   /* A last chunk, its host pool's lane done with it, small or of the only
+    * pool recording large ones lately: replayed here.  The submission
+    * that usually follows waits for it anyway, and its lane, asleep while
+    * the application waited for its last job, would have to wake first
+    * (tens of microseconds, its core's caches cold: a lane replayed
+    * llama.cpp's recordings at 1.3-1.5x the decoding thread's time a
+    * command, docs/performance.md).  With the client ahead (more than a
+    * submission sent after it, or anything while the lane is up), the
+    * lane replays it while the decoding thread goes on. */
+   bool here = (h.cmd.flags & WIRE_CHUNK_END) && cb->pool && !secondaries && unit_done(unit) &&
+               (!big || solo);
+   if (here && behind)
+      here = behind <= REPLAY_BEHIND_SUBMIT && atomic_load(&lane_of(r, unit)->sleeping);
+   if (here) {
       if (replay_here(call, cb, data, size) < 0)
          return -EPROTO;
       cb->chunks_routed++;
-      cb->pool->chunks_routed++;
-      atomic_fetch_add_explicit(&cb->pool->chunks_replayed, 1, memory_order_release);
+      unit->chunks_routed++;
+      atomic_fetch_add_explicit(&unit->chunks_replayed, 1, memory_order_release);
       atomic_fetch_add_explicit(&cb->chunks_replayed, 1, memory_order_release);
       if (atomic_load(&r->n_submits))
          submit_ready(r);
@@ -839,13 +899,13 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size)
    if (!job)
       return gpud_context_protocol_error(ctx, "out of memory");
    job->cb = cb;
+   job->unit = unit;
    job->size = size;
    memcpy(job->data, data, size);
    atomic_fetch_add(&r->queued, size);
-   struct replay_lane *lane = lane_of(r, cb);
+   struct replay_lane *lane = lane_of(r, unit);
    cb->chunks_routed++;
-   if (cb->pool)
-      cb->pool->chunks_routed++;
+   unit->chunks_routed++;
    pthread_mutex_lock(&lane->mutex);
    util_list_add_tail(&lane->jobs, &job->link);
    __atomic_store_n(&lane->routed, lane->routed + 1, __ATOMIC_RELEASE);

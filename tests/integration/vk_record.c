@@ -23,6 +23,10 @@
  *   threads      four threads record while the main thread submits
  *   mid-create   a buffer and descriptor set made in the middle of a
  *                recording, and used by the rest of it
+ *   batches      as llama.cpp runs a graph: one pool reset, then ten of its
+ *                buffers recorded and submitted one after the other (the
+ *                last with a fence), round after round, the pool trimmed
+ *                and buffers freed and allocated again in between
  *
  * --hold begins a command buffer and records into it for ever (printing
  * READY after the first 10000 commands): a client to kill in the middle of a
@@ -694,6 +698,62 @@ rec_finish(struct rec *r)
    vkt_context_finish(&r->ctx);
 }
 
+/* Submits one command buffer, with a fence or none. */
+static void
+submit_one(const struct rec *r, VkCommandBuffer cb, VkFence fence)
+{
+   const VkSubmitInfo info = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .commandBufferCount = 1,
+      .pCommandBuffers = &cb,
+   };
+   VKT_CHECK(vkQueueSubmit(r->ctx.queue, 1, &info, fence));
+}
+
+#define BATCHES 10u
+
+static void
+test_batches(struct rec *r, uint32_t *expect)
+{
+   VkCommandPool pool = pool_create(r, VK_COMMAND_POOL_CREATE_TRANSIENT_BIT);
+   VkCommandBuffer cbs[BATCHES];
+   uint32_t n_cbs = 0;
+   const VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+   VkFence fence;
+   VKT_CHECK(vkCreateFence(r->ctx.device, &fence_info, NULL, &fence));
+   slots_clear(r, expect);
+   for (uint32_t round = 0; round < 24; round++) {
+      VKT_CHECK(vkResetCommandPool(r->ctx.device, pool, 0));
+      if (round == 8)
+         vkTrimCommandPool(r->ctx.device, pool, 0);
+      if (round == 16) {
+         /* three given back, and taken again as the round needs them */
+         vkFreeCommandBuffers(r->ctx.device, pool, 3, &cbs[2]);
+         cbs[2] = cbs[7];
+         cbs[3] = cbs[8];
+         cbs[4] = cbs[9];
+         n_cbs = 7;
+      }
+      for (uint32_t i = 0; i < BATCHES; i++) {
+         /* one more as a graph needs it, as llama.cpp allocates them */
+         if (i == n_cbs)
+            cbs_allocate(r, pool, VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1, &cbs[n_cbs++]);
+         uint32_t seed = 100 + round * BATCHES + i;
+         uint32_t n = 40 + (mix(seed, 7) % 600);
+         begin_adds(r, cbs[i], VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, seed, n);
+         VKT_CHECK(vkEndCommandBuffer(cbs[i]));
+         submit_one(r, cbs[i], i == BATCHES - 1 ? fence : VK_NULL_HANDLE);
+         expect_adds(expect, seed, n, 1);
+      }
+      VKT_CHECK(vkWaitForFences(r->ctx.device, 1, &fence, VK_TRUE, 60ull * 1000000000ull));
+      VKT_CHECK(vkResetFences(r->ctx.device, 1, &fence));
+      check(r, expect, "batches", "after a round of batches");
+   }
+   vkDestroyFence(r->ctx.device, fence, NULL);
+   vkDestroyCommandPool(r->ctx.device, pool, NULL);
+   ok("batches", "24 rounds of 10 buffers of one pool, submitted one after the other");
+}
+
 static const struct {
    const char *name;
    void (*run)(struct rec *r, uint32_t *expect);
@@ -708,6 +768,7 @@ static const struct {
    {"secondary", test_secondary},
    {"threads", test_threads},
    {"mid-create", test_mid_create},
+   {"batches", test_batches},
 };
 
 static void
