@@ -553,7 +553,35 @@ test_map_checks(void)
    close(fd);
 }
 
-UNIT_MAIN(UNIT_TEST(test_wrap_and_fragments), UNIT_TEST(test_full_ring_and_sleep),
+/* What the consumer sees of the producer's lead without taking it: the
+ * entries' bytes, none once taken, and nothing from a head out of bounds. */
+static void
+test_pending_bytes(void)
+{
+   struct pair p;
+   pair_open(&p, SMALL, 1u << 20);
+   CHECK_EQ(util_ring_pending_bytes(&p.worker_in), 0);
+   uint8_t buf[100] = {0};
+   for (unsigned i = 0; i < 3; i++)
+      CHECK_OK(util_ring_send(&p.client_out, &p.client_wait, UTIL_MSG_STREAM, buf, sizeof(buf),
+                              NULL, 0, UINT64_MAX));
+   /* 16 bytes of entry header and 100 of payload, on a cache line */
+   CHECK_EQ(util_ring_pending_bytes(&p.worker_in), 3 * 128);
+   struct util_msg m;
+   CHECK_OK(util_ring_recv(&p.worker_in, &p.worker_wait, &m));
+   CHECK_EQ(util_ring_pending_bytes(&p.worker_in), 2 * 128);
+   CHECK_OK(util_ring_recv(&p.worker_in, &p.worker_wait, &m));
+   CHECK_OK(util_ring_recv(&p.worker_in, &p.worker_wait, &m));
+   CHECK_EQ(util_ring_pending_bytes(&p.worker_in), 0);
+   /* a producer that writes what it likes there */
+   atomic_store(&p.worker_in.ctrl->head, UINT64_MAX);
+   CHECK_EQ(util_ring_pending_bytes(&p.worker_in), 0);
+   atomic_store(&p.worker_in.ctrl->head, p.worker_in.pos + 3u * SMALL);
+   CHECK_EQ(util_ring_pending_bytes(&p.worker_in), 0);
+   pair_close(&p);
+}
+
+UNIT_MAIN(UNIT_TEST(test_wrap_and_fragments), UNIT_TEST(test_pending_bytes), UNIT_TEST(test_full_ring_and_sleep),
           UNIT_TEST(test_fds), UNIT_TEST(test_peer_dies), UNIT_TEST(test_timeout),
           UNIT_TEST(test_hostile_producer), UNIT_TEST(test_stale_laps),
           UNIT_TEST(test_map_checks), UNIT_TEST(test_quiet))
