@@ -871,11 +871,12 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size, ui
     * (tens of microseconds, its core's caches cold: a lane replayed
     * llama.cpp's recordings at 1.3-1.5x the decoding thread's time a
     * command, docs/performance.md).  With the client ahead (more than a
-    * submission sent after it, or anything while the lane is up), the
-    * lane replays it while the decoding thread goes on. */
+    * submission sent after it, or anything while the lane is up), and the
+    * pool's next recording free to go to another host pool, the lane
+    * replays it while the decoding thread goes on. */
    bool here = (h.cmd.flags & WIRE_CHUNK_END) && cb->pool && !secondaries && unit_done(unit) &&
                (!big || solo);
-   if (here && behind)
+   if (here && behind && cb->pool->shards_max > 1)
       here = behind <= REPLAY_BEHIND_SUBMIT && atomic_load(&lane_of(r, unit)->sleeping);
    if (here) {
       if (replay_here(call, cb, data, size) < 0)
