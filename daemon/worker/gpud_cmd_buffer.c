@@ -308,8 +308,9 @@ free_host_cb(struct gpud_call *call, VkDevice device, const struct gpud_object *
    call->disp->FreeCommandBuffers(device, host, 1, &cb);
 }
 
-/* A pool with secondaries: its resets wait for every lane (a primary on
- * another lane may be executing one). */
+/* New command buffers, dealt out to the pool's host pools where lanes
+ * replay.  A pool with secondaries: its resets wait for every lane (a
+ * primary on another lane may be executing one). */
 void
 gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
                                    struct wire_args_vkAllocateCommandBuffers *a)
