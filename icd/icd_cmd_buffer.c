@@ -18,6 +18,7 @@
 
 #include <stdlib.h>
 
+#include "util_env.h"
 #include "util_trace.h"
 /* A chunk goes out once the stream passes this size (GPUD_CHUNK_BYTES,
  * for measuring: docs/performance.md). */
@@ -31,13 +32,9 @@ static size_t chunk_bytes = ICD_CHUNK_BYTES;
 static void
 init_chunk_bytes(void)
 {
-   const char *env = getenv("GPUD_CHUNK_BYTES");
-   if (env && *env) {
-      char *end = NULL;
-      unsigned long v = strtoul(env, &end, 10);
-      if (!*end && v >= ICD_CHUNK_MIN_BYTES && v <= ICD_CHUNK_MAX_BYTES)
-         chunk_bytes = v;
-   }
+   uint64_t v;
+   if (util_env_number("GPUD_CHUNK_BYTES", ICD_CHUNK_MIN_BYTES, ICD_CHUNK_MAX_BYTES, &v))
+      chunk_bytes = v;
 }
 
 static struct icd_command_buffer *

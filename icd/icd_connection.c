@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "util_fd.h"
+#include "util_env.h"
 #include "util_macros.h"
 #include "util_spin.h"
 #include "wire_control.h"
@@ -77,14 +78,9 @@ program_name(void)
 uint64_t
 icd_connect_timeout_ns(void)
 {
-   const char *env = getenv("GPUD_CONNECT_TIMEOUT_MS");
-   if (env && *env) {
-      char *end = NULL;
-      unsigned long ms = strtoul(env, &end, 10);
-      if (!*end && ms > 0 && ms < 3600000)
-         return (uint64_t)ms * 1000000ull;
-   }
-   return (uint64_t)ICD_CONNECT_TIMEOUT_MS * 1000000ull;
+   uint64_t ms = ICD_CONNECT_TIMEOUT_MS;
+   util_env_number("GPUD_CONNECT_TIMEOUT_MS", 1, 3599999, &ms);
+   return ms * 1000000ull;
 }
 
 /* Waits for events until the deadline; what is ready already counts even
@@ -835,13 +831,9 @@ static uint64_t idle_wait_ns = (uint64_t)ICD_IDLE_CONNECTION_MS * 1000000ull;
 static void
 read_idle_wait(void)
 {
-   const char *env = getenv("GPUD_IDLE_CONNECTION_MS");
-   if (env && *env) {
-      char *end = NULL;
-      unsigned long ms = strtoul(env, &end, 10);
-      if (!*end && ms < 3600000)
-         idle_wait_ns = (uint64_t)ms * 1000000ull;
-   }
+   uint64_t ms;
+   if (util_env_number("GPUD_IDLE_CONNECTION_MS", 0, 3599999, &ms))
+      idle_wait_ns = ms * 1000000ull;
 }
 
 static void *

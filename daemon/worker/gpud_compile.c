@@ -47,6 +47,7 @@
 #include "gpud_spirv.h"
 #include "daemon_limits.h"
 #include "util_list.h"
+#include "util_env.h"
 #include "util_macros.h"
 #include "util_time.h"
 #include "wire_gen.h"
@@ -104,13 +105,9 @@ struct gpud_compile {
 static unsigned
 threads_wanted(void)
 {
-   const char *env = getenv("GPUD_COMPILE_THREADS");
-   if (env && *env) {
-      char *end;
-      unsigned long n = strtoul(env, &end, 10);
-      if (!*end)
-         return (unsigned)UTIL_MIN(n, COMPILE_MAX_THREADS);
-   }
+   uint64_t want;
+   if (util_env_number("GPUD_COMPILE_THREADS", 0, UINT64_MAX, &want))
+      return (unsigned)UTIL_MIN(want, COMPILE_MAX_THREADS);
    cpu_set_t cpus;
    int n = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus)
                                                            : (int)sysconf(_SC_NPROCESSORS_ONLN);

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "daemon_limits.h"
+#include "util_env.h"
 #include "util_spin.h"
 #include "util_time.h"
 #include "util_trace.h"
@@ -647,12 +648,9 @@ pool_shards_max(void)
    static _Atomic unsigned max;
    unsigned m = atomic_load(&max);
    if (!m) {
-      m = REPLAY_POOL_SHARDS;
-      const char *v = getenv("GPUD_POOL_SHARDS");
-      char *end;
-      unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
-      if (v && *v && !*end && n >= 1 && n <= DAEMON_STATUS_LANES)
-         m = (unsigned)n;
+      uint64_t n = REPLAY_POOL_SHARDS;
+      util_env_number("GPUD_POOL_SHARDS", 1, DAEMON_STATUS_LANES, &n);
+      m = (unsigned)n;
       atomic_store(&max, m);
    }
    return m;

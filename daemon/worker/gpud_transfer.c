@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "gpud_queue.h"
+#include "util_env.h"
 #include "util_macros.h"
 #include "util_time.h"
 #include "wire_copies.h"
@@ -766,10 +767,8 @@ steer_max(void)
    uint64_t m = atomic_load(&max);
    if (m == UINT64_MAX) {
       m = STEER_MAX_BYTES;
-      const char *v = getenv("GPUD_STEER_MAX_MB");
-      char *end;
-      unsigned long long mb = v && *v ? strtoull(v, &end, 10) : 0;
-      if (v && *v && !*end && mb < (1ull << 40))
+      uint64_t mb;
+      if (util_env_number("GPUD_STEER_MAX_MB", 0, (1ull << 40) - 1, &mb))
          m = mb << 20;
       atomic_store(&max, m);
    }

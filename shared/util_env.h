@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Numbers from the environment: the settings gpud's parts read from
+ * variables (limits, timeouts, the knobs its measurements turn).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Whether the variable name holds a whole decimal number from min to max
+ * (then in *ret); an unset or empty variable, or anything else, leaves
+ * *ret alone. */
+static inline bool
+util_env_number(const char *name, uint64_t min, uint64_t max, uint64_t *ret)
+{
+   const char *v = getenv(name);
+   if (!v || !*v)
+      return false;
+   char *end;
+   unsigned long long n = strtoull(v, &end, 10);
+   if (*end || n < min || n > max)
+      return false;
+   *ret = n;
+   return true;
+}
