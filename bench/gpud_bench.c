@@ -890,13 +890,8 @@ job_gpu_ns(const struct vkt_context *ctx, VkQueryPool timestamps)
 static uint64_t
 job_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd, VkFence fence)
 {
-   const VkSubmitInfo submit = {
-      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-      .commandBufferCount = 1,
-      .pCommandBuffers = &cmd,
-   };
    uint64_t t0 = vkt_now_ns();
-   VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fence));
+   vkt_submit(ctx, cmd, fence);
    VKT_CHECK(vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 120000000000ull));
    uint64_t t = vkt_now_ns() - t0;
    VKT_CHECK(vkResetFences(ctx->device, 1, &fence));

@@ -698,18 +698,6 @@ rec_finish(struct rec *r)
    vkt_context_finish(&r->ctx);
 }
 
-/* Submits one command buffer, with a fence or none. */
-static void
-submit_one(const struct rec *r, VkCommandBuffer cb, VkFence fence)
-{
-   const VkSubmitInfo info = {
-      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-      .commandBufferCount = 1,
-      .pCommandBuffers = &cb,
-   };
-   VKT_CHECK(vkQueueSubmit(r->ctx.queue, 1, &info, fence));
-}
-
 #define BATCHES 10u
 
 static void
@@ -742,7 +730,7 @@ test_batches(struct rec *r, uint32_t *expect)
          uint32_t n = 40 + (mix(seed, 7) % 600);
          begin_adds(r, cbs[i], VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, seed, n);
          VKT_CHECK(vkEndCommandBuffer(cbs[i]));
-         submit_one(r, cbs[i], i == BATCHES - 1 ? fence : VK_NULL_HANDLE);
+         vkt_submit(&r->ctx, cbs[i], i == BATCHES - 1 ? fence : VK_NULL_HANDLE);
          expect_adds(expect, seed, n, 1);
       }
       VKT_CHECK(vkWaitForFences(r->ctx.device, 1, &fence, VK_TRUE, 60ull * 1000000000ull));

@@ -975,22 +975,28 @@ vkt_cmd_begin_pool(const struct vkt_context *ctx, VkCommandPool pool)
 }
 
 void
-vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd)
+vkt_submit(const struct vkt_context *ctx, VkCommandBuffer cmd, VkFence fence)
 {
-   const VkFenceCreateInfo fence_info = {
-      .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
-   };
    const VkSubmitInfo submit = {
       .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
       .commandBufferCount = 1,
       .pCommandBuffers = &cmd,
+   };
+   VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fence));
+}
+
+void
+vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd)
+{
+   const VkFenceCreateInfo fence_info = {
+      .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO,
    };
    VkFence fence;
    VkResult r;
 
    VKT_CHECK(vkEndCommandBuffer(cmd));
    VKT_CHECK(vkCreateFence(ctx->device, &fence_info, NULL, &fence));
-   VKT_CHECK(vkQueueSubmit(ctx->queue, 1, &submit, fence));
+   vkt_submit(ctx, cmd, fence);
    r = vkWaitForFences(ctx->device, 1, &fence, VK_TRUE, 60000000000ull);
    if (r == VK_TIMEOUT)
       vkt_fail("command buffer did not complete within 60 s");

@@ -258,6 +258,9 @@ VkCommandBuffer vkt_cmd_begin(const struct vkt_context *ctx);
 VkCommandBuffer vkt_cmd_begin_pool(const struct vkt_context *ctx, VkCommandPool pool);
 /* Ends, submits with a fence, waits (60 s at most) and frees it. */
 void vkt_cmd_submit_wait(const struct vkt_context *ctx, VkCommandBuffer cmd);
+/* Submits one command buffer alone to the context's queue, with fence (or
+ * VK_NULL_HANDLE). */
+void vkt_submit(const struct vkt_context *ctx, VkCommandBuffer cmd, VkFence fence);
 
 /* What shaders/compute.comp writes for element i whose input is x, after
  * rounds of its hash with seed: the CPU's answer, to check the GPU's. */
