@@ -320,7 +320,7 @@ gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
    if (pool && info->level == VK_COMMAND_BUFFER_LEVEL_SECONDARY)
       pool->secondaries = true;
    unsigned want = gpud_replay_pool_shards(call->ctx->replay);
-   if (!pool || !want || !call->disp->CreateCommandPool) {
+   if (!pool || !want) {
       gpud_gen_exec_vkAllocateCommandBuffers(call, a);
       return;
    }
@@ -350,12 +350,11 @@ gpud_exec_vkAllocateCommandBuffers(struct gpud_call *call,
          /* all or none, as the API's */
          for (uint32_t j = 0; j < i; j++)
             free_host_cb(call, a->device, pool, call->new_cb_shards[j], a->pCommandBuffers[j]);
-         call->n_new_cb_shards = 0;
          return;
       }
       call->new_cb_shards[i] = shard;
-      call->n_new_cb_shards = i + 1;
    }
+   call->n_new_cb_shards = n;
 }
 
 void

@@ -807,6 +807,14 @@ solo_pool(struct gpud_replay *r, const struct gpud_object *pool)
    return now >= r->side_by_side_until_ns;
 }
 
+/* About how many bytes the client sent after a chunk already: the rest of
+ * its message, and what waits in the ring (a look at the client's word). */
+static uint64_t
+client_behind(struct gpud_context *ctx, size_t after)
+{
+   return after + (ctx->ring_map ? util_ring_pending_bytes(&ctx->commands) : 0);
+}
+
 /* Wakes a lane that sleeps, to poll for what comes next. */
 static void
 lane_wake(struct replay_lane *lane)
@@ -836,7 +844,7 @@ replay_here(struct gpud_call *call, struct gpud_object *cb, const uint8_t *data,
 }
 
 int
-gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size, uint64_t behind)
+gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size, size_t after)
 {
    struct gpud_context *ctx = call->ctx;
    struct gpud_replay *r = ctx->replay;
@@ -887,8 +895,9 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size, ui
     * it waiting). */
    bool here = (h.cmd.flags & WIRE_CHUNK_END) && cb->pool && !secondaries && unit_done(unit) &&
                (!big || solo);
-   if (here && behind > REPLAY_BEHIND_SUBMIT && cb->pool->shards_max > 1) {
-      struct replay_lane *lane = lane_of(r, unit);
+   struct replay_lane *lane = NULL; /* (chosen once: the one found up takes it) */
+   if (here && cb->pool->shards_max > 1 && client_behind(ctx, after) > REPLAY_BEHIND_SUBMIT) {
+      lane = lane_of(r, unit);
       if (!atomic_load(&lane->sleeping))
          here = false;
       else
@@ -920,7 +929,8 @@ gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size, ui
    job->size = size;
    memcpy(job->data, data, size);
    atomic_fetch_add(&r->queued, size);
-   struct replay_lane *lane = lane_of(r, unit);
+   if (!lane)
+      lane = lane_of(r, unit);
    cb->chunks_routed++;
    unit->chunks_routed++;
    pthread_mutex_lock(&lane->mutex);

@@ -14,11 +14,11 @@ struct gpud_replay *gpud_replay_create(struct gpud_context *ctx);
 /* Stops the lanes (what they hold is dropped). */
 void gpud_replay_destroy(struct gpud_replay *r);
 /* Checks a chunk (a whole WIRE_OP_CHUNK command) and replays it, or gives
- * it to its host pool's lane (behind: about how many bytes the client
- * sent after it already); negative when the client must be disconnected (the
- * reason is logged and sent). */
+ * it to its host pool's lane (after: the bytes of its message after it);
+ * negative when the client must be disconnected (the reason is logged and
+ * sent). */
 int gpud_replay_chunk(struct gpud_call *call, const uint8_t *data, uint32_t size,
-                      uint64_t behind);
+                      size_t after);
 /* Host pools an application's command pool is spread over where lanes
  * replay (0: no lanes, its own alone; gpud_cmd_buffer.c). */
 unsigned gpud_replay_pool_shards(const struct gpud_replay *r);

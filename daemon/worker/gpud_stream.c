@@ -44,10 +44,7 @@ gpud_stream_process(struct gpud_context *ctx, const uint8_t *data, size_t size, 
          break;
       }
       if (h.op == WIRE_OP_CHUNK) {
-         /* what the client sent after it already */
-         uint64_t behind = (size - h.size) +
-                           (ctx->ring_map ? util_ring_pending_bytes(&ctx->commands) : 0);
-         r = gpud_replay_chunk(call, data, h.size, behind);
+         r = gpud_replay_chunk(call, data, h.size, size - h.size);
          if (r < 0)
             break;
          data += h.size;
