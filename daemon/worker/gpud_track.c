@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 
 #include "daemon_limits.h"
+#include "util_env.h"
 #include "util_fd.h"
 #include "util_macros.h"
 #include "util_memfd.h"
@@ -651,9 +652,9 @@ device_track(struct gpud_context *ctx, struct gpud_object *device)
    t->cap_free = TRACK_POOL;
    t->page_fd = -1;
    t->poll_ns = util_spin_yields() ? 0 : TRACK_POLL_NS;
-   const char *poll_us = getenv("GPUD_TRACK_POLL_US");
-   if (poll_us && *poll_us)
-      t->poll_ns = strtoull(poll_us, NULL, 10) * 1000;
+   uint64_t poll_us;
+   if (util_env_number("GPUD_TRACK_POLL_US", 0, 1000 * 1000, &poll_us))
+      t->poll_ns = poll_us * 1000;
    util_spin_window_init(&t->window, t->poll_ns, t->poll_ns ? DAEMON_COMMAND_SPIN_MAX_NS : 0);
    pthread_mutex_init(&t->mutex, NULL);
    pthread_cond_init(&t->cond, NULL);
