@@ -7,7 +7,7 @@ prints each figure and gpud/direct.
 
   scripts/llama.sh DIR            (once: llama.cpp and the models)
   bench/llama_bench.py --llama DIR [--build DIR] [--host-driver MANIFEST]
-                       [--models tiny,moe,1b] [--rounds N] [--repetitions N]
+                       [--models tiny,moe,1b] [--rounds N] [--repetitions N] [--threads N]
                        [--ops OP,OP,...] [--ops-timeout S]
                        [--also NAME:VAR=VALUE[,VAR=VALUE...]]...
 
@@ -17,6 +17,10 @@ so that both have their pipelines compiled: the driver's disk cache
 directly, gpud's pipeline cache (in DIR/gpud-cache/users/UID) through gpud; a
 run that compiles runs at whatever clock the GPU has dropped to by then
 (docs/performance.md, "llama.cpp").
+
+--threads sets llama-bench's CPU threads (its -t; by default one a core):
+ggml's CPU backend runs some operators of each graph on them, beside the
+worker's threads through gpud.
 
 --also adds a side: gpud again, with more variables in the application's
 environment (GPUD_ICD_UPLOADS=off, say), alternated with the others and
@@ -58,6 +62,8 @@ def llama_bench(args, env, model, extra):
     argv = [os.path.join(args.llama, 'run.sh'), os.path.join(args.llama, 'llama-bench'),
             '-m', os.path.join(args.llama, 'models', model + '.gguf'), '-ngl', '99',
             '-o', 'json'] + extra
+    if args.threads:
+        argv += ['-t', str(args.threads)]
     p = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                        timeout=1800)
     if p.returncode != 0:
@@ -97,6 +103,7 @@ def main():
     ap.add_argument('--models', default='tiny,1b')
     ap.add_argument('--rounds', type=int, default=2)
     ap.add_argument('--repetitions', type=int, default=3, help="llama-bench's -r")
+    ap.add_argument('--threads', type=int, default=0, help="llama-bench's -t (0: its default)")
     ap.add_argument('--ops', default='', help='test-backend-ops operators, comma-separated')
     ap.add_argument('--ops-timeout', type=int, default=600)
     ap.add_argument('--also', action='append', default=[], metavar='NAME:VAR=VALUE,...',

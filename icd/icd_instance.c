@@ -36,6 +36,8 @@ init_debug(void)
       icd_debug |= ICD_DEBUG_INIT;
    if (strstr(env, "waits"))
       icd_debug |= ICD_DEBUG_WAITS;
+   if (strstr(env, "uploads"))
+      icd_debug |= ICD_DEBUG_UPLOADS;
    if (strstr(env, "all"))
       icd_debug = ~0u;
 }

@@ -36,12 +36,13 @@
 /* How long a connection waits for the process's next instance. */
 #define ICD_IDLE_CONNECTION_MS 2000
 
-/* Debug output: GPUD_DEBUG=wire,sync,init,waits,all... on stderr. */
+/* Debug output: GPUD_DEBUG=wire,sync,init,waits,uploads,all... on stderr. */
 enum icd_debug_flags {
    ICD_DEBUG_WIRE = 1u << 0,
    ICD_DEBUG_SYNC = 1u << 1,
    ICD_DEBUG_INIT = 1u << 2,
    ICD_DEBUG_WAITS = 1u << 3, /* each device's waits on its page, summed at its end */
+   ICD_DEBUG_UPLOADS = 1u << 4, /* each submission of copies alone left to the worker, and why */
 };
 extern uint32_t icd_debug;
 void icd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -23,6 +23,7 @@
  */
 #include "icd.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,22 +306,26 @@ struct upload_copy {
 /* The copies of the command buffers, resolved; false: not the ICD's. */
 static bool
 resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t n_cbs,
-        struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_bytes)
+        struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_bytes, const char **why)
 {
    const bool to_worker = upload_mode() == UPLOAD_WORKER;
    uint32_t n = 0;
    uint64_t bytes = 0;
    for (uint32_t i = 0; i < n_cbs; i++) {
       const struct icd_command_buffer *cb = cbs[i];
-      if (!cb || !copies_only(cb) || cb->n_upload > ICD_UPLOAD_MAX_COPIES - n)
+      if (!cb || !copies_only(cb) || cb->n_upload > ICD_UPLOAD_MAX_COPIES - n) {
+         *why = NULL; /* not copies alone */
          return false;
+      }
       for (uint32_t k = 0; k < cb->n_upload; k++) {
          const struct icd_upload_copy *c = &cb->upload[k];
          struct icd_buffer_binding s, d;
          if (!c->size || !icd_buffer_binding(dev, (VkBuffer)c->src, &s) ||
              !icd_buffer_binding(dev, (VkBuffer)c->dst, &d) || s.memory->external ||
-             d.memory->external)
+             d.memory->external) {
+            *why = "an empty copy, an unbound buffer or external memory";
             return false;
+         }
          struct upload_copy *u = &out[n++];
          const bool dst_here = here_mappable(d.memory);
          *u = (struct upload_copy){
@@ -330,16 +335,21 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
             .offset = c->dst_offset,
             .size = c->size,
          };
-         if (!u->src || (dst_here && !u->dst))
+         if (!u->src || (dst_here && !u->dst)) {
+            *why = u->src ? "a destination not mapped here" : "a source in device memory";
             return false;
+         }
          if (to_worker && u->dst && !((c->dst_offset | c->size) & 3)) {
             u->dst = NULL;
             u->visible = true;
          }
          if (!u->dst) {
             /* what vkCmdUpdateBuffer takes (the worker may make it so) */
-            if ((c->dst_offset | c->size) & 3 || c->size > UPLOAD_SLOT_MAX - bytes)
+            if ((c->dst_offset | c->size) & 3 || c->size > UPLOAD_SLOT_MAX - bytes) {
+               *why = (c->dst_offset | c->size) & 3 ? "an offset or size not a multiple of 4"
+                                                    : "more bytes than a slot of upload memory";
                return false;
+            }
             bytes += c->size;
          }
       }
@@ -348,6 +358,27 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
    *ret_bytes = (uint32_t)bytes;
    /* an empty submission (a fence alone) is made here too */
    return n > 0 || !n_cbs;
+}
+
+/* GPUD_DEBUG=uploads: a submission of copies alone that goes to the worker,
+ * and why (false, for the caller to return). */
+static bool
+declined(struct icd_command_buffer *const *cbs, uint32_t n_cbs, const char *why)
+{
+   if (!(icd_debug & ICD_DEBUG_UPLOADS))
+      return false;
+   uint64_t size = 0;
+   uint32_t copies = 0;
+   for (uint32_t i = 0; i < n_cbs; i++) {
+      if (!cbs[i] || !copies_only(cbs[i]))
+         return false;
+      for (uint32_t k = 0; k < cbs[i]->n_upload; k++)
+         size += cbs[i]->upload[k].size;
+      copies += cbs[i]->n_upload;
+   }
+   icd_log("uploads: %u cop%s of %" PRIu64 " bytes%s to the worker: %s", copies,
+           copies == 1 ? "y" : "ies", size, n_cbs ? "" : " (a fence alone)", why);
+   return false;
 }
 
 bool
@@ -362,13 +393,14 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
    /* nothing submitted is in flight: every earlier write to the sources is
     * done (the page says so before the fence of the last submission) */
    if (atomic_load(&h->settled) != atomic_load(&dev->submits))
-      return false;
+      return declined(cbs, n_cbs, "earlier submissions in flight");
    if (fence && !icd_fence_here(fence))
-      return false;
+      return declined(cbs, n_cbs, "a fence the page does not answer for");
    struct upload_copy copies[ICD_UPLOAD_MAX_COPIES];
    uint32_t n = 0, bytes = 0;
-   if (!resolve(dev, cbs, n_cbs, copies, &n, &bytes))
-      return false;
+   const char *why = NULL;
+   if (!resolve(dev, cbs, n_cbs, copies, &n, &bytes, &why))
+      return why ? declined(cbs, n_cbs, why) : false;
    /* a worker that is gone answers nothing: the submission goes the way
     * that says the device is lost (a look at the socket, no wake-up; only
     * for submissions the ICD would make, not every one) */
@@ -384,7 +416,7 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
          ? upload_slot_take(dev)
          : NULL;
    if (bytes > UPLOAD_MAX_BYTES && !slot)
-      return false;
+      return declined(cbs, n_cbs, "no free slot of upload memory");
    VkBuffer buffers[ICD_UPLOAD_MAX_COPIES];
    VkBufferCopy regions[ICD_UPLOAD_MAX_COPIES];
    uint8_t *data = slot ? icd_device_memory_from_handle(slot->memory)->map
