@@ -9,6 +9,11 @@ trace-PID-hostrec over a host driver) and, for the ICD, its worker's
     bench/trace_timeline.py DIR --window PID:AT_US:SPAN_US
                                            the merged events of PID's run
                                            from AT_US (from its first event)
+                                           (--ops WIRE_GEN_H names the
+                                           worker's commands: a build's
+                                           protocol/wire_gen.h, found in
+                                           the checkout's build folders
+                                           when not given)
     bench/trace_timeline.py DIR --graphs   each run's graphs (what lies
                                            between two of the application's
                                            ends of a fence poll: a token of
@@ -194,7 +199,22 @@ def pair(ev, a, b):
     return out
 
 
-def window(d, spec):
+def load_ops(path):
+    """{op number: name} from a build's protocol/wire_gen.h."""
+    if not path:
+        import glob
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        found = sorted(glob.glob(os.path.join(here, 'build*', 'protocol', 'wire_gen.h')))
+        path = found[0] if found else None
+    ops = {}
+    if path:
+        with open(path) as f:
+            for m in re.finditer(r'WIRE_OP_(\w+) = (\d+),', f.read()):
+                ops[int(m.group(2))] = m.group(1)
+    return ops
+
+
+def window(d, spec, ops):
     pid, at, span = (float(x) for x in spec.split(':'))
     for p, kind, app, worker in runs(d):
         if p != int(pid):
@@ -204,9 +224,10 @@ def window(d, spec):
         prev = None
         for e in ev:
             if t0 <= e[0] <= t0 + span * 1000:
-                print('%10.1f %+8.1f %-16s %8d %d' % ((e[0] - ev[0][0]) / 1e3,
+                arg = ops.get(e[2], e[2]) if e[1] == 'cmd' else e[2]
+                print('%10.1f %+8.1f %-16s %8s %d' % ((e[0] - ev[0][0]) / 1e3,
                                                     (e[0] - prev) / 1e3 if prev else 0,
-                                                    e[1], e[2], e[3]))
+                                                    e[1], arg, e[3]))
                 prev = e[0]
 
 
@@ -216,9 +237,10 @@ def main():
     ap.add_argument('dir')
     ap.add_argument('--window', metavar='PID:AT_US:SPAN_US')
     ap.add_argument('--graphs', action='store_true')
+    ap.add_argument('--ops', metavar='WIRE_GEN_H')
     args = ap.parse_args()
     if args.window:
-        window(args.dir, args.window)
+        window(args.dir, args.window, load_ops(args.ops))
         return 0
     for r in runs(args.dir):
         (graphs if args.graphs else summary)(*r)

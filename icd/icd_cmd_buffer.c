@@ -233,14 +233,7 @@ icd_vkResetCommandPool(VkDevice device, VkCommandPool commandPool, VkCommandPool
    for (struct icd_command_buffer *cb = pool->buffers; cb; cb = cb->next)
       discard_recording(cb);
    pthread_mutex_unlock(&pool->mutex);
-   VkResult r = icd_gen_vkResetCommandPool(device, commandPool, flags);
-   /* Sent now, not with the next call that goes out: the host's reset (of
-    * each host pool behind this one) is then the worker's while the
-    * application goes on, not in front of its next submission (ggml
-    * resets its pools after each graph's wait, then works on the CPU). */
-   if (r == VK_SUCCESS)
-      icd_connection_flush(pool->base.conn);
-   return r;
+   return icd_gen_vkResetCommandPool(device, commandPool, flags);
 }
 
 /* ---- commands the ICD notes or changes ------------------------------------- */

@@ -40,6 +40,7 @@ static const char *const event_names[UTIL_TRACE_EVENT_COUNT] = {
    [UTIL_TRACE_HOST_SUBMIT] = "host_submit",
    [UTIL_TRACE_HOST_SUBMITTED] = "host_submitted",
    [UTIL_TRACE_DONE] = "done",
+   [UTIL_TRACE_CMD] = "cmd",
 };
 
 void

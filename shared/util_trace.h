@@ -32,6 +32,7 @@ enum util_trace_event {
    UTIL_TRACE_HOST_SUBMIT,    /* the host's vkQueueSubmit(2) entered */
    UTIL_TRACE_HOST_SUBMITTED, /* ... returned */
    UTIL_TRACE_DONE,           /* the tracker found a submission complete: the queue's count */
+   UTIL_TRACE_CMD,            /* the decoding thread began a command of a message: its op */
    UTIL_TRACE_EVENT_COUNT,
 };
 

@@ -18,6 +18,7 @@
 #include "gpud_replay.h"
 #include "util_fd.h"
 #include "util_time.h"
+#include "util_trace.h"
 #include "wire_gen.h"
 
 int
@@ -79,6 +80,7 @@ gpud_stream_process(struct gpud_context *ctx, const uint8_t *data, size_t size, 
       atomic_store_explicit(&ctx->status->last_op, h.op, memory_order_relaxed);
 
       const uint64_t t0 = ctx->profile ? util_now_ns() : 0; /* GPUD_PROFILE */
+      util_trace(UTIL_TRACE_CMD, h.op);
       gpud_inject_before_command(call);
       /* a submission may wait for the replay of its command buffers */
       int waits = gpud_replay_submit(call);
