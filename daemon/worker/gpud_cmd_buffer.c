@@ -97,6 +97,8 @@ gpud_exec_vkBeginCommandBuffer(struct gpud_call *call, struct wire_args_vkBeginC
    if (cmd) {
       cmd->n_cmd_watched = 0;
       gpud_transfer_begin(cmd);
+      if (cmd->shard)
+         atomic_store_explicit(&cmd->shard->recorded, true, memory_order_relaxed);
    }
    gpud_gen_exec_vkBeginCommandBuffer(call, a);
    /* recorded: nobody waits for the result (the ICD answered at once) */
@@ -375,7 +377,11 @@ gpud_exec_vkFreeCommandBuffers(struct gpud_call *call, struct wire_args_vkFreeCo
 }
 
 /* A reset ends the recording of every command buffer of the pool (the ICD
- * starts the next at chunk 0); every host pool of it resets. */
+ * starts the next at chunk 0); every host pool of it resets that had a
+ * recording begun since its last reset (the others' command buffers are
+ * in their initial state already: a program that records one command
+ * buffer of a pool at a time, as ggml's staged copies do, resets one host
+ * pool, not each), and all of them where the resources go back. */
 void
 gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCommandPool *a)
 {
@@ -383,9 +389,16 @@ gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCom
    if (pool)
       pool->pool_resets++;
    gpud_gen_exec_vkResetCommandPool(call, a);
-   for (uint32_t s = 1; pool && a->ret == VK_SUCCESS && s < pool->n_shards; s++)
-      a->ret = call->disp->ResetCommandPool(
-         a->device, (VkCommandPool)(uintptr_t)pool->shards[s].handle, a->flags);
+   const bool release = a->flags & VK_COMMAND_POOL_RESET_RELEASE_RESOURCES_BIT;
+   for (uint32_t s = 0; pool && a->ret == VK_SUCCESS && s < pool->n_shards; s++) {
+      struct gpud_pool_shard *shard = &pool->shards[s];
+      if (!atomic_exchange_explicit(&shard->recorded, false, memory_order_relaxed) &&
+          !release)
+         continue;
+      if (s > 0)
+         a->ret = call->disp->ResetCommandPool(a->device, (VkCommandPool)(uintptr_t)shard->handle,
+                                              a->flags);
+   }
 }
 
 void

@@ -65,6 +65,10 @@ struct gpud_replay_unit {
 struct gpud_pool_shard {
    uint64_t handle; /* the host's VkCommandPool (the first: the pool's own) */
    struct gpud_replay_unit unit;
+   /* a command buffer of it began a recording since its last reset (set
+    * by the thread replaying it, read at the pool's reset, after the
+    * lanes are done with the pool) */
+   _Atomic bool recorded;
 };
 
 struct gpud_object {

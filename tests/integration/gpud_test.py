@@ -3549,7 +3549,9 @@ def test_record(fx):
     """Command buffers recorded, reset, freed, re-begun, submitted twice and
     recorded on threads compute what they should: with the ICD's usual
     chunks and with 1 KiB ones (a chunk every few commands), with and without
-    replay threads; and a client killed while recording leaves nothing."""
+    replay threads (and with them under strict validation, which finds a host
+    pool behind the application's left out of a reset); and a client killed
+    while recording leaves nothing."""
     vk_record = fx.prog('vk_record')
 
     def run_all(env, label):
@@ -3577,6 +3579,19 @@ def test_record(fx):
     run_all(fx.gpud_env(VARIANTS[0]), 'replay threads')
     run_all(fx.gpud_env(VARIANTS[1]) | small, 'replay threads, 1 KiB chunks')
     record_kill_mid_recording(fx, 'replay threads')
+
+    # With replay threads a pool is a few host pools, and a reset resets
+    # those with a recording since their last: the validation layer under
+    # the worker (strict: the client goes) finds a host pool left out by
+    # its command buffer begun again while still executable.
+    tests = ['--test', 'batches', '--test', 'pool-reset', '--test', 'free']
+    with strict_daemon(fx, ['--validate=strict', '--replay-threads', '2'] +
+                       fx.daemon_args()[:2]) as (sock, logp):
+        fx.run([vk_record] + tests, fx.gpud_env(VARIANTS[0], sock),
+               label='replay threads, strict validation')
+        with open(logp, errors='replace') as f:
+            if any('protocol error' in l or 'validation:' in l for l in f):
+                fail('vk_record broke a rule under strict validation (%s)' % logp)
 
 
 TRANSFER_SUBTESTS = ['upload', 'racing', 'again', 'semaphore', 'fences', 'empty', 'queues', 'burst']
