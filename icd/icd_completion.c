@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "util_env.h"
 #include "util_spin.h"
 #include "util_time.h"
 
@@ -37,6 +38,20 @@
 #define FENCE_SLICE_NS (20u * 1000u * 1000u)
 
 static __thread struct util_spin_window fence_window;
+
+/* FENCE_SPIN_MAX_NS, or GPUD_WAIT_SPIN_MAX_US in the application's
+ * environment (from FENCE_SPIN_NS to 100 ms; to measure). */
+static uint64_t
+fence_spin_max_ns(void)
+{
+   static uint64_t max_ns;
+   if (!max_ns) {
+      uint64_t us = FENCE_SPIN_MAX_NS / 1000;
+      util_env_number("GPUD_WAIT_SPIN_MAX_US", FENCE_SPIN_NS / 1000, 100 * 1000, &us);
+      max_ns = us * 1000;
+   }
+   return max_ns;
+}
 
 /* Maps the device's completion page (where the worker gives one that is
  * gpud's, of this build's layout) and the tables of its slots; without it
@@ -149,7 +164,7 @@ icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *), c
    bool flushed = false, slept = false;
    struct util_spin_window *window = &fence_window;
    if (!window->base_ns)
-      util_spin_window_init_yielding(window, FENCE_SPIN_NS, FENCE_SPIN_MAX_NS,
+      util_spin_window_init_yielding(window, FENCE_SPIN_NS, fence_spin_max_ns(),
                                      FENCE_SPIN_YIELD_MAX_NS);
    for (bool looked = false;; looked = true) {
       if (atomic_load(&h->lost) || icd_connection_is_lost(conn))
