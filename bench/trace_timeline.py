@@ -55,11 +55,14 @@ def runs(d):
         if not app:
             continue
         lo, hi = app[0][0], app[-1][0]
-        worker = None
+        # its worker: the one whose time overlaps the application's most
+        # (a short program's trace starts at its first submission, its
+        # worker's with its instance)
+        worker, best = None, 0
         for wpid, ev in workers:
-            if ev and ev[0][0] <= hi and ev[-1][0] >= lo and \
-               sum(1 for e in ev if lo <= e[0] <= hi) > len(ev) // 2:
-                worker = (wpid, ev)
+            overlap = min(hi, ev[-1][0]) - max(lo, ev[0][0]) if ev else -1
+            if overlap >= 0 and (worker is None or overlap > best):
+                worker, best = (wpid, ev), overlap
         yield pid, kind, app, worker
 
 
