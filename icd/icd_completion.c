@@ -40,17 +40,20 @@
 static __thread struct util_spin_window fence_window;
 
 /* FENCE_SPIN_MAX_NS, or GPUD_WAIT_SPIN_MAX_US in the application's
- * environment (from FENCE_SPIN_NS to 100 ms; to measure). */
+ * environment (from FENCE_SPIN_NS to 100 ms; to measure).  Read by each
+ * thread's first wait, on any thread. */
 static uint64_t
 fence_spin_max_ns(void)
 {
-   static uint64_t max_ns;
-   if (!max_ns) {
+   static _Atomic uint64_t max_ns;
+   uint64_t m = atomic_load(&max_ns);
+   if (!m) {
       uint64_t us = FENCE_SPIN_MAX_NS / 1000;
       util_env_number("GPUD_WAIT_SPIN_MAX_US", FENCE_SPIN_NS / 1000, 100 * 1000, &us);
-      max_ns = us * 1000;
+      m = us * 1000;
+      atomic_store(&max_ns, m);
    }
-   return max_ns;
+   return m;
 }
 
 /* Maps the device's completion page (where the worker gives one that is
