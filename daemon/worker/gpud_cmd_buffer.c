@@ -389,13 +389,13 @@ gpud_exec_vkResetCommandPool(struct gpud_call *call, struct wire_args_vkResetCom
    if (pool)
       pool->pool_resets++;
    gpud_gen_exec_vkResetCommandPool(call, a);
+   if (!pool)
+      return;
+   /* (the pool's own host pool, the first, was reset above) */
    const bool release = a->flags & VK_COMMAND_POOL_RESET_RELEASE_RESOURCES_BIT;
-   for (uint32_t s = 0; pool && a->ret == VK_SUCCESS && s < pool->n_shards; s++) {
+   for (uint32_t s = 1; a->ret == VK_SUCCESS && s < pool->n_shards; s++) {
       struct gpud_pool_shard *shard = &pool->shards[s];
-      if (!atomic_exchange_explicit(&shard->recorded, false, memory_order_relaxed) &&
-          !release)
-         continue;
-      if (s > 0)
+      if (atomic_exchange_explicit(&shard->recorded, false, memory_order_relaxed) || release)
          a->ret = call->disp->ResetCommandPool(a->device, (VkCommandPool)(uintptr_t)shard->handle,
                                               a->flags);
    }

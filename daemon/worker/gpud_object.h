@@ -67,7 +67,7 @@ struct gpud_pool_shard {
    struct gpud_replay_unit unit;
    /* a command buffer of it began a recording since its last reset (set
     * by the thread replaying it, read at the pool's reset, after the
-    * lanes are done with the pool) */
+    * lanes are done with the pool; not the first's, which always resets) */
    _Atomic bool recorded;
 };
 
