@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util_env.h"
 #include "util_macros.h"
 #include "util_memfd.h"
 #include "util_time.h"
@@ -108,7 +109,7 @@ upload_mode(void)
    if (m < 0) {
       const char *v = getenv("GPUD_ICD_UPLOADS");
       m = UPLOAD_ON;
-      if (v && (!strcmp(v, "off") || !strcmp(v, "0")))
+      if (util_env_off("GPUD_ICD_UPLOADS"))
          m = UPLOAD_OFF;
       if (v && !strcmp(v, "inline"))
          m = UPLOAD_INLINE;

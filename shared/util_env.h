@@ -2,13 +2,23 @@
 #pragma once
 
 /*
- * Numbers from the environment: the settings gpud's parts read from
- * variables (limits, timeouts, the knobs its measurements turn).
+ * Settings from the environment: the numbers and switches gpud's parts
+ * read from variables (limits, timeouts, the knobs its measurements turn).
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* Whether the variable name turns something off: "off", "0", "no" or
+ * "false" (anything else, unset or empty, leaves it on). */
+static inline bool
+util_env_off(const char *name)
+{
+   const char *v = getenv(name);
+   return v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false"));
+}
 
 /* Whether the variable name holds a whole decimal number from min to max
  * (then in *ret); an unset or empty variable, or anything else, leaves

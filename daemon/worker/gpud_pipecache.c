@@ -48,6 +48,7 @@
 
 #include "gpud_call.h"
 #include "util_dir.h"
+#include "util_env.h"
 #include "util_hash.h"
 #include "util_macros.h"
 #include "util_time.h"
@@ -139,8 +140,7 @@ keys_add(struct gpud_pipecache *pc, uint64_t key)
 static char *
 cache_dir(const struct gpud_context *ctx)
 {
-   const char *off = getenv("GPUD_PIPELINE_CACHE");
-   if (off && (!strcmp(off, "off") || !strcmp(off, "0") || !strcmp(off, "no")))
+   if (util_env_off("GPUD_PIPELINE_CACHE"))
       return NULL;
    char *dir = NULL;
    /* the user's cache directory the server made (threads of the server

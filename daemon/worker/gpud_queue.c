@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gpud_gen.h"
+#include "util_env.h"
 #include "util_macros.h"
 #include "util_time.h"
 #include "util_trace.h"
@@ -343,10 +344,8 @@ static bool
 fence_in_place_off(void)
 {
    static int off = -1;
-   if (off < 0) {
-      const char *v = getenv("GPUD_FENCE_IN_PLACE");
-      off = v && (!strcmp(v, "off") || !strcmp(v, "0"));
-   }
+   if (off < 0)
+      off = util_env_off("GPUD_FENCE_IN_PLACE");
    return off;
 }
 

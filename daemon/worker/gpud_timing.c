@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gpud_gen.h"
+#include "util_env.h"
 #include "util_macros.h"
 
 #define TIMING_BLOCK 16u /* slots made at a time */
@@ -39,8 +40,7 @@ gpud_timing_create(const struct gpud_host_dispatch *disp, VkPhysicalDevice physi
 {
    /* GPUD_GPU_TIMING=0: the fence-based busy time alone (to measure what
     * the timestamps cost) */
-   const char *env = getenv("GPUD_GPU_TIMING");
-   if (env && !strcmp(env, "0"))
+   if (util_env_off("GPUD_GPU_TIMING"))
       return NULL;
    if (!disp->GetPhysicalDeviceQueueFamilyProperties || !disp->GetPhysicalDeviceProperties ||
        !disp->CreateCommandPool || !disp->AllocateCommandBuffers || !disp->BeginCommandBuffer ||

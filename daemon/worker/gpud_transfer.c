@@ -244,10 +244,8 @@ static bool
 worker_copies(void)
 {
    static int on = -1;
-   if (on < 0) {
-      const char *v = getenv("GPUD_WORKER_COPIES");
-      on = !(v && (!strcmp(v, "off") || !strcmp(v, "0")));
-   }
+   if (on < 0)
+      on = !util_env_off("GPUD_WORKER_COPIES");
    return on;
 }
 
