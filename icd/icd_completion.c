@@ -29,6 +29,14 @@
  * more; a wait that outgrows it (other processes' work on the same CPUs)
  * returns the window to FENCE_SPIN_NS. */
 #define FENCE_SPIN_YIELD_MAX_NS (500u * 1000u)
+/* A wait for a fence whose last wait took less than half of this polls
+ * for up to twice that (once more than the thread's window), however long
+ * the thread's other waits: a program that waits in turn for a long job
+ * (a graph, a frame) and for short round trips (its staged copies, a few
+ * hundred microseconds each) has the short ones answered polling, not by a
+ * wake-up tens of microseconds after the work's end.  Not where polls
+ * yield. */
+#define FENCE_SPIN_OBJECT_MAX_NS (1000u * 1000u)
 /* Where the page expects a long job's end (its expect_ns), a wait sleeps
  * until FENCE_EXPECT_EARLY_NS before it and polls from then, for up to
  * FENCE_EXPECT_LATE_NS after: its end costs no wake-up.  Not where polls
@@ -39,21 +47,34 @@
 
 static __thread struct util_spin_window fence_window;
 
-/* FENCE_SPIN_MAX_NS, or GPUD_WAIT_SPIN_MAX_US in the application's
- * environment (from FENCE_SPIN_NS to 100 ms; to measure).  Read by each
- * thread's first wait, on any thread. */
+/* GPUD_WAIT_SPIN_MAX_US in the application's environment (from
+ * FENCE_SPIN_NS to 100 ms; to measure): the longest poll of any wait, the
+ * thread's window and a fence's own alike; 0: not set (FENCE_SPIN_MAX_NS
+ * and FENCE_SPIN_OBJECT_MAX_NS).  Read by the first wait, on any thread. */
 static uint64_t
-fence_spin_max_ns(void)
+wait_spin_max_setting_ns(void)
 {
-   static _Atomic uint64_t max_ns;
+   static _Atomic uint64_t max_ns = UINT64_MAX;
    uint64_t m = atomic_load(&max_ns);
-   if (!m) {
-      uint64_t us = FENCE_SPIN_MAX_NS / 1000;
+   if (m == UINT64_MAX) {
+      uint64_t us = 0;
       util_env_number("GPUD_WAIT_SPIN_MAX_US", FENCE_SPIN_NS / 1000, 100 * 1000, &us);
       m = us * 1000;
       atomic_store(&max_ns, m);
    }
    return m;
+}
+
+/* How long a wait polls, of the thread's window and (last_ns) the same
+ * objects' last wait. */
+static uint64_t
+poll_ns(const struct util_spin_window *window, uint64_t last_ns)
+{
+   uint64_t set = wait_spin_max_setting_ns();
+   uint64_t max = set ? set : FENCE_SPIN_OBJECT_MAX_NS;
+   if (!last_ns || last_ns > max / 2 || util_spin_yields())
+      return window->ns;
+   return 2 * last_ns > window->ns ? 2 * last_ns : window->ns;
 }
 
 /* Maps the device's completion page (where the worker gives one that is
@@ -158,7 +179,7 @@ icd_completion_slot_give(struct icd_device *dev, uint64_t *used, unsigned *hint,
 
 VkResult
 icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void *what,
-          uint64_t timeout, uint64_t *left)
+                    uint64_t timeout, uint64_t *left, uint64_t last_ns, uint64_t *waited_ns)
 {
    struct gpud_completion_header *h = dev->completion;
    struct icd_connection *conn = dev->base.conn;
@@ -166,9 +187,14 @@ icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *), c
    uint64_t deadline = timeout > UINT64_MAX - start ? UINT64_MAX : start + timeout;
    bool flushed = false, slept = false;
    struct util_spin_window *window = &fence_window;
-   if (!window->base_ns)
-      util_spin_window_init_yielding(window, FENCE_SPIN_NS, fence_spin_max_ns(),
+   if (!window->base_ns) {
+      uint64_t set = wait_spin_max_setting_ns();
+      util_spin_window_init_yielding(window, FENCE_SPIN_NS, set ? set : FENCE_SPIN_MAX_NS,
                                      FENCE_SPIN_YIELD_MAX_NS);
+   }
+   const uint64_t poll = poll_ns(window, last_ns);
+   if (waited_ns)
+      *waited_ns = 0;
    for (bool looked = false;; looked = true) {
       if (atomic_load(&h->lost) || icd_connection_is_lost(conn))
          return VK_ERROR_DEVICE_LOST;
@@ -178,6 +204,8 @@ icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *), c
          if (looked) {
             uint64_t now = util_now_ns();
             util_spin_window_note(window, now - start, now);
+            if (waited_ns)
+               *waited_ns = now - start;
          }
          if (icd_debug & ICD_DEBUG_WAITS) {
             atomic_fetch_add_explicit(&dev->dbg_waits, 1, memory_order_relaxed);
@@ -200,7 +228,7 @@ icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *), c
             return VK_ERROR_DEVICE_LOST;
          flushed = true;
       }
-      if (now - start < window->ns) {
+      if (now - start < poll) {
          util_spin_pause(util_spin_yields());
          continue;
       }

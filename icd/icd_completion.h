@@ -24,6 +24,10 @@ void icd_completion_fence_slot_give(struct icd_device *dev, int slot, uint32_t n
 /* Waits on the page until reached(what) says VK_SUCCESS, the timeout ends
  * (VK_TIMEOUT), the device or the daemon is lost (VK_ERROR_DEVICE_LOST), or
  * something must be asked about (VK_NOT_READY, with the timeout left in
- * *left). */
+ * *left).  last_ns: how long the last wait for the same objects took (0:
+ * not known), which it may poll through (icd_completion.c); *waited_ns
+ * (not NULL): how long this one took, where it did not find them reached
+ * at once (0 there). */
 VkResult icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *),
-                             const void *what, uint64_t timeout, uint64_t *left);
+                             const void *what, uint64_t timeout, uint64_t *left,
+                             uint64_t last_ns, uint64_t *waited_ns);

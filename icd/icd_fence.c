@@ -218,8 +218,26 @@ icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences
    const struct fence_wait w = {.n = fenceCount, .fences = pFences, .all = waitAll};
    uint64_t left = timeout;
    util_trace(UTIL_TRACE_WAIT, fenceCount);
-   VkResult r = dev->completion ? icd_completion_wait(dev, fences_reached, &w, timeout, &left)
-                             : VK_NOT_READY;
+   /* the fences' last waits: for all of them the longest, for any the
+    * shortest; not known where one's is not */
+   uint64_t last_ns = 0;
+   for (uint32_t i = 0; i < fenceCount; i++) {
+      const struct icd_fence *f = icd_fence_from_handle(pFences[i]);
+      uint64_t ns = atomic_load_explicit(&f->last_wait_ns, memory_order_relaxed);
+      if (!ns) {
+         last_ns = 0;
+         break;
+      }
+      if (!i || (waitAll ? ns > last_ns : ns < last_ns))
+         last_ns = ns;
+   }
+   uint64_t waited_ns = 0;
+   VkResult r = dev->completion ? icd_completion_wait(dev, fences_reached, &w, timeout, &left,
+                                                      last_ns, &waited_ns)
+                                : VK_NOT_READY;
+   for (uint32_t i = 0; waited_ns && i < fenceCount; i++)
+      atomic_store_explicit(&icd_fence_from_handle(pFences[i])->last_wait_ns, waited_ns,
+                            memory_order_relaxed);
    util_trace(UTIL_TRACE_WAITED, (uint32_t)r);
    /* the daemon knows: ask it, for what is left of the timeout */
    return r == VK_NOT_READY ? icd_gen_vkWaitForFences(device, fenceCount, pFences, waitAll, left)

@@ -12,6 +12,9 @@ struct icd_fence {
    struct icd_device *device; /* NULL: asked about (no slot) */
    int slot;
    _Atomic uint32_t generation; /* resets so far, from the slot's first */
+   /* how long its last wait that did not find it signalled took (0: none
+    * yet), for how long its next polls (icd_completion_wait) */
+   _Atomic uint64_t last_wait_ns;
 };
 
 /* The fence's next signal is the host driver's to tell (a window system's
