@@ -8,8 +8,9 @@
  * sends only the submit.
  *
  * A recording of copies alone, small enough to be one chunk, is held here
- * at its end instead: the ICD makes such submissions itself where it can
- * (icd_upload.c), and then the daemon never needs it.  The first submission
+ * at its end instead, where the ICD could make a submission of it: the ICD
+ * makes such submissions itself where it can (icd_upload.c), and then the
+ * daemon never needs it.  The first submission
  * of it that goes to the daemon sends it first (icd_cmd_buffer_release); a
  * reset or a new recording drops it.  The daemon sees what it would have
  * seen, later: a whole recording, begun after every reset of it sent.

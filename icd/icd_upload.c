@@ -132,11 +132,6 @@ copies_only(const struct icd_command_buffer *cb)
           cb->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY;
 }
 
-bool
-icd_upload_may_hold(const struct icd_command_buffer *cb)
-{
-   return copies_only(cb) && cb->n_upload && upload_mode() != UPLOAD_OFF;
-}
 
 /* Whether the ICD may read or write a copy's memory itself: memory it maps,
  * but in the tests' "device" mode only where the application mapped it too
@@ -304,9 +299,11 @@ struct upload_copy {
    VkDeviceSize offset, size;
 };
 
-/* The copies of the command buffers, resolved; false: not the ICD's. */
+/* The copies of the command buffers, resolved; false: not the ICD's (why:
+ * what of them makes them the worker's whenever they are submitted; NULL:
+ * not copies alone). */
 static bool
-resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t n_cbs,
+resolve(struct icd_device *dev, const struct icd_command_buffer *const *cbs, uint32_t n_cbs,
         struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_bytes, const char **why)
 {
    const bool to_worker = upload_mode() == UPLOAD_WORKER;
@@ -361,6 +358,27 @@ resolve(struct icd_device *dev, struct icd_command_buffer *const *cbs, uint32_t 
    return n > 0 || !n_cbs;
 }
 
+/* Whether a recording just ended is held for the ICD to make: copies alone
+ * that a submission of it alone could have the ICD make, whether anything
+ * is in flight then or not.  The others' recordings go to the worker at
+ * once (icd_cmd_buffer.c), which replays them while the application goes
+ * on: ggml writes a staged copy's source after ending its recording and
+ * before submitting it, a copy larger than a slot of upload memory taking
+ * it longer than the worker's replay of the recording and its wake-up.
+ * (Submitted beside others, copies take more than alone: a recording sent
+ * here is never one the ICD makes.) */
+bool
+icd_upload_may_hold(const struct icd_command_buffer *cb)
+{
+   if (!copies_only(cb) || !cb->n_upload || upload_mode() == UPLOAD_OFF)
+      return false;
+   struct upload_copy copies[ICD_UPLOAD_MAX_COPIES];
+   uint32_t n = 0, bytes = 0;
+   const char *why = NULL;
+   const struct icd_command_buffer *const cbs[] = {cb};
+   return resolve(cb->device, cbs, 1, copies, &n, &bytes, &why);
+}
+
 /* GPUD_DEBUG=uploads: a submission of copies alone that goes to the worker,
  * and why (false, for the caller to return). */
 static bool
@@ -400,7 +418,8 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
    struct upload_copy copies[ICD_UPLOAD_MAX_COPIES];
    uint32_t n = 0, bytes = 0;
    const char *why = NULL;
-   if (!resolve(dev, cbs, n_cbs, copies, &n, &bytes, &why))
+   if (!resolve(dev, (const struct icd_command_buffer *const *)cbs, n_cbs, copies, &n, &bytes,
+                &why))
       return why ? declined(cbs, n_cbs, why) : false;
    /* a worker that is gone answers nothing: the submission goes the way
     * that says the device is lost (a look at the socket, no wake-up; only

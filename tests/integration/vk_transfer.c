@@ -31,10 +31,12 @@
  *              itself then); one submit of no command buffers too
  *   queues     the same copies on every queue the device has
  *   burst      ten uploads of 96 KiB to 1.25 MiB into one device buffer,
- *              through one staging buffer refilled after each wait, on
- *              the queues in turn, then one copy back of the whole (gpud's
- *              ICD writes the larger ones into slots of memory it shares
- *              with the worker, more of them than it has slots)
+ *              through one staging buffer refilled after each wait (every
+ *              other one after the copy's recording ended, as ggml does),
+ *              on the queues in turn, then one copy back of the whole
+ *              (gpud's ICD writes the larger ones into slots of memory it
+ *              shares with the worker, more of them than it has slots; the
+ *              largest is the worker's, its recording sent as it ends)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +136,15 @@ record_copy(VkCommandBuffer cmd, const struct vkt_buffer *src, VkDeviceSize src_
    VKT_CHECK(vkEndCommandBuffer(cmd));
 }
 
+static void
+submit_one(VkQueue q, VkCommandBuffer cmd, VkFence fence, const VkSubmitInfo *base)
+{
+   VkSubmitInfo submit = base ? *base : (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+   submit.commandBufferCount = 1;
+   submit.pCommandBuffers = &cmd;
+   VKT_CHECK(vkQueueSubmit(q, 1, &submit, fence));
+}
+
 static VkCommandBuffer
 submit_copy(struct state *s, VkQueue q, const struct vkt_buffer *src, VkDeviceSize src_off,
             const struct vkt_buffer *dst, VkDeviceSize dst_off, uint32_t n, VkFence fence,
@@ -141,10 +152,7 @@ submit_copy(struct state *s, VkQueue q, const struct vkt_buffer *src, VkDeviceSi
 {
    VkCommandBuffer cmd = begin(s, pool_of(s, q));
    record_copy(cmd, src, src_off, dst, dst_off, n);
-   VkSubmitInfo submit = base ? *base : (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
-   submit.commandBufferCount = 1;
-   submit.pCommandBuffers = &cmd;
-   VKT_CHECK(vkQueueSubmit(q, 1, &submit, fence));
+   submit_one(q, cmd, fence, base);
    return cmd;
 }
 
@@ -217,12 +225,22 @@ test_burst(struct state *s, uint32_t round)
    VkQueue qs[VKT_ARRAY_SIZE(burst_sizes)];
    uint32_t at = 0;
    for (size_t i = 0; i < VKT_ARRAY_SIZE(burst_sizes); i++) {
+      qs[i] = s->queues[i % s->n_queues];
+      /* every other one as ggml stages: the copy recorded first, its
+       * source written between the recording's end and the submission */
+      const bool recorded_first = i % 2 == 0;
+      if (recorded_first) {
+         cmds[i] = begin(s, pool_of(s, qs[i]));
+         record_copy(cmds[i], &stage, 0, &dev, at, burst_sizes[i]);
+      }
       uint32_t *p = stage.map;
       for (uint32_t k = 0; k < burst_sizes[i]; k++)
          p[k] = pattern(at + k, round);
       vkt_buffer_flush(&s->ctx, &stage);
-      qs[i] = s->queues[i % s->n_queues];
-      cmds[i] = submit_copy(s, qs[i], &stage, 0, &dev, at, burst_sizes[i], f, NULL);
+      if (recorded_first)
+         submit_one(qs[i], cmds[i], f, NULL);
+      else
+         cmds[i] = submit_copy(s, qs[i], &stage, 0, &dev, at, burst_sizes[i], f, NULL);
       wait(s, f);
       VKT_CHECK(vkResetFences(s->ctx.device, 1, &f));
       at += burst_sizes[i];
