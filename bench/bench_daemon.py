@@ -27,7 +27,9 @@ def default_host():
 def add_daemon_args(ap):
     """--build, --host-driver and --user: what Daemon and env_for take
     (resolve_daemon_args makes them definite)."""
-    ap.add_argument('--build', default=os.path.join(os.path.dirname(__file__), '..', 'build'))
+    ap.add_argument('--build', default=os.path.join(os.path.dirname(__file__), '..', 'build'),
+                    help='a build directory, or what scripts/bundle.sh made of one (its env.sh '
+                         'sourced, for the libraries)')
     ap.add_argument('--host-driver', help='the host ICD manifest (default: lavapipe)')
     ap.add_argument('--user', default=None,
                     help="the workers' user, run as root (default: gpud where it exists, else nobody)")
@@ -35,7 +37,7 @@ def add_daemon_args(ap):
 
 def resolve_daemon_args(args):
     """args.user and args.host_driver given their defaults, args.gpud and
-    args.icd found in args.build."""
+    args.icd found in args.build (a build directory or a bundle)."""
     if args.user is None:
         try:
             pwd.getpwnam('gpud')
@@ -44,8 +46,13 @@ def resolve_daemon_args(args):
             args.user = 'nobody'
     args.host_driver = os.path.abspath(args.host_driver or default_host())
     build = os.path.abspath(args.build)
-    args.gpud = os.path.join(build, 'daemon', 'gpud')
-    args.icd = os.path.join(build, 'icd', 'gpud_icd.build.json')
+    if os.path.exists(os.path.join(build, 'bin', 'gpud')):
+        # a bundle (scripts/bundle.sh): its manifest names the ICD beside it
+        args.gpud = os.path.join(build, 'bin', 'gpud')
+        args.icd = os.path.join(build, 'gpud_icd.json')
+    else:
+        args.gpud = os.path.join(build, 'daemon', 'gpud')
+        args.icd = os.path.join(build, 'icd', 'gpud_icd.build.json')
 
 
 class Daemon:
