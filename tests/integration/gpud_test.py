@@ -785,8 +785,16 @@ def test_abuse(fx):
         fail('the server changed pid')
 
     # Each abusing client ended with a reason gpudctl lists: its worker
-    # crashed, or the daemon's own checks refused the command buffer.
-    faults = {f['pid']: f for f in fx.gpudctl_status()['faults']}
+    # crashed, or the daemon's own checks refused the command buffer.  (The
+    # worker drops the client first and tells the server after: the last
+    # one's fault may reach the list a moment after the client saw its
+    # device lost.)
+    deadline = time.monotonic() + 10
+    while True:
+        faults = {f['pid']: f for f in fx.gpudctl_status()['faults']}
+        if all(pid in faults for pid in pids.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     crashed = 0
     for case, pid in pids.items():
         reason = faults.get(pid, {}).get('reason', '')
