@@ -186,7 +186,7 @@ icd_vkGetFenceStatus(VkDevice device, VkFence fence)
     * threads and the host driver's need to get there: each look that finds
     * it unsignalled gives the CPU to any thread that wants it, as the ICD's
     * own waits do there.  (llama.cpp's tiny model on lavapipe, 2 CPUs:
-    * 0.65x the driver's tokens without, 1.0x with: docs/performance.md.) */
+    * 0.63-0.68x the driver's tokens without, 0.93x with: docs/performance.md.) */
    if (util_spin_yields())
       util_spin_pause(true);
    return VK_NOT_READY;
