@@ -178,8 +178,9 @@ icd_completion_slot_give(struct icd_device *dev, uint64_t *used, unsigned *hint,
 }
 
 VkResult
-icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *), const void *what,
-                    uint64_t timeout, uint64_t *left, uint64_t last_ns, uint64_t *waited_ns)
+icd_completion_wait(struct icd_device *dev, VkResult (*reached)(const void *),
+                    const void *what, uint64_t timeout, uint64_t *left, uint64_t last_ns,
+                    uint64_t *waited_ns)
 {
    struct gpud_completion_header *h = dev->completion;
    struct icd_connection *conn = dev->base.conn;

@@ -241,8 +241,8 @@ icd_vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence *pFences
          last_ns = ns;
    }
    uint64_t waited_ns = 0;
-   VkResult r = dev->completion ? icd_completion_wait(dev, fences_reached, &w, timeout, &left,
-                                                      last_ns, &waited_ns)
+   VkResult r = dev->completion ? icd_completion_wait(dev, fences_reached, &w, timeout,
+                                                      &left, last_ns, &waited_ns)
                                 : VK_NOT_READY;
    for (uint32_t i = 0; waited_ns && i < fenceCount; i++)
       atomic_store_explicit(&icd_fence_from_handle(pFences[i])->last_wait_ns, waited_ns,

@@ -161,9 +161,9 @@ icd_vkWaitSemaphores(VkDevice device, const VkSemaphoreWaitInfo *pWaitInfo, uint
 {
    struct icd_device *dev = icd_device_from_handle(device);
    uint64_t left = timeout;
-   VkResult r = dev->completion ? icd_completion_wait(dev, semaphores_reached, pWaitInfo, timeout, &left,
-                                                      0, NULL)
-                             : VK_NOT_READY;
+   VkResult r = dev->completion ? icd_completion_wait(dev, semaphores_reached, pWaitInfo,
+                                                      timeout, &left, 0, NULL)
+                                : VK_NOT_READY;
    return r == VK_NOT_READY ? icd_gen_vkWaitSemaphores(device, pWaitInfo, left) : r;
 }
 

@@ -132,7 +132,6 @@ copies_only(const struct icd_command_buffer *cb)
           cb->level == VK_COMMAND_BUFFER_LEVEL_PRIMARY;
 }
 
-
 /* Whether the ICD may read or write a copy's memory itself: memory it maps,
  * but in the tests' "device" mode only where the application mapped it too
  * (what it never mapped stands for device memory, as on a GPU). */
@@ -303,8 +302,9 @@ struct upload_copy {
  * what of them makes them the worker's whenever they are submitted; NULL:
  * not copies alone). */
 static bool
-resolve(struct icd_device *dev, const struct icd_command_buffer *const *cbs, uint32_t n_cbs,
-        struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_bytes, const char **why)
+resolve(struct icd_device *dev, const struct icd_command_buffer *const *cbs,
+        uint32_t n_cbs, struct upload_copy *out, uint32_t *ret_n, uint32_t *ret_bytes,
+        const char **why)
 {
    const bool to_worker = upload_mode() == UPLOAD_WORKER;
    uint32_t n = 0;
@@ -418,8 +418,8 @@ icd_upload_submit(struct icd_queue *q, struct icd_command_buffer *const *cbs, ui
    struct upload_copy copies[ICD_UPLOAD_MAX_COPIES];
    uint32_t n = 0, bytes = 0;
    const char *why = NULL;
-   if (!resolve(dev, (const struct icd_command_buffer *const *)cbs, n_cbs, copies, &n, &bytes,
-                &why))
+   if (!resolve(dev, (const struct icd_command_buffer *const *)cbs, n_cbs, copies, &n,
+                &bytes, &why))
       return why ? declined(cbs, n_cbs, why) : false;
    /* a worker that is gone answers nothing: the submission goes the way
     * that says the device is lost (a look at the socket, no wake-up; only

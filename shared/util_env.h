@@ -17,7 +17,8 @@ static inline bool
 util_env_off(const char *name)
 {
    const char *v = getenv(name);
-   return v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no") || !strcmp(v, "false"));
+   return v && (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "no") ||
+                !strcmp(v, "false"));
 }
 
 /* Whether the variable name holds a whole decimal number from min to max

@@ -139,7 +139,8 @@ record_copy(VkCommandBuffer cmd, const struct vkt_buffer *src, VkDeviceSize src_
 static void
 submit_one(VkQueue q, VkCommandBuffer cmd, VkFence fence, const VkSubmitInfo *base)
 {
-   VkSubmitInfo submit = base ? *base : (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+   VkSubmitInfo submit =
+       base ? *base : (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
    submit.commandBufferCount = 1;
    submit.pCommandBuffers = &cmd;
    VKT_CHECK(vkQueueSubmit(q, 1, &submit, fence));
