@@ -71,10 +71,9 @@ static uint64_t
 poll_ns(const struct util_spin_window *window, uint64_t last_ns)
 {
    uint64_t set = wait_spin_max_setting_ns();
-   uint64_t max = set ? set : FENCE_SPIN_OBJECT_MAX_NS;
-   if (!last_ns || last_ns > max / 2 || util_spin_yields())
+   if (util_spin_yields())
       return window->ns;
-   return 2 * last_ns > window->ns ? 2 * last_ns : window->ns;
+   return util_spin_object_ns(window->ns, last_ns, set ? set : FENCE_SPIN_OBJECT_MAX_NS);
 }
 
 /* Maps the device's completion page (where the worker gives one that is

@@ -69,6 +69,20 @@ void util_spin_window_init_yielding(struct util_spin_window *w, uint64_t base_ns
  * after it began. */
 void util_spin_window_note(struct util_spin_window *w, uint64_t waited_ns, uint64_t now_ns);
 
+/* How long a wait for an object polls, of the thread's window (window_ns)
+ * and how long the object's last wait took (last_ns, 0: not known): twice
+ * that where it took at most half of max_ns and that is longer, else the
+ * window.  A thread that waits in turn for long jobs (whose waits return
+ * its window to the base) and for short round trips has the short ones
+ * answered polling (the ICD's fences). */
+static inline uint64_t
+util_spin_object_ns(uint64_t window_ns, uint64_t last_ns, uint64_t max_ns)
+{
+   if (!last_ns || last_ns > max_ns / 2 || 2 * last_ns <= window_ns)
+      return window_ns;
+   return 2 * last_ns;
+}
+
 /* Sleeping in short slices at first keeps the CPU in a shallow idle state
  * (the kernel's idle governor looks at the next timer): a wait that ends
  * soon is woken without the tens to hundreds of microseconds a deep one

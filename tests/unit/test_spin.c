@@ -116,6 +116,25 @@ test_window_yielding(void)
    CHECK_EQ(w.adapts, !util_spin_yields());
 }
 
+/* A wait for an object whose last wait was a short round trip polls
+ * through the next one, whatever the thread's window says; a long one, or
+ * none known, leaves the window as it is. */
+static void
+test_object_wait(void)
+{
+   /* ggml's staged copy: 260 us last time, a window back at its base */
+   CHECK_EQ(util_spin_object_ns(20 * US, 260 * US, 1 * MS), 520 * US);
+   /* not known yet */
+   CHECK_EQ(util_spin_object_ns(20 * US, 0, 1 * MS), 20 * US);
+   /* a long job's fence: more than half the maximum */
+   CHECK_EQ(util_spin_object_ns(20 * US, 600 * US, 1 * MS), 20 * US);
+   CHECK_EQ(util_spin_object_ns(20 * US, 500 * US, 1 * MS), 1 * MS);
+   /* a window already longer stays */
+   CHECK_EQ(util_spin_object_ns(300 * US, 100 * US, 1 * MS), 300 * US);
+   /* a lower maximum (GPUD_WAIT_SPIN_MAX_US=200) leaves such waits alone */
+   CHECK_EQ(util_spin_object_ns(20 * US, 260 * US, 200 * US), 20 * US);
+}
+
 UNIT_MAIN(UNIT_TEST(test_window_fixed), UNIT_TEST(test_window_follows_loop),
           UNIT_TEST(test_window_forgets), UNIT_TEST(test_window_idle_peer),
-          UNIT_TEST(test_window_yielding))
+          UNIT_TEST(test_window_yielding), UNIT_TEST(test_object_wait))
